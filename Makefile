@@ -1,0 +1,37 @@
+# Steward's two commands: `make run` and `make test`. Both create the virtualenv,
+# install, and bring their own PostgreSQL and Redis unless DATABASE_URL / REDIS_URL
+# name servers to use instead (portal/devstack.py).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench lint format clean install
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python -m portal.devstack run
+
+test: $(STAMP)
+	$(BIN)/python -m portal.devstack test $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m portal.devstack bench
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) .data

@@ -1,0 +1,48 @@
+from django.urls import NoReverseMatch, reverse
+
+# Every domain has a place in the navigation; one whose console is not installed yet
+# is shown disabled rather than hidden, so operators see the whole shape of Steward.
+NAVIGATION = (
+    ("Dashboard", "console:dashboard"),
+    ("Tenants", "console:tenant-list"),
+    ("Assets", "assets:asset-list"),
+    ("Eventing", "eventing:overview"),
+    ("Registry", "registry:topic-list"),
+    ("Stores", "stores:binding-list"),
+    ("Governance", "governance:order-list"),
+    ("Compute", "compute:batch-list"),
+    ("Audit", "console:audit-list"),
+)
+
+
+def _navigation(path: str):
+    items = []
+    for label, name in NAVIGATION:
+        try:
+            url = reverse(name)
+        except NoReverseMatch:
+            url = None
+        active = url is not None and (path == url or (url != "/" and path.startswith(url)))
+        items.append({"label": label, "url": url, "active": active})
+    return items
+
+
+def console(request):
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {"theme": request.COOKIES.get("steward_theme", "auto")}
+    from apps.tenancy.selectors import tenants_visible_to
+
+    if user.is_operator:
+        with_scope = tenants_visible_to(platform_wide=True, tenant=None)
+        switchable = [(str(t.pk), t.slug) for t in with_scope.only("id", "slug")[:200]]
+    else:
+        switchable = [
+            (str(m.tenant_id), m.tenant.slug) for m in getattr(request, "available_memberships", [])
+        ]
+    return {
+        "navigation": _navigation(request.path),
+        "acting_tenant": getattr(request, "tenant", None),
+        "switchable_tenants": switchable,
+        "theme": request.COOKIES.get("steward_theme", "auto"),
+    }

@@ -1,0 +1,66 @@
+"""The console's list pages: filter (the model's FilterSet), search, sort and paginate,
+with the rows fetched by one selector query whatever the page size."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.db.models import Q
+from django.views.generic import ListView
+
+
+@dataclass(frozen=True)
+class Column:
+    label: str
+    attr: str  # dotted path on the row
+    sort: str = ""  # ordering field, if the column sorts
+    link: bool = False  # link to the row's get_absolute_url
+
+
+class ListPage(LoginRequiredMixin, ListView):
+    template_name = "console/list.html"
+    paginate_by = 50
+    filterset_class = None
+    search_fields: tuple[str, ...] = ()
+    columns: tuple[Column, ...] = ()
+    default_ordering = "-pk"
+    title = ""
+
+    def get_base_queryset(self):
+        raise NotImplementedError
+
+    def get_queryset(self):
+        queryset = self.get_base_queryset()
+        self.filterset = None
+        if self.filterset_class is not None:
+            self.filterset = self.filterset_class(self.request.GET, queryset=queryset)
+            queryset = self.filterset.qs if self.filterset.is_valid() else queryset.none()
+        self.search = self.request.GET.get("q", "").strip()
+        if self.search and self.search_fields:
+            condition = Q()
+            for field in self.search_fields:
+                condition |= Q(**{f"{field}__icontains": self.search})
+            queryset = queryset.filter(condition)
+        allowed = {c.sort for c in self.columns if c.sort}
+        requested = self.request.GET.get("sort", "")
+        self.sort = requested if requested.lstrip("-") in allowed else self.default_ordering
+        return queryset.order_by(self.sort, "-pk")
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        query = self.request.GET.copy()
+        query.pop("page", None)
+        sort_query = query.copy()
+        sort_query.pop("sort", None)
+        context.update(
+            title=self.title,
+            columns=self.columns,
+            filterset=self.filterset,
+            search=self.search,
+            sort=self.sort,
+            query_string=query.urlencode(),
+            sort_query_string=sort_query.urlencode(),
+            searchable=bool(self.search_fields),
+        )
+        return context

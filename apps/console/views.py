@@ -1,0 +1,176 @@
+from django.contrib.auth import login, logout
+from django.contrib.auth.mixins import LoginRequiredMixin, UserPassesTestMixin
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+from django.views.generic import DetailView, TemplateView
+
+from apps.console.forms import LoginForm
+from apps.console.listing import Column, ListPage
+from apps.core.errors import DomainError
+from apps.tenancy import selectors, services
+from apps.tenancy.filters import AuditEventFilterSet, ServiceAccountFilterSet, TenantFilterSet
+from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
+from apps.tenancy.models import Tenant
+
+
+def login_view(request):
+    form = LoginForm(request.POST or None)
+    error = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = services.login_attempt(
+                request=request,
+                username=form.cleaned_data["username"],
+                password=form.cleaned_data["password"],
+            )
+        except DomainError as exc:
+            error = exc.detail
+        else:
+            login(request, user)
+            return HttpResponseRedirect(_next_url(request))
+    status = 401 if error else 200
+    return render(request, "console/login.html", {"form": form, "error": error}, status=status)
+
+
+def _next_url(request, default: str = "console:dashboard") -> str:
+    target = request.POST.get("next") or request.GET.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, {request.get_host()}):
+        return target
+    return reverse(default)
+
+
+@require_POST
+def logout_view(request):
+    logout(request)
+    return redirect("console:login")
+
+
+@require_POST
+def switch_tenant(request):
+    """Choose the tenant to act for; operators may choose none (all tenants, read-only)."""
+    if not request.user.is_authenticated:
+        return redirect("console:login")
+    wanted = request.POST.get("tenant", "")
+    if not wanted:
+        if not request.user.is_operator:
+            raise PermissionDenied
+        request.session.pop(ACTING_TENANT_SESSION_KEY, None)
+    else:
+        allowed = request.user.is_operator or any(
+            str(m.tenant_id) == wanted for m in selectors.memberships_of(request.user)
+        )
+        if not allowed or selectors.tenant_by_id(wanted) is None:
+            raise PermissionDenied
+        request.session[ACTING_TENANT_SESSION_KEY] = wanted
+    return HttpResponseRedirect(_next_url(request))
+
+
+@require_POST
+def set_theme(request):
+    theme = request.POST.get("theme", "auto")
+    response = HttpResponseRedirect(_next_url(request))
+    if theme in {"light", "dark", "auto"}:
+        response.set_cookie("steward_theme", theme, max_age=365 * 86400, samesite="Lax")
+    return response
+
+
+class DashboardView(LoginRequiredMixin, TemplateView):
+    template_name = "console/dashboard.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        request = self.request
+        tenants = selectors.tenants_visible_to(
+            platform_wide=request.platform_wide, tenant=request.tenant
+        )
+        context["tenant_counts"] = dict(
+            tenants.order_by().values_list("status").annotate(n=Count("id"))
+        )
+        context["tenant_total"] = sum(context["tenant_counts"].values())
+        context["recent_audit"] = selectors.audit_event_list()[:10]
+        return context
+
+
+class TenantListView(ListPage):
+    title = "Tenants"
+    filterset_class = TenantFilterSet
+    search_fields = ("slug", "name")
+    default_ordering = "slug"
+    columns = (
+        Column("Slug", "slug", sort="slug", link=True),
+        Column("Name", "name", sort="name"),
+        Column("Environment", "get_environment_class_display", sort="environment_class"),
+        Column("Home region", "home_region.slug", sort="home_region__slug"),
+        Column("Status", "get_status_display", sort="status"),
+        Column("Members", "member_count", sort="member_count"),
+        Column("Created", "created_at", sort="created_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.tenant_list(
+            platform_wide=self.request.platform_wide, tenant=self.request.tenant
+        )
+
+
+class TenantDetailView(LoginRequiredMixin, DetailView):
+    template_name = "console/tenant_detail.html"
+    context_object_name = "tenant"
+
+    def get_queryset(self):
+        return selectors.tenants_visible_to(
+            platform_wide=self.request.platform_wide, tenant=self.request.tenant
+        )
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        tenant: Tenant = self.object
+        context["memberships"] = selectors.membership_list().filter(tenant=tenant)
+        context["audit"] = selectors.audit_event_list().filter(tenant=tenant)[:20]
+        return context
+
+
+class OperatorOrTenantAdminMixin(UserPassesTestMixin):
+    def test_func(self):
+        return self.request.user.is_operator or self.request.membership_role == "admin"
+
+
+class AuditListView(OperatorOrTenantAdminMixin, ListPage):
+    title = "Audit trail"
+    filterset_class = AuditEventFilterSet
+    search_fields = ("object_repr", "actor_label", "action")
+    default_ordering = "-occurred_at"
+    template_name = "console/audit_list.html"
+    columns = (
+        Column("When", "occurred_at", sort="occurred_at"),
+        Column("Tenant", "tenant.slug", sort="tenant__slug"),
+        Column("Actor", "actor_label", sort="actor_label"),
+        Column("Action", "action", sort="action"),
+        Column("Object", "object_repr"),
+        Column("Type", "object_type", sort="object_type"),
+        Column("Request", "request_id"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.audit_event_list()
+
+
+class ServiceAccountListView(OperatorOrTenantAdminMixin, ListPage):
+    title = "Service accounts"
+    filterset_class = ServiceAccountFilterSet
+    search_fields = ("name", "description")
+    default_ordering = "name"
+    columns = (
+        Column("Name", "name", sort="name"),
+        Column("Tenant", "tenant.slug", sort="tenant__slug"),
+        Column("Active", "is_active", sort="is_active"),
+        Column("Tokens", "token_count", sort="token_count"),
+        Column("Created", "created_at", sort="created_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.service_account_list()

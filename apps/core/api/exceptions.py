@@ -1,0 +1,113 @@
+"""One exception handler: every API error is `application/problem+json` with a stable code.
+
+    {"type": "https://steward.dev/problems/<code>", "title": …, "status": …,
+     "code": "<code>", "detail": …, "errors": {field: [{"code": …, "message": …}]}}
+
+The transaction of the failed request is rolled back here, so an error changes nothing.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import transaction
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from apps.core.errors import DomainError
+from apps.tenancy.scope import ScopeViolation
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+PROBLEM_TYPE_BASE = "https://steward.dev/problems/"
+
+_DRF_CODES = {
+    exceptions.ParseError: "malformed_request",
+    exceptions.NotAuthenticated: "not_authenticated",
+    exceptions.AuthenticationFailed: "authentication_failed",
+    exceptions.PermissionDenied: "permission_denied",
+    exceptions.NotFound: "not_found",
+    exceptions.MethodNotAllowed: "method_not_allowed",
+    exceptions.NotAcceptable: "not_acceptable",
+    exceptions.UnsupportedMediaType: "unsupported_media_type",
+    exceptions.Throttled: "throttled",
+    exceptions.ValidationError: "invalid",
+}
+
+
+def problem(
+    *, status_code: int, code: str, title: str, detail: str = "", headers=None, **extra
+) -> Response:
+    body = {
+        "type": PROBLEM_TYPE_BASE + code,
+        "title": title,
+        "status": status_code,
+        "code": code,
+        "detail": detail or title,
+        **extra,
+    }
+    return Response(body, status=status_code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
+
+
+def _field_errors(detail) -> dict:
+    """DRF's nested ErrorDetail structure → {field: [{code, message}]}."""
+    if isinstance(detail, dict):
+        return {key: _flatten(value) for key, value in detail.items()}
+    return {"non_field_errors": _flatten(detail)}
+
+
+def _flatten(value) -> list:
+    if isinstance(value, list):
+        return [item for entry in value for item in _flatten(entry)]
+    if isinstance(value, dict):
+        return [{"field": key, "errors": _flatten(inner)} for key, inner in value.items()]
+    return [{"code": getattr(value, "code", "invalid"), "message": str(value)}]
+
+
+def problem_exception_handler(exc, context):
+    if isinstance(exc, Http404 | ObjectDoesNotExist):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    elif isinstance(exc, ScopeViolation):
+        exc = DomainError("The object belongs to another tenant.", code="cross_tenant")
+        exc.status = status.HTTP_404_NOT_FOUND
+
+    if isinstance(exc, DomainError):
+        response = problem(
+            status_code=exc.status, code=exc.code, title=exc.title, detail=exc.detail, **exc.extra
+        )
+    elif isinstance(exc, exceptions.APIException):
+        headers = {}
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))
+        code = _DRF_CODES.get(type(exc))
+        extra = {}
+        if isinstance(exc, exceptions.ValidationError):
+            extra["errors"] = _field_errors(exc.detail)
+            detail = "The request has invalid fields; see errors."
+            code = "invalid"
+        else:
+            detail = str(exc.detail)
+            specific = exc.get_codes() if isinstance(exc.detail, str) else None
+            # Our own raises carry a specific code (token_expired, missing_scope, …).
+            if isinstance(specific, str) and specific != exc.default_code:
+                code = specific
+        code = code or getattr(exc, "default_code", "error")
+        title = str(getattr(exc, "default_detail", "Error"))
+        response = problem(
+            status_code=exc.status_code,
+            code=code,
+            title=title,
+            detail=detail,
+            headers=headers,
+            **extra,
+        )
+    else:
+        return None
+
+    if transaction.get_connection().in_atomic_block:
+        transaction.set_rollback(True)
+    return response

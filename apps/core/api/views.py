@@ -1,0 +1,81 @@
+"""The base of every Steward API viewset: scope-aware permissions, ETag on reads and
+If-Match on writes (checked under a row lock), Idempotency-Key on create."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.shortcuts import get_object_or_404
+from rest_framework import viewsets
+from rest_framework.response import Response
+
+from apps.core.api.idempotency import idempotent
+from apps.core.api.permissions import StewardAccess
+from apps.core.errors import PreconditionFailed
+
+UNSAFE_OBJECT_METHODS = ("PUT", "PATCH", "DELETE")
+
+
+def etag_for(data) -> str:
+    body = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return '"' + hashlib.sha256(body.encode()).hexdigest()[:32] + '"'
+
+
+def _matches(header: str, etag: str) -> bool:
+    candidates = {part.strip().removeprefix("W/") for part in header.split(",")}
+    return "*" in candidates or etag in candidates
+
+
+class StewardViewSetMixin:
+    permission_classes = [StewardAccess]
+    scope_app: str = ""
+    write_access: frozenset[str] = frozenset()
+
+    def get_write_access(self) -> frozenset[str]:
+        return self.write_access
+
+    def get_object(self):
+        if self.request.method not in UNSAFE_OBJECT_METHODS:
+            return super().get_object()
+        # Lock the row before comparing If-Match, so a concurrent writer cannot change it
+        # between the check and this request's update.
+        queryset = self.filter_queryset(self.get_queryset()).select_for_update(of=("self",))
+        lookup = self.lookup_url_kwarg or self.lookup_field
+        obj = get_object_or_404(queryset, **{self.lookup_field: self.kwargs[lookup]})
+        self.check_object_permissions(self.request, obj)
+        if_match = self.request.headers.get("If-Match")
+        if if_match is not None:
+            current = etag_for(self.get_serializer(obj).data)
+            if not _matches(if_match, current):
+                raise PreconditionFailed(
+                    "The object has changed since it was read; fetch it again.",
+                    code="stale_etag",
+                )
+        return obj
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if (
+            getattr(self, "action", None) in {"retrieve", "update", "partial_update"}
+            and response.status_code == 200
+            and isinstance(getattr(response, "data", None), dict)
+        ):
+            etag = etag_for(response.data)
+            if request.method == "GET" and _matches(request.headers.get("If-None-Match", ""), etag):
+                response = Response(status=304)
+                response = super().finalize_response(request, response, *args, **kwargs)
+            response["ETag"] = etag
+        return response
+
+    @idempotent
+    def create(self, request, *args, **kwargs):
+        return super().create(request, *args, **kwargs)
+
+
+class StewardModelViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
+    http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
+
+
+class StewardReadOnlyViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
+    pass

@@ -1,0 +1,121 @@
+"""Reference data, default schedules and demo data, installed idempotently.
+
+Everything runs in one transaction behind a PostgreSQL advisory lock, so two
+processes running the set-up at the same moment (two containers starting, say)
+take turns, and the second finds everything in place and creates nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+from apps.core.context import SYSTEM_ACTOR
+from apps.tenancy import services
+from apps.tenancy.models import DataClass, Membership, Region, Tenant, User
+
+SETUP_LOCK = 7_246_001  # arbitrary, fixed: the advisory lock key of the set-up
+
+REGIONS = [
+    ("israelcentral", "Israel Central", "IL"),
+    ("westeurope", "West Europe", "EU"),
+    ("northeurope", "North Europe", "EU"),
+    ("eastus", "East US", "US"),
+]
+DATA_CLASSES = [
+    ("public", "Public", "public"),
+    ("operational", "Operational metadata", "internal"),
+    ("customer-content", "Customer content", "confidential"),
+    ("personal", "Personal data", "restricted"),
+]
+# (task, every, period, queue); each periodic task guards itself against double firing.
+SCHEDULES = [
+    ("core.periodic_purge_idempotency_records", 1, IntervalSchedule.HOURS, "periodic"),
+]
+DEMO_PASSWORD = "steward-demo"  # noqa: S105 - documented demo login, development only
+
+
+@dataclass
+class SetupReport:
+    created: list[str] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)
+
+
+def install_reference_data(report: SetupReport) -> None:
+    for slug, name, jurisdiction in REGIONS:
+        _, created = Region.objects.get_or_create(
+            slug=slug, defaults={"name": name, "jurisdiction": jurisdiction}
+        )
+        if created:
+            report.created.append(f"region {slug}")
+    for slug, name, sensitivity in DATA_CLASSES:
+        _, created = DataClass.objects.get_or_create(
+            slug=slug, defaults={"name": name, "sensitivity": sensitivity}
+        )
+        if created:
+            report.created.append(f"data class {slug}")
+
+
+def install_schedules(report: SetupReport) -> None:
+    for task, every, period, queue in SCHEDULES:
+        interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=period)
+        _, created = PeriodicTask.objects.get_or_create(
+            name=task,
+            defaults={"task": task, "interval": interval, "queue": queue, "kwargs": json.dumps({})},
+        )
+        if created:
+            report.created.append(f"schedule {task}")
+
+
+def install_demo_data(report: SetupReport) -> None:
+    if User.objects.filter(username="operator").exists():
+        return  # demo data is loaded once; later runs keep what operators changed
+    actor = SYSTEM_ACTOR
+    operator = services.user_create(
+        actor=actor, username="operator", password=DEMO_PASSWORD, is_operator=True
+    )
+    operator.is_superuser = True  # the demo operator may also use the Django admin
+    operator.save(update_fields=["is_superuser"])
+    acme = services.tenant_create(
+        actor=actor,
+        slug="acme",
+        name="Acme Corporation",
+        home_region=Region.objects.get(slug="israelcentral"),
+        environment_class=Tenant.EnvironmentClass.PRODUCTION,
+    )
+    globex = services.tenant_create(
+        actor=actor,
+        slug="globex",
+        name="Globex",
+        home_region=Region.objects.get(slug="westeurope"),
+    )
+    admin = services.user_create(actor=actor, username="acme-admin", password=DEMO_PASSWORD)
+    services.membership_set(actor=actor, tenant=acme, user=admin, role=Membership.Role.ADMIN)
+    member = services.user_create(actor=actor, username="globex-member", password=DEMO_PASSWORD)
+    services.membership_set(actor=actor, tenant=globex, user=member, role=Membership.Role.MEMBER)
+    account = services.service_account_create(
+        actor=actor, name="release-pipeline", description="Demo platform service"
+    )
+    issued = services.api_token_issue(
+        actor=actor,
+        service_account=account,
+        name="demo",
+        scopes=["tenancy:read", "tenancy:write"],
+    )
+    report.created.append("demo data (tenants acme and globex, three people, one service)")
+    report.secrets.append(f"demo service token (release-pipeline): {issued.secret}")
+
+
+def run_setup(*, demo: bool) -> SetupReport:
+    report = SetupReport()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SETUP_LOCK])
+        install_reference_data(report)
+        install_schedules(report)
+        if demo:
+            install_demo_data(report)
+    return report

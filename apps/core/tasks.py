@@ -1,0 +1,74 @@
+"""Celery's task base for Steward, and the foundation's own periodic jobs.
+
+Every task declares the scope its body runs in:
+
+    @shared_task(scope="system")   # the body runs in one system-scope transaction
+    @shared_task(scope="tenant")   # needs a `tenant_id` keyword; one transaction in its scope
+    @shared_task(scope="self")     # the body opens its own scopes (short transactions)
+
+A task that declares none refuses to run, so no task body ever touches tenant rows
+without a scope having been chosen on purpose.
+"""
+
+from __future__ import annotations
+
+from celery import Task, shared_task
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.core.jobs import periodic_job
+from apps.core.models import IdempotencyRecord
+from apps.tenancy.scope import system_scope, tenant_scope
+
+SCOPES = ("system", "tenant", "self")
+
+
+class ScopedTask(Task):
+    scope: str | None = None
+
+    def __call__(self, *args, **kwargs):
+        if self.name.startswith("celery."):
+            return super().__call__(*args, **kwargs)  # Celery's own housekeeping tasks
+        if self.scope == "system":
+            with system_scope():
+                return super().__call__(*args, **kwargs)
+        if self.scope == "tenant":
+            if not kwargs.get("tenant_id"):
+                raise ValueError(f"task {self.name} runs in a tenant scope and needs tenant_id")
+            with tenant_scope(kwargs["tenant_id"]):
+                return super().__call__(*args, **kwargs)
+        if self.scope == "self":
+            return super().__call__(*args, **kwargs)
+        raise RuntimeError(f"task {self.name} declares no scope (one of {', '.join(SCOPES)})")
+
+
+PURGE_BATCH = 500
+
+
+def purge_idempotency_records(*, older_than) -> int:
+    """Delete stored Idempotency-Key answers older than the replay window, in batches.
+
+    Each batch is claimed with FOR UPDATE SKIP LOCKED in its own short transaction, so
+    two purges running at once share the work instead of waiting on each other.
+    """
+    table = IdempotencyRecord._meta.db_table
+    total = 0
+    while True:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"DELETE FROM {table} WHERE id IN ("  # noqa: S608 - table name only
+                f"  SELECT id FROM {table} WHERE created_at < %s"
+                "   ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)",
+                [older_than, PURGE_BATCH],
+            )
+            deleted = cursor.rowcount
+        total += deleted
+        if deleted < PURGE_BATCH:
+            return total
+
+
+@shared_task(scope="self", name="core.periodic_purge_idempotency_records")
+@periodic_job("core.purge_idempotency_records")
+def periodic_purge_idempotency_records() -> int:
+    return purge_idempotency_records(older_than=timezone.now() - settings.STEWARD_IDEMPOTENCY_TTL)

@@ -1,0 +1,47 @@
+"""Liveness and readiness probes, unauthenticated and outside any tenant scope."""
+
+from django.core.cache import cache
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
+from django.http import JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+
+@require_GET
+@never_cache
+def healthz(request):
+    return JsonResponse({"status": "ok"})
+
+
+def _database() -> str:
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return "ok"
+
+
+def _redis() -> str:
+    client = cache._cache.get_client(write=True)  # the configured Redis connection pool
+    client.ping()
+    return "ok"
+
+
+def _migrations() -> str:
+    executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    return "ok" if not plan else f"{len(plan)} pending"
+
+
+@require_GET
+@never_cache
+def readyz(request):
+    checks = {}
+    for name, check in (("database", _database), ("redis", _redis), ("migrations", _migrations)):
+        try:
+            checks[name] = check()
+        except Exception as exc:  # noqa: BLE001 - any failure means not ready
+            checks[name] = f"error: {type(exc).__name__}"
+    ready = all(value == "ok" for value in checks.values())
+    return JsonResponse(
+        {"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503
+    )

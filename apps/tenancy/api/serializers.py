@@ -1,0 +1,75 @@
+from rest_framework import serializers
+
+from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
+from apps.tenancy.models import TOKEN_SCOPES, AuditEvent, DataClass, Membership, Region, Tenant
+
+
+class RegionSerializer(StrictModelSerializer):
+    class Meta:
+        model = Region
+        fields = ["id", "slug", "name", "jurisdiction"]
+
+
+class DataClassSerializer(StrictModelSerializer):
+    class Meta:
+        model = DataClass
+        fields = ["id", "slug", "name", "sensitivity", "description"]
+
+
+class TenantSerializer(StrictModelSerializer):
+    home_region = serializers.SlugRelatedField(slug_field="slug", queryset=Region.objects.all())
+
+    class Meta:
+        model = Tenant
+        fields = [
+            "id",
+            "slug",
+            "name",
+            "environment_class",
+            "home_region",
+            "status",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["id", "created_at", "updated_at"]
+
+
+class MembershipSerializer(StrictModelSerializer):
+    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    user = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "tenant", "user", "role", "created_at"]
+
+
+class MembershipWriteSerializer(StrictSerializer):
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=Membership.Role.choices)
+
+
+class AuditEventSerializer(StrictModelSerializer):
+    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = AuditEvent
+        fields = [
+            "id",
+            "occurred_at",
+            "tenant",
+            "actor_label",
+            "action",
+            "object_type",
+            "object_id",
+            "object_repr",
+            "changes",
+            "request_id",
+        ]
+
+
+class WhoAmISerializer(StrictSerializer):
+    kind = serializers.ChoiceField(choices=["user", "service"])
+    name = serializers.CharField()
+    tenant = serializers.CharField(allow_null=True)
+    platform_wide = serializers.BooleanField()
+    scopes = serializers.ListField(child=serializers.ChoiceField(choices=TOKEN_SCOPES))

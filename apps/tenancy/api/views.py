@@ -1,0 +1,146 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.api.idempotency import idempotent
+from apps.core.api.permissions import IsAuthenticatedCaller
+from apps.core.api.views import StewardReadOnlyViewSet, StewardViewSetMixin
+from apps.core.errors import NotFound, ValidationFailed
+from apps.tenancy import selectors, services
+from apps.tenancy.api import serializers
+from apps.tenancy.filters import AuditEventFilterSet, MembershipFilterSet, TenantFilterSet
+from apps.tenancy.models import User
+
+PLATFORM = frozenset({"operator", "platform_service"})
+
+
+class TenantViewSet(
+    StewardViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Tenants. Operators and platform services create and change them; tenants are
+    never deleted here (offboarding is a governance order)."""
+
+    serializer_class = serializers.TenantSerializer
+    filterset_class = TenantFilterSet
+    search_fields = ["slug", "name"]
+    ordering_fields = ["slug", "name", "created_at"]
+    ordering = "slug"
+    scope_app = "tenancy"
+    write_access = PLATFORM
+
+    def get_queryset(self):
+        return selectors.tenants_visible_to(
+            platform_wide=self.request.platform_wide, tenant=self.request.tenant
+        )
+
+    def perform_create(self, serializer):
+        serializer.instance = services.tenant_create(
+            actor=self.request.actor, **serializer.validated_data
+        )
+
+    def perform_update(self, serializer):
+        serializer.instance = services.tenant_update(
+            actor=self.request.actor, tenant=serializer.instance, **serializer.validated_data
+        )
+
+
+class MembershipViewSet(
+    StewardViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Members of the tenant the caller acts for (all tenants' for platform callers)."""
+
+    serializer_class = serializers.MembershipSerializer
+    filterset_class = MembershipFilterSet
+    search_fields = ["user__username", "tenant__slug"]
+    ordering_fields = ["created_at", "role"]
+    ordering = "-created_at"
+    scope_app = "tenancy"
+    write_access = frozenset({"operator", "tenant_admin", "platform_service"})
+
+    def get_queryset(self):
+        return selectors.membership_list()
+
+    @extend_schema(
+        request=serializers.MembershipWriteSerializer, responses=serializers.MembershipSerializer
+    )
+    @idempotent
+    def create(self, request, *args, **kwargs):
+        if request.tenant is None:
+            raise ValidationFailed(
+                "Choose the tenant to act for before adding members.", code="tenant_required"
+            )
+        payload = serializers.MembershipWriteSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        user = User.objects.filter(username=payload.validated_data["username"]).first()
+        if user is None:
+            raise NotFound("No such user.", code="user_not_found")
+        membership = services.membership_set(
+            actor=request.actor,
+            tenant=request.tenant,
+            user=user,
+            role=payload.validated_data["role"],
+        )
+        return Response(self.get_serializer(membership).data, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance):
+        services.membership_remove(actor=self.request.actor, membership=instance)
+
+
+class RegionViewSet(StewardReadOnlyViewSet):
+    serializer_class = serializers.RegionSerializer
+    queryset = selectors.region_list()
+    search_fields = ["slug", "name"]
+    ordering_fields = ["slug"]
+    ordering = "slug"
+    scope_app = "tenancy"
+
+
+class DataClassViewSet(StewardReadOnlyViewSet):
+    serializer_class = serializers.DataClassSerializer
+    queryset = selectors.data_class_list()
+    search_fields = ["slug", "name"]
+    ordering_fields = ["slug"]
+    ordering = "slug"
+    scope_app = "tenancy"
+
+
+class AuditEventViewSet(StewardReadOnlyViewSet):
+    """The audit trail of the caller's scope, newest first."""
+
+    serializer_class = serializers.AuditEventSerializer
+    filterset_class = AuditEventFilterSet
+    search_fields = ["object_repr", "actor_label", "action"]
+    ordering_fields = ["occurred_at", "id"]
+    ordering = "-id"
+    scope_app = "tenancy"
+
+    def get_queryset(self):
+        return selectors.audit_event_list()
+
+
+class WhoAmIView(APIView):
+    """Who the API thinks you are: handy for checking a token before wiring it in."""
+
+    permission_classes = [IsAuthenticatedCaller]
+
+    @extend_schema(responses=serializers.WhoAmISerializer)
+    def get(self, request):
+        account = request.service_account
+        data = {
+            "kind": "service" if account else "user",
+            "name": account.name if account else request.user.get_username(),
+            "tenant": request.tenant.slug if request.tenant else None,
+            "platform_wide": request.platform_wide,
+            "scopes": request.api_token.scopes if account else [],
+        }
+        return Response(serializers.WhoAmISerializer(data).data)

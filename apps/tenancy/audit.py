@@ -1,0 +1,68 @@
+"""Writing the audit trail. Services call `audit_record` inside their own transaction."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from apps.core.context import SYSTEM_ACTOR, Actor, request_id
+from apps.tenancy.models import AuditEvent
+from apps.tenancy.scope import system_scope, tenant_scope
+
+# Values that are never copied into an audit row.
+SECRET_FIELDS = frozenset({"password", "digest", "token", "secret"})
+
+
+def _plain(value):
+    if isinstance(value, models.Model):
+        return str(value.pk)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def snapshot(instance: models.Model, fields: list[str]) -> dict:
+    """The audited fields of an object, as JSON-ready values (secrets left out)."""
+    return {name: _plain(getattr(instance, name)) for name in fields if name not in SECRET_FIELDS}
+
+
+def diff(before: dict, after: dict) -> dict:
+    """`{field: [before, after]}` for the fields that changed."""
+    return {
+        key: [before.get(key), after.get(key)]
+        for key in sorted(set(before) | set(after))
+        if before.get(key) != after.get(key)
+    }
+
+
+def audit_record(
+    *,
+    actor: Actor | None,
+    action: str,
+    instance: models.Model,
+    tenant=None,
+    changes: dict | None = None,
+) -> AuditEvent:
+    """Append one audit event in the current transaction.
+
+    The row belongs to `tenant` (or is platform-wide when None), and is written in that
+    tenant's scope, or in the system scope for platform-wide rows, as RLS requires.
+    """
+    actor = actor or SYSTEM_ACTOR
+    event = AuditEvent(
+        tenant=tenant,
+        actor_user=actor.user,
+        actor_service=actor.service_account,
+        actor_label=actor.label[:150],
+        action=action,
+        object_type=instance._meta.label_lower,
+        object_id=str(instance.pk),
+        object_repr=str(instance)[:200],
+        changes=changes or {},
+        request_id=request_id.get(),
+    )
+    tenant_id = getattr(tenant, "pk", tenant)
+    with tenant_scope(tenant_id) if tenant_id is not None else system_scope():
+        event.save()
+    return event

@@ -1,0 +1,94 @@
+"""Who is calling, and which tenant scope their request runs in."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from apps.core.context import Actor
+from apps.tenancy import selectors
+from apps.tenancy.scope import system_scope, tenant_scope
+from apps.tenancy.services import AuthenticationError, api_token_authenticate
+
+# Served without a database transaction or a scope.
+UNSCOPED_PREFIXES = ("/healthz", "/readyz", "/static/")
+ACTING_TENANT_SESSION_KEY = "steward_acting_tenant"
+
+
+class ApiTokenMiddleware:
+    """Resolve an `Authorization: Bearer` token once, for the scope middleware and DRF alike.
+
+    A bad token is not answered here: it is remembered on the request and DRF's
+    authentication class turns it into a problem+json 401 with the precise code.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.api_token = None
+        request.service_account = None
+        request.api_auth_error = None
+        header = request.headers.get("Authorization", "")
+        scheme, _, secret = header.partition(" ")
+        if scheme.lower() == "bearer":
+            try:
+                token = api_token_authenticate(secret=secret.strip())
+            except AuthenticationError as exc:
+                request.api_auth_error = exc
+            else:
+                request.api_token = token
+                request.service_account = token.service_account
+        return self.get_response(request)
+
+
+class TenantScopeMiddleware:
+    """Run each request in one transaction, inside the scope its caller may see.
+
+    - a service account bound to a tenant: that tenant;
+    - a platform-wide service account: the system scope (reads all; writes go through
+      services in the owning tenant's scope);
+    - an operator: the tenant they chose to act for, or the system scope;
+    - anyone else: their chosen tenant among their memberships, or the first;
+    - anonymous, or a person with no membership: no scope, which reads as zero rows.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path.startswith(UNSCOPED_PREFIXES):
+            return self.get_response(request)
+        request.tenant = None
+        request.membership_role = None
+        request.actor = Actor()
+        request.platform_wide = False
+        if request.service_account is not None:
+            request.actor = Actor(service_account=request.service_account)
+            request.tenant = request.service_account.tenant
+            request.platform_wide = request.tenant is None
+        elif request.user.is_authenticated:
+            request.actor = Actor(user=request.user)
+            request.platform_wide = request.user.is_operator
+            self._resolve_person(request)
+        if request.tenant is not None:
+            scope = tenant_scope(request.tenant)
+        elif request.platform_wide:
+            scope = system_scope()
+        else:
+            scope = transaction.atomic()
+        with scope:
+            return self.get_response(request)
+
+    @staticmethod
+    def _resolve_person(request) -> None:
+        wanted = request.session.get(ACTING_TENANT_SESSION_KEY)
+        if request.user.is_operator:
+            request.tenant = selectors.tenant_by_id(wanted) if wanted else None
+            return
+        memberships = selectors.memberships_of(request.user)
+        chosen = next((m for m in memberships if str(m.tenant_id) == wanted), None)
+        chosen = chosen or (memberships[0] if memberships else None)
+        if chosen is not None:
+            request.tenant = chosen.tenant
+            request.membership_role = chosen.role
+        request.available_memberships = memberships

@@ -1,0 +1,214 @@
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import AbstractUser
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
+
+# Apps a service token can be scoped to; `<app>:write` implies `<app>:read`.
+TOKEN_SCOPE_APPS = ("tenancy", "eventing", "assets", "registry", "stores", "governance", "compute")
+TOKEN_SCOPES = tuple(f"{app}:{level}" for app in TOKEN_SCOPE_APPS for level in ("read", "write"))
+
+
+class Region(models.Model):
+    """Where a tenant's data may live (`israelcentral`, `westeurope`, …)."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=128)
+    jurisdiction = models.CharField(
+        max_length=64, blank=True, help_text="Legal area the region belongs to, e.g. EU, IL, US."
+    )
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class DataClass(models.Model):
+    """A class of data with residency consequences (`personal`, `telemetry`, …)."""
+
+    class Sensitivity(models.TextChoices):
+        PUBLIC = "public", "Public"
+        INTERNAL = "internal", "Internal"
+        CONFIDENTIAL = "confidential", "Confidential"
+        RESTRICTED = "restricted", "Restricted"
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=128)
+    sensitivity = models.CharField(
+        max_length=16, choices=Sensitivity.choices, default=Sensitivity.INTERNAL
+    )
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["slug"]
+        verbose_name_plural = "data classes"
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Tenant(models.Model):
+    class EnvironmentClass(models.TextChoices):
+        PRODUCTION = "production", "Production"
+        NON_PRODUCTION = "non_production", "Non-production"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUSPENDED = "suspended", "Suspended"
+        OFFBOARDING = "offboarding", "Offboarding"
+        DELETED = "deleted", "Deleted"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    environment_class = models.CharField(
+        max_length=16, choices=EnvironmentClass.choices, default=EnvironmentClass.NON_PRODUCTION
+    )
+    home_region = models.ForeignKey(Region, on_delete=models.PROTECT, related_name="tenants")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        permissions = [("administer_tenant", "Administer the tenant's members and settings")]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("console:tenant-detail", args=[self.pk])
+
+
+class User(AbstractUser):
+    """A person. Staff users are operators; everyone else acts through memberships."""
+
+    failed_login_count = models.PositiveIntegerField(default=0)
+    locked_until = models.DateTimeField(null=True, blank=True)
+
+    @property
+    def is_operator(self) -> bool:
+        return self.is_active and self.is_staff
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        ADMIN = "admin", "Tenant admin"
+        MEMBER = "member", "Member"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["tenant__slug", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "user"], name="membership_unique_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.tenant} ({self.role})"
+
+
+class ServiceAccount(models.Model):
+    """A platform service calling the API. Bound to one tenant, or platform-wide (no tenant),
+    in which case it reads across tenants and writes through services in the owner's scope."""
+
+    tenant = models.ForeignKey(
+        Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="service_accounts"
+    )
+    name = models.SlugField(max_length=64, unique=True)
+    description = models.CharField(max_length=255, blank=True)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiToken(models.Model):
+    """A bearer token of a service account. Only its SHA-256 digest is stored."""
+
+    service_account = models.ForeignKey(
+        ServiceAccount, on_delete=models.CASCADE, related_name="tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True, help_text="Shown to tell tokens apart.")
+    digest = models.CharField(max_length=64, unique=True)
+    scopes = ArrayField(models.CharField(max_length=32), default=list)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scopes__contained_by=list(TOKEN_SCOPES)), name="apitoken_known_scopes"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.service_account})"
+
+    def allows(self, scope: str) -> bool:
+        app, _, level = scope.partition(":")
+        return scope in self.scopes or (level == "read" and f"{app}:write" in self.scopes)
+
+
+class AuditEvent(models.Model):
+    """Append-only record of every change; the database refuses UPDATE and DELETE."""
+
+    occurred_at = models.DateTimeField(default=timezone.now, db_index=True)
+    tenant = models.ForeignKey(
+        Tenant, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    actor_user = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    actor_service = models.ForeignKey(
+        ServiceAccount, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    actor_label = models.CharField(max_length=150, help_text="Who acted, as named at the time.")
+    action = models.CharField(max_length=64, db_index=True)
+    object_type = models.CharField(max_length=64)
+    object_id = models.CharField(max_length=64)
+    object_repr = models.CharField(max_length=200, blank=True)
+    changes = models.JSONField(default=dict, blank=True)
+    request_id = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-occurred_at", "-id"]
+        indexes = [models.Index(fields=["object_type", "object_id"], name="audit_object")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.object_type}:{self.object_id} by {self.actor_label}"
+
+
+class TenantUserObjectPermission(UserObjectPermissionBase):
+    """Direct-foreign-key object permissions on tenants (django-guardian)."""
+
+    content_object = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+
+
+class TenantGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+
+
+def owning_tenant_id(obj) -> uuid.UUID | None:
+    """The tenant an object belongs to: itself for a tenant, its `tenant` for the rest."""
+    return obj.pk if isinstance(obj, Tenant) else getattr(obj, "tenant_id", None)

@@ -1,0 +1,98 @@
+"""The tenant scope of a database transaction.
+
+Row-level security policies (apps.tenancy.rls) compare every tenant-owned row with
+two transaction-local settings, `steward.tenant_id` and `steward.system`. These two
+context managers are the only code that sets them:
+
+    with tenant_scope(tenant):   # reads and writes that tenant's rows only
+    with system_scope():         # reads every tenant's rows, writes none
+
+Each opens a transaction (a savepoint when nested) and sets the scope with
+`set_config(..., is_local => true)`, so the scope can never outlive the transaction
+and a pooled connection handed to the next request starts with no scope, which
+reads as zero rows. Leaving a nested scope restores the outer one.
+
+Scopes only narrow: inside a tenant scope, entering another tenant or the system
+scope raises ScopeViolation, so a request acting for tenant A cannot reach B
+through a service that opens a scope of its own.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+
+class ScopeViolation(RuntimeError):
+    """A scope was requested that would widen the current one."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    tenant_id: uuid.UUID | None = None
+    system: bool = False
+
+    @property
+    def is_empty(self) -> bool:
+        return self.tenant_id is None and not self.system
+
+
+NO_SCOPE = Scope()
+_current: ContextVar[Scope] = ContextVar("steward_scope", default=NO_SCOPE)
+
+
+def current_scope() -> Scope:
+    return _current.get()
+
+
+def _apply(scope: Scope) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('steward.tenant_id', %s, true), "
+            "set_config('steward.system', %s, true)",
+            [str(scope.tenant_id) if scope.tenant_id else "", "on" if scope.system else ""],
+        )
+
+
+@contextmanager
+def _enter(scope: Scope) -> Iterator[Scope]:
+    outer = _current.get()
+    if outer.tenant_id is not None and scope.tenant_id != outer.tenant_id:
+        raise ScopeViolation(
+            f"cannot leave the scope of tenant {outer.tenant_id} for "
+            f"{'the system' if scope.system else f'tenant {scope.tenant_id}'}"
+        )
+    with transaction.atomic():
+        token = _current.set(scope)
+        try:
+            _apply(scope)
+            yield scope
+            # On an exception the savepoint rollback restores the outer setting itself.
+            _apply(outer)
+        finally:
+            _current.reset(token)
+
+
+def _tenant_id(tenant) -> uuid.UUID:
+    if isinstance(tenant, uuid.UUID):
+        return tenant
+    if isinstance(tenant, str):
+        return uuid.UUID(tenant)
+    if getattr(tenant, "pk", None) is None:
+        raise ValueError("tenant_scope needs a saved tenant or a tenant id")
+    return tenant.pk
+
+
+def tenant_scope(tenant) -> contextmanager:
+    """Act for one tenant: read and write only its rows."""
+    return _enter(Scope(tenant_id=_tenant_id(tenant)))
+
+
+def system_scope() -> contextmanager:
+    """Read across tenants (operators, pollers, sweepers); writes need a tenant scope."""
+    return _enter(Scope(system=True))

@@ -1,0 +1,81 @@
+"""Reads of the tenancy app. Row-level security already limits rows to the caller's
+scope; these add the joins each page and endpoint needs, done once."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db.models import Count, QuerySet
+
+from apps.tenancy.models import (
+    ApiToken,
+    AuditEvent,
+    DataClass,
+    Membership,
+    Region,
+    ServiceAccount,
+    Tenant,
+    User,
+)
+from apps.tenancy.scope import system_scope
+
+
+def tenant_by_id(tenant_id) -> Tenant | None:
+    try:
+        return (
+            Tenant.objects.select_related("home_region")
+            .filter(pk=uuid.UUID(str(tenant_id)))
+            .first()
+        )
+    except ValueError:
+        return None
+
+
+def tenants_visible_to(*, platform_wide: bool, tenant: Tenant | None) -> QuerySet[Tenant]:
+    """Operators and platform services see every tenant; everyone else the one they act for."""
+    qs = Tenant.objects.select_related("home_region")
+    if platform_wide and tenant is None:
+        return qs
+    return qs.filter(pk=tenant.pk) if tenant is not None else qs.none()
+
+
+def tenant_list(*, platform_wide: bool, tenant: Tenant | None) -> QuerySet[Tenant]:
+    return tenants_visible_to(platform_wide=platform_wide, tenant=tenant).annotate(
+        member_count=Count("memberships", distinct=True)
+    )
+
+
+def memberships_of(user: User) -> list[Membership]:
+    """All tenants a person belongs to, whatever the current scope (for the switcher)."""
+    with system_scope():
+        return list(
+            Membership.objects.select_related("tenant", "tenant__home_region")
+            .filter(user=user)
+            .order_by("tenant__slug")
+        )
+
+
+def membership_list() -> QuerySet[Membership]:
+    return Membership.objects.select_related("tenant", "user")
+
+
+def region_list() -> QuerySet[Region]:
+    return Region.objects.all()
+
+
+def data_class_list() -> QuerySet[DataClass]:
+    return DataClass.objects.all()
+
+
+def audit_event_list() -> QuerySet[AuditEvent]:
+    return AuditEvent.objects.select_related("tenant")
+
+
+def service_account_list() -> QuerySet[ServiceAccount]:
+    return ServiceAccount.objects.select_related("tenant").annotate(
+        token_count=Count("tokens", distinct=True)
+    )
+
+
+def api_token_list() -> QuerySet[ApiToken]:
+    return ApiToken.objects.select_related("service_account", "service_account__tenant")

