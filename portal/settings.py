@@ -8,6 +8,7 @@ production (STEWARD_ENV=production) missing secrets stop the process at start-up
 from __future__ import annotations
 
 import os
+import warnings
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -206,6 +207,9 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
+if not PRODUCTION:
+    # Development serves static files from the finders; collectstatic is for production.
+    warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
 
 # ----------------------------------------------------------------------------- API
 

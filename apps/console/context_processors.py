@@ -34,8 +34,8 @@ def console(request):
     from apps.tenancy.selectors import tenants_visible_to
 
     if user.is_operator:
-        with_scope = tenants_visible_to(platform_wide=True, tenant=None)
-        switchable = [(str(t.pk), t.slug) for t in with_scope.only("id", "slug")[:200]]
+        everyone = tenants_visible_to(platform_wide=True, tenant=None)
+        switchable = [(str(pk), slug) for pk, slug in everyone.values_list("id", "slug")[:200]]
     else:
         switchable = [
             (str(m.tenant_id), m.tenant.slug) for m in getattr(request, "available_memberships", [])

@@ -62,7 +62,9 @@ def switch_tenant(request):
         request.session.pop(ACTING_TENANT_SESSION_KEY, None)
     else:
         allowed = request.user.is_operator or any(
-            str(m.tenant_id) == wanted for m in selectors.memberships_of(request.user)
+            # resolved by TenantScopeMiddleware before the request entered its scope
+            str(m.tenant_id) == wanted
+            for m in getattr(request, "available_memberships", [])
         )
         if not allowed or selectors.tenant_by_id(wanted) is None:
             raise PermissionDenied

@@ -72,8 +72,10 @@ def _enter(scope: Scope) -> Iterator[Scope]:
         try:
             _apply(scope)
             yield scope
-            # On an exception the savepoint rollback restores the outer setting itself.
-            _apply(outer)
+            # A rollback (an exception, or a block marked for rollback by an error
+            # response) restores the outer setting by itself.
+            if not transaction.get_rollback():
+                _apply(outer)
         finally:
             _current.reset(token)
 

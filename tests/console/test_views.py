@@ -1,0 +1,177 @@
+"""The console shell: login and lockout, the tenant switcher, list pages."""
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from apps.core.context import SYSTEM_ACTOR
+from apps.tenancy import services
+from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
+from apps.tenancy.models import AuditEvent, Membership, User
+from apps.tenancy.scope import system_scope
+from tests.factories import TenantFactory, member
+
+pytestmark = pytest.mark.django_db
+PASSWORD = "correct horse battery"
+
+
+def login(client, username, password=PASSWORD):
+    return client.post(reverse("console:login"), {"username": username, "password": password})
+
+
+def test_the_console_asks_anonymous_visitors_to_sign_in(client):
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("console:login"))
+
+
+def test_a_person_signs_in_and_sees_the_dashboard(client, admin_a):
+    response = login(client, "admin-a")
+    assert response.status_code == 302
+    page = client.get("/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Acting for <strong>alpha</strong>" in html
+    for label in (
+        "Tenants",
+        "Assets",
+        "Eventing",
+        "Registry",
+        "Stores",
+        "Governance",
+        "Compute",
+        "Audit",
+    ):
+        assert label in html
+
+
+def test_wrong_credentials_are_refused_and_counted(client, admin_a):
+    response = login(client, "admin-a", "wrong")
+    assert response.status_code == 401
+    assert "Wrong username or password" in response.content.decode()
+    admin_a.refresh_from_db()
+    assert admin_a.failed_login_count == 1
+
+
+def test_repeated_failures_lock_the_account_even_for_the_right_password(client, admin_a, settings):
+    settings.STEWARD_LOGIN_MAX_FAILURES = 3
+    for _ in range(3):
+        assert login(client, "admin-a", "wrong").status_code == 401
+    admin_a.refresh_from_db()
+    assert admin_a.locked_until is not None
+    locked = login(client, "admin-a")
+    assert locked.status_code == 401
+    assert "locked" in locked.content.decode()
+    assert "_auth_user_id" not in client.session
+    with system_scope():
+        assert AuditEvent.objects.filter(action="user.lock", object_id=str(admin_a.pk)).count() == 1
+
+
+def test_the_admin_login_goes_through_the_console_login(client):
+    response = client.get("/admin/login/?next=/admin/")
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("console:login"))
+
+
+def test_an_operator_switches_the_tenant_they_act_for(client, operator, tenant_a, tenant_b):
+    client.force_login(operator)
+    assert "All tenants" in client.get("/").content.decode()
+    client.post(reverse("console:switch-tenant"), {"tenant": str(tenant_b.pk)})
+    assert client.session[ACTING_TENANT_SESSION_KEY] == str(tenant_b.pk)
+    assert "Acting for <strong>bravo</strong>" in client.get("/").content.decode()
+    client.post(reverse("console:switch-tenant"), {"tenant": ""})
+    assert ACTING_TENANT_SESSION_KEY not in client.session
+
+
+def test_a_person_cannot_switch_to_a_tenant_they_do_not_belong_to(client, admin_a, tenant_b):
+    client.force_login(admin_a)
+    response = client.post(reverse("console:switch-tenant"), {"tenant": str(tenant_b.pk)})
+    assert response.status_code == 403
+    assert ACTING_TENANT_SESSION_KEY not in client.session
+
+
+def test_the_audit_page_is_for_operators_and_tenant_admins(client, member_b, admin_a):
+    client.force_login(member_b)
+    assert client.get(reverse("console:audit-list")).status_code == 403
+    client.force_login(admin_a)
+    assert client.get(reverse("console:audit-list")).status_code == 200
+
+
+def test_audit_page_filters_and_searches(client, operator, tenant_a, tenant_b):
+    member(tenant_a, username="findme")
+    member(tenant_b, username="other")
+    client.force_login(operator)
+    page = client.get(reverse("console:audit-list"), {"tenant": "alpha", "q": "findme"})
+    rows = list(page.context["object_list"])
+    assert rows and all(row.tenant_id == tenant_a.pk for row in rows)
+    assert all("findme" in row.object_repr for row in rows)
+
+
+def test_tenant_list_sorts_and_paginates(client, operator, region):
+    for n in range(7):
+        TenantFactory(slug=f"t{n}", home_region=region)
+    client.force_login(operator)
+    page = client.get(reverse("console:tenant-list"), {"sort": "-slug"})
+    slugs = [t.slug for t in page.context["object_list"]]
+    assert slugs == sorted(slugs, reverse=True)
+    ignored = client.get(reverse("console:tenant-list"), {"sort": "password"})
+    assert [t.slug for t in ignored.context["object_list"]] == sorted(slugs)
+
+
+def list_page_queries(client, url):
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    return len(ctx.captured_queries)
+
+
+@pytest.mark.parametrize(
+    "url_name", ["console:tenant-list", "console:audit-list", "console:service-account-list"]
+)
+def test_list_pages_query_count_does_not_grow_with_rows(client, operator, region, url_name):
+    client.force_login(operator)
+
+    def add_rows(n):
+        for _ in range(n):
+            tenant = TenantFactory(home_region=region)
+            member(tenant, role="admin")
+            services.service_account_create(
+                actor=SYSTEM_ACTOR, name=f"svc-{tenant.slug}", tenant=tenant
+            )
+
+    add_rows(2)
+    few = list_page_queries(client, reverse(url_name))
+    add_rows(8)
+    many = list_page_queries(client, reverse(url_name))
+    assert few == many
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_requests_for_different_tenants_on_one_pooled_connection_never_mix(settings, region):
+    """A persistent connection is reused across requests; the scope must not carry over."""
+    alpha, bravo = (
+        TenantFactory(slug="alpha", home_region=region),
+        TenantFactory(slug="bravo", home_region=region),
+    )
+    member(alpha, role="admin", username="admin-a")
+    member(bravo, role="admin", username="admin-b")
+    client_a, client_b = Client(), Client()
+    client_a.force_login(User.objects.get(username="admin-a"))
+    client_b.force_login(User.objects.get(username="admin-b"))
+
+    def backend_pid():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid(), current_setting('steward.tenant_id', true)")
+            return cursor.fetchone()
+
+    pid, scope_before = backend_pid()
+    seen = []
+    for client in (client_a, client_b, client_a):
+        response = client.get("/api/v1/tenancy/memberships/")
+        seen.append(sorted(m["tenant"] for m in response.json()["results"]))
+        after_pid, leftover = backend_pid()
+        assert after_pid == pid, "the test needs the connection to be reused"
+        assert leftover in ("", None)
+        assert Membership.objects.count() == 0  # no scope outside a request
+    assert seen == [["alpha"], ["bravo"], ["alpha"]]
