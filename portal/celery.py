@@ -6,8 +6,7 @@ from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
-app = Celery("steward")
+# Every task runs inside an explicit tenant or system scope (apps.core.tasks.ScopedTask).
+app = Celery("steward", task_cls="apps.core.tasks:ScopedTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-# Tasks run inside an explicit tenant or system scope (apps.core.tasks.ScopedTask).
-app.conf.task_cls = "apps.core.tasks:ScopedTask"
 app.autodiscover_tasks()
