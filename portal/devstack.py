@@ -288,6 +288,7 @@ def command_run(stack: Stack) -> int:
         f"\nSteward is running at http://{host}:{port}/\n"
         "  operator      operator / steward-demo\n"
         "  tenant admin  acme-admin / steward-demo\n"
+        "  member        globex-member / steward-demo\n"
         "  service token printed once by steward_setup above (demo service account)\n"
         "Press Ctrl-C to stop web, worker, beat and the embedded servers; data stays in .data/.\n",
         flush=True,
@@ -319,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # Tests and benchmarks use their own database of the embedded Redis, so they
         # never consume or flush the queues of a `make run` stack sharing .data/.
-        with Stack(redis_db=0 if args.command == "run" else 1) as stack:
+        with Stack(redis_db=1 if args.command in ("test", "bench") else 0) as stack:
             if args.command == "test":
                 return command_test(stack, args.rest)
             if args.command == "run":

@@ -14,10 +14,11 @@ from apps.console.listing import Column, ListPage
 from apps.core.errors import DomainError
 from apps.tenancy import selectors, services
 from apps.tenancy.filters import AuditEventFilterSet, ServiceAccountFilterSet, TenantFilterSet
-from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
+from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY, unscoped
 from apps.tenancy.models import Tenant
 
 
+@unscoped
 def login_view(request):
     form = LoginForm(request.POST or None)
     error = None
@@ -52,7 +53,7 @@ def logout_view(request):
 
 @require_POST
 def switch_tenant(request):
-    """Choose the tenant to act for; operators may choose none (all tenants, read-only)."""
+    """Choose the tenant to act for; operators may choose none, to see every tenant."""
     if not request.user.is_authenticated:
         return redirect("console:login")
     wanted = request.POST.get("tenant", "")

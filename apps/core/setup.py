@@ -74,11 +74,14 @@ def install_demo_data(report: SetupReport) -> None:
     if User.objects.filter(username="operator").exists():
         return  # demo data is loaded once; later runs keep what operators changed
     actor = SYSTEM_ACTOR
-    operator = services.user_create(
-        actor=actor, username="operator", password=DEMO_PASSWORD, is_operator=True
+    # the demo operator may also use the Django admin
+    services.user_create(
+        actor=actor,
+        username="operator",
+        password=DEMO_PASSWORD,
+        is_operator=True,
+        is_superuser=True,
     )
-    operator.is_superuser = True  # the demo operator may also use the Django admin
-    operator.save(update_fields=["is_superuser"])
     acme = services.tenant_create(
         actor=actor,
         slug="acme",

@@ -7,7 +7,10 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from apps.tenancy.middleware import unscoped
 
+
+@unscoped
 @require_GET
 @never_cache
 def healthz(request):
@@ -32,6 +35,7 @@ def _migrations() -> str:
     return "ok" if not plan else f"{len(plan)} pending"
 
 
+@unscoped
 @require_GET
 @never_cache
 def readyz(request):

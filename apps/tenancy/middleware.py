@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.urls import Resolver404, resolve
 
 from apps.core.context import Actor
 from apps.tenancy import selectors
 from apps.tenancy.scope import system_scope, tenant_scope
 from apps.tenancy.services import AuthenticationError, api_token_authenticate
 
-# Served without a database transaction or a scope.
-UNSCOPED_PREFIXES = ("/healthz", "/readyz", "/static/")
 ACTING_TENANT_SESSION_KEY = "steward_acting_tenant"
+STATIC_PREFIX = "/static/"
+
+
+def unscoped(view):
+    """Mark a view that runs outside any request scope and transaction: probes, and the
+    login page, whose lockout bookkeeping must not depend on who was signed in before."""
+    view.steward_unscoped = True
+    return view
+
+
+def _is_unscoped(request) -> bool:
+    if request.path.startswith(STATIC_PREFIX):
+        return True
+    try:
+        match = resolve(request.path_info)
+    except Resolver404:
+        return False
+    return getattr(match.func, "steward_unscoped", False)
 
 
 class ApiTokenMiddleware:
@@ -56,7 +73,7 @@ class TenantScopeMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.path.startswith(UNSCOPED_PREFIXES):
+        if _is_unscoped(request):
             return self.get_response(request)
         request.tenant = None
         request.membership_role = None

@@ -67,14 +67,16 @@ def _enter(scope: Scope) -> Iterator[Scope]:
             f"cannot leave the scope of tenant {outer.tenant_id} for "
             f"{'the system' if scope.system else f'tenant {scope.tenant_id}'}"
         )
+    outermost = not connection.in_atomic_block
     with transaction.atomic():
         token = _current.set(scope)
         try:
             _apply(scope)
             yield scope
-            # A rollback (an exception, or a block marked for rollback by an error
-            # response) restores the outer setting by itself.
-            if not transaction.get_rollback():
+            # The end of the transaction discards an outermost scope's setting, and a
+            # rollback (an exception, or a block marked for rollback by an error
+            # response) restores the outer one by itself; otherwise restore it here.
+            if not outermost and not transaction.get_rollback():
                 _apply(outer)
         finally:
             _current.reset(token)

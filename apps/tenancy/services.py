@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import authenticate
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -298,14 +300,24 @@ def _count_failure(user: User, now: datetime) -> None:
 
 
 def user_create(
-    *, actor: Actor, username: str, password: str, email: str = "", is_operator: bool = False
+    *,
+    actor: Actor,
+    username: str,
+    password: str,
+    email: str = "",
+    is_operator: bool = False,
+    is_superuser: bool = False,
 ) -> User:
     if User.objects.filter(username=username).exists():
         raise Conflict(f"user {username!r} exists", code="user_exists")
+    user = User(username=username, email=email, is_staff=is_operator, is_superuser=is_superuser)
+    try:
+        validate_password(password, user)
+    except DjangoValidationError as exc:
+        raise ValidationFailed(" ".join(exc.messages), code="weak_password") from None
     with transaction.atomic():
-        user = User.objects.create_user(
-            username=username, password=password, email=email, is_staff=is_operator
-        )
+        user.set_password(password)
+        user.save()
         audit_record(
             actor=actor,
             action="user.create",

@@ -175,3 +175,13 @@ def test_two_requests_for_different_tenants_on_one_pooled_connection_never_mix(s
         assert leftover in ("", None)
         assert Membership.objects.count() == 0  # no scope outside a request
     assert seen == [["alpha"], ["bravo"], ["alpha"]]
+
+
+def test_lockout_while_signed_in_as_a_tenant_user_is_still_a_clean_refusal(
+    client, admin_a, settings
+):
+    settings.STEWARD_LOGIN_MAX_FAILURES = 2
+    client.force_login(admin_a)
+    responses = [login(client, "admin-a", "wrong") for _ in range(3)]
+    assert [r.status_code for r in responses] == [401, 401, 401]
+    assert "locked" in responses[-1].content.decode()

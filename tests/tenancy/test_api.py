@@ -309,3 +309,24 @@ def test_a_caller_over_its_rate_gets_429_problem(api, platform_token, settings):
     response = client.get(TENANTS)
     problem(response, 429, "throttled")
     assert int(response["Retry-After"]) > 0
+
+
+def test_the_audit_trail_is_for_operators_tenant_admins_and_services(api, admin_a, member_b):
+    api.force_login(member_b)
+    problem(api.get("/api/v1/tenancy/audit-events/"), 403, "permission_denied")
+    api.force_login(admin_a)
+    rows = api.get("/api/v1/tenancy/audit-events/").json()["results"]
+    assert rows and {row["tenant"] for row in rows} == {"alpha"}
+
+
+def test_database_and_model_validation_errors_become_problems():
+    from django.core.exceptions import ValidationError
+    from django.db import IntegrityError
+
+    from apps.core.api.exceptions import problem_exception_handler
+
+    conflict = problem_exception_handler(IntegrityError("duplicate key"), {})
+    assert (conflict.status_code, conflict.data["code"]) == (409, "conflict")
+    invalid = problem_exception_handler(ValidationError({"slug": ["taken"]}), {})
+    assert (invalid.status_code, invalid.data["code"]) == (400, "invalid")
+    assert invalid.data["errors"]["slug"][0]["message"] == "taken"

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.db import transaction
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, transaction
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.response import Response
 
-from apps.core.errors import DomainError
+from apps.core.errors import Conflict, DomainError, NotFound
 from apps.tenancy.scope import ScopeViolation
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
@@ -69,9 +70,15 @@ def problem_exception_handler(exc, context):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
+    elif isinstance(exc, DjangoValidationError):
+        # full_clean() in a service: the same answer as a serializer's validation error
+        detail = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
+        exc = exceptions.ValidationError(detail)
+    elif isinstance(exc, IntegrityError):
+        # A constraint the database guards, hit by a concurrent request after validation.
+        exc = Conflict("The change conflicts with the current state.")
     elif isinstance(exc, ScopeViolation):
-        exc = DomainError("The object belongs to another tenant.", code="cross_tenant")
-        exc.status = status.HTTP_404_NOT_FOUND
+        exc = NotFound("The object belongs to another tenant.", code="cross_tenant")
 
     if isinstance(exc, DomainError):
         response = problem(

@@ -7,28 +7,43 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from apps.tenancy.models import owning_tenant_id
 
+OPERATOR = "operator"
+TENANT_ADMIN = "tenant_admin"
+TENANT_MEMBER = "tenant_member"
+PLATFORM_SERVICE = "platform_service"
+TENANT_SERVICE = "tenant_service"
+EVERYONE = frozenset({OPERATOR, TENANT_ADMIN, TENANT_MEMBER, PLATFORM_SERVICE, TENANT_SERVICE})
+
 
 class DenyAll(BasePermission):
     def has_permission(self, request, view):
         return False
 
 
-def _caller_is_authenticated(request) -> bool:
-    return request.service_account is not None or request.user.is_authenticated
+def caller_kind(request) -> str | None:
+    """What kind of caller this is, as the scope middleware resolved it."""
+    if request.service_account is not None:
+        return PLATFORM_SERVICE if request.platform_wide else TENANT_SERVICE
+    if not request.user.is_authenticated:
+        return None
+    if request.user.is_operator:
+        return OPERATOR
+    return TENANT_ADMIN if request.membership_role == "admin" else TENANT_MEMBER
 
 
 class StewardAccess(BasePermission):
-    """Access by token scope for services and by role for people.
+    """Access by token scope for services and by kind of caller for everyone.
 
-    A view sets `scope_app` (the app its token scopes name) and `write_access`, a set
-    of who may change things: "operator", "tenant_admin", "platform_service",
-    "tenant_service" (a view may narrow it per action in `get_write_access()`).
-    Reading is open to every authenticated caller of the app: row-level security and
-    the view's queryset decide which rows they see.
+    A view sets `scope_app` (the app its token scopes name), `read_access` (who may
+    read; everyone by default) and `write_access` (who may change things; nobody by
+    default), and may narrow them per action in `get_read_access()` /
+    `get_write_access()`. Row-level security and the view's queryset then decide
+    which rows a permitted caller sees.
     """
 
     def has_permission(self, request, view):
-        if not _caller_is_authenticated(request):
+        kind = caller_kind(request)
+        if kind is None:
             raise exceptions.NotAuthenticated()
         write = request.method not in SAFE_METHODS
         if request.service_account is not None:
@@ -37,15 +52,8 @@ class StewardAccess(BasePermission):
                 raise exceptions.PermissionDenied(
                     f"The token lacks the {needed} scope.", code="missing_scope"
                 )
-            if not write:
-                return True
-            kind = "platform_service" if request.platform_wide else "tenant_service"
-            return kind in view.get_write_access()
-        if not write:
-            return True
-        if request.user.is_operator:
-            return "operator" in view.get_write_access()
-        return "tenant_admin" in view.get_write_access() and request.membership_role == "admin"
+        allowed = view.get_write_access() if write else view.get_read_access()
+        return kind in allowed
 
     def has_object_permission(self, request, view, obj):
         if request.method in SAFE_METHODS or request.platform_wide:
@@ -56,6 +64,6 @@ class StewardAccess(BasePermission):
 
 class IsAuthenticatedCaller(BasePermission):
     def has_permission(self, request, view):
-        if not _caller_is_authenticated(request):
+        if caller_kind(request) is None:
             raise exceptions.NotAuthenticated()
         return True

@@ -11,7 +11,7 @@ from rest_framework import viewsets
 from rest_framework.response import Response
 
 from apps.core.api.idempotency import idempotent
-from apps.core.api.permissions import StewardAccess
+from apps.core.api.permissions import EVERYONE, StewardAccess
 from apps.core.errors import PreconditionFailed
 
 UNSAFE_OBJECT_METHODS = ("PUT", "PATCH", "DELETE")
@@ -30,7 +30,11 @@ def _matches(header: str, etag: str) -> bool:
 class StewardViewSetMixin:
     permission_classes = [StewardAccess]
     scope_app: str = ""
+    read_access: frozenset[str] = EVERYONE
     write_access: frozenset[str] = frozenset()
+
+    def get_read_access(self) -> frozenset[str]:
+        return self.read_access
 
     def get_write_access(self) -> frozenset[str]:
         return self.write_access

@@ -4,7 +4,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api.idempotency import idempotent
-from apps.core.api.permissions import IsAuthenticatedCaller
+from apps.core.api.permissions import (
+    OPERATOR,
+    PLATFORM_SERVICE,
+    TENANT_ADMIN,
+    TENANT_SERVICE,
+    IsAuthenticatedCaller,
+)
 from apps.core.api.views import StewardReadOnlyViewSet, StewardViewSetMixin
 from apps.core.errors import NotFound, ValidationFailed
 from apps.tenancy import selectors, services
@@ -12,7 +18,7 @@ from apps.tenancy.api import serializers
 from apps.tenancy.filters import AuditEventFilterSet, MembershipFilterSet, TenantFilterSet
 from apps.tenancy.models import Tenant, User
 
-PLATFORM = frozenset({"operator", "platform_service"})
+PLATFORM = frozenset({OPERATOR, PLATFORM_SERVICE})
 
 
 class TenantViewSet(
@@ -68,7 +74,7 @@ class MembershipViewSet(
     ordering_fields = ["created_at", "role"]
     ordering = "-created_at"
     scope_app = "tenancy"
-    write_access = frozenset({"operator", "tenant_admin", "platform_service"})
+    write_access = frozenset({OPERATOR, TENANT_ADMIN, PLATFORM_SERVICE})
 
     def get_queryset(self):
         return selectors.membership_list()
@@ -126,6 +132,7 @@ class AuditEventViewSet(StewardReadOnlyViewSet):
     ordering_fields = ["occurred_at", "id"]
     ordering = "-id"
     scope_app = "tenancy"
+    read_access = frozenset({OPERATOR, TENANT_ADMIN, PLATFORM_SERVICE, TENANT_SERVICE})
 
     def get_queryset(self):
         return selectors.audit_event_list()

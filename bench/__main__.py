@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+CASES = ("api",)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("name", nargs="?", choices=[*CASES, "all"], default="all")
+    parser.add_argument("--quick", action="store_true", help="finish within a minute")
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+    import django
+
+    django.setup()
+    from bench.harness import scratch_database
+
+    names = CASES if args.name == "all" else (args.name,)
+    results = []
+    with scratch_database():
+        for name in names:
+            module = importlib.import_module(f"bench.{name}")
+            results.append(module.run(quick=args.quick))
+    for result in results[:-1]:
+        print(json.dumps(result))
+    print(json.dumps(results[-1] if len(results) == 1 else {"cases": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+
+from django.conf import settings
+from django.db import connection
+
+
+@contextmanager
+def scratch_database():
+    """Create, migrate and finally drop a database of its own, next to the real one."""
+    test_settings = settings.DATABASES["default"].setdefault("TEST", {})
+    test_settings["NAME"] = f"{settings.DATABASES['default']['NAME']}_bench"
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    try:
+        yield
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+
+
+def rate(work: Callable[[], None], count: int) -> float:
+    """Operations per second of `work` run `count` times, after a short warm-up."""
+    for _ in range(min(20, count)):
+        work()
+    started = time.perf_counter()
+    for _ in range(count):
+        work()
+    return count / (time.perf_counter() - started)
