@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.db.models import Q
+from django.urls import reverse
 from django.views.generic import ListView
 
 
@@ -26,6 +27,7 @@ class ListPage(LoginRequiredMixin, ListView):
     columns: tuple[Column, ...] = ()
     default_ordering = "-pk"
     title = ""
+    create: tuple[str, str, set[str]] | None = None  # (label, url name, caller kinds)
 
     def get_base_queryset(self):
         raise NotImplementedError
@@ -62,5 +64,14 @@ class ListPage(LoginRequiredMixin, ListView):
             query_string=query.urlencode(),
             sort_query_string=sort_query.urlencode(),
             searchable=bool(self.search_fields),
+            create_action=self._create_action(),
         )
         return context
+
+    def _create_action(self):
+        from apps.core.api.permissions import caller_kind
+
+        if self.create is None or caller_kind(self.request) not in self.create[2]:
+            return None
+        label, url_name, _ = self.create
+        return {"label": label, "url": reverse(url_name)}

@@ -9,8 +9,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView, TemplateView
 
-from apps.console.forms import LoginForm
+from apps.console.forms import LoginForm, MembershipForm
 from apps.console.listing import Column, ListPage
+from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.tenancy import selectors, services
 from apps.tenancy.filters import AuditEventFilterSet, ServiceAccountFilterSet, TenantFilterSet
@@ -101,6 +102,7 @@ class DashboardView(LoginRequiredMixin, TemplateView):
 
 class TenantListView(ListPage):
     title = "Tenants"
+    create = ("New tenant", "console:tenant-create", {OPERATOR})
     filterset_class = TenantFilterSet
     search_fields = ("slug", "name")
     default_ordering = "slug"
@@ -132,14 +134,20 @@ class TenantDetailView(LoginRequiredMixin, DetailView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         tenant: Tenant = self.object
+        kind = caller_kind(self.request)
         context["memberships"] = selectors.membership_list().filter(tenant=tenant)
         context["audit"] = selectors.audit_event_list().filter(tenant=tenant)[:20]
+        context["can_edit"] = kind == OPERATOR
+        context["can_manage"] = kind == OPERATOR or (
+            kind == TENANT_ADMIN and self.request.tenant == tenant
+        )
+        context["membership_form"] = MembershipForm()
         return context
 
 
 class OperatorOrTenantAdminMixin(UserPassesTestMixin):
     def test_func(self):
-        return self.request.user.is_operator or self.request.membership_role == "admin"
+        return caller_kind(self.request) in (OPERATOR, TENANT_ADMIN)
 
 
 class AuditListView(OperatorOrTenantAdminMixin, ListPage):
@@ -164,11 +172,12 @@ class AuditListView(OperatorOrTenantAdminMixin, ListPage):
 
 class ServiceAccountListView(OperatorOrTenantAdminMixin, ListPage):
     title = "Service accounts"
+    create = ("New service account", "console:service-account-create", {OPERATOR, TENANT_ADMIN})
     filterset_class = ServiceAccountFilterSet
     search_fields = ("name", "description")
     default_ordering = "name"
     columns = (
-        Column("Name", "name", sort="name"),
+        Column("Name", "name", sort="name", link=True),
         Column("Tenant", "tenant.slug", sort="tenant__slug"),
         Column("Active", "is_active", sort="is_active"),
         Column("Tokens", "token_count", sort="token_count"),

@@ -138,6 +138,11 @@ class ServiceAccount(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("console:service-account-detail", args=[self.pk])
+
 
 class ApiToken(models.Model):
     """A bearer token of a service account. Only its SHA-256 digest is stored."""

@@ -1,0 +1,170 @@
+"""Console pages that change things: each validates a form and calls one service."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from apps.console.forms import MembershipForm, ServiceAccountForm, TenantForm, TokenForm
+from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
+from apps.core.errors import DomainError
+from apps.tenancy import selectors, services
+from apps.tenancy.models import User
+
+
+def _refused(form, exc) -> None:
+    """Show a service's refusal on the form: field errors by field, the rest on top."""
+    if isinstance(exc, DjangoValidationError) and hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, getattr(exc, "detail", None) or exc.messages)
+
+
+def _require(request, *kinds: str) -> None:
+    if caller_kind(request) not in kinds:
+        raise PermissionDenied
+
+
+def _visible_tenant(request, pk):
+    tenants = selectors.tenants_visible_to(
+        platform_wide=request.platform_wide, tenant=request.tenant
+    )
+    return get_object_or_404(tenants, pk=pk)
+
+
+def _may_manage(request, tenant) -> bool:
+    kind = caller_kind(request)
+    return kind == OPERATOR or (kind == TENANT_ADMIN and request.tenant == tenant)
+
+
+@login_required
+def tenant_create(request):
+    _require(request, OPERATOR)
+    form = TenantForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            tenant = services.tenant_create(actor=request.actor, **form.cleaned_data)
+        except (DomainError, DjangoValidationError) as exc:
+            _refused(form, exc)
+        else:
+            messages.success(request, f"Tenant {tenant.slug} created.")
+            return redirect(tenant)
+    return render(request, "console/form.html", {"form": form, "title": "New tenant"})
+
+
+@login_required
+def tenant_edit(request, pk):
+    _require(request, OPERATOR)
+    tenant = _visible_tenant(request, pk)
+    initial = {
+        "name": tenant.name,
+        "home_region": tenant.home_region.slug,
+        "environment_class": tenant.environment_class,
+        "status": tenant.status,
+    }
+    form = TenantForm(request.POST or None, initial=initial, editing=True)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.tenant_update(actor=request.actor, tenant=tenant, **form.cleaned_data)
+        except (DomainError, DjangoValidationError) as exc:
+            _refused(form, exc)
+        else:
+            messages.success(request, f"Tenant {tenant.slug} saved.")
+            return redirect(tenant)
+    return render(request, "console/form.html", {"form": form, "title": f"Edit {tenant.slug}"})
+
+
+@login_required
+@require_POST
+def membership_add(request, pk):
+    tenant = _visible_tenant(request, pk)
+    if not _may_manage(request, tenant):
+        raise PermissionDenied
+    form = MembershipForm(request.POST)
+    if form.is_valid():
+        user = User.objects.filter(username=form.cleaned_data["username"]).first()
+        if user is None:
+            messages.error(request, f"There is no user {form.cleaned_data['username']}.")
+        else:
+            services.membership_set(
+                actor=request.actor, tenant=tenant, user=user, role=form.cleaned_data["role"]
+            )
+            messages.success(request, f"{user.username} is now {form.cleaned_data['role']}.")
+    else:
+        messages.error(request, "Give a username and a role.")
+    return redirect(tenant)
+
+
+@login_required
+@require_POST
+def membership_remove(request, pk, membership_pk):
+    tenant = _visible_tenant(request, pk)
+    if not _may_manage(request, tenant):
+        raise PermissionDenied
+    membership = get_object_or_404(selectors.membership_list(), pk=membership_pk, tenant=tenant)
+    services.membership_remove(actor=request.actor, membership=membership)
+    messages.success(request, f"{membership.user.username} removed from {tenant.slug}.")
+    return redirect(tenant)
+
+
+@login_required
+def service_account_create(request):
+    _require(request, OPERATOR, TENANT_ADMIN)
+    form = ServiceAccountForm(request.POST or None)
+    # A tenant admin's accounts belong to their tenant; an operator's to the tenant
+    # they act for, or to the platform when they act for none.
+    tenant = request.tenant
+    if request.method == "POST" and form.is_valid():
+        try:
+            account = services.service_account_create(
+                actor=request.actor, tenant=tenant, **form.cleaned_data
+            )
+        except (DomainError, DjangoValidationError) as exc:
+            _refused(form, exc)
+        else:
+            messages.success(request, f"Service account {account.name} created.")
+            return redirect("console:service-account-detail", pk=account.pk)
+    title = f"New service account for {tenant.slug if tenant else 'the platform'}"
+    return render(request, "console/form.html", {"form": form, "title": title})
+
+
+def _account(request, pk):
+    _require(request, OPERATOR, TENANT_ADMIN)
+    return get_object_or_404(selectors.service_account_list(), pk=pk)
+
+
+@login_required
+def service_account_detail(request, pk):
+    account = _account(request, pk)
+    form = TokenForm(request.POST or None)
+    issued = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            issued = services.api_token_issue(
+                actor=request.actor, service_account=account, **form.cleaned_data
+            )
+        except (DomainError, DjangoValidationError) as exc:
+            _refused(form, exc)
+        else:
+            form = TokenForm()
+    tokens = selectors.api_token_list().filter(service_account=account)
+    context = {"account": account, "tokens": tokens, "form": form, "issued": issued}
+    return render(request, "console/service_account_detail.html", context)
+
+
+@login_required
+@require_POST
+def token_revoke(request, pk, token_pk):
+    account = _account(request, pk)
+    token = selectors.api_token_list().filter(service_account=account, pk=token_pk).first()
+    if token is None:
+        raise Http404
+    services.api_token_revoke(actor=request.actor, token=token)
+    messages.success(request, f"Token {token.prefix}… revoked.")
+    return redirect("console:service-account-detail", pk=account.pk)
