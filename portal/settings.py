@@ -111,6 +111,8 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "apps.core",
     "apps.tenancy",
+    "apps.registry",
+    "apps.eventing",
     "apps.console",
 ]
 
@@ -250,6 +252,28 @@ SPECTACULAR_SETTINGS = {
 
 # How long a stored Idempotency-Key answer is replayed.
 STEWARD_IDEMPOTENCY_TTL = timedelta(hours=env_int("STEWARD_IDEMPOTENCY_TTL_HOURS", 24))
+
+# ----------------------------------------------------------------------------- Eventing
+
+STEWARD_EVENTING = {
+    # Envelopes claimed per dispatcher batch, and how long a lane lease lasts before
+    # another dispatcher may take the lane over from one that died.
+    "DISPATCH_BATCH": env_int("STEWARD_DISPATCH_BATCH", 500),
+    "LANE_LEASE_SECONDS": env_int("STEWARD_LANE_LEASE_SECONDS", 30),
+    # Approximate cap of each topic's Redis stream (XADD MAXLEN ~).
+    "STREAM_MAXLEN": env_int("STEWARD_STREAM_MAXLEN", 100_000),
+    # A subscription's attempts at one envelope before it goes to dead letters, and the
+    # exponential back-off between attempts (base × 2^n, capped).
+    "MAX_ATTEMPTS": env_int("STEWARD_DELIVERY_MAX_ATTEMPTS", 8),
+    "BACKOFF_BASE_SECONDS": float(env("STEWARD_BACKOFF_BASE_SECONDS", "0.5")),
+    "BACKOFF_MAX_SECONDS": float(env("STEWARD_BACKOFF_MAX_SECONDS", "300")),
+    # Stream entries pending this long with a consumer are taken over by another.
+    "RECLAIM_IDLE_SECONDS": env_int("STEWARD_RECLAIM_IDLE_SECONDS", 60),
+    "WEBHOOK_TIMEOUT_SECONDS": float(env("STEWARD_WEBHOOK_TIMEOUT_SECONDS", "5")),
+    "INBOX_RETENTION_HOURS": env_int("STEWARD_INBOX_RETENTION_HOURS", 72),
+    # Start a dispatcher as soon as a transaction with events commits (beat sweeps too).
+    "KICK_ON_COMMIT": env_bool("STEWARD_KICK_ON_COMMIT", True),
+}
 
 # ----------------------------------------------------------------------------- Celery
 

@@ -13,6 +13,13 @@ from tests.factories import RegionFactory, TenantFactory, UserFactory, member, s
 settings.CACHES["default"]["KEY_PREFIX"] = f"steward-test-{uuid.uuid4().hex[:8]}"
 
 
+@pytest.fixture(autouse=True)
+def _no_dispatcher_kicks(settings):
+    # Tests run the dispatcher themselves; kicks would only queue Celery messages that
+    # nobody consumes. The tests of the kick turn it back on.
+    settings.STEWARD_EVENTING = {**settings.STEWARD_EVENTING, "KICK_ON_COMMIT": False}
+
+
 @pytest.fixture
 def region(db):
     return RegionFactory(slug="westeurope")

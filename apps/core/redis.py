@@ -1,0 +1,27 @@
+"""One Redis connection pool per process for Steward's own use (streams, kicks).
+
+Django's cache and Celery keep their own connections; this one is for code that
+talks to Redis directly. Short timeouts: a Redis outage must surface as an error
+the caller handles, never as a hung request or worker.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import redis
+from django.conf import settings
+
+
+@functools.cache
+def _pool(url: str) -> redis.ConnectionPool:
+    return redis.ConnectionPool.from_url(
+        url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=30
+    )
+
+
+def get_redis() -> redis.Redis:
+    return redis.Redis(connection_pool=_pool(settings.REDIS_URL))
+
+
+REDIS_ERRORS = (redis.RedisError, OSError)

@@ -1,0 +1,409 @@
+"""Reading the streams: Steward's own consumers (with an inbox) and webhook subscriptions.
+
+Every subscription reads its topics' streams through its own Redis consumer group, in
+a runner thread of the `run_consumers` process:
+
+- Steward's own consumers (`@consumer(...)` handlers) insert `(consumer, event_id)`
+  into the inbox in the same transaction as the handler's effects; a duplicate
+  delivery finds the row and is acknowledged without running the handler.
+- Webhook subscriptions POST each envelope, signed, and count on the receiver to
+  deduplicate on `webhook-id` (the event id).
+
+A failure is retried in place with exponential back-off, so one subscription keeps
+its events in order while the other runner threads carry on; after MAX_ATTEMPTS the
+envelope goes to dead letters and the runner moves on. Entries left pending by a
+runner that died are claimed by another after RECLAIM_IDLE_SECONDS (XAUTOCLAIM), and
+go to dead letters once Redis has delivered them MAX_ATTEMPTS times.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import redis
+from django.conf import settings
+from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.eventing.dispatcher import count_deliveries
+from apps.eventing.envelope import Envelope
+from apps.eventing.models import DeadLetter, InboxEntry
+from apps.eventing.services import backoff_seconds
+from apps.eventing.transports import WebhookTransport, stream_key
+from apps.registry.models import Service, Subscription, Topic
+from apps.tenancy.scope import system_scope, tenant_scope
+
+logger = logging.getLogger(__name__)
+INBOX = InboxEntry._meta.db_table
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+@dataclass(frozen=True)
+class Handler:
+    consumer: str
+    topics: tuple[str, ...] | None  # None: every topic in the catalog
+    func: Callable[[Envelope], None]
+
+
+HANDLERS: dict[str, Handler] = {}
+
+
+def consumer(name: str, *, topics: Iterable[str] | None = None):
+    """Register a Steward consumer: `name` is its consumer group and inbox key."""
+
+    def register(func: Callable[[Envelope], None]):
+        HANDLERS[name] = Handler(name, tuple(topics) if topics is not None else None, func)
+        return func
+
+    return register
+
+
+def sync_consumer_subscriptions() -> list[Subscription]:
+    """Make the catalog show each registered consumer's subscriptions (idempotent)."""
+    subscriptions = []
+    for handler in HANDLERS.values():
+        service, _ = Service.objects.get_or_create(
+            name=handler.consumer, defaults={"description": "Steward's own consumer"}
+        )
+        topics = Topic.objects.all()
+        if handler.topics is not None:
+            topics = topics.filter(name__in=handler.topics)
+        for topic in topics:
+            subscription, _ = Subscription.objects.get_or_create(
+                consumer=service, topic=topic, transport=Subscription.Transport.REDIS_STREAM
+            )
+            subscriptions.append(subscription)
+    return subscriptions
+
+
+def ensure_group(client: redis.Redis, stream: str, group: str, start: str = "$") -> None:
+    """Create the consumer group (and the stream) unless it exists."""
+    try:
+        client.xgroup_create(stream, group, id=start, mkstream=True)
+    except redis.ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+def ensure_subscription_groups(subscriptions: Iterable[Subscription]) -> None:
+    client = get_redis()
+    for subscription in subscriptions:
+        ensure_group(client, stream_key(subscription.topic.name), subscription.group_name)
+
+
+# --------------------------------------------------------------------------- inbox
+
+
+def _scope(tenant_id):
+    return tenant_scope(tenant_id) if tenant_id else system_scope()
+
+
+def _claim_inbox(consumer_name: str, envelopes: list[Envelope]) -> set:
+    """Insert inbox rows; the event ids that were new (the others are duplicates)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {INBOX} (consumer, event_id, tenant_id, handled_at)
+            SELECT %s, e.id, e.tenant, now()
+            FROM unnest(%s::uuid[], %s::uuid[]) AS e(id, tenant)
+            ON CONFLICT (consumer, event_id) DO NOTHING
+            RETURNING event_id
+            """,  # noqa: S608 - table name only
+            [
+                consumer_name,
+                [e.event_id for e in envelopes],
+                [e.tenant_id for e in envelopes],
+            ],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def handle_envelopes(handler: Handler, envelopes: list[Envelope]) -> int:
+    """Run the handler once per new envelope, in one transaction with the inbox rows.
+
+    Envelopes are grouped by tenant, each group in its tenant's scope; order within
+    a tenant (and so within an aggregate) is kept. Returns how many were new.
+    """
+    handled = 0
+    with transaction.atomic():
+        groups: dict = {}
+        for envelope in envelopes:
+            groups.setdefault(envelope.tenant_id, []).append(envelope)
+        for tenant_id, group in groups.items():
+            with _scope(tenant_id):
+                new = _claim_inbox(handler.consumer, group)
+                for envelope in group:
+                    if envelope.event_id in new:
+                        handler.func(envelope)
+                        handled += 1
+    return handled
+
+
+def purge_inbox() -> int:
+    """Delete inbox rows (and recent events) older than the deduplication window."""
+    from apps.eventing.models import RecentEvent
+    from apps.tenancy.bulk import delete_in_owner_scopes
+
+    cutoff = timezone.now() - timedelta(hours=settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
+    removed = delete_in_owner_scopes(InboxEntry, "handled_at", cutoff)
+    removed += delete_in_owner_scopes(RecentEvent, "received_at", cutoff)
+    return removed
+
+
+# --------------------------------------------------------------------------- dead letters
+
+
+def dead_letter(subscription: Subscription, envelope: Envelope, *, error: str, attempts: int):
+    with _scope(envelope.tenant_id):
+        try:
+            with transaction.atomic():
+                DeadLetter.objects.create(
+                    subscription=subscription,
+                    event_id=envelope.event_id,
+                    topic=envelope.topic,
+                    event_type=envelope.event_type,
+                    tenant_id=envelope.tenant_id,
+                    envelope=envelope.to_dict(),
+                    error=error[:5000],
+                    attempts=attempts,
+                )
+        except IntegrityError:
+            pass  # already dead for this subscription (a reclaimed duplicate)
+    count_deliveries(subscription_id=subscription.pk, failed=1)
+    logger.error(
+        "dead letter: %s %s for %s after %s attempts: %s",
+        envelope.topic,
+        envelope.event_id,
+        subscription,
+        attempts,
+        error[:200],
+    )
+
+
+# --------------------------------------------------------------------------- runners
+
+
+@dataclass
+class Entry:
+    stream: str
+    entry_id: str
+    envelope: Envelope | None
+    raw_error: str = ""
+    deliveries: int = 1
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _parse(stream: str, entry_id, fields: dict) -> Entry:
+    stream, entry_id = _text(stream), _text(entry_id)
+    raw = fields.get(b"envelope") or fields.get("envelope")
+    try:
+        return Entry(stream, entry_id, Envelope.from_json(raw))
+    except Exception as exc:  # noqa: BLE001 - a malformed entry must not stop the stream
+        return Entry(stream, entry_id, None, raw_error=f"unreadable entry: {exc}")
+
+
+@dataclass
+class Runner:
+    """Reads one consumer group's streams (one per subscribed topic) and delivers in order."""
+
+    subscriptions: list[Subscription]  # one per topic, all read through the same group
+    deliver: Callable[[list[Envelope]], None]
+    batch: int = 100
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self):
+        self.group = self.subscriptions[0].group_name
+        self.by_topic = {s.topic.name: s for s in self.subscriptions}
+        self.streams = [stream_key(topic) for topic in self.by_topic]
+        self.name = f"{socket.gethostname()}-{os.getpid()}-{id(self)}"
+        self.config = settings.STEWARD_EVENTING
+
+    def subscription_of(self, envelope: Envelope) -> Subscription:
+        return self.by_topic.get(envelope.topic) or self.subscriptions[0]
+
+    # The loop --------------------------------------------------------------
+
+    def run_forever(self) -> None:
+        client = get_redis()
+        last_reclaim = 0.0
+        while not self.stop.is_set():
+            try:
+                for stream in self.streams:
+                    ensure_group(client, stream, self.group)
+                now = timezone.now().timestamp()
+                if now - last_reclaim > self.config["RECLAIM_IDLE_SECONDS"] / 2:
+                    self.reclaim(client)
+                    last_reclaim = now
+                self.read_once(client, block_ms=1000)
+            except REDIS_ERRORS as exc:
+                logger.warning("%s: Redis unavailable (%s); retrying", self.group, exc)
+                self.stop.wait(1.0)
+            except Exception:  # noqa: BLE001 - a runner thread must survive anything
+                logger.exception("%s: runner error", self.group)
+                self.stop.wait(1.0)
+            finally:
+                close_old_connections()
+
+    def read_once(self, client, *, block_ms: int | None = None) -> int:
+        response = client.xreadgroup(
+            self.group, self.name, {s: ">" for s in self.streams}, count=self.batch, block=block_ms
+        )
+        entries = [_parse(stream, eid, f) for stream, items in response or [] for eid, f in items]
+        self.process(client, entries)
+        return len(entries)
+
+    def reclaim(self, client) -> int:
+        """Take over entries another runner left pending for too long."""
+        idle_ms = self.config["RECLAIM_IDLE_SECONDS"] * 1000
+        total = 0
+        for stream in self.streams:
+            start = "0-0"
+            while True:
+                start, items, *_ = client.xautoclaim(
+                    stream, self.group, self.name, idle_ms, start_id=start, count=self.batch
+                )
+                if not items:
+                    break
+                counts = {
+                    (
+                        p["message_id"].decode()
+                        if isinstance(p["message_id"], bytes)
+                        else p["message_id"]
+                    ): p["times_delivered"]
+                    for p in client.xpending_range(
+                        stream, self.group, min=items[0][0], max=items[-1][0], count=len(items)
+                    )
+                }
+                trimmed = [eid for eid, f in items if not f]  # capped away from the stream
+                if trimmed:
+                    client.xack(stream, self.group, *trimmed)
+                entries = [_parse(stream, eid, f) for eid, f in items if f]
+                for entry in entries:
+                    entry.deliveries = counts.get(entry.entry_id, 1)
+                self.process(client, entries)
+                total += len(entries)
+                if start in (b"0-0", "0-0"):
+                    break
+        return total
+
+    # Delivery ---------------------------------------------------------------
+
+    def process(self, client, entries: list[Entry]) -> None:
+        if not entries:
+            return
+        max_attempts = self.config["MAX_ATTEMPTS"]
+        ready = []
+        for entry in entries:
+            if entry.envelope is None:
+                logger.error("%s: dropping %s: %s", self.group, entry.entry_id, entry.raw_error)
+                client.xack(entry.stream, self.group, entry.entry_id)
+            elif entry.deliveries > max_attempts:
+                dead_letter(
+                    self.subscription_of(entry.envelope),
+                    entry.envelope,
+                    error=f"delivered {entry.deliveries} times without being acknowledged",
+                    attempts=entry.deliveries,
+                )
+                client.xack(entry.stream, self.group, entry.entry_id)
+            else:
+                ready.append(entry)
+        if not ready:
+            return
+        try:
+            self.deliver([entry.envelope for entry in ready])
+        except Exception:  # noqa: BLE001 - fall back to one at a time, with retries
+            for entry in ready:
+                self.deliver_one(entry)
+                client.xack(entry.stream, self.group, entry.entry_id)
+            return
+        for envelope_topic in {entry.envelope.topic for entry in ready}:
+            count = sum(1 for entry in ready if entry.envelope.topic == envelope_topic)
+            self._record_success(self.by_topic.get(envelope_topic), count)
+        for stream in {entry.stream for entry in ready}:
+            client.xack(stream, self.group, *[e.entry_id for e in ready if e.stream == stream])
+
+    def deliver_one(self, entry: Entry) -> None:
+        """Try one envelope until it succeeds or runs out of attempts (then dead-letter)."""
+        config = self.config
+        subscription = self.subscription_of(entry.envelope)
+        attempt = entry.deliveries
+        while True:
+            try:
+                self.deliver([entry.envelope])
+            except Exception as exc:  # noqa: BLE001
+                error = f"{type(exc).__name__}: {exc}"
+                self._record_failure(subscription, error)
+                if attempt >= config["MAX_ATTEMPTS"]:
+                    dead_letter(subscription, entry.envelope, error=error, attempts=attempt)
+                    return
+                if self.stop.is_set():
+                    raise  # stopping: leave it pending for the next runner
+                delay = backoff_seconds(
+                    attempt, base=config["BACKOFF_BASE_SECONDS"], cap=config["BACKOFF_MAX_SECONDS"]
+                )
+                attempt += 1
+                self.stop.wait(delay)
+            else:
+                self._record_success(subscription, 1)
+                return
+
+    @staticmethod
+    def _record_success(subscription: Subscription | None, count: int) -> None:
+        if subscription is None:
+            return
+        Subscription.objects.filter(pk=subscription.pk).update(
+            consecutive_failures=0, last_error="", last_delivered_at=timezone.now()
+        )
+        count_deliveries(subscription_id=subscription.pk, delivered=count)
+
+    @staticmethod
+    def _record_failure(subscription: Subscription, error: str) -> None:
+        Subscription.objects.filter(pk=subscription.pk).update(
+            consecutive_failures=F("consecutive_failures") + 1, last_error=error[:500]
+        )
+
+
+def consumer_runner(handler: Handler, subscriptions: list[Subscription]) -> Runner:
+    return Runner(
+        subscriptions=subscriptions,
+        deliver=lambda envelopes: handle_envelopes(handler, envelopes),
+    )
+
+
+def webhook_runner(subscription: Subscription, transport: WebhookTransport | None = None) -> Runner:
+    transport = transport or WebhookTransport()
+
+    def deliver(envelopes: list[Envelope]) -> None:
+        for envelope in envelopes:
+            transport.publish([envelope], subscription=subscription)
+
+    # One at a time: a webhook batch that fails halfway must not resend the first half.
+    return Runner(subscriptions=[subscription], deliver=deliver, batch=1)
+
+
+def build_runners() -> list[Runner]:
+    """The runners this process should run, from the handler registry and the catalog."""
+    from apps.registry.selectors import active_subscriptions
+
+    runners = []
+    internal = active_subscriptions(Subscription.Transport.REDIS_STREAM)
+    for handler in HANDLERS.values():
+        mine = [s for s in internal if s.consumer.name == handler.consumer]
+        if mine:
+            runners.append(consumer_runner(handler, mine))
+    for subscription in active_subscriptions(Subscription.Transport.WEBHOOK):
+        runners.append(webhook_runner(subscription))
+    return runners

@@ -1,0 +1,13 @@
+from django.core.management.base import BaseCommand
+
+from apps.eventing import dispatcher
+
+
+class Command(BaseCommand):
+    help = "Drain the outbox to the streams now (what the dispatcher task does), and report."
+
+    def handle(self, *args, **options):
+        published = dispatcher.drain()
+        backlog, oldest = dispatcher.outbox_backlog()
+        age = f", oldest {oldest:.1f}s" if oldest is not None else ""
+        self.stdout.write(f"published {published}; {backlog} waiting{age}")

@@ -1,0 +1,57 @@
+"""The consumers process: one runner thread per Steward consumer and webhook subscription."""
+
+import signal
+import threading
+
+from django.core.management.base import BaseCommand
+from django.db import close_old_connections
+
+from apps.eventing.consumers import (
+    build_runners,
+    ensure_subscription_groups,
+    sync_consumer_subscriptions,
+)
+from apps.registry.selectors import active_subscriptions
+
+REFRESH_SECONDS = 10
+
+
+class Command(BaseCommand):
+    help = "Run Steward's stream consumers and webhook deliveries until stopped."
+
+    def handle(self, *args, **options):
+        stopping = threading.Event()
+
+        def stop(signum, frame):
+            stopping.set()
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        running: dict[tuple, tuple] = {}
+        while not stopping.is_set():
+            # Pick up new or removed subscriptions without a restart.
+            sync_consumer_subscriptions()
+            ensure_subscription_groups(active_subscriptions())
+            wanted = {self._key(r): r for r in build_runners()}
+            for key in list(running):
+                if key not in wanted:
+                    runner, thread = running.pop(key)
+                    runner.stop.set()
+            for key, runner in wanted.items():
+                if key not in running:
+                    thread = threading.Thread(
+                        target=runner.run_forever, name=runner.group, daemon=True
+                    )
+                    thread.start()
+                    running[key] = (runner, thread)
+                    self.stdout.write(f"consuming {', '.join(runner.streams)} as {runner.group}")
+            close_old_connections()
+            stopping.wait(REFRESH_SECONDS)
+        for runner, _ in running.values():
+            runner.stop.set()
+        for _, thread in running.values():
+            thread.join(timeout=15)
+
+    @staticmethod
+    def _key(runner) -> tuple:
+        return (runner.group, tuple(sorted(runner.streams)))

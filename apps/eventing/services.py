@@ -1,0 +1,165 @@
+"""Writing events: `emit` puts an envelope in the outbox inside the caller's transaction."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import uuid
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.core.context import request_id
+from apps.core.errors import ValidationFailed
+from apps.eventing.envelope import Envelope
+from apps.eventing.models import LANES, OutboxEvent
+from apps.registry.selectors import resolve_topic
+
+logger = logging.getLogger(__name__)
+
+
+class UnknownTopic(ValidationFailed):
+    code = "unknown_topic"
+
+
+class PayloadNotJson(ValidationFailed):
+    code = "payload_not_json"
+
+
+def lane_of(aggregate_type: str, aggregate_id: str) -> int:
+    return zlib.crc32(f"{aggregate_type}:{aggregate_id}".encode()) % LANES
+
+
+def _check_payload(payload: Any) -> dict:
+    if not isinstance(payload, dict):
+        raise PayloadNotJson("The payload must be a JSON object.")
+    try:
+        # allow_nan=False: NaN and Infinity are not JSON, whatever Python's json accepts.
+        json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise PayloadNotJson(f"The payload is not JSON: {exc}.") from None
+    return payload
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    topic: str
+    event_type: str
+    aggregate_type: str
+    aggregate_id: str
+    payload: dict
+    tenant: Any = None  # a Tenant, a tenant id, or None for a platform-wide event
+    correlation_id: str = ""
+    causation_id: str = ""
+
+
+def _row(event: NewEvent) -> OutboxEvent:
+    topic = resolve_topic(event.topic)
+    if topic is None:
+        raise UnknownTopic(f"There is no topic {event.topic!r} in the catalog.")
+    payload = _check_payload(event.payload)
+    event_id = uuid.uuid4()
+    tenant_id = getattr(event.tenant, "pk", event.tenant)
+    aggregate_id = str(event.aggregate_id)
+    return OutboxEvent(
+        event_id=event_id,
+        topic=topic.name,
+        event_type=event.event_type,
+        schema_version=topic.schema_version,
+        tenant_id=tenant_id,
+        aggregate_type=event.aggregate_type,
+        aggregate_id=aggregate_id,
+        lane=lane_of(event.aggregate_type, aggregate_id),
+        occurred_at=timezone.now(),
+        correlation_id=event.correlation_id or request_id.get() or str(event_id),
+        causation_id=event.causation_id,
+        payload=payload,
+    )
+
+
+def emit(
+    *,
+    topic: str,
+    event_type: str,
+    aggregate_type: str,
+    aggregate_id: str,
+    payload: dict,
+    tenant=None,
+    correlation_id: str = "",
+    causation_id: str = "",
+) -> Envelope:
+    """Write one envelope to the outbox in the caller's transaction.
+
+    The caller's scope must own the event's tenant (row-level security refuses the
+    row otherwise): producers emit from inside the service that makes the change.
+    """
+    return emit_many(
+        [
+            NewEvent(
+                topic=topic,
+                event_type=event_type,
+                aggregate_type=aggregate_type,
+                aggregate_id=aggregate_id,
+                payload=payload,
+                tenant=tenant,
+                correlation_id=correlation_id,
+                causation_id=causation_id,
+            )
+        ]
+    )[0]
+
+
+def emit_many(events: list[NewEvent]) -> list[Envelope]:
+    """Write several envelopes in one statement; they keep their order per aggregate."""
+    rows = [_row(event) for event in events]
+    with transaction.atomic():
+        OutboxEvent.objects.bulk_create(rows)
+        if settings.STEWARD_EVENTING["KICK_ON_COMMIT"]:
+            transaction.on_commit(kick_dispatcher)
+    return [envelope_of(row) for row in rows]
+
+
+def envelope_of(row: OutboxEvent) -> Envelope:
+    return Envelope(
+        event_id=row.event_id,
+        topic=row.topic,
+        event_type=row.event_type,
+        schema_version=row.schema_version,
+        tenant_id=row.tenant_id,
+        aggregate_type=row.aggregate_type,
+        aggregate_id=row.aggregate_id,
+        occurred_at=row.occurred_at,
+        correlation_id=row.correlation_id,
+        causation_id=row.causation_id,
+        payload=row.payload,
+    )
+
+
+KICK_KEY = "steward:dispatch:kick"
+
+
+def kick_dispatcher() -> None:
+    """Ask for a dispatcher run now, unless one is already asked for.
+
+    The flag collapses a burst of commits into one task; the dispatcher clears it
+    before it looks at the outbox, so a commit after that asks again. A Redis outage
+    only delays delivery until beat's sweep: it never fails the producer.
+    """
+    from apps.core.redis import get_redis
+    from apps.eventing.tasks import dispatch_outbox
+
+    try:
+        if get_redis().set(KICK_KEY, "1", nx=True, px=2000):
+            dispatch_outbox.apply_async()
+    except Exception as exc:  # noqa: BLE001 - redis-py and kombu both raise on a lost Redis
+        logger.warning("could not kick the dispatcher (%s); beat will sweep", exc)
+
+
+def backoff_seconds(attempt: int, *, base: float, cap: float) -> float:
+    """Exponential back-off: base, 2×base, 4×base, … capped."""
+    return min(cap, base * math.pow(2, max(0, attempt - 1)))

@@ -1,0 +1,50 @@
+"""Thin Celery tasks around the dispatcher, the inbox sweep and the reconciler."""
+
+from __future__ import annotations
+
+import contextlib
+
+from celery import shared_task
+
+from apps.core.jobs import periodic_job
+
+
+@shared_task(scope="self", name="eventing.dispatch_outbox", acks_late=False)
+def dispatch_outbox() -> int:
+    """Drain the outbox; kicked on commit. Not acknowledged late: a lost run is
+    harmless, beat's sweep starts another, and redelivering kicks is pointless."""
+    from apps.core.redis import get_redis
+    from apps.eventing import dispatcher
+    from apps.eventing.services import KICK_KEY
+
+    # Clear the kick flag before looking at the outbox: a commit after this point
+    # kicks again, so no event waits for the sweep.
+    # Without Redis there is nothing to publish to anyway; drain() reports that.
+    with contextlib.suppress(Exception):
+        get_redis().delete(KICK_KEY)
+    return dispatcher.drain()
+
+
+@shared_task(scope="self", name="eventing.periodic_sweep_outbox")
+def periodic_sweep_outbox() -> int:
+    """Beat's safety net for lost kicks and backed-off lanes. Several may overlap:
+    lanes are leased, so they share the work instead of repeating it."""
+    from apps.eventing import dispatcher
+
+    return dispatcher.drain()
+
+
+@shared_task(scope="self", name="eventing.periodic_purge_inbox")
+@periodic_job("eventing.purge_inbox")
+def periodic_purge_inbox() -> int:
+    from apps.eventing.consumers import purge_inbox
+
+    return purge_inbox()
+
+
+@shared_task(scope="self", name="eventing.periodic_reconcile_effects")
+@periodic_job("eventing.reconcile_effects")
+def periodic_reconcile_effects() -> int:
+    from apps.eventing.effects import reconcile_due
+
+    return reconcile_due()

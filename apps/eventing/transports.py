@@ -1,0 +1,116 @@
+"""Transports: how an envelope leaves Steward. The envelope is the same on all of them."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import time
+from collections.abc import Sequence
+
+import httpx
+from django.conf import settings
+
+from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.eventing.envelope import Envelope
+
+STREAM_PREFIX = "steward:stream:"
+
+
+class TransportError(Exception):
+    """Delivery failed; the envelope stays where it was and is tried again."""
+
+
+def stream_key(topic: str) -> str:
+    return f"{STREAM_PREFIX}{topic}"
+
+
+class RedisStreamTransport:
+    """One capped stream per topic; consumers read it through their own consumer group.
+
+    Each entry carries the envelope as JSON in the field `envelope`, plus `event_id`
+    and `event_type` so a consumer in any language can route without parsing.
+    """
+
+    name = "redis_stream"
+
+    def __init__(self, client=None):
+        self.client = client or get_redis()
+        self.maxlen = settings.STEWARD_EVENTING["STREAM_MAXLEN"]
+
+    def publish(self, envelopes: Sequence[Envelope]) -> None:
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for envelope in envelopes:
+                pipe.xadd(
+                    stream_key(envelope.topic),
+                    {
+                        "envelope": envelope.to_json(),
+                        "event_id": str(envelope.event_id),
+                        "event_type": envelope.event_type,
+                    },
+                    maxlen=self.maxlen,
+                    approximate=True,
+                )
+            pipe.execute()
+        except REDIS_ERRORS as exc:
+            raise TransportError(f"Redis: {exc}") from exc
+
+
+class SecretUnavailable(TransportError):
+    pass
+
+
+def resolve_secret(reference: str) -> bytes:
+    """Turn a secret reference into the secret, at the moment it is needed.
+
+    `env:NAME` reads an environment variable. The reference, not the secret, is
+    what the database holds; the secret never reaches a log line.
+    """
+    scheme, _, name = reference.partition(":")
+    if scheme == "env" and name:
+        value = os.environ.get(name)
+        if value:
+            return value.encode()
+        raise SecretUnavailable(f"the secret reference {reference} resolves to nothing")
+    raise SecretUnavailable(f"unsupported secret reference scheme {scheme!r}")
+
+
+def webhook_signature(secret: bytes, webhook_id: str, timestamp: int, body: bytes) -> str:
+    """`v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (the Standard Webhooks scheme)."""
+    signed = f"{webhook_id}.{timestamp}.".encode() + body
+    digest = hmac.new(secret, signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
+class WebhookTransport:
+    """POST the envelope, signed, to one subscription's endpoint."""
+
+    name = "webhook"
+
+    def __init__(self, client: httpx.Client | None = None):
+        timeout = settings.STEWARD_EVENTING["WEBHOOK_TIMEOUT_SECONDS"]
+        self.client = client or httpx.Client(timeout=timeout, follow_redirects=False)
+
+    def publish(self, envelopes: Sequence[Envelope], *, subscription) -> None:
+        secret = resolve_secret(subscription.secret_ref)
+        for envelope in envelopes:
+            body = envelope.to_json().encode()
+            webhook_id = str(envelope.event_id)
+            timestamp = int(time.time())
+            headers = {
+                "content-type": "application/json",
+                "webhook-id": webhook_id,
+                "webhook-timestamp": str(timestamp),
+                "webhook-signature": webhook_signature(secret, webhook_id, timestamp, body),
+                "user-agent": "Steward-Webhooks/1",
+            }
+            try:
+                response = self.client.post(subscription.endpoint, content=body, headers=headers)
+            except httpx.TimeoutException as exc:
+                raise TransportError(f"timed out after {self.client.timeout.read}s") from exc
+            except httpx.HTTPError as exc:
+                raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+            if not 200 <= response.status_code < 300:
+                raise TransportError(f"HTTP {response.status_code}")

@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class RegistryConfig(AppConfig):
+    name = "apps.registry"
+    label = "registry"
+    verbose_name = "Topic catalog and schema registry"
+
+    def ready(self):
+        from apps.registry import signals  # noqa: F401 - cache invalidation
