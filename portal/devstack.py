@@ -290,7 +290,8 @@ def command_run(stack: Stack) -> int:
         "  tenant admin  acme-admin / steward-demo\n"
         "  member        globex-member / steward-demo\n"
         "  service token printed once by steward_setup above (demo service account)\n"
-        "Press Ctrl-C to stop web, worker, beat and the embedded servers; data stays in .data/.\n",
+        "Press Ctrl-C to stop web, worker, beat, consumers and the embedded servers;\n"
+        "data stays in .data/.\n",
         flush=True,
     )
     try:

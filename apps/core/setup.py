@@ -34,6 +34,11 @@ DATA_CLASSES = [
 # (task, every, period, queue); each periodic task guards itself against double firing.
 SCHEDULES = [
     ("core.periodic_purge_idempotency_records", 1, IntervalSchedule.HOURS, "periodic"),
+    # The dispatcher is kicked on commit; this sweep only catches lost kicks and lanes
+    # whose back-off has passed, so a few seconds is plenty.
+    ("eventing.periodic_sweep_outbox", 5, IntervalSchedule.SECONDS, "periodic"),
+    ("eventing.periodic_reconcile_effects", 30, IntervalSchedule.SECONDS, "periodic"),
+    ("eventing.periodic_purge_inbox", 1, IntervalSchedule.HOURS, "periodic"),
 ]
 DEMO_PASSWORD = "steward-demo"  # noqa: S105 - documented demo login, development only
 
@@ -57,6 +62,16 @@ def install_reference_data(report: SetupReport) -> None:
         )
         if created:
             report.created.append(f"data class {slug}")
+
+
+def install_consumers(report: SetupReport) -> None:
+    from apps.eventing.consumers import ensure_subscription_groups, sync_consumer_subscriptions
+
+    subscriptions = sync_consumer_subscriptions()
+    try:
+        ensure_subscription_groups(subscriptions)
+    except Exception as exc:  # noqa: BLE001 - run_consumers creates them too, when Redis is back
+        report.created.append(f"(consumer groups not created yet: {exc})")
 
 
 def install_schedules(report: SetupReport) -> None:
@@ -119,6 +134,7 @@ def run_setup(*, demo: bool) -> SetupReport:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SETUP_LOCK])
         install_reference_data(report)
         install_schedules(report)
+        install_consumers(report)
         if demo:
             install_demo_data(report)
     return report

@@ -237,6 +237,12 @@ class Runner:
     # The loop --------------------------------------------------------------
 
     def run_forever(self) -> None:
+        try:
+            self._loop()
+        finally:
+            connection.close()  # this thread's own connection
+
+    def _loop(self) -> None:
         client = get_redis()
         last_reclaim = 0.0
         while not self.stop.is_set():
@@ -322,9 +328,14 @@ class Runner:
                 ready.append(entry)
         if not ready:
             return
+        if len(ready) == 1:
+            self.deliver_one(ready[0])
+            client.xack(ready[0].stream, self.group, ready[0].entry_id)
+            return
         try:
+            # The whole batch in one go first; it is the common case and much cheaper.
             self.deliver([entry.envelope for entry in ready])
-        except Exception:  # noqa: BLE001 - fall back to one at a time, with retries
+        except Exception:  # noqa: BLE001 - then one at a time, each with its own retries
             for entry in ready:
                 self.deliver_one(entry)
                 client.xack(entry.stream, self.group, entry.entry_id)

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.eventing.models import DeliveryCount, DispatchLane, OutboxEvent
+from apps.eventing.models import LANES, DeliveryCount, DispatchLane, OutboxEvent
 from apps.eventing.services import backoff_seconds, envelope_of
 from apps.eventing.transports import RedisStreamTransport, TransportError
 from apps.tenancy.scope import system_scope, tenant_scope
@@ -36,6 +36,17 @@ logger = logging.getLogger(__name__)
 
 OUTBOX = OutboxEvent._meta.db_table
 LANE = DispatchLane._meta.db_table
+
+
+def ensure_lanes() -> None:
+    """Create the lane rows that do not exist yet (cheap; run at the start of each drain)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {LANE} (lane, leased_until, failures, next_attempt_at, last_error)"  # noqa: S608
+            " SELECT g, now(), 0, now(), '' FROM generate_series(0, %s) AS g"
+            " ON CONFLICT (lane) DO NOTHING",
+            [LANES - 1],
+        )
 
 
 def _claim_lane(token: uuid.UUID, lease: timedelta) -> int | None:
@@ -151,6 +162,7 @@ def drain(*, transport=None, max_seconds: float = 50.0) -> int:
     other lanes would fail the same way against the same Redis.
     """
     transport = transport or RedisStreamTransport()
+    ensure_lanes()
     deadline = time.monotonic() + max_seconds
     total = 0
     while time.monotonic() < deadline:

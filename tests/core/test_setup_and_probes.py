@@ -39,7 +39,7 @@ def test_two_setups_at_the_same_moment_create_nothing_twice():
     assert sum("shown once" in out for out in outputs) == 1
     assert Region.objects.count() == len(setup.REGIONS)
     assert DataClass.objects.count() == len(setup.DATA_CLASSES)
-    assert IntervalSchedule.objects.count() == 1
+    assert IntervalSchedule.objects.count() == len({(s[1], s[2]) for s in setup.SCHEDULES})
     assert PeriodicTask.objects.filter(name__in=[s[0] for s in setup.SCHEDULES]).count() == len(
         setup.SCHEDULES
     )

@@ -2,15 +2,6 @@ from django.db import migrations
 
 from apps.tenancy.rls import EnableTenantRLS
 
-LANES = 16  # apps.eventing.models.LANES when this migration was written
-
-
-def create_lanes(apps, schema_editor):
-    DispatchLane = apps.get_model("eventing", "DispatchLane")
-    DispatchLane.objects.bulk_create(
-        [DispatchLane(lane=lane) for lane in range(LANES)], ignore_conflicts=True
-    )
-
 
 class Migration(migrations.Migration):
     dependencies = [("eventing", "0001_initial"), ("tenancy", "0002_row_level_security")]
@@ -22,5 +13,4 @@ class Migration(migrations.Migration):
         EnableTenantRLS("deadletter", global_rows=True),
         EnableTenantRLS("uncertaineffect", global_rows=True),
         EnableTenantRLS("recentevent", global_rows=True),
-        migrations.RunPython(create_lanes, migrations.RunPython.noop),
     ]

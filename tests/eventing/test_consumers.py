@@ -1,0 +1,163 @@
+"""Steward's consumers: each event handled once, failures dead-lettered, dead runners' work
+taken over."""
+
+import pytest
+
+from apps.core.redis import get_redis
+from apps.eventing import dispatcher
+from apps.eventing.consumers import Handler, consumer_runner, handle_envelopes
+from apps.eventing.models import DeadLetter, InboxEntry, RecentEvent
+from apps.eventing.services import NewEvent, emit_many
+from apps.eventing.transports import RedisStreamTransport
+from apps.tenancy.scope import system_scope, tenant_scope
+from tests.eventing.conftest import recent_events_runner, stream_envelopes, subscribe
+
+pytestmark = pytest.mark.django_db
+
+
+def emit(tenant, topic, n, *, aggregate="a-1"):
+    with tenant_scope(tenant):
+        return emit_many(
+            [
+                NewEvent(
+                    topic=topic.name,
+                    event_type="e",
+                    aggregate_type="thing",
+                    aggregate_id=aggregate,
+                    payload={"n": i},
+                    tenant=tenant,
+                )
+                for i in range(n)
+            ]
+        )
+
+
+def recent_ids():
+    with system_scope():
+        return sorted(RecentEvent.objects.values_list("event_id", flat=True))
+
+
+def drain(runner):
+    client = get_redis()
+    while runner.read_once(client):
+        pass
+
+
+def test_events_are_handled_once_even_when_delivered_again(tenant_a, tenant_b, topic):
+    runner = recent_events_runner(topic)
+    envelopes = emit(tenant_a, topic, 3) + emit(tenant_b, topic, 2, aggregate="b-1")
+    dispatcher.drain()
+    # the same envelopes published a second and third time, as after a dispatcher crash
+    RedisStreamTransport().publish(envelopes)
+    RedisStreamTransport().publish(envelopes[:2])
+    drain(runner)
+    assert recent_ids() == sorted(e.event_id for e in envelopes)
+    with system_scope():
+        assert InboxEntry.objects.filter(consumer="steward.recent-events").count() == 5
+    # each tenant's inbox rows are that tenant's
+    with tenant_scope(tenant_b):
+        assert InboxEntry.objects.count() == 2
+
+
+def test_a_handler_and_its_inbox_row_commit_or_roll_back_together(tenant_a, topic):
+    [envelope] = emit(tenant_a, topic, 1)
+    calls = []
+
+    def explode(env):
+        calls.append(env.event_id)
+        raise RuntimeError("the effect failed")
+
+    with pytest.raises(RuntimeError):
+        handle_envelopes(Handler("test.exploding", None, explode), [envelope])
+    with system_scope():
+        assert not InboxEntry.objects.filter(consumer="test.exploding").exists()
+    handle_envelopes(Handler("test.exploding", None, lambda env: calls.append("ok")), [envelope])
+    handle_envelopes(Handler("test.exploding", None, lambda env: calls.append("again")), [envelope])
+    assert calls == [envelope.event_id, "ok"]
+
+
+def test_a_handler_that_always_raises_is_dead_lettered_and_others_keep_flowing(
+    tenant_a, topic, fast_retries
+):
+    subscription = subscribe(topic, "test.picky")
+
+    def picky(envelope):
+        if envelope.payload["n"] == 1:
+            raise ValueError("cannot digest n=1")
+
+    runner = consumer_runner(Handler("test.picky", None, picky), [subscription])
+    envelopes = emit(tenant_a, topic, 4)
+    dispatcher.drain()
+    drain(runner)
+    with system_scope():
+        handled = set(
+            InboxEntry.objects.filter(consumer="test.picky").values_list("event_id", flat=True)
+        )
+    assert handled == {envelopes[n].event_id for n in (0, 2, 3)}
+    with system_scope():
+        [dead] = DeadLetter.objects.filter(subscription=subscription)
+    assert dead.event_id == envelopes[1].event_id
+    assert dead.attempts == fast_retries["MAX_ATTEMPTS"]
+    assert "cannot digest n=1" in dead.error
+    assert dead.envelope["payload"] == {"n": 1}
+    subscription.refresh_from_db()
+    assert subscription.consecutive_failures == 0  # later events succeeded
+    # nothing is left pending in the group
+    assert get_redis().xpending(f"steward:stream:{topic.name}", "test.picky")["pending"] == 0
+
+
+def test_entries_left_pending_by_a_dead_runner_are_reclaimed(tenant_a, topic, settings):
+    settings.STEWARD_EVENTING = {**settings.STEWARD_EVENTING, "RECLAIM_IDLE_SECONDS": 0}
+    runner = recent_events_runner(topic)
+    envelopes = emit(tenant_a, topic, 3)
+    dispatcher.drain()
+    client = get_redis()
+    # a runner that read the entries and died before handling them
+    client.xreadgroup("steward.recent-events", "dead-runner", {f"steward:stream:{topic.name}": ">"})
+    assert runner.read_once(client) == 0  # nothing new for the group
+    assert runner.reclaim(client) == 3
+    assert recent_ids() == sorted(e.event_id for e in envelopes)
+    assert client.xpending(f"steward:stream:{topic.name}", "steward.recent-events")["pending"] == 0
+
+
+def test_an_entry_delivered_too_often_goes_to_dead_letters(tenant_a, topic, settings, fast_retries):
+    settings.STEWARD_EVENTING = {**fast_retries, "RECLAIM_IDLE_SECONDS": 0}
+    runner = recent_events_runner(topic)
+    [envelope] = emit(tenant_a, topic, 1)
+    dispatcher.drain()
+    client = get_redis()
+    stream = f"steward:stream:{topic.name}"
+    client.xreadgroup("steward.recent-events", "crashing-runner", {stream: ">"})
+    for _ in range(fast_retries["MAX_ATTEMPTS"]):  # it crashed each time it took the entry
+        client.xautoclaim(stream, "steward.recent-events", "crashing-runner", 0, start_id="0-0")
+    runner.reclaim(client)
+    assert recent_ids() == []
+    with system_scope():
+        dead = DeadLetter.objects.get(event_id=envelope.event_id)
+    assert dead.attempts > fast_retries["MAX_ATTEMPTS"]
+    assert client.xpending(stream, "steward.recent-events")["pending"] == 0
+
+
+def test_the_inbox_sweep_removes_rows_older_than_the_window(tenant_a, tenant_b, topic):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.eventing.consumers import purge_inbox
+
+    runner = recent_events_runner(topic)
+    emit(tenant_a, topic, 2)
+    emit(tenant_b, topic, 1, aggregate="b")
+    dispatcher.drain()
+    drain(runner)
+    old = timezone.now() - timedelta(hours=73)
+    for tenant in (tenant_a, tenant_b):
+        with tenant_scope(tenant):
+            InboxEntry.objects.filter(tenant=tenant).update(handled_at=old)
+    emit(tenant_a, topic, 1, aggregate="fresh")
+    dispatcher.drain()
+    drain(runner)
+    assert purge_inbox() == 3 + 0  # three old inbox rows; recent events are all fresh
+    with system_scope():
+        assert InboxEntry.objects.count() == 1
+    assert len(stream_envelopes(topic)) == 4

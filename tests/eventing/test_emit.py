@@ -1,0 +1,121 @@
+"""emit(): the envelope is written with the producer's change, or not at all."""
+
+import pytest
+from django.db import DatabaseError, transaction
+
+from apps.eventing.models import OutboxEvent
+from apps.eventing.services import PayloadNotJson, UnknownTopic, emit
+from apps.registry.selectors import resolve_topic
+from apps.tenancy.scope import system_scope, tenant_scope
+
+pytestmark = pytest.mark.django_db
+
+
+def outbox():
+    with system_scope():
+        return list(OutboxEvent.objects.order_by("id"))
+
+
+def test_emit_writes_the_full_envelope_in_the_callers_transaction(tenant_a, topic):
+    with tenant_scope(tenant_a):
+        envelope = emit(
+            topic=topic.name,
+            event_type="widget.created",
+            aggregate_type="widget",
+            aggregate_id="w-1",
+            payload={"size": 3},
+            tenant=tenant_a,
+            causation_id="c-1",
+        )
+    [row] = outbox()
+    assert row.event_id == envelope.event_id
+    assert (row.topic, row.event_type, row.schema_version) == (topic.name, "widget.created", 3)
+    assert (row.tenant_id, row.aggregate_type, row.aggregate_id) == (tenant_a.pk, "widget", "w-1")
+    assert row.payload == {"size": 3}
+    assert row.correlation_id == str(envelope.event_id)  # no request: the event starts a chain
+    assert row.causation_id == "c-1"
+
+
+def test_an_emit_rolled_back_with_its_transaction_leaves_nothing(tenant_a, topic):
+    with pytest.raises(RuntimeError), tenant_scope(tenant_a):
+        emit(
+            topic=topic.name,
+            event_type="x",
+            aggregate_type="w",
+            aggregate_id="1",
+            payload={},
+            tenant=tenant_a,
+        )
+        raise RuntimeError("the producer's change failed")
+    assert outbox() == []
+
+
+def test_an_unknown_topic_is_refused_and_writes_nothing(tenant_a):
+    with tenant_scope(tenant_a), pytest.raises(UnknownTopic) as refused:
+        emit(
+            topic="no.such",
+            event_type="x",
+            aggregate_type="w",
+            aggregate_id="1",
+            payload={},
+            tenant=tenant_a,
+        )
+    assert refused.value.code == "unknown_topic"
+    assert outbox() == []
+
+
+@pytest.mark.parametrize(
+    "payload", [{"when": {1, 2}}, {"ratio": float("nan")}, ["not", "an object"]]
+)
+def test_a_payload_that_is_not_a_json_object_is_refused(tenant_a, topic, payload):
+    with tenant_scope(tenant_a), pytest.raises(PayloadNotJson) as refused:
+        emit(
+            topic=topic.name,
+            event_type="x",
+            aggregate_type="w",
+            aggregate_id="1",
+            payload=payload,
+            tenant=tenant_a,
+        )
+    assert refused.value.code == "payload_not_json"
+    assert outbox() == []
+
+
+def test_a_tenant_cannot_emit_another_tenants_event(tenant_a, tenant_b, topic):
+    with tenant_scope(tenant_a):
+        with pytest.raises(DatabaseError, match="row-level security"), transaction.atomic():
+            emit(
+                topic=topic.name,
+                event_type="x",
+                aggregate_type="w",
+                aggregate_id="1",
+                payload={},
+                tenant=tenant_b,
+            )
+
+
+def test_the_topic_cache_follows_a_new_schema_version(tenant_a, topic):
+    assert resolve_topic(topic.name).schema_version == 3
+    topic.current_schema_version = 4
+    topic.save()
+    with tenant_scope(tenant_a):
+        emit(
+            topic=topic.name,
+            event_type="x",
+            aggregate_type="w",
+            aggregate_id="1",
+            payload={},
+            tenant=tenant_a,
+        )
+    assert outbox()[0].schema_version == 4
+
+
+def test_topics_resolve_from_the_database_when_redis_is_away(topic, settings):
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",
+        }
+    }
+    assert resolve_topic(topic.name).name == topic.name
+    assert resolve_topic("no.such") is None

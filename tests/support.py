@@ -1,0 +1,85 @@
+"""A real HTTP server on the loopback interface, for tests of Steward's HTTP clients."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict
+    body: bytes
+
+
+@dataclass
+class LocalServer:
+    """Answers each request with `respond(received) -> (status, body)`, sent `delay` s late."""
+
+    respond: Callable[[Received], tuple[int, dict]] = lambda r: (200, {})
+    delay: float = 0.0
+    received: list[Received] = field(default_factory=list)
+
+    def __post_init__(self):
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self):
+                length = int(self.headers.get("content-length") or 0)
+                received = Received(
+                    self.command,
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    self.rfile.read(length),
+                )
+                outer.received.append(received)
+                # The work is done at once; only the answer is late (as in a timeout).
+                status, body = outer.respond(received)
+                if outer.delay:
+                    time.sleep(outer.delay)
+                raw = json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+            do_GET = do_POST = _serve
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> LocalServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def wait_for(condition: Callable[[], bool], *, timeout: float = 20.0, interval: float = 0.02):
+    """Poll `condition` until it holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")
