@@ -8,6 +8,8 @@ from apps.tenancy.api.views import WhoAmIView
 
 api_v1 = [
     path("tenancy/", include("apps.tenancy.api.urls")),
+    path("eventing/", include("apps.eventing.api.urls")),
+    path("registry/", include("apps.registry.api.urls")),
     path("whoami/", WhoAmIView.as_view(), name="whoami"),
 ]
 
@@ -20,5 +22,7 @@ urlpatterns = [
     # The admin signs in through the console, so lockout applies there too.
     path("admin/login/", RedirectView.as_view(pattern_name="console:login", query_string=True)),
     path("admin/", admin.site.urls),
+    path("eventing/", include("apps.eventing.urls")),
+    path("registry/", include("apps.registry.urls")),
     path("", include("apps.console.urls")),
 ]

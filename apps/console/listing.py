@@ -5,10 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.contrib.auth.mixins import LoginRequiredMixin
+from django.contrib.auth.mixins import LoginRequiredMixin, UserPassesTestMixin
 from django.db.models import Q
 from django.urls import reverse
 from django.views.generic import ListView
+
+
+@dataclass(frozen=True)
+class RowAction:
+    """A button on each row (a POST form), shown where `row.<when>` is true."""
+
+    label: str
+    url_name: str  # reversed with the row's pk
+    when: str = ""
 
 
 @dataclass(frozen=True)
@@ -17,6 +26,11 @@ class Column:
     attr: str  # dotted path on the row
     sort: str = ""  # ordering field, if the column sorts
     link: bool = False  # link to the row's get_absolute_url
+
+
+class OperatorRequiredMixin(UserPassesTestMixin):
+    def test_func(self):
+        return getattr(self.request.user, "is_operator", False)
 
 
 class ListPage(LoginRequiredMixin, ListView):
@@ -28,6 +42,7 @@ class ListPage(LoginRequiredMixin, ListView):
     default_ordering = "-pk"
     title = ""
     create: tuple[str, str, set[str]] | None = None  # (label, url name, caller kinds)
+    row_actions: tuple[RowAction, ...] = ()
 
     def get_base_queryset(self):
         raise NotImplementedError
@@ -65,6 +80,7 @@ class ListPage(LoginRequiredMixin, ListView):
             sort_query_string=sort_query.urlencode(),
             searchable=bool(self.search_fields),
             create_action=self._create_action(),
+            row_actions=self.row_actions,
         )
         return context
 

@@ -418,3 +418,32 @@ def build_runners() -> list[Runner]:
     for subscription in active_subscriptions(Subscription.Transport.WEBHOOK):
         runners.append(webhook_runner(subscription))
     return runners
+
+
+def redeliver(dead_letter_id: int) -> str:
+    """Deliver a replayed dead letter's envelope to its own subscription only, once.
+
+    Success is the end of it; a failure makes a new dead letter (the replayed one
+    stays as history), so an operator sees the outcome either way.
+    """
+    with system_scope():
+        dead = DeadLetter.objects.select_related(
+            "subscription__consumer", "subscription__topic"
+        ).get(pk=dead_letter_id)
+    subscription = dead.subscription
+    envelope = Envelope.from_dict(dead.envelope)
+    try:
+        if subscription.transport == Subscription.Transport.WEBHOOK:
+            WebhookTransport().publish([envelope], subscription=subscription)
+        else:
+            handler = HANDLERS.get(subscription.consumer.name)
+            if handler is None:
+                raise LookupError(f"no handler is registered for {subscription.consumer.name}")
+            handle_envelopes(handler, [envelope])
+    except Exception as exc:  # noqa: BLE001 - recorded as a new dead letter
+        dead_letter(
+            subscription, envelope, error=f"replay: {type(exc).__name__}: {exc}", attempts=1
+        )
+        return "failed"
+    Runner._record_success(subscription, 1)
+    return "delivered"

@@ -182,8 +182,7 @@ def outbox_backlog() -> tuple[int, float | None]:
         cursor.execute(f"SELECT count(*) FROM {OUTBOX}")  # noqa: S608
         (count,) = cursor.fetchone()
         # The oldest by write order, found through the primary key, not a scan.
-        cursor.execute(
-            f"SELECT extract(epoch FROM now() - occurred_at) FROM {OUTBOX} ORDER BY id LIMIT 1"  # noqa: S608
-        )
+        age = "greatest(0, extract(epoch FROM clock_timestamp() - occurred_at))"
+        cursor.execute(f"SELECT {age} FROM {OUTBOX} ORDER BY id LIMIT 1")  # noqa: S608
         row = cursor.fetchone()
     return count, float(row[0]) if row else None

@@ -139,6 +139,19 @@ class DeadLetter(models.Model):
     def __str__(self) -> str:
         return f"{self.topic}/{self.event_type} {self.event_id} ({self.state})"
 
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("eventing:dead-letter-detail", args=[self.pk])
+
+    @property
+    def is_dead(self) -> bool:
+        return self.state == self.State.DEAD
+
+    @property
+    def short_error(self) -> str:
+        return self.error if len(self.error) <= 80 else self.error[:79] + "…"
+
 
 class UncertainEffect(models.Model):
     """A call to another system whose outcome must be known before it is trusted.
@@ -203,3 +216,7 @@ class RecentEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.topic}/{self.event_type} {self.event_id}"
+
+    @property
+    def aggregate_label(self) -> str:
+        return f"{self.aggregate_type}:{self.aggregate_id}"

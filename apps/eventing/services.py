@@ -163,3 +163,61 @@ def kick_dispatcher() -> None:
 def backoff_seconds(attempt: int, *, base: float, cap: float) -> float:
     """Exponential back-off: base, 2×base, 4×base, … capped."""
     return min(cap, base * math.pow(2, max(0, attempt - 1)))
+
+
+# --------------------------------------------------------------------------- dead letters
+
+
+def _resolve_dead_letter(*, actor, dead_letter, state: str, action: str):
+    from apps.core.errors import Conflict
+    from apps.eventing.models import DeadLetter
+    from apps.tenancy.audit import audit_record
+    from apps.tenancy.scope import system_scope, tenant_scope
+
+    tenant_id = dead_letter.tenant_id
+    with tenant_scope(tenant_id) if tenant_id else system_scope():
+        # Conditional: of two operators pressing the button at once, one wins and the
+        # other is told; the envelope is replayed at most once per dead letter.
+        changed = DeadLetter.objects.filter(pk=dead_letter.pk, state=DeadLetter.State.DEAD).update(
+            state=state, resolved_at=timezone.now(), resolved_by=actor.label[:150]
+        )
+        if not changed:
+            raise Conflict(
+                "This dead letter has already been replayed or discarded.",
+                code="dead_letter_resolved",
+            )
+        dead_letter.refresh_from_db()
+        audit_record(
+            actor=actor,
+            action=action,
+            instance=dead_letter,
+            tenant=tenant_id,
+            changes={"state": [DeadLetter.State.DEAD, state]},
+        )
+    return dead_letter
+
+
+def dead_letter_replay(*, actor, dead_letter):
+    """Deliver a dead letter's envelope to its subscription once more (after commit)."""
+    from apps.eventing.models import DeadLetter
+    from apps.eventing.tasks import replay_dead_letter
+
+    dead_letter = _resolve_dead_letter(
+        actor=actor,
+        dead_letter=dead_letter,
+        state=DeadLetter.State.REPLAYED,
+        action="dead_letter.replay",
+    )
+    transaction.on_commit(lambda: replay_dead_letter.delay(dead_letter_id=dead_letter.pk))
+    return dead_letter
+
+
+def dead_letter_discard(*, actor, dead_letter):
+    from apps.eventing.models import DeadLetter
+
+    return _resolve_dead_letter(
+        actor=actor,
+        dead_letter=dead_letter,
+        state=DeadLetter.State.DISCARDED,
+        action="dead_letter.discard",
+    )

@@ -48,3 +48,10 @@ def periodic_reconcile_effects() -> int:
     from apps.eventing.effects import reconcile_due
 
     return reconcile_due()
+
+
+@shared_task(scope="self", name="eventing.replay_dead_letter")
+def replay_dead_letter(*, dead_letter_id: int) -> str:
+    from apps.eventing.consumers import redeliver
+
+    return redeliver(dead_letter_id)

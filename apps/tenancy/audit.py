@@ -46,12 +46,14 @@ def audit_record(
 ) -> AuditEvent:
     """Append one audit event in the current transaction.
 
-    The row belongs to `tenant` (or is platform-wide when None), and is written in that
-    tenant's scope, or in the system scope for platform-wide rows, as RLS requires.
+    The row belongs to `tenant`, a Tenant or its id (or is platform-wide when None), and
+    is written in that tenant's scope, or in the system scope for platform-wide rows, as
+    RLS requires.
     """
     actor = actor or SYSTEM_ACTOR
+    tenant_id = getattr(tenant, "pk", tenant)
     event = AuditEvent(
-        tenant=tenant,
+        tenant_id=tenant_id,
         actor_user=actor.user,
         actor_service=actor.service_account,
         actor_label=actor.label[:150],
@@ -62,7 +64,6 @@ def audit_record(
         changes=changes or {},
         request_id=request_id.get(),
     )
-    tenant_id = getattr(tenant, "pk", tenant)
     with tenant_scope(tenant_id) if tenant_id is not None else system_scope():
         event.save()
     return event

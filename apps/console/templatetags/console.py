@@ -13,3 +13,15 @@ def attr(obj, dotted: str):
         if callable(obj):
             obj = obj()
     return obj
+
+
+@register.simple_tag
+def row_action_url(action, row):
+    from django.urls import reverse
+
+    return reverse(action.url_name, args=[row.pk])
+
+
+@register.filter
+def shows(action, row) -> bool:
+    return not action.when or bool(attr(row, action.when))

@@ -1,0 +1,173 @@
+"""The console's eventing pages (operators)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+from django.views.generic import DetailView, TemplateView
+
+from apps.console.listing import Column, ListPage, OperatorRequiredMixin, RowAction
+from apps.core.errors import DomainError
+from apps.eventing import selectors, services
+from apps.eventing.filters import (
+    DeadLetterFilterSet,
+    RecentEventFilterSet,
+    UncertainEffectFilterSet,
+)
+
+CHART_WIDTH, CHART_HEIGHT = 600, 120
+
+
+def rate_chart(series) -> dict:
+    """Bars for an inline SVG: readable without JavaScript, no chart library needed."""
+    peak = max((point.delivered + point.failed for point in series), default=0) or 1
+    width = CHART_WIDTH / max(len(series), 1)
+    bars = []
+    for index, point in enumerate(series):
+        delivered = CHART_HEIGHT * point.delivered / peak
+        failed = CHART_HEIGHT * point.failed / peak
+        bars.append(
+            {
+                "x": round(index * width, 2),
+                "width": round(max(width - 1, 1), 2),
+                "delivered_y": round(CHART_HEIGHT - delivered, 2),
+                "delivered_h": round(delivered, 2),
+                "failed_y": round(CHART_HEIGHT - delivered - failed, 2),
+                "failed_h": round(failed, 2),
+                "label": (
+                    f"{point.minute:%H:%M} — {point.delivered} delivered, {point.failed} failed"
+                ),
+            }
+        )
+    return {"bars": bars, "peak": peak, "width": CHART_WIDTH, "height": CHART_HEIGHT}
+
+
+class OverviewView(OperatorRequiredMixin, TemplateView):
+    template_name = "eventing/overview.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        overview = selectors.overview()
+        context.update(
+            overview=overview,
+            chart=rate_chart(overview.per_minute),
+            subscriptions=selectors.subscription_health()[:50],
+            recent=selectors.recent_event_list()[:10],
+        )
+        return context
+
+
+class DeadLetterListView(OperatorRequiredMixin, ListPage):
+    title = "Dead letters"
+    filterset_class = DeadLetterFilterSet
+    search_fields = ("error", "event_type", "topic")
+    default_ordering = "-created_at"
+    columns = (
+        Column("When", "created_at", sort="created_at", link=True),
+        Column("Topic", "topic", sort="topic"),
+        Column("Type", "event_type", sort="event_type"),
+        Column("Consumer", "subscription.consumer.name", sort="subscription__consumer__name"),
+        Column("Tenant", "tenant.slug", sort="tenant__slug"),
+        Column("Attempts", "attempts", sort="attempts"),
+        Column("State", "get_state_display", sort="state"),
+        Column("Error", "short_error"),
+    )
+    row_actions = (
+        RowAction("Replay", "eventing:dead-letter-replay", when="is_dead"),
+        RowAction("Discard", "eventing:dead-letter-discard", when="is_dead"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.dead_letter_list()
+
+
+class DeadLetterDetailView(OperatorRequiredMixin, DetailView):
+    template_name = "eventing/dead_letter_detail.html"
+    context_object_name = "dead"
+
+    def get_queryset(self):
+        return selectors.dead_letter_list()
+
+    def get_context_data(self, **kwargs):
+        import json
+
+        context = super().get_context_data(**kwargs)
+        context["envelope_json"] = json.dumps(self.object.envelope, indent=2, sort_keys=True)
+        return context
+
+
+def _back(request, default: str) -> HttpResponseRedirect:
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, {request.get_host()}):
+        target = reverse(default)
+    return HttpResponseRedirect(target)
+
+
+def _resolve(request, pk, service, verb: str):
+    if not request.user.is_operator:
+        raise PermissionDenied
+    dead = get_object_or_404(selectors.dead_letter_list(), pk=pk)
+    try:
+        service(actor=request.actor, dead_letter=dead)
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+    else:
+        messages.success(request, f"Dead letter {dead.event_id} {verb}.")
+    return _back(request, "eventing:dead-letter-list")
+
+
+@login_required
+@require_POST
+def dead_letter_replay(request, pk):
+    return _resolve(request, pk, services.dead_letter_replay, "queued for replay")
+
+
+@login_required
+@require_POST
+def dead_letter_discard(request, pk):
+    return _resolve(request, pk, services.dead_letter_discard, "discarded")
+
+
+class UncertainEffectListView(OperatorRequiredMixin, ListPage):
+    title = "Uncertain effects"
+    filterset_class = UncertainEffectFilterSet
+    search_fields = ("external_ref", "last_error")
+    default_ordering = "-created_at"
+    columns = (
+        Column("Created", "created_at", sort="created_at"),
+        Column("Tenant", "tenant.slug", sort="tenant__slug"),
+        Column("Actor", "actor", sort="actor"),
+        Column("System", "target_system", sort="target_system"),
+        Column("Operation", "operation", sort="operation"),
+        Column("Reference", "external_ref"),
+        Column("State", "get_state_display", sort="state"),
+        Column("Attempts", "attempts", sort="attempts"),
+        Column("Next check", "next_check_at", sort="next_check_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.uncertain_effect_list()
+
+
+class RecentEventListView(OperatorRequiredMixin, ListPage):
+    title = "Recent events"
+    filterset_class = RecentEventFilterSet
+    search_fields = ("aggregate_id", "event_type")
+    default_ordering = "-received_at"
+    columns = (
+        Column("Received", "received_at", sort="received_at"),
+        Column("Topic", "topic", sort="topic"),
+        Column("Type", "event_type", sort="event_type"),
+        Column("Tenant", "tenant.slug", sort="tenant__slug"),
+        Column("Aggregate", "aggregate_label"),
+        Column("Event id", "event_id"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.recent_event_list()

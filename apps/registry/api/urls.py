@@ -1,0 +1,11 @@
+from rest_framework.routers import DefaultRouter
+
+from apps.registry.api import views
+
+router = DefaultRouter()
+router.include_root_view = False
+router.register("services", views.ServiceViewSet, basename="service")
+router.register("topics", views.TopicViewSet, basename="topic")
+router.register("subscriptions", views.SubscriptionViewSet, basename="subscription")
+
+urlpatterns = router.urls

@@ -1,0 +1,280 @@
+"""The eventing API and console pages for operators, and dead-letter replay."""
+
+import threading
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from apps.core.context import SYSTEM_ACTOR
+from apps.core.redis import get_redis
+from apps.eventing import dispatcher
+from apps.eventing.consumers import dead_letter, redeliver
+from apps.eventing.envelope import Envelope
+from apps.eventing.models import DeadLetter
+from apps.eventing.services import NewEvent, emit_many
+from apps.registry.models import Subscription
+from apps.tenancy.scope import system_scope, tenant_scope
+from tests.conftest import bearer
+from tests.eventing.conftest import subscribe
+from tests.factories import service_token
+from tests.support import LocalServer
+
+pytestmark = pytest.mark.django_db
+
+
+def make_dead_letter(tenant, topic, subscription, n=0):
+    with tenant_scope(tenant):
+        [envelope] = emit_many(
+            [
+                NewEvent(
+                    topic=topic.name,
+                    event_type="e",
+                    aggregate_type="k",
+                    aggregate_id="1",
+                    payload={"n": n},
+                    tenant=tenant,
+                )
+            ]
+        )
+    dead_letter(subscription, envelope, error="HTTP 500", attempts=8)
+    with system_scope():
+        return DeadLetter.objects.get(event_id=envelope.event_id)
+
+
+@pytest.fixture
+def webhook_subscription(topic, monkeypatch):
+    monkeypatch.setenv("TEST_HOOK_SECRET", "s3cret")
+    return subscribe(
+        topic,
+        "receiver",
+        transport=Subscription.Transport.WEBHOOK,
+        endpoint="http://127.0.0.1:9/unused",
+        secret_ref="env:TEST_HOOK_SECRET",
+    )
+
+
+def test_the_overview_is_for_operators_and_platform_services(
+    api, operator, admin_a, tenant_a, topic
+):
+    with tenant_scope(tenant_a):
+        emit_many(
+            [
+                NewEvent(
+                    topic=topic.name,
+                    event_type="e",
+                    aggregate_type="k",
+                    aggregate_id="1",
+                    payload={},
+                    tenant=tenant_a,
+                )
+            ]
+        )
+    api.force_login(operator)
+    body = api.get("/api/v1/eventing/overview/").json()
+    assert body["backlog"] == 1 and body["oldest_age_seconds"] >= 0
+    assert len(body["per_minute"]) == 60
+    dispatcher.drain()
+    body = api.get("/api/v1/eventing/overview/").json()
+    assert body["backlog"] == 0 and body["delivered_last_hour"] == 1
+    api.force_login(admin_a)
+    assert api.get("/api/v1/eventing/overview/").status_code == 403
+    platform = service_token(scopes=["eventing:read"])
+    assert bearer(APIClient(), platform).get("/api/v1/eventing/overview/").status_code == 200
+
+
+def test_a_dead_letter_is_replayed_once(api, operator, tenant_a, topic, webhook_subscription):
+    dead = make_dead_letter(tenant_a, topic, webhook_subscription)
+    api.force_login(operator)
+    url = f"/api/v1/eventing/dead-letters/{dead.pk}/replay/"
+    first = api.post(url)
+    assert first.status_code == 200 and first.json()["state"] == "replayed"
+    second = api.post(url)
+    assert second.status_code == 409 and second.json()["code"] == "dead_letter_resolved"
+    assert api.post(f"/api/v1/eventing/dead-letters/{dead.pk}/discard/").status_code == 409
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_replays_of_one_dead_letter_queue_one_delivery(
+    operator, tenant_a, topic, webhook_subscription
+):
+    from django.test import Client
+
+    dead = make_dead_letter(tenant_a, topic, webhook_subscription)
+    barrier = threading.Barrier(4)
+    statuses = []
+
+    def replay():
+        client = Client()
+        client.force_login(operator)
+        barrier.wait()
+        statuses.append(client.post(f"/api/v1/eventing/dead-letters/{dead.pk}/replay/").status_code)
+        connection.close()
+
+    threads = [threading.Thread(target=replay) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [200, 409, 409, 409]
+
+
+def test_replay_delivers_to_that_subscription_and_a_new_failure_is_a_new_dead_letter(
+    tenant_a, topic, webhook_subscription
+):
+    from apps.eventing.services import dead_letter_replay
+
+    answers = iter([500, 200])
+    with LocalServer(respond=lambda r: (next(answers), {})) as server:
+        Subscription.objects.filter(pk=webhook_subscription.pk).update(endpoint=server.url)
+        dead = make_dead_letter(tenant_a, topic, webhook_subscription)
+        dead_letter_replay(actor=SYSTEM_ACTOR, dead_letter=dead)
+        assert redeliver(dead.pk) == "failed"
+        with system_scope():
+            again = DeadLetter.objects.get(state="dead")
+        assert again.event_id == dead.event_id and again.pk != dead.pk
+        dead_letter_replay(actor=SYSTEM_ACTOR, dead_letter=again)
+        assert redeliver(again.pk) == "delivered"
+    assert [r.headers["webhook-id"] for r in server.received] == [str(dead.event_id)] * 2
+    assert Envelope.from_json(server.received[1].body).event_id == dead.event_id
+
+
+def test_creating_a_webhook_subscription_checks_its_secret_reference(
+    api, operator, topic, monkeypatch
+):
+    api.force_login(operator)
+    body = {
+        "consumer": "billing",
+        "topic": topic.name,
+        "transport": "webhook",
+        "endpoint": "https://billing.example/hooks",
+        "secret_ref": "env:BILLING_SECRET",
+    }
+    api.post("/api/v1/registry/services/", {"name": "billing"})
+    refused = api.post("/api/v1/registry/subscriptions/", body)
+    assert refused.status_code == 400 and refused.json()["code"] == "secret_unavailable"
+    monkeypatch.setenv("BILLING_SECRET", "x")
+    created = api.post("/api/v1/registry/subscriptions/", body)
+    assert created.status_code == 201, created.content
+    subscription = Subscription.objects.get(pk=created.json()["id"])
+    off = api.patch(f"/api/v1/registry/subscriptions/{subscription.pk}/", {"is_active": False})
+    assert off.status_code == 200 and off.json() == {
+        "endpoint": "https://billing.example/hooks",
+        "secret_ref": "env:BILLING_SECRET",
+        "is_active": False,
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_subscription_gets_its_consumer_group(operator, topic, monkeypatch):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(operator)
+    client.post("/api/v1/registry/services/", {"name": "search"}, content_type="application/json")
+    response = client.post(
+        "/api/v1/registry/subscriptions/",
+        {"consumer": "search", "topic": topic.name, "transport": "redis_stream"},
+        content_type="application/json",
+    )
+    assert response.status_code == 201
+    groups = get_redis().xinfo_groups(f"steward:stream:{topic.name}")
+    assert [g["name"] for g in groups] == [b"search"]
+
+
+def test_the_eventing_page_shows_backlog_chart_and_failures(
+    client, operator, tenant_a, topic, webhook_subscription
+):
+    make_dead_letter(tenant_a, topic, webhook_subscription)
+    Subscription.objects.filter(pk=webhook_subscription.pk).update(
+        consecutive_failures=3, last_error="HTTP 500"
+    )
+    client.force_login(operator)
+    page = client.get(reverse("eventing:overview"))
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "<svg" in html and html.count("<rect") >= 60
+    assert "HTTP 500" in html
+    listing = client.get(reverse("eventing:dead-letter-list"), {"state": "dead"})
+    assert "Replay" in listing.content.decode()
+
+
+def test_eventing_pages_are_for_operators(client, admin_a):
+    client.force_login(admin_a)
+    for name in (
+        "eventing:overview",
+        "eventing:dead-letter-list",
+        "eventing:effect-list",
+        "eventing:recent-list",
+        "registry:subscription-list",
+    ):
+        assert client.get(reverse(name)).status_code == 403, name
+    assert client.get(reverse("registry:topic-list")).status_code == 200
+
+
+def test_replay_and_discard_from_the_console(
+    client, operator, tenant_a, topic, webhook_subscription
+):
+    first = make_dead_letter(tenant_a, topic, webhook_subscription, n=1)
+    second = make_dead_letter(tenant_a, topic, webhook_subscription, n=2)
+    client.force_login(operator)
+    client.post(reverse("eventing:dead-letter-replay", args=[first.pk]))
+    client.post(reverse("eventing:dead-letter-discard", args=[second.pk]))
+    with system_scope():
+        states = dict(DeadLetter.objects.values_list("pk", "state"))
+    assert states == {first.pk: "replayed", second.pk: "discarded"}
+
+
+@pytest.mark.parametrize(
+    "url_name",
+    [
+        "eventing:dead-letter-list",
+        "eventing:effect-list",
+        "eventing:recent-list",
+        "registry:topic-list",
+        "registry:subscription-list",
+    ],
+)
+def test_eventing_list_pages_query_count_does_not_grow(
+    client, operator, tenant_a, topic, webhook_subscription, url_name
+):
+    from tests.console.test_views import list_page_queries
+
+    client.force_login(operator)
+
+    def add(n):
+        from apps.eventing.effects import perform_effect
+        from apps.eventing.models import RecentEvent
+        from apps.registry.services import service_ensure, topic_create
+
+        for i in range(n):
+            dead = make_dead_letter(tenant_a, topic, webhook_subscription, n=i)
+            with tenant_scope(tenant_a):
+                RecentEvent.objects.create(
+                    event_id=dead.event_id,
+                    topic=topic.name,
+                    event_type="e",
+                    tenant=tenant_a,
+                    aggregate_type="k",
+                    aggregate_id=str(i),
+                    occurred_at=dead.created_at,
+                )
+            perform_effect(
+                tenant_id=tenant_a.pk,
+                actor="t",
+                target_system="x",
+                operation="y",
+                external_ref=str(dead.event_id),
+                call=lambda: {},
+            )
+            producer = service_ensure(actor=SYSTEM_ACTOR, name=f"producer-{dead.pk}")
+            extra = topic_create(
+                actor=SYSTEM_ACTOR, name=f"test.extra{dead.pk}", producers=[producer]
+            )
+            subscribe(extra, f"consumer-{dead.pk}")
+
+    add(2)
+    few = list_page_queries(client, reverse(url_name))
+    add(6)
+    assert list_page_queries(client, reverse(url_name)) == few
