@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-CASES = ("api",)
+CASES = ("api", "eventing")
 
 
 def main(argv: list[str] | None = None) -> int:

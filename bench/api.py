@@ -19,19 +19,9 @@ from django.test import Client
 from apps.core.context import SYSTEM_ACTOR
 from apps.tenancy import services
 from apps.tenancy.models import Region, Tenant
-from bench.harness import rate
+from bench.harness import dsn, rate
 
 PAGE = 50
-
-
-def _dsn() -> str:
-    db = settings.DATABASES["default"]
-    parts = {"dbname": db["NAME"], "user": db["USER"], "host": db["HOST"]}
-    if db["PASSWORD"]:
-        parts["password"] = db["PASSWORD"]
-    if db["PORT"]:
-        parts["port"] = db["PORT"]
-    return " ".join(f"{k}={v}" for k, v in parts.items())
 
 
 def run(*, quick: bool) -> dict:
@@ -53,7 +43,7 @@ def run(*, quick: bool) -> dict:
         response = client.get(f"/api/v1/tenancy/tenants/?page_size={PAGE}")
         assert response.status_code == 200, response.content
 
-    with psycopg.connect(_dsn()) as conn:
+    with psycopg.connect(dsn()) as conn:
         digest = hashlib.sha256(issued.secret.encode()).hexdigest()
 
         def by_hand():

@@ -28,3 +28,25 @@ def rate(work: Callable[[], None], count: int) -> float:
     for _ in range(count):
         work()
     return count / (time.perf_counter() - started)
+
+
+def dsn() -> str:
+    """libpq connection string of the database Django is using now (the scratch one)."""
+    db = connection.settings_dict
+    parts = {"dbname": db["NAME"], "user": db["USER"], "host": db["HOST"]}
+    if db["PASSWORD"]:
+        parts["password"] = db["PASSWORD"]
+    if db["PORT"]:
+        parts["port"] = db["PORT"]
+    return " ".join(f"{key}={value}" for key, value in parts.items())
+
+
+def database_url() -> str:
+    """DATABASE_URL of the scratch database, for the processes a benchmark starts."""
+    from urllib.parse import quote
+
+    db = connection.settings_dict
+    auth = quote(db["USER"]) + (f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else "")
+    if db["HOST"].startswith("/"):
+        return f"postgresql://{auth}@/{db['NAME']}?host={db['HOST']}"
+    return f"postgresql://{auth}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"

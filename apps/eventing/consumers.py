@@ -52,17 +52,22 @@ INBOX = InboxEntry._meta.db_table
 class Handler:
     consumer: str
     topics: tuple[str, ...] | None  # None: every topic in the catalog
-    func: Callable[[Envelope], None]
+    func: Callable  # (Envelope) -> None, or (list[Envelope]) -> None when `batch`
+    batch: bool = False
 
 
 HANDLERS: dict[str, Handler] = {}
 
 
-def consumer(name: str, *, topics: Iterable[str] | None = None):
-    """Register a Steward consumer: `name` is its consumer group and inbox key."""
+def consumer(name: str, *, topics: Iterable[str] | None = None, batch: bool = False):
+    """Register a Steward consumer: `name` is its consumer group and inbox key.
 
-    def register(func: Callable[[Envelope], None]):
-        HANDLERS[name] = Handler(name, tuple(topics) if topics is not None else None, func)
+    With `batch=True` the function receives the new envelopes of one tenant at once
+    (in stream order), which lets it write them in one statement.
+    """
+
+    def register(func: Callable):
+        HANDLERS[name] = Handler(name, tuple(topics) if topics is not None else None, func, batch)
         return func
 
     return register
@@ -142,10 +147,13 @@ def handle_envelopes(handler: Handler, envelopes: list[Envelope]) -> int:
         for tenant_id, group in groups.items():
             with _scope(tenant_id):
                 new = _claim_inbox(handler.consumer, group)
-                for envelope in group:
-                    if envelope.event_id in new:
+                fresh = [envelope for envelope in group if envelope.event_id in new]
+                if handler.batch and fresh:
+                    handler.func(fresh)
+                else:
+                    for envelope in fresh:
                         handler.func(envelope)
-                        handled += 1
+                handled += len(fresh)
     return handled
 
 

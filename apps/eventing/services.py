@@ -58,8 +58,10 @@ class NewEvent:
     causation_id: str = ""
 
 
-def _row(event: NewEvent) -> OutboxEvent:
-    topic = resolve_topic(event.topic)
+def _row(event: NewEvent, topics: dict) -> OutboxEvent:
+    if event.topic not in topics:
+        topics[event.topic] = resolve_topic(event.topic)
+    topic = topics[event.topic]
     if topic is None:
         raise UnknownTopic(f"There is no topic {event.topic!r} in the catalog.")
     payload = _check_payload(event.payload)
@@ -116,7 +118,8 @@ def emit(
 
 def emit_many(events: list[NewEvent]) -> list[Envelope]:
     """Write several envelopes in one statement; they keep their order per aggregate."""
-    rows = [_row(event) for event in events]
+    topics: dict = {}  # each topic resolved once per call
+    rows = [_row(event, topics) for event in events]
     with transaction.atomic():
         OutboxEvent.objects.bulk_create(rows)
         if settings.STEWARD_EVENTING["KICK_ON_COMMIT"]:
