@@ -20,6 +20,25 @@ def _no_dispatcher_kicks(settings):
     settings.STEWARD_EVENTING = {**settings.STEWARD_EVENTING, "KICK_ON_COMMIT": False}
 
 
+@pytest.fixture(autouse=True)
+def _steward_topics(request):
+    """Steward's own topics, which a migration installs, for every database test.
+
+    Transactional tests flush all tables, migration data included; tenant services
+    emit on these topics, so they must exist in each test that may call them.
+    """
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None and "db" not in request.fixturenames:
+        return
+    transactional = marker is not None and (
+        marker.kwargs.get("transaction") or (marker.args and marker.args[0])
+    )
+    request.getfixturevalue("transactional_db" if transactional else "db")
+    from apps.registry.catalog import install_steward_topics
+
+    install_steward_topics()
+
+
 @pytest.fixture
 def region(db):
     return RegionFactory(slug="westeurope")

@@ -50,6 +50,9 @@ class SetupReport:
 
 
 def install_reference_data(report: SetupReport) -> None:
+    from apps.registry.catalog import install_steward_topics
+
+    report.created += [f"topic {name}" for name in install_steward_topics()]
     for slug, name, jurisdiction in REGIONS:
         _, created = Region.objects.get_or_create(
             slug=slug, defaults={"name": name, "jurisdiction": jurisdiction}

@@ -30,7 +30,16 @@ def topic_create(*, actor: Actor, name: str, description: str = "", producers=()
         audit_record(
             actor=actor, action="topic.create", instance=topic, changes={"name": [None, name]}
         )
+    transaction.on_commit(_subscribe_steward_consumers, robust=True)
     return topic
+
+
+def _subscribe_steward_consumers() -> None:
+    # Steward's catch-all consumers follow a new topic at once, not at the consumers
+    # process's next refresh, so they miss none of its first events.
+    from apps.eventing.consumers import ensure_subscription_groups, sync_consumer_subscriptions
+
+    ensure_subscription_groups(sync_consumer_subscriptions())
 
 
 def _check_subscription(subscription: Subscription) -> None:
@@ -77,7 +86,7 @@ def subscription_create(
             changes=diff({}, snapshot(subscription, SUBSCRIPTION_FIELDS)),
         )
     # The group starts at the stream's end: the subscription receives what comes next.
-    transaction.on_commit(lambda: ensure_subscription_groups([subscription]))
+    transaction.on_commit(lambda: ensure_subscription_groups([subscription]), robust=True)
     return subscription
 
 

@@ -58,7 +58,22 @@ def tenant_create(
             tenant=tenant,
             changes=diff({}, snapshot(tenant, TENANT_FIELDS)),
         )
+        _emit_tenant_event(tenant, "tenant.created", snapshot(tenant, TENANT_FIELDS))
     return tenant
+
+
+def _emit_tenant_event(tenant: Tenant, event_type: str, payload: dict) -> None:
+    from apps.eventing.services import emit
+
+    with tenant_scope(tenant):
+        emit(
+            topic="tenancy.tenant",
+            event_type=event_type,
+            aggregate_type="tenant",
+            aggregate_id=str(tenant.pk),
+            payload={"id": str(tenant.pk), **payload},
+            tenant=tenant,
+        )
 
 
 def tenant_update(*, actor: Actor, tenant: Tenant, **fields) -> Tenant:
@@ -76,6 +91,9 @@ def tenant_update(*, actor: Actor, tenant: Tenant, **fields) -> Tenant:
         tenant.save()
         audit_record(
             actor=actor, action="tenant.update", instance=tenant, tenant=tenant, changes=changes
+        )
+        _emit_tenant_event(
+            tenant, "tenant.updated", {**snapshot(tenant, TENANT_FIELDS), "changes": changes}
         )
     return tenant
 

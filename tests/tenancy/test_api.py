@@ -330,3 +330,19 @@ def test_database_and_model_validation_errors_become_problems():
     invalid = problem_exception_handler(ValidationError({"slug": ["taken"]}), {})
     assert (invalid.status_code, invalid.data["code"]) == (400, "invalid")
     assert invalid.data["errors"]["slug"][0]["message"] == "taken"
+
+
+def test_creating_and_changing_a_tenant_announces_it_on_the_tenant_topic(
+    api, platform_token, region
+):
+    from apps.eventing.models import OutboxEvent
+
+    client = bearer(api, platform_token)
+    created = client.post(TENANTS, {"slug": "kilo", "name": "Kilo", "home_region": region.slug})
+    client.patch(f"{TENANTS}{created.json()['id']}/", {"name": "Kilo Ltd"})
+    with system_scope():
+        events = list(OutboxEvent.objects.filter(topic="tenancy.tenant").order_by("id"))
+    assert [e.event_type for e in events] == ["tenant.created", "tenant.updated"]
+    assert {str(e.tenant_id) for e in events} == {created.json()["id"]}
+    assert events[0].payload["slug"] == "kilo"
+    assert events[1].payload["changes"] == {"name": ["Kilo", "Kilo Ltd"]}
