@@ -271,6 +271,7 @@ def command_run(stack: Stack) -> int:
             "--scheduler",
             "django_celery_beat.schedulers:DatabaseScheduler",
         ],
+        "consumers": [sys.executable, "-u", "manage.py", "run_consumers"],
     }
 
     def stop(signum, frame):

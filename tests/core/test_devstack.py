@@ -1,0 +1,111 @@
+"""`make run`'s stack, for real: four processes that carry an event from a console write to
+a consumer, and Ctrl-C stops them all."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+from django.db import connection
+
+from tests.core.test_setup_and_probes import database_url
+from tests.support import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def scratch_database(db):
+    """An empty database of its own, so the stack's migrate and demo data touch nothing else."""
+    name = f"steward_run_{uuid.uuid4().hex[:8]}"
+    admin = database_url()
+    with psycopg.connect(
+        admin.replace(f"/{connection.settings_dict['NAME']}", "/postgres"), autocommit=True
+    ) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield admin.replace(f"/{connection.settings_dict['NAME']}", f"/{name}")
+    with psycopg.connect(
+        admin.replace(f"/{connection.settings_dict['NAME']}", "/postgres"), autocommit=True
+    ) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_make_run_serves_carries_events_and_stops_on_ctrl_c(scratch_database):
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": scratch_database, "STEWARD_PORT": str(port)}
+    stack = subprocess.Popen(
+        [sys.executable, "-m", "portal.devstack", "run"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+
+        def ready():
+            try:
+                return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(ready, timeout=120, interval=0.5)
+        children = subprocess.run(
+            ["pgrep", "-s", str(os.getpgid(stack.pid)), "-f", "runserver|celery|run_consumers"],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        assert len(children) >= 4  # web (with its reloader), worker, beat, consumers
+
+        # A console write: an operator creates a tenant; its event reaches the consumer.
+        with httpx.Client(base_url=base, timeout=10) as browser:
+            browser.get("/login/")
+            token = browser.cookies["csrftoken"]
+            browser.post(
+                "/login/",
+                data={
+                    "username": "operator",
+                    "password": "steward-demo",
+                    "csrfmiddlewaretoken": token,
+                },
+                headers={"Referer": f"{base}/login/"},
+            )
+            token = browser.cookies["csrftoken"]  # signing in rotates it
+            slug = f"run-{uuid.uuid4().hex[:6]}"
+            created = browser.post(
+                "/tenants/new/",
+                data={
+                    "slug": slug,
+                    "name": "Run",
+                    "home_region": "westeurope",
+                    "environment_class": "non_production",
+                    "csrfmiddlewaretoken": token,
+                },
+                headers={"Referer": f"{base}/tenants/new/"},
+            )
+            tenant_id = created.headers["location"].strip("/").split("/")[-1]
+
+            def handled():
+                page = browser.get("/eventing/recent/", params={"aggregate_id": tenant_id})
+                return "tenant.created" in page.text
+
+            wait_for(handled, timeout=60, interval=0.5)
+    finally:
+        session = os.getpgid(stack.pid)
+        os.killpg(session, signal.SIGINT)  # what Ctrl-C in a terminal does
+        stack.communicate(timeout=60)
+    leftovers = subprocess.run(["pgrep", "-s", str(session)], capture_output=True, text=True)
+    assert leftovers.stdout.split() == [], "processes outlived Ctrl-C"
