@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.core.context import request_id
@@ -116,11 +117,34 @@ def emit(
     )[0]
 
 
+def aggregate_lock_key(aggregate_type: str, aggregate_id: str) -> int:
+    digest = hashlib.blake2b(f"{aggregate_type}:{aggregate_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _lock_aggregates(rows: list[OutboxEvent]) -> None:
+    """Hold each aggregate's lock until this transaction ends.
+
+    The dispatcher sends a lane's rows in id order, and ids are handed out at INSERT,
+    not at COMMIT. Two open transactions writing events of the same aggregate could
+    commit in the other order than their ids and have the later event dispatched
+    first; taking the aggregate's lock before inserting makes the second wait for the
+    first to finish, so id order is commit order for every aggregate. Keys are taken
+    in sorted order, so two transactions never deadlock on each other's aggregates.
+    """
+    keys = sorted({aggregate_lock_key(row.aggregate_type, row.aggregate_id) for row in rows})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) AS k ORDER BY k", [keys]
+        )
+
+
 def emit_many(events: list[NewEvent]) -> list[Envelope]:
     """Write several envelopes in one statement; they keep their order per aggregate."""
     topics: dict = {}  # each topic resolved once per call
     rows = [_row(event, topics) for event in events]
     with transaction.atomic():
+        _lock_aggregates(rows)
         OutboxEvent.objects.bulk_create(rows)
         if settings.STEWARD_EVENTING["KICK_ON_COMMIT"]:
             transaction.on_commit(kick_dispatcher)

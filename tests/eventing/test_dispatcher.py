@@ -190,3 +190,46 @@ def test_a_redis_outage_keeps_the_outbox_growing_and_delivery_resumes_by_itself(
     assert outbox_count() == 0
     assert_in_order_once(stream_envelopes(topic), first + second)
     assert not DispatchLane.objects.exclude(failures=0).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_events_of_one_aggregate_from_overlapping_transactions_keep_commit_order(tenant_a, topic):
+    """Ids are handed out at INSERT; without the aggregate lock a later transaction that
+    commits first would be dispatched before an earlier, slower one."""
+    inserted, release = threading.Event(), threading.Event()
+
+    def event(seq):
+        return NewEvent(
+            topic=topic.name,
+            event_type="counted",
+            aggregate_type="counter",
+            aggregate_id="shared",
+            payload={"seq": seq},
+            tenant=tenant_a,
+        )
+
+    def slow_producer():
+        with tenant_scope(tenant_a):
+            emit_many([event(1)])
+            inserted.set()
+            release.wait(timeout=30)
+        connection.close()
+
+    def fast_producer():
+        with tenant_scope(tenant_a):
+            emit_many([event(2)])
+        connection.close()
+
+    slow = threading.Thread(target=slow_producer)
+    slow.start()
+    assert inserted.wait(timeout=30)
+    fast = threading.Thread(target=fast_producer)
+    fast.start()
+    fast.join(timeout=1)
+    assert fast.is_alive(), "the second producer should wait for the first to commit"
+    dispatcher.drain()  # a dispatcher running meanwhile sees neither event yet
+    release.set()
+    slow.join(timeout=30)
+    fast.join(timeout=30)
+    dispatcher.drain()
+    assert [e.payload["seq"] for e in stream_envelopes(topic)] == [1, 2]
