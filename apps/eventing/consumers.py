@@ -18,10 +18,12 @@ go to dead letters once Redis has delivered them MAX_ATTEMPTS times.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -223,9 +225,38 @@ def _parse(stream: str, entry_id, fields: dict) -> Entry:
         return Entry(stream, entry_id, None, raw_error=f"unreadable entry: {exc}")
 
 
+# Acquire or renew a runner's lease on its group: SET if free, extend if ours.
+LEASE_SCRIPT = """
+local holder = redis.call('get', KEYS[1])
+if not holder then
+  redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 2
+elseif holder == ARGV[1] then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+RELEASE_SCRIPT = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+LEASE_SECONDS = 30
+
+
+class LeaseLost(Exception):
+    """Another runner holds this group now; leave the entry pending for it."""
+
+
 @dataclass
 class Runner:
-    """Reads one consumer group's streams (one per subscribed topic) and delivers in order."""
+    """Reads one consumer group's streams (one per subscribed topic) and delivers in order.
+
+    One runner per group is active at a time, across every `run_consumers` process: it
+    holds a lease in Redis, and the others wait to take over. Reading one group from
+    several processes at once would deliver an aggregate's events in parallel, out of
+    order; the standbys make a replica's death cost seconds, not events.
+    """
 
     subscriptions: list[Subscription]  # one per topic, all read through the same group
     deliver: Callable[[list[Envelope]], None]
@@ -245,23 +276,44 @@ class Runner:
     # The loop --------------------------------------------------------------
 
     def run_forever(self) -> None:
+        client = get_redis()
         try:
-            self._loop()
+            self._loop(client)
         finally:
+            with contextlib.suppress(*REDIS_ERRORS):
+                client.eval(RELEASE_SCRIPT, 1, self.lease_key, self.name)
             connection.close()  # this thread's own connection
 
-    def _loop(self) -> None:
-        client = get_redis()
+    @property
+    def lease_key(self) -> str:
+        return f"steward:runner:{self.group}"
+
+    def hold_lease(self, client) -> int:
+        """2: just acquired, 1: renewed, 0: another runner holds the group."""
+        return int(client.eval(LEASE_SCRIPT, 1, self.lease_key, self.name, LEASE_SECONDS * 1000))
+
+    def _loop(self, client) -> None:
+        self._client = client
         last_reclaim = 0.0
         while not self.stop.is_set():
             try:
+                lease = self.hold_lease(client)
+                if not lease:
+                    self.stop.wait(1.0)  # standby
+                    continue
                 for stream in self.streams:
                     ensure_group(client, stream, self.group)
                 now = timezone.now().timestamp()
-                if now - last_reclaim > self.config["RECLAIM_IDLE_SECONDS"] / 2:
+                if lease == 2:
+                    # Whatever is pending belongs to a runner that is gone: take it now.
+                    self.reclaim(client, idle_ms=0)
+                    last_reclaim = now
+                elif now - last_reclaim > self.config["RECLAIM_IDLE_SECONDS"] / 2:
                     self.reclaim(client)
                     last_reclaim = now
                 self.read_once(client, block_ms=1000)
+            except LeaseLost:
+                logger.warning("%s: lost the lease; another runner carries on", self.group)
             except REDIS_ERRORS as exc:
                 logger.warning("%s: Redis unavailable (%s); retrying", self.group, exc)
                 self.stop.wait(1.0)
@@ -279,9 +331,10 @@ class Runner:
         self.process(client, entries)
         return len(entries)
 
-    def reclaim(self, client) -> int:
+    def reclaim(self, client, idle_ms: int | None = None) -> int:
         """Take over entries another runner left pending for too long."""
-        idle_ms = self.config["RECLAIM_IDLE_SECONDS"] * 1000
+        if idle_ms is None:
+            idle_ms = self.config["RECLAIM_IDLE_SECONDS"] * 1000
         total = 0
         for stream in self.streams:
             start = "0-0"
@@ -374,10 +427,22 @@ class Runner:
                     attempt, base=config["BACKOFF_BASE_SECONDS"], cap=config["BACKOFF_MAX_SECONDS"]
                 )
                 attempt += 1
-                self.stop.wait(delay)
+                self._wait_holding_lease(delay)
             else:
                 self._record_success(subscription, 1)
                 return
+
+    def _wait_holding_lease(self, seconds: float) -> None:
+        """Back off without letting the lease lapse (a back-off can outlast it)."""
+        client = getattr(self, "_client", None)
+        deadline = time.monotonic() + seconds
+        while not self.stop.is_set():
+            if client is not None and not self.hold_lease(client):
+                raise LeaseLost(self.group)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self.stop.wait(min(remaining, LEASE_SECONDS / 3))
 
     @staticmethod
     def _record_success(subscription: Subscription | None, count: int) -> None:

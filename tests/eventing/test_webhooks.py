@@ -149,3 +149,38 @@ def test_a_receiver_that_times_out_never_blocks_other_subscriptions(
                 runner.stop.set()
             for thread in threads:
                 thread.join(timeout=10)
+
+
+def test_two_consumer_processes_deliver_in_order_once_and_the_standby_takes_over(tenant_a, topic):
+    with LocalServer(delay=0.005) as server:
+        subscription = webhook(topic, server.url)
+        first, second = webhook_runner(subscription), webhook_runner(subscription)
+        threads = {
+            id(r): threading.Thread(target=r.run_forever, daemon=True) for r in (first, second)
+        }
+        for thread in threads.values():
+            thread.start()
+        try:
+            emitted = emit(tenant_a, topic, 20)
+            wait_for(lambda: len(server.received) >= 20)
+            holder = first if get_redis().get(first.lease_key) == first.name.encode() else second
+            holder.stop.set()
+            threads[id(holder)].join(timeout=15)
+            emitted += emit(tenant_a, topic, 5)
+            wait_for(lambda: len(server.received) >= 25)
+        finally:
+            for runner in (first, second):
+                runner.stop.set()
+            for thread in threads.values():
+                thread.join(timeout=15)
+    ids = [r.headers["webhook-id"] for r in server.received]
+    assert ids == [str(e.event_id) for e in emitted]  # in order, none twice
+
+
+def test_a_changed_endpoint_or_secret_reference_replaces_the_running_runner(topic):
+    from apps.eventing.management.commands.run_consumers import Command
+
+    subscription = webhook(topic, "http://127.0.0.1:9/a")
+    before = Command._key(webhook_runner(subscription))
+    subscription.endpoint = "http://127.0.0.1:9/b"
+    assert Command._key(webhook_runner(subscription)) != before

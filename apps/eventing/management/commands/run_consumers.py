@@ -54,4 +54,7 @@ class Command(BaseCommand):
 
     @staticmethod
     def _key(runner) -> tuple:
-        return (runner.group, tuple(sorted(runner.streams)))
+        # A changed endpoint or secret reference replaces the runner, which would
+        # otherwise keep delivering to what it was started with.
+        config = tuple(sorted((s.pk, s.endpoint, s.secret_ref) for s in runner.subscriptions))
+        return (runner.group, tuple(sorted(runner.streams)), config)
