@@ -78,7 +78,6 @@ def _baseline_rate(tenants, topic, count: int) -> float:
     _fill(tenants, topic, count)
     client = get_redis()
     key = stream_key(topic.name)
-    maxlen = settings.STEWARD_EVENTING["STREAM_MAXLEN"]
     table = OutboxEvent._meta.db_table
     batch = settings.STEWARD_EVENTING["DISPATCH_BATCH"]
     columns = (
@@ -117,12 +116,12 @@ def _baseline_rate(tenants, topic, count: int) -> float:
                             "causation_id": row[10],
                             "payload": row[11],
                         }
-                        pipe.xadd(
-                            key,
-                            {"envelope": json.dumps(envelope)},
-                            maxlen=maxlen,
-                            approximate=True,
-                        )
+                        fields = {
+                            "envelope": json.dumps(envelope),
+                            "event_id": envelope["event_id"],
+                            "event_type": envelope["event_type"],
+                        }
+                        pipe.xadd(key, fields)
                     pipe.execute()
                     conn.execute(
                         f"DELETE FROM {table} WHERE id = ANY(%s)",  # noqa: S608

@@ -260,7 +260,8 @@ STEWARD_EVENTING = {
     # another dispatcher may take the lane over from one that died.
     "DISPATCH_BATCH": env_int("STEWARD_DISPATCH_BATCH", 500),
     "LANE_LEASE_SECONDS": env_int("STEWARD_LANE_LEASE_SECONDS", 30),
-    # Approximate cap of each topic's Redis stream (XADD MAXLEN ~).
+    # Hard cap of each topic's Redis stream. Entries every consumer group has read are
+    # trimmed every minute; past the cap, a group that far behind loses its oldest.
     "STREAM_MAXLEN": env_int("STEWARD_STREAM_MAXLEN", 100_000),
     # A subscription's attempts at one envelope before it goes to dead letters, and the
     # exponential back-off between attempts (base × 2^n, capped).

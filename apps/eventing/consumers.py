@@ -260,7 +260,7 @@ class Runner:
 
     subscriptions: list[Subscription]  # one per topic, all read through the same group
     deliver: Callable[[list[Envelope]], None]
-    batch: int = 100
+    batch: int = 500
     stop: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self):

@@ -55,3 +55,11 @@ def replay_dead_letter(*, dead_letter_id: int) -> str:
     from apps.eventing.consumers import redeliver
 
     return redeliver(dead_letter_id)
+
+
+@shared_task(scope="self", name="eventing.periodic_trim_streams")
+@periodic_job("eventing.trim_streams")
+def periodic_trim_streams() -> dict:
+    from apps.eventing.streams import trim_streams
+
+    return trim_streams()

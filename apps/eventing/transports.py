@@ -27,17 +27,18 @@ def stream_key(topic: str) -> str:
 
 
 class RedisStreamTransport:
-    """One capped stream per topic; consumers read it through their own consumer group.
+    """One stream per topic; consumers read it through their own consumer group.
 
     Each entry carries the envelope as JSON in the field `envelope`, plus `event_id`
     and `event_type` so a consumer in any language can route without parsing.
+    Publishing never trims: trimming at XADD would drop entries a slow consumer has
+    not read yet. `trim_streams` removes what every group has consumed instead.
     """
 
     name = "redis_stream"
 
     def __init__(self, client=None):
         self.client = client or get_redis()
-        self.maxlen = settings.STEWARD_EVENTING["STREAM_MAXLEN"]
 
     def publish(self, envelopes: Sequence[Envelope]) -> None:
         try:
@@ -50,8 +51,6 @@ class RedisStreamTransport:
                         "event_id": str(envelope.event_id),
                         "event_type": envelope.event_type,
                     },
-                    maxlen=self.maxlen,
-                    approximate=True,
                 )
             pipe.execute()
         except REDIS_ERRORS as exc:
