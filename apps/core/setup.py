@@ -40,6 +40,7 @@ SCHEDULES = [
     ("eventing.periodic_reconcile_effects", 30, IntervalSchedule.SECONDS, "periodic"),
     ("eventing.periodic_purge_inbox", 1, IntervalSchedule.HOURS, "periodic"),
     ("eventing.periodic_trim_streams", 1, IntervalSchedule.MINUTES, "periodic"),
+    ("eventing.periodic_redeliver_replays", 30, IntervalSchedule.SECONDS, "periodic"),
 ]
 DEMO_PASSWORD = "steward-demo"  # noqa: S105 - documented demo login, development only
 

@@ -149,7 +149,13 @@ def handle_envelopes(handler: Handler, envelopes: list[Envelope]) -> int:
         for tenant_id, group in groups.items():
             with _scope(tenant_id):
                 new = _claim_inbox(handler.consumer, group)
-                fresh = [envelope for envelope in group if envelope.event_id in new]
+                # `new` holds each id once; a batch carrying an envelope twice (the
+                # dispatcher's redelivery after a crash) still runs the handler once.
+                fresh = []
+                for envelope in group:
+                    if envelope.event_id in new:
+                        new.discard(envelope.event_id)
+                        fresh.append(envelope)
                 if handler.batch and fresh:
                     handler.func(fresh)
                 else:
@@ -187,8 +193,11 @@ def dead_letter(subscription: Subscription, envelope: Envelope, *, error: str, a
                     error=error[:5000],
                     attempts=attempts,
                 )
-        except IntegrityError:
-            pass  # already dead for this subscription (a reclaimed duplicate)
+        except IntegrityError as exc:
+            constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
+            if constraint != "dead_letter_once":
+                raise  # not a duplicate: the entry stays pending rather than vanish
+            # already dead for this subscription (a reclaimed duplicate)
     count_deliveries(subscription_id=subscription.pk, failed=1)
     logger.error(
         "dead letter: %s %s for %s after %s attempts: %s",
@@ -494,17 +503,24 @@ def build_runners() -> list[Runner]:
 
 
 def redeliver(dead_letter_id: int) -> str:
-    """Deliver a replayed dead letter's envelope to its own subscription only, once.
+    """Deliver a queued replay to its own subscription only.
 
-    Success is the end of it; a failure makes a new dead letter (the replayed one
-    stays as history), so an operator sees the outcome either way.
+    At least once: the envelope is delivered, then the dead letter is marked replayed
+    (a crash in between delivers it again; receivers deduplicate on the event id). A
+    failure makes a new dead letter and the replayed one stays as history, so an
+    operator sees the outcome either way.
     """
     with system_scope():
-        dead = DeadLetter.objects.select_related(
-            "subscription__consumer", "subscription__topic"
-        ).get(pk=dead_letter_id)
+        dead = (
+            DeadLetter.objects.select_related("subscription__consumer", "subscription__topic")
+            .filter(pk=dead_letter_id, state=DeadLetter.State.REPLAYING)
+            .first()
+        )
+    if dead is None:
+        return "skipped"
     subscription = dead.subscription
     envelope = Envelope.from_dict(dead.envelope)
+    outcome = "delivered"
     try:
         if subscription.transport == Subscription.Transport.WEBHOOK:
             WebhookTransport().publish([envelope], subscription=subscription)
@@ -514,9 +530,26 @@ def redeliver(dead_letter_id: int) -> str:
                 raise LookupError(f"no handler is registered for {subscription.consumer.name}")
             handle_envelopes(handler, [envelope])
     except Exception as exc:  # noqa: BLE001 - recorded as a new dead letter
-        dead_letter(
-            subscription, envelope, error=f"replay: {type(exc).__name__}: {exc}", attempts=1
+        outcome = "failed"
+        error = f"replay: {type(exc).__name__}: {exc}"
+    with _scope(dead.tenant_id), transaction.atomic():
+        marked = DeadLetter.objects.filter(pk=dead.pk, state=DeadLetter.State.REPLAYING).update(
+            state=DeadLetter.State.REPLAYED
         )
-        return "failed"
-    Runner._record_success(subscription, 1)
-    return "delivered"
+        if outcome == "failed" and marked:
+            dead_letter(subscription, envelope, error=error, attempts=1)
+    if outcome == "delivered":
+        Runner._record_success(subscription, 1)
+    return outcome
+
+
+def redeliver_queued(*, older_than_seconds: int = 30) -> int:
+    """Deliver replays whose task never ran (the sweep behind dead_letter_replay)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    with system_scope():
+        queued = list(
+            DeadLetter.objects.filter(
+                state=DeadLetter.State.REPLAYING, resolved_at__lt=cutoff
+            ).values_list("pk", flat=True)[:100]
+        )
+    return sum(1 for pk in queued if redeliver(pk) == "delivered")

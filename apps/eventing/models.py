@@ -105,6 +105,7 @@ class DeadLetter(models.Model):
 
     class State(models.TextChoices):
         DEAD = "dead", "Dead"
+        REPLAYING = "replaying", "Replay queued"
         REPLAYED = "replayed", "Replayed"
         DISCARDED = "discarded", "Discarded"
 

@@ -225,17 +225,24 @@ def _resolve_dead_letter(*, actor, dead_letter, state: str, action: str):
 
 
 def dead_letter_replay(*, actor, dead_letter):
-    """Deliver a dead letter's envelope to its subscription once more (after commit)."""
+    """Queue a dead letter's envelope for one more delivery to its subscription.
+
+    The state change is the queue: a task is started after commit, and the periodic
+    redelivery sweep picks up any replay whose task was lost (Redis away, a worker
+    killed), so a replay an operator asked for is never forgotten.
+    """
     from apps.eventing.models import DeadLetter
     from apps.eventing.tasks import replay_dead_letter
 
     dead_letter = _resolve_dead_letter(
         actor=actor,
         dead_letter=dead_letter,
-        state=DeadLetter.State.REPLAYED,
+        state=DeadLetter.State.REPLAYING,
         action="dead_letter.replay",
     )
-    transaction.on_commit(lambda: replay_dead_letter.delay(dead_letter_id=dead_letter.pk))
+    transaction.on_commit(
+        lambda: replay_dead_letter.delay(dead_letter_id=dead_letter.pk), robust=True
+    )
     return dead_letter
 
 

@@ -63,3 +63,11 @@ def periodic_trim_streams() -> dict:
     from apps.eventing.streams import trim_streams
 
     return trim_streams()
+
+
+@shared_task(scope="self", name="eventing.periodic_redeliver_replays")
+@periodic_job("eventing.redeliver_replays")
+def periodic_redeliver_replays() -> int:
+    from apps.eventing.consumers import redeliver_queued
+
+    return redeliver_queued()

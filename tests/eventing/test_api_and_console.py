@@ -89,7 +89,7 @@ def test_a_dead_letter_is_replayed_once(api, operator, tenant_a, topic, webhook_
     api.force_login(operator)
     url = f"/api/v1/eventing/dead-letters/{dead.pk}/replay/"
     first = api.post(url)
-    assert first.status_code == 200 and first.json()["state"] == "replayed"
+    assert first.status_code == 200 and first.json()["state"] == "replaying"
     second = api.post(url)
     assert second.status_code == 409 and second.json()["code"] == "dead_letter_resolved"
     assert api.post(f"/api/v1/eventing/dead-letters/{dead.pk}/discard/").status_code == 409
@@ -131,8 +131,10 @@ def test_replay_delivers_to_that_subscription_and_a_new_failure_is_a_new_dead_le
         dead = make_dead_letter(tenant_a, topic, webhook_subscription)
         dead_letter_replay(actor=SYSTEM_ACTOR, dead_letter=dead)
         assert redeliver(dead.pk) == "failed"
+        assert redeliver(dead.pk) == "skipped"  # a replay is delivered once
         with system_scope():
             again = DeadLetter.objects.get(state="dead")
+            assert DeadLetter.objects.get(pk=dead.pk).state == "replayed"
         assert again.event_id == dead.event_id and again.pk != dead.pk
         dead_letter_replay(actor=SYSTEM_ACTOR, dead_letter=again)
         assert redeliver(again.pk) == "delivered"
@@ -223,7 +225,7 @@ def test_replay_and_discard_from_the_console(
     client.post(reverse("eventing:dead-letter-discard", args=[second.pk]))
     with system_scope():
         states = dict(DeadLetter.objects.values_list("pk", "state"))
-    assert states == {first.pk: "replayed", second.pk: "discarded"}
+    assert states == {first.pk: "replaying", second.pk: "discarded"}
 
 
 @pytest.mark.parametrize(
@@ -278,3 +280,28 @@ def test_eventing_list_pages_query_count_does_not_grow(
     few = list_page_queries(client, reverse(url_name))
     add(6)
     assert list_page_queries(client, reverse(url_name)) == few
+
+
+def test_a_replay_whose_task_was_lost_is_delivered_by_the_sweep(
+    tenant_a, topic, webhook_subscription
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.eventing.consumers import redeliver_queued
+    from apps.eventing.services import dead_letter_replay
+
+    with LocalServer() as server:
+        Subscription.objects.filter(pk=webhook_subscription.pk).update(endpoint=server.url)
+        dead = make_dead_letter(tenant_a, topic, webhook_subscription)
+        dead_letter_replay(actor=SYSTEM_ACTOR, dead_letter=dead)  # its task never runs here
+        assert redeliver_queued() == 0  # too recent: its task may still be on the way
+        with tenant_scope(tenant_a):
+            DeadLetter.objects.filter(pk=dead.pk).update(
+                resolved_at=timezone.now() - timedelta(minutes=1)
+            )
+        assert redeliver_queued() == 1
+    assert [r.headers["webhook-id"] for r in server.received] == [str(dead.event_id)]
+    with system_scope():
+        assert DeadLetter.objects.get(pk=dead.pk).state == "replayed"

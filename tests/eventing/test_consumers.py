@@ -161,3 +161,11 @@ def test_the_inbox_sweep_removes_rows_older_than_the_window(tenant_a, tenant_b, 
     with system_scope():
         assert InboxEntry.objects.count() == 1
     assert len(stream_envelopes(topic)) == 4
+
+
+def test_an_envelope_twice_in_one_batch_is_handled_once(tenant_a, topic):
+    [envelope] = emit(tenant_a, topic, 1)
+    seen = []
+    handler = Handler("test.twice", None, lambda env: seen.append(env.event_id))
+    assert handle_envelopes(handler, [envelope, envelope]) == 1
+    assert seen == [envelope.event_id]
