@@ -276,6 +276,9 @@ STEWARD_EVENTING = {
     "KICK_ON_COMMIT": env_bool("STEWARD_KICK_ON_COMMIT", True),
 }
 
+# Webhook signing secrets are referenced as env:NAME, NAME starting with this prefix.
+STEWARD_SECRET_ENV_PREFIX = env("STEWARD_SECRET_ENV_PREFIX", "STEWARD_WEBHOOK_SECRET_")
+
 # ----------------------------------------------------------------------------- Celery
 
 CELERY_BROKER_URL = celery_url(REDIS_URL)

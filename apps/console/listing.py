@@ -29,6 +29,11 @@ class Column:
 
 
 class OperatorRequiredMixin(UserPassesTestMixin):
+    """Operators' platform pages: across tenants, so in the system scope even while the
+    operator acts for one tenant."""
+
+    steward_scope = "system"
+
     def test_func(self):
         return getattr(self.request.user, "is_operator", False)
 

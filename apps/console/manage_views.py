@@ -14,6 +14,7 @@ from apps.console.forms import MembershipForm, ServiceAccountForm, TenantForm, T
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.tenancy import selectors, services
+from apps.tenancy.middleware import platform_scope
 from apps.tenancy.models import User
 
 
@@ -43,6 +44,7 @@ def _may_manage(request, tenant) -> bool:
     return kind == OPERATOR or (kind == TENANT_ADMIN and request.tenant == tenant)
 
 
+@platform_scope
 @login_required
 def tenant_create(request):
     _require(request, OPERATOR)

@@ -96,7 +96,9 @@ class DashboardView(LoginRequiredMixin, TemplateView):
             tenants.order_by().values_list("status").annotate(n=Count("id"))
         )
         context["tenant_total"] = sum(context["tenant_counts"].values())
-        context["recent_audit"] = selectors.audit_event_list()[:10]
+        # The audit trail is for operators and tenant admins, as in the API.
+        may_audit = caller_kind(request) in (OPERATOR, TENANT_ADMIN)
+        context["recent_audit"] = selectors.audit_event_list()[:10] if may_audit else None
         return context
 
 
@@ -136,7 +138,11 @@ class TenantDetailView(LoginRequiredMixin, DetailView):
         tenant: Tenant = self.object
         kind = caller_kind(self.request)
         context["memberships"] = selectors.membership_list().filter(tenant=tenant)
-        context["audit"] = selectors.audit_event_list().filter(tenant=tenant)[:20]
+        context["audit"] = (
+            selectors.audit_event_list().filter(tenant=tenant)[:20]
+            if kind in (OPERATOR, TENANT_ADMIN)
+            else None
+        )
         context["can_edit"] = kind == OPERATOR
         context["can_manage"] = kind == OPERATOR or (
             kind == TENANT_ADMIN and self.request.tenant == tenant

@@ -24,7 +24,8 @@ logger = logging.getLogger(__name__)
 SKIPPED = "skipped"
 
 
-def claim_job(name: str, *, stale_after: timedelta) -> bool:
+def claim_job(name: str, *, stale_after: timedelta):
+    """The claim's start time when this run may go ahead, else None."""
     now = timezone.now()
     with transaction.atomic():
         ScheduledJob.objects.get_or_create(name=name)
@@ -33,32 +34,36 @@ def claim_job(name: str, *, stale_after: timedelta) -> bool:
             .filter(Q(running_since__isnull=True) | Q(running_since__lt=now - stale_after))
             .update(running_since=now, last_started_at=now)
         )
-    return claimed == 1
+    return now if claimed == 1 else None
 
 
-def release_job(name: str, *, started: float, error: str = "") -> None:
+def release_job(name: str, *, claimed_at, started: float, error: str = "") -> None:
     duration_ms = int((time.monotonic() - started) * 1000)
     fields = {"running_since": None, "last_duration_ms": duration_ms, "last_error": error[:500]}
     if not error:
         fields["last_succeeded_at"] = timezone.now()
     with transaction.atomic():
-        ScheduledJob.objects.filter(name=name).update(**fields)
+        # Only while the claim is still this run's: a run so slow that another took its
+        # claim over must not release the newer run's claim.
+        ScheduledJob.objects.filter(name=name, running_since=claimed_at).update(**fields)
 
 
 def periodic_job(name: str, *, stale_after: timedelta = timedelta(minutes=15)):
     def decorate(body):
         @functools.wraps(body)
         def run(*args, **kwargs):
-            if not claim_job(name, stale_after=stale_after):
+            claimed_at = claim_job(name, stale_after=stale_after)
+            if claimed_at is None:
                 logger.info("periodic job %s is already running elsewhere; skipped", name)
                 return SKIPPED
             started = time.monotonic()
             try:
                 result = body(*args, **kwargs)
             except Exception as exc:
-                release_job(name, started=started, error=f"{type(exc).__name__}: {exc}")
+                error = f"{type(exc).__name__}: {exc}"
+                release_job(name, claimed_at=claimed_at, started=started, error=error)
                 raise
-            release_job(name, started=started)
+            release_job(name, claimed_at=claimed_at, started=started)
             return result
 
         return run

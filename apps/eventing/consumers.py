@@ -24,6 +24,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -39,7 +40,7 @@ from apps.eventing.dispatcher import count_deliveries
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import DeadLetter, InboxEntry
 from apps.eventing.services import backoff_seconds
-from apps.eventing.transports import WebhookTransport, stream_key
+from apps.eventing.transports import STREAM_PREFIX, WebhookTransport, stream_key
 from apps.registry.models import Service, Subscription, Topic
 from apps.tenancy.scope import system_scope, tenant_scope
 
@@ -225,6 +226,25 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def unreadable_envelope(entry: Entry) -> Envelope:
+    """A stand-in envelope for a stream entry that could not be read, so it can be
+    dead-lettered like any other: its id derives from the entry, its payload names it."""
+    topic = entry.stream.removeprefix(STREAM_PREFIX)
+    return Envelope(
+        event_id=uuid.uuid5(uuid.NAMESPACE_URL, f"{entry.stream}/{entry.entry_id}"),
+        topic=topic,
+        event_type="unreadable",
+        schema_version=0,
+        tenant_id=None,
+        aggregate_type="stream-entry",
+        aggregate_id=entry.entry_id,
+        occurred_at=timezone.now(),
+        correlation_id="",
+        causation_id="",
+        payload={"stream": entry.stream, "entry_id": entry.entry_id},
+    )
+
+
 def _parse(stream: str, entry_id, fields: dict) -> Entry:
     stream, entry_id = _text(stream), _text(entry_id)
     raw = fields.get(b"envelope") or fields.get("envelope")
@@ -384,7 +404,13 @@ class Runner:
         ready = []
         for entry in entries:
             if entry.envelope is None:
-                logger.error("%s: dropping %s: %s", self.group, entry.entry_id, entry.raw_error)
+                # Kept for an operator rather than dropped: it names the stream entry.
+                dead_letter(
+                    self.subscriptions[0],
+                    unreadable_envelope(entry),
+                    error=entry.raw_error,
+                    attempts=entry.deliveries,
+                )
                 client.xack(entry.stream, self.group, entry.entry_id)
             elif entry.deliveries > max_attempts:
                 dead_letter(

@@ -64,16 +64,21 @@ class SecretUnavailable(TransportError):
 def resolve_secret(reference: str) -> bytes:
     """Turn a secret reference into the secret, at the moment it is needed.
 
-    `env:NAME` reads an environment variable. The reference, not the secret, is
-    what the database holds; the secret never reaches a log line.
+    `env:NAME` reads an environment variable whose name starts with
+    STEWARD_SECRET_ENV_PREFIX, so a reference can never name Steward's own secrets
+    (its secret key, database password). The reference, not the secret, is what the
+    database holds; the secret never reaches a log line.
     """
     scheme, _, name = reference.partition(":")
-    if scheme == "env" and name:
-        value = os.environ.get(name)
-        if value:
-            return value.encode()
+    prefix = settings.STEWARD_SECRET_ENV_PREFIX
+    if scheme != "env" or not name:
+        raise SecretUnavailable("a secret reference looks like env:NAME")
+    if not name.startswith(prefix):
+        raise SecretUnavailable(f"secret references name variables starting with {prefix}")
+    value = os.environ.get(name)
+    if not value:
         raise SecretUnavailable(f"the secret reference {reference} resolves to nothing")
-    raise SecretUnavailable(f"unsupported secret reference scheme {scheme!r}")
+    return value.encode()
 
 
 def webhook_signature(secret: bytes, webhook_id: str, timestamp: int, body: bytes) -> str:

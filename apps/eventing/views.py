@@ -20,6 +20,7 @@ from apps.eventing.filters import (
     RecentEventFilterSet,
     UncertainEffectFilterSet,
 )
+from apps.tenancy.middleware import platform_scope
 
 CHART_WIDTH, CHART_HEIGHT = 600, 120
 
@@ -122,12 +123,14 @@ def _resolve(request, pk, service, verb: str):
     return _back(request, "eventing:dead-letter-list")
 
 
+@platform_scope
 @login_required
 @require_POST
 def dead_letter_replay(request, pk):
     return _resolve(request, pk, services.dead_letter_replay, "queued for replay")
 
 
+@platform_scope
 @login_required
 @require_POST
 def dead_letter_discard(request, pk):

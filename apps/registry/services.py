@@ -45,7 +45,9 @@ def _subscribe_steward_consumers() -> None:
 def _check_subscription(subscription: Subscription) -> None:
     from apps.eventing.transports import SecretUnavailable, resolve_secret
 
-    if subscription.transport == Subscription.Transport.WEBHOOK:
+    # An inactive subscription delivers nothing: deactivating one whose secret is gone
+    # must still work.
+    if subscription.transport == Subscription.Transport.WEBHOOK and subscription.is_active:
         if not subscription.endpoint or not subscription.secret_ref:
             raise ValidationFailed(
                 "A webhook subscription needs an endpoint and a secret reference.",

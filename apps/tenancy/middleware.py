@@ -14,21 +14,38 @@ ACTING_TENANT_SESSION_KEY = "steward_acting_tenant"
 STATIC_PREFIX = "/static/"
 
 
+# What a view may declare as `steward_scope` (a function attribute or a class attribute):
+NO_SCOPE = "none"  # no request transaction and no scope
+SYSTEM_SCOPE = "system"  # platform pages: the system scope for platform-wide callers
+
+
 def unscoped(view):
     """Mark a view that runs outside any request scope and transaction: probes, and the
     login page, whose lockout bookkeeping must not depend on who was signed in before."""
-    view.steward_unscoped = True
+    view.steward_scope = NO_SCOPE
     return view
 
 
-def _is_unscoped(request) -> bool:
+def platform_scope(view):
+    """Mark a platform page: operators and platform services use it in the system
+    scope even while they act for one tenant (it reads or writes across tenants)."""
+    view.steward_scope = SYSTEM_SCOPE
+    return view
+
+
+def _view_scope(request) -> str | None:
     if request.path.startswith(STATIC_PREFIX):
-        return True
+        return NO_SCOPE
     try:
-        match = resolve(request.path_info)
+        func = resolve(request.path_info).func
     except Resolver404:
-        return False
-    return getattr(match.func, "steward_unscoped", False)
+        return None
+    # A function view, a DRF view (func.cls) or a Django class-based view (func.view_class).
+    for holder in (func, getattr(func, "cls", None), getattr(func, "view_class", None)):
+        declared = getattr(holder, "steward_scope", None)
+        if declared:
+            return declared
+    return None
 
 
 class ApiTokenMiddleware:
@@ -73,7 +90,8 @@ class TenantScopeMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if _is_unscoped(request):
+        declared = _view_scope(request)
+        if declared == NO_SCOPE:
             return self.get_response(request)
         request.tenant = None
         request.membership_role = None
@@ -87,7 +105,9 @@ class TenantScopeMiddleware:
             request.actor = Actor(user=request.user)
             request.platform_wide = request.user.is_operator
             self._resolve_person(request)
-        if request.tenant is not None:
+        if declared == SYSTEM_SCOPE and request.platform_wide:
+            scope = system_scope()
+        elif request.tenant is not None:
             scope = tenant_scope(request.tenant)
         elif request.platform_wide:
             scope = system_scope()

@@ -185,3 +185,10 @@ def test_lockout_while_signed_in_as_a_tenant_user_is_still_a_clean_refusal(
     responses = [login(client, "admin-a", "wrong") for _ in range(3)]
     assert [r.status_code for r in responses] == [401, 401, 401]
     assert "locked" in responses[-1].content.decode()
+
+
+def test_members_do_not_see_the_audit_trail_on_the_dashboard(client, member_b, admin_a):
+    client.force_login(member_b)
+    assert "Recent changes" not in client.get("/").content.decode()
+    client.force_login(admin_a)
+    assert "Recent changes" in client.get("/").content.decode()

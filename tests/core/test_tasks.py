@@ -157,3 +157,16 @@ def test_a_real_worker_runs_the_scheduled_purge_from_the_broker():
             time.sleep(0.1)
     assert job is not None and job.last_succeeded_at is not None
     assert IdempotencyRecord.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_overstayed_does_not_release_the_claim_of_the_run_that_took_over():
+    from apps.core.jobs import claim_job, release_job
+
+    stale = timedelta(seconds=0)
+    first = claim_job("tests.overstay", stale_after=timedelta(hours=1))
+    second = claim_job("tests.overstay", stale_after=stale)  # took over the stale claim
+    assert first is not None and second is not None and second != first
+    release_job("tests.overstay", claimed_at=first, started=0.0)  # the slow first run ends
+    job = ScheduledJob.objects.get(name="tests.overstay")
+    assert job.running_since == second  # still held by the second run

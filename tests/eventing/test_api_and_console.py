@@ -45,13 +45,13 @@ def make_dead_letter(tenant, topic, subscription, n=0):
 
 @pytest.fixture
 def webhook_subscription(topic, monkeypatch):
-    monkeypatch.setenv("TEST_HOOK_SECRET", "s3cret")
+    monkeypatch.setenv("STEWARD_WEBHOOK_SECRET_HOOK", "s3cret")
     return subscribe(
         topic,
         "receiver",
         transport=Subscription.Transport.WEBHOOK,
         endpoint="http://127.0.0.1:9/unused",
-        secret_ref="env:TEST_HOOK_SECRET",
+        secret_ref="env:STEWARD_WEBHOOK_SECRET_HOOK",
     )
 
 
@@ -151,21 +151,30 @@ def test_creating_a_webhook_subscription_checks_its_secret_reference(
         "topic": topic.name,
         "transport": "webhook",
         "endpoint": "https://billing.example/hooks",
-        "secret_ref": "env:BILLING_SECRET",
+        "secret_ref": "env:STEWARD_WEBHOOK_SECRET_BILLING",
     }
     api.post("/api/v1/registry/services/", {"name": "billing"})
     refused = api.post("/api/v1/registry/subscriptions/", body)
     assert refused.status_code == 400 and refused.json()["code"] == "secret_unavailable"
-    monkeypatch.setenv("BILLING_SECRET", "x")
+    monkeypatch.setenv("STEWARD_WEBHOOK_SECRET_BILLING", "x")
     created = api.post("/api/v1/registry/subscriptions/", body)
     assert created.status_code == 201, created.content
     subscription = Subscription.objects.get(pk=created.json()["id"])
-    off = api.patch(f"/api/v1/registry/subscriptions/{subscription.pk}/", {"is_active": False})
-    assert off.status_code == 200 and off.json() == {
-        "endpoint": "https://billing.example/hooks",
-        "secret_ref": "env:BILLING_SECRET",
-        "is_active": False,
-    }
+    etag = api.get(f"/api/v1/registry/subscriptions/{subscription.pk}/")["ETag"]
+    off = api.patch(
+        f"/api/v1/registry/subscriptions/{subscription.pk}/",
+        {"is_active": False},
+        HTTP_IF_MATCH=etag,
+    )
+    assert off.status_code == 200, off.content
+    assert off.json()["is_active"] is False and off.json()["consumer"] == "billing"
+    assert off["ETag"] == api.get(f"/api/v1/registry/subscriptions/{subscription.pk}/")["ETag"]
+    stale = api.patch(
+        f"/api/v1/registry/subscriptions/{subscription.pk}/",
+        {"is_active": True},
+        HTTP_IF_MATCH=etag,
+    )
+    assert stale.status_code == 412
 
 
 @pytest.mark.django_db(transaction=True)
@@ -305,3 +314,69 @@ def test_a_replay_whose_task_was_lost_is_delivered_by_the_sweep(
     assert [r.headers["webhook-id"] for r in server.received] == [str(dead.event_id)]
     with system_scope():
         assert DeadLetter.objects.get(pk=dead.pk).state == "replayed"
+
+
+def test_subscriptions_are_not_for_tenants_to_read(api, admin_a, topic, webhook_subscription):
+    api.force_login(admin_a)
+    assert api.get("/api/v1/registry/subscriptions/").status_code == 403
+    assert api.get("/api/v1/registry/topics/").status_code == 200
+
+
+def test_an_operator_acting_for_a_tenant_still_uses_the_platform_pages(
+    client, api, operator, tenant_a, region, topic
+):
+    from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
+
+    client.force_login(operator)
+    session = client.session
+    session[ACTING_TENANT_SESSION_KEY] = str(tenant_a.pk)
+    session.save()
+    assert client.get(reverse("eventing:overview")).status_code == 200
+    created = client.post(
+        reverse("console:tenant-create"),
+        {
+            "slug": "lima",
+            "name": "Lima",
+            "home_region": region.slug,
+            "environment_class": "production",
+        },
+    )
+    assert created.status_code == 302
+    api.force_login(operator)
+    api_session = api.session
+    api_session[ACTING_TENANT_SESSION_KEY] = str(tenant_a.pk)
+    api_session.save()
+    response = api.post(
+        "/api/v1/tenancy/tenants/",
+        {"slug": "mike", "name": "Mike", "home_region": region.slug},
+    )
+    assert response.status_code == 201, response.content
+    assert api.post("/api/v1/registry/services/", {"name": "nova"}).status_code == 201
+
+
+def test_a_secret_reference_cannot_name_stewards_own_secrets(api, operator, topic):
+    api.force_login(operator)
+    api.post("/api/v1/registry/services/", {"name": "curious"})
+    response = api.post(
+        "/api/v1/registry/subscriptions/",
+        {
+            "consumer": "curious",
+            "topic": topic.name,
+            "transport": "webhook",
+            "endpoint": "https://curious.example/hook",
+            "secret_ref": "env:STEWARD_SECRET_KEY",
+        },
+    )
+    assert response.status_code == 400 and response.json()["code"] == "secret_unavailable"
+    assert "STEWARD_WEBHOOK_SECRET_" in response.json()["detail"]
+
+
+def test_a_webhook_whose_secret_is_gone_can_still_be_deactivated(
+    api, operator, webhook_subscription, monkeypatch
+):
+    monkeypatch.delenv("STEWARD_WEBHOOK_SECRET_HOOK")
+    api.force_login(operator)
+    response = api.patch(
+        f"/api/v1/registry/subscriptions/{webhook_subscription.pk}/", {"is_active": False}
+    )
+    assert response.status_code == 200 and response.json()["is_active"] is False

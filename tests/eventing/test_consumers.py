@@ -169,3 +169,13 @@ def test_an_envelope_twice_in_one_batch_is_handled_once(tenant_a, topic):
     handler = Handler("test.twice", None, lambda env: seen.append(env.event_id))
     assert handle_envelopes(handler, [envelope, envelope]) == 1
     assert seen == [envelope.event_id]
+
+
+def test_an_unreadable_stream_entry_goes_to_dead_letters(tenant_a, topic):
+    runner = recent_events_runner(topic)
+    get_redis().xadd(f"steward:stream:{topic.name}", {"envelope": "{not json"})
+    drain(runner)
+    with system_scope():
+        dead = DeadLetter.objects.get(event_type="unreadable")
+    assert dead.tenant_id is None and "unreadable entry" in dead.error
+    assert dead.envelope["payload"]["stream"] == f"steward:stream:{topic.name}"

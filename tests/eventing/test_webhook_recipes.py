@@ -31,14 +31,14 @@ def recipe(language: str) -> str:
 @pytest.fixture
 def delivery(tenant_a, topic, monkeypatch):
     """One real webhook request, as the receiver got it."""
-    monkeypatch.setenv("RECIPE_SECRET", SECRET)
+    monkeypatch.setenv("STEWARD_WEBHOOK_SECRET_RECIPE", SECRET)
     with LocalServer() as server:
         subscription = subscribe(
             topic,
             "recipe",
             transport=Subscription.Transport.WEBHOOK,
             endpoint=server.url,
-            secret_ref="env:RECIPE_SECRET",
+            secret_ref="env:STEWARD_WEBHOOK_SECRET_RECIPE",
         )
         with tenant_scope(tenant_a):
             emit_many(

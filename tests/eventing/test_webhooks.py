@@ -24,7 +24,7 @@ SECRET = "whsec-test-3f9a"
 
 @pytest.fixture(autouse=True)
 def webhook_secret(monkeypatch):
-    monkeypatch.setenv("TEST_WEBHOOK_SECRET", SECRET)
+    monkeypatch.setenv("STEWARD_WEBHOOK_SECRET_TEST", SECRET)
 
 
 def webhook(topic, url, name="receiver"):
@@ -33,7 +33,7 @@ def webhook(topic, url, name="receiver"):
         name,
         transport=Subscription.Transport.WEBHOOK,
         endpoint=url,
-        secret_ref="env:TEST_WEBHOOK_SECRET",
+        secret_ref="env:STEWARD_WEBHOOK_SECRET_TEST",
     )
 
 

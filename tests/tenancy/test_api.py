@@ -346,3 +346,24 @@ def test_creating_and_changing_a_tenant_announces_it_on_the_tenant_topic(
     assert {str(e.tenant_id) for e in events} == {created.json()["id"]}
     assert events[0].payload["slug"] == "kilo"
     assert events[1].payload["changes"] == {"name": ["Kilo", "Kilo Ltd"]}
+
+
+def test_an_idempotency_key_is_scoped_to_the_tenant_acted_for(api, tenant_a, tenant_b, admin_a):
+    from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
+    from tests.factories import UserFactory
+
+    UserFactory(username="joiner")
+    from apps.core.context import SYSTEM_ACTOR
+    from apps.tenancy import services
+
+    services.membership_set(actor=SYSTEM_ACTOR, tenant=tenant_b, user=admin_a, role="admin")
+    api.force_login(admin_a)
+    body = {"username": "joiner", "role": "member"}
+    for tenant in (tenant_a, tenant_b):
+        session = api.session
+        session[ACTING_TENANT_SESSION_KEY] = str(tenant.pk)
+        session.save()
+        response = api.post(MEMBERSHIPS, body, HTTP_IDEMPOTENCY_KEY="add-joiner")
+        assert response.status_code == 201 and response.json()["tenant"] == tenant.slug
+    with system_scope():
+        assert Membership.objects.filter(user__username="joiner").count() == 2

@@ -17,9 +17,12 @@ REPLAYED_HEADERS = ("Location", "ETag")
 
 
 def _caller(request) -> str:
+    """Keys are per caller and per tenant acted for: a person who switches tenants does
+    not get the other tenant's stored answer for a key they used there."""
+    acting = request.tenant.pk if request.tenant is not None else "system"
     if request.service_account is not None:
-        return f"service:{request.service_account.pk}"
-    return f"user:{request.user.pk}"
+        return f"service:{request.service_account.pk}@{acting}"
+    return f"user:{request.user.pk}@{acting}"
 
 
 def _claim(*, caller: str, key: str, method: str, path: str, digest: str) -> bool:

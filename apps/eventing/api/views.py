@@ -23,6 +23,7 @@ class OverviewView(APIView):
 
     permission_classes = [StewardAccess]
     scope_app = "eventing"
+    steward_scope = "system"
 
     def get_read_access(self):
         return OPERATORS
@@ -39,6 +40,7 @@ class DeadLetterViewSet(StewardReadOnlyViewSet):
     ordering_fields = ["created_at", "id", "attempts"]
     ordering = "-id"
     scope_app = "eventing"
+    steward_scope = "system"
     read_access = OPERATORS
     write_access = OPERATORS
 
@@ -69,6 +71,7 @@ class UncertainEffectViewSet(StewardReadOnlyViewSet):
     ordering_fields = ["created_at", "next_check_at", "id"]
     ordering = "-id"
     scope_app = "eventing"
+    steward_scope = "system"
     read_access = OPERATORS
 
     def get_queryset(self):
@@ -83,6 +86,7 @@ class RecentEventViewSet(StewardReadOnlyViewSet):
     ordering = "-id"
     lookup_field = "event_id"
     scope_app = "eventing"
+    steward_scope = "system"
     read_access = OPERATORS
 
     def get_queryset(self):

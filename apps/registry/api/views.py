@@ -23,6 +23,7 @@ class ServiceViewSet(
     ordering_fields = ["name"]
     ordering = "name"
     scope_app = "registry"
+    steward_scope = "system"
     write_access = PLATFORM
 
     def perform_create(self, serializer):
@@ -46,6 +47,7 @@ class TopicViewSet(
     lookup_field = "name"
     lookup_value_regex = r"[a-z0-9_.]+"
     scope_app = "registry"
+    steward_scope = "system"
     write_access = PLATFORM
 
     def get_queryset(self):
@@ -66,13 +68,17 @@ class SubscriptionViewSet(
     viewsets.GenericViewSet,
 ):
     """Who consumes what, and how. Subscriptions are deactivated, not deleted: their
-    dead letters and delivery history stay meaningful."""
+    dead letters and delivery history stay meaningful. Platform callers only: endpoints,
+    secret references and errors are not for tenants to read."""
 
+    serializer_class = serializers.SubscriptionSerializer
     filterset_class = SubscriptionFilterSet
     search_fields = ["consumer__name", "topic__name", "endpoint"]
     ordering_fields = ["created_at", "consecutive_failures"]
     ordering = "-id"
     scope_app = "registry"
+    steward_scope = "system"
+    read_access = PLATFORM
     write_access = PLATFORM
 
     def get_serializer_class(self):

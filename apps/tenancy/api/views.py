@@ -34,6 +34,9 @@ class TenantViewSet(
 
     serializer_class = serializers.TenantSerializer
     queryset = Tenant.objects.none()  # for the schema; get_queryset() decides
+    # Creating a tenant writes in the new tenant's scope: platform callers work in the
+    # system scope here even while they act for a tenant (the list still follows it).
+    steward_scope = "system"
     filterset_class = TenantFilterSet
     search_fields = ["slug", "name"]
     ordering_fields = ["slug", "name", "created_at"]
