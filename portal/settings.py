@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "apps.tenancy",
     "apps.registry",
     "apps.eventing",
+    "apps.compute",
     "apps.console",
 ]
 
@@ -248,6 +249,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a `status`: name each choice set after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "TenantStatusEnum": "apps.tenancy.models.Tenant.Status",
+        "ComputeBatchStatusEnum": "apps.compute.models.ComputeBatch.Status",
+    },
 }
 
 # How long a stored Idempotency-Key answer is replayed.
@@ -275,6 +281,10 @@ STEWARD_EVENTING = {
     # Start a dispatcher as soon as a transaction with events commits (beat sweeps too).
     "KICK_ON_COMMIT": env_bool("STEWARD_KICK_ON_COMMIT", True),
 }
+
+# Compute: links claimed per poll, and the age at which an outstanding link shows as stale.
+STEWARD_COMPUTE_POLL_BATCH = env_int("STEWARD_COMPUTE_POLL_BATCH", 500)
+STEWARD_COMPUTE_STALE_LINK_MINUTES = env_int("STEWARD_COMPUTE_STALE_LINK_MINUTES", 60)
 
 # Webhook signing secrets are referenced as env:NAME, NAME starting with this prefix.
 STEWARD_SECRET_ENV_PREFIX = env("STEWARD_SECRET_ENV_PREFIX", "STEWARD_WEBHOOK_SECRET_")

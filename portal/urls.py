@@ -10,6 +10,7 @@ api_v1 = [
     path("tenancy/", include("apps.tenancy.api.urls")),
     path("eventing/", include("apps.eventing.api.urls")),
     path("registry/", include("apps.registry.api.urls")),
+    path("compute/", include("apps.compute.api.urls")),
     path("whoami/", WhoAmIView.as_view(), name="whoami"),
 ]
 
@@ -24,5 +25,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("eventing/", include("apps.eventing.urls")),
     path("registry/", include("apps.registry.urls")),
+    path("compute/", include("apps.compute.urls")),
     path("", include("apps.console.urls")),
 ]

@@ -41,6 +41,9 @@ SCHEDULES = [
     ("eventing.periodic_purge_inbox", 1, IntervalSchedule.HOURS, "periodic"),
     ("eventing.periodic_trim_streams", 1, IntervalSchedule.MINUTES, "periodic"),
     ("eventing.periodic_redeliver_replays", 30, IntervalSchedule.SECONDS, "periodic"),
+    # Kicked when a batch turns terminal; this sweep only catches lost kicks.
+    ("compute.periodic_poll_batch_links", 5, IntervalSchedule.SECONDS, "periodic"),
+    ("compute.periodic_resolve_orphan_links", 1, IntervalSchedule.HOURS, "periodic"),
 ]
 DEMO_PASSWORD = "steward-demo"  # noqa: S105 - documented demo login, development only
 

@@ -171,20 +171,11 @@ KICK_KEY = "steward:dispatch:kick"
 
 
 def kick_dispatcher() -> None:
-    """Ask for a dispatcher run now, unless one is already asked for.
-
-    The flag collapses a burst of commits into one task; the dispatcher clears it
-    before it looks at the outbox, so a commit after that asks again. A Redis outage
-    only delays delivery until beat's sweep: it never fails the producer.
-    """
-    from apps.core.redis import get_redis
+    """Ask for a dispatcher run now, unless one is already asked for."""
+    from apps.core.kick import kick
     from apps.eventing.tasks import dispatch_outbox
 
-    try:
-        if get_redis().set(KICK_KEY, "1", nx=True, px=2000):
-            dispatch_outbox.apply_async()
-    except Exception as exc:  # noqa: BLE001 - redis-py and kombu both raise on a lost Redis
-        logger.warning("could not kick the dispatcher (%s); beat will sweep", exc)
+    kick(dispatch_outbox, KICK_KEY)
 
 
 def backoff_seconds(attempt: int, *, base: float, cap: float) -> float:

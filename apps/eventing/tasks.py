@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from celery import shared_task
 
 from apps.core.jobs import periodic_job
@@ -13,15 +11,13 @@ from apps.core.jobs import periodic_job
 def dispatch_outbox() -> int:
     """Drain the outbox; kicked on commit. Not acknowledged late: a lost run is
     harmless, beat's sweep starts another, and redelivering kicks is pointless."""
-    from apps.core.redis import get_redis
+    from apps.core.kick import clear_kick
     from apps.eventing import dispatcher
     from apps.eventing.services import KICK_KEY
 
     # Clear the kick flag before looking at the outbox: a commit after this point
     # kicks again, so no event waits for the sweep.
-    # Without Redis there is nothing to publish to anyway; drain() reports that.
-    with contextlib.suppress(Exception):
-        get_redis().delete(KICK_KEY)
+    clear_kick(KICK_KEY)
     return dispatcher.drain()
 
 

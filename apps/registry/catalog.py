@@ -5,6 +5,7 @@ from __future__ import annotations
 STEWARD_SERVICE = "steward"
 STEWARD_TOPICS = [
     ("tenancy.tenant", "Tenant lifecycle: tenant.created, tenant.updated."),
+    ("compute.step", "Workflow steps waiting on compute: step_completed."),
 ]
 
 

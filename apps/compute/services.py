@@ -1,0 +1,211 @@
+"""Compute batches and the workflow steps that wait on them."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.compute.models import ComputeBatch, WorkflowBatchLink
+from apps.core.context import Actor
+from apps.core.errors import Conflict, InvalidTransition
+from apps.eventing.services import NewEvent, emit_many
+from apps.tenancy.audit import audit_record
+from apps.tenancy.scope import system_scope, tenant_scope
+
+logger = logging.getLogger(__name__)
+
+STEP_TOPIC = "compute.step"
+POLL_KICK_KEY = "steward:compute:poll:kick"
+LINK = WorkflowBatchLink._meta.db_table
+BATCH = ComputeBatch._meta.db_table
+
+
+def batch_submit(
+    *,
+    actor: Actor,
+    tenant,
+    idempotency_key: str,
+    workflow_instance_id: str,
+    workflow_step_id: str,
+) -> tuple[ComputeBatch, bool]:
+    """The `submit_compute` step: create the batch and the step's link in one transaction.
+
+    Idempotent by the step's key: the same key again returns the batch it created (and
+    False); the same key for another step is a conflict.
+    """
+    with tenant_scope(tenant):
+        existing = ComputeBatch.objects.filter(
+            tenant=tenant, idempotency_key=idempotency_key
+        ).first()
+        if existing is not None:
+            if (existing.workflow_instance_id, existing.workflow_step_id) != (
+                workflow_instance_id,
+                workflow_step_id,
+            ):
+                raise Conflict(
+                    "This idempotency key was used for another workflow step.",
+                    code="idempotency_key_reused",
+                )
+            return existing, False
+        batch = ComputeBatch.objects.create(
+            tenant=tenant,
+            idempotency_key=idempotency_key,
+            workflow_instance_id=workflow_instance_id,
+            workflow_step_id=workflow_step_id,
+        )
+        WorkflowBatchLink.objects.create(
+            batch_id=batch.pk,
+            workflow_step_id=workflow_step_id,
+            workflow_instance_id=workflow_instance_id,
+            tenant=tenant,
+        )
+        audit_record(
+            actor=actor,
+            action="compute_batch.submit",
+            instance=batch,
+            tenant=tenant,
+            changes={"workflow_step": [None, f"{workflow_instance_id}/{workflow_step_id}"]},
+        )
+    return batch, True
+
+
+def batch_set_status(
+    *, actor: Actor, batch: ComputeBatch, status: str, result_summary: dict | None = None
+) -> ComputeBatch:
+    """A compute worker reports progress. Terminal states are final; reaching one queues
+    the waiting step's completion and kicks the poller."""
+    if status == batch.status and result_summary in (None, batch.result_summary):
+        return batch
+    allowed = ComputeBatch.TRANSITIONS.get(batch.status, set())
+    if status not in allowed:
+        raise InvalidTransition(
+            f"A {batch.status} batch cannot become {status}.",
+            allowed=sorted(allowed),
+        )
+    before = batch.status
+    batch.status = status
+    if result_summary is not None:
+        batch.result_summary = result_summary
+    if status in ComputeBatch.TERMINAL:
+        batch.finished_at = timezone.now()
+        batch.completion_pending = True
+    with tenant_scope(batch.tenant_id):
+        batch.save()
+        audit_record(
+            actor=actor,
+            action="compute_batch.status",
+            instance=batch,
+            tenant=batch.tenant_id,
+            changes={"status": [before, status]},
+        )
+        if batch.completion_pending:
+            transaction.on_commit(kick_poller, robust=True)
+    return batch
+
+
+def kick_poller() -> None:
+    from apps.compute.tasks import poll_batch_links
+    from apps.core.kick import kick
+
+    kick(poll_batch_links, POLL_KICK_KEY)
+
+
+def _step_completed(link: tuple, outcome: str, summary: dict) -> NewEvent:
+    batch_id, tenant_id, step_id, instance_id = link
+    return NewEvent(
+        topic=STEP_TOPIC,
+        event_type="step_completed",
+        # Per workflow instance: its steps complete in the order they are published.
+        aggregate_type="workflow_instance",
+        aggregate_id=instance_id,
+        payload={
+            "workflow_instance_id": instance_id,
+            "workflow_step_id": step_id,
+            "batch_id": str(batch_id),
+            "outcome": outcome,
+            "result_summary": summary,
+        },
+        tenant=tenant_id,
+    )
+
+
+def _delete_links(batch_ids: list) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {LINK} WHERE batch_id = ANY(%s)", [batch_ids])  # noqa: S608
+
+
+def _complete(tenant_id, candidates: dict) -> int:
+    """In the owning tenant's scope and one transaction: claim the links (SKIP LOCKED, so
+    a concurrent poller skips them), write each step_completed, delete the links."""
+    with tenant_scope(tenant_id), connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT batch_id, tenant_id, workflow_step_id, workflow_instance_id FROM {LINK}"  # noqa: S608
+            " WHERE batch_id = ANY(%s) FOR UPDATE SKIP LOCKED",
+            [list(candidates)],
+        )
+        claimed = cursor.fetchall()
+        if not claimed:
+            return 0
+        emit_many([_step_completed(link, *candidates[link[0]]) for link in claimed])
+        _delete_links([link[0] for link in claimed])
+        cursor.execute(
+            f"UPDATE {BATCH} SET completion_pending = false WHERE id = ANY(%s)",  # noqa: S608
+            [[link[0] for link in claimed]],
+        )
+    return len(claimed)
+
+
+def poll_batch_links(limit: int | None = None) -> int:
+    """Publish step_completed for links whose batch is terminal, and delete those links.
+
+    Reads in the system scope, where row-level security shows every tenant's links and
+    batches, through the partial index on pending completions; then completes each
+    tenant's links in that tenant's scope. Returns how many steps completed.
+    """
+    limit = limit or settings.STEWARD_COMPUTE_POLL_BATCH
+    with system_scope(), connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT b.id, b.tenant_id, b.status, b.result_summary, l.batch_id IS NOT NULL"  # noqa: S608
+            f" FROM {BATCH} b LEFT JOIN {LINK} l ON l.batch_id = b.id"
+            " WHERE b.completion_pending LIMIT %s",
+            [limit],
+        )
+        rows = cursor.fetchall()
+    by_tenant: dict = defaultdict(dict)
+    without_link: dict = defaultdict(list)
+    for batch_id, tenant_id, status, summary, linked in rows:
+        if linked:
+            by_tenant[tenant_id][batch_id] = (status, summary or {})
+        else:
+            without_link[tenant_id].append(batch_id)
+    completed = 0
+    for tenant_id, candidates in by_tenant.items():
+        completed += _complete(tenant_id, candidates)
+    for tenant_id, batch_ids in without_link.items():
+        # Nothing waits on these (a step that never linked, or one resolved already).
+        with tenant_scope(tenant_id):
+            ComputeBatch.objects.filter(pk__in=batch_ids).update(completion_pending=False)
+    return completed
+
+
+def resolve_orphan_links(limit: int = 500) -> int:
+    """Links whose batch no longer exists: complete the step with outcome `batch_missing`
+    (and say so in the log), rather than leave the workflow waiting forever."""
+    with system_scope(), connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT l.batch_id, l.tenant_id FROM {LINK} l"  # noqa: S608
+            f" WHERE NOT EXISTS (SELECT 1 FROM {BATCH} b WHERE b.id = l.batch_id) LIMIT %s",
+            [limit],
+        )
+        rows = cursor.fetchall()
+    by_tenant: dict = defaultdict(dict)
+    for batch_id, tenant_id in rows:
+        by_tenant[tenant_id][batch_id] = ("batch_missing", {})
+    resolved = sum(_complete(tenant_id, links) for tenant_id, links in by_tenant.items())
+    if resolved:
+        logger.warning("resolved %s workflow batch links whose batch is missing", resolved)
+    return resolved
