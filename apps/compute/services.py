@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 
@@ -179,6 +180,8 @@ def poll_batch_links(limit: int | None = None) -> int:
     without_link: dict = defaultdict(list)
     for batch_id, tenant_id, status, summary, linked in rows:
         if linked:
+            # Django leaves jsonb undecoded on a raw cursor.
+            summary = json.loads(summary) if isinstance(summary, str) else summary
             by_tenant[tenant_id][batch_id] = (status, summary or {})
         else:
             without_link[tenant_id].append(batch_id)

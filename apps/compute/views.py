@@ -5,6 +5,7 @@ from apps.console.listing import Column, ListPage, OperatorRequiredMixin
 
 class BatchListView(ListPage):
     title = "Compute batches"
+    related_pages = (("Outstanding batch links", "compute:link-list"),)
     filterset_class = ComputeBatchFilterSet
     search_fields = ("workflow_instance_id", "workflow_step_id", "idempotency_key")
     default_ordering = "-created_at"

@@ -48,6 +48,7 @@ class ListPage(LoginRequiredMixin, ListView):
     title = ""
     create: tuple[str, str, set[str]] | None = None  # (label, url name, caller kinds)
     row_actions: tuple[RowAction, ...] = ()
+    related_pages: tuple[tuple[str, str], ...] = ()  # (label, url name) shown above the list
 
     def get_base_queryset(self):
         raise NotImplementedError
@@ -86,6 +87,7 @@ class ListPage(LoginRequiredMixin, ListView):
             searchable=bool(self.search_fields),
             create_action=self._create_action(),
             row_actions=self.row_actions,
+            related_pages=[(label, reverse(name)) for label, name in self.related_pages],
         )
         return context
 

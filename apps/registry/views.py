@@ -5,6 +5,7 @@ from apps.registry.filters import SubscriptionFilterSet, TopicFilterSet
 
 class TopicListView(ListPage):
     title = "Topics"
+    related_pages = (("Subscriptions", "registry:subscription-list"),)
     filterset_class = TopicFilterSet
     search_fields = ("name", "description")
     default_ordering = "name"
