@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-CASES = ("api", "eventing")
+CASES = ("api", "eventing", "compute")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -283,7 +283,7 @@ STEWARD_EVENTING = {
 }
 
 # Compute: links claimed per poll, and the age at which an outstanding link shows as stale.
-STEWARD_COMPUTE_POLL_BATCH = env_int("STEWARD_COMPUTE_POLL_BATCH", 500)
+STEWARD_COMPUTE_POLL_BATCH = env_int("STEWARD_COMPUTE_POLL_BATCH", 5000)
 STEWARD_COMPUTE_STALE_LINK_MINUTES = env_int("STEWARD_COMPUTE_STALE_LINK_MINUTES", 60)
 
 # Webhook signing secrets are referenced as env:NAME, NAME starting with this prefix.

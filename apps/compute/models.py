@@ -3,7 +3,6 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
-from django.db.models import Q
 from django.utils import timezone
 
 from apps.tenancy.models import Tenant
@@ -34,10 +33,6 @@ class ComputeBatch(models.Model):
     workflow_step_id = models.CharField(max_length=100)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     result_summary = models.JSONField(default=dict, blank=True)
-    # Set when the batch turns terminal, cleared by the poller once its link is resolved:
-    # the poller finds its work through a partial index on this, so a poll costs what
-    # is terminal, not what is outstanding.
-    completion_pending = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -49,11 +44,6 @@ class ComputeBatch(models.Model):
                 fields=["tenant", "idempotency_key"], name="compute_batch_idempotency"
             ),
         ]
-        indexes = [
-            models.Index(
-                fields=["id"], name="compute_batch_pending", condition=Q(completion_pending=True)
-            ),
-        ]
 
     def __str__(self) -> str:
         return f"batch {self.pk} ({self.status})"
@@ -61,6 +51,22 @@ class ComputeBatch(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in self.TERMINAL
+
+
+class BatchCompletion(models.Model):
+    """A batch that turned terminal and whose waiting step (if any) is not completed yet.
+
+    The poller's work queue: it holds only what is to be done, so a poll costs what is
+    terminal, not what is outstanding, and finishing is a DELETE (a flag on the batch
+    row would be an UPDATE through all of that table's indexes).
+    """
+
+    batch_id = models.UUIDField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    queued_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"completion of {self.batch_id}"
 
 
 class WorkflowBatchLink(models.Model):

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.compute.models import ComputeBatch, WorkflowBatchLink
+from apps.compute.models import BatchCompletion, ComputeBatch, WorkflowBatchLink
 from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition
 from apps.eventing.services import NewEvent, emit_many
@@ -23,6 +23,7 @@ STEP_TOPIC = "compute.step"
 POLL_KICK_KEY = "steward:compute:poll:kick"
 LINK = WorkflowBatchLink._meta.db_table
 BATCH = ComputeBatch._meta.db_table
+COMPLETION = BatchCompletion._meta.db_table
 
 
 def batch_submit(
@@ -91,11 +92,13 @@ def batch_set_status(
     batch.status = status
     if result_summary is not None:
         batch.result_summary = result_summary
-    if status in ComputeBatch.TERMINAL:
+    terminal = status in ComputeBatch.TERMINAL
+    if terminal:
         batch.finished_at = timezone.now()
-        batch.completion_pending = True
     with tenant_scope(batch.tenant_id):
         batch.save()
+        if terminal:
+            BatchCompletion.objects.get_or_create(batch_id=batch.pk, tenant_id=batch.tenant_id)
         audit_record(
             actor=actor,
             action="compute_batch.status",
@@ -103,7 +106,7 @@ def batch_set_status(
             tenant=batch.tenant_id,
             changes={"status": [before, status]},
         )
-        if batch.completion_pending:
+        if terminal:
             transaction.on_commit(kick_poller, robust=True)
     return batch
 
@@ -137,6 +140,7 @@ def _step_completed(link: tuple, outcome: str, summary: dict) -> NewEvent:
 def _delete_links(batch_ids: list) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {LINK} WHERE batch_id = ANY(%s)", [batch_ids])  # noqa: S608
+        cursor.execute(f"DELETE FROM {COMPLETION} WHERE batch_id = ANY(%s)", [batch_ids])  # noqa: S608
 
 
 def _complete(tenant_id, candidates: dict) -> int:
@@ -153,28 +157,34 @@ def _complete(tenant_id, candidates: dict) -> int:
             return 0
         emit_many([_step_completed(link, *candidates[link[0]]) for link in claimed])
         _delete_links([link[0] for link in claimed])
-        cursor.execute(
-            f"UPDATE {BATCH} SET completion_pending = false WHERE id = ANY(%s)",  # noqa: S608
-            [[link[0] for link in claimed]],
-        )
     return len(claimed)
+
+
+# LATERAL lookups by primary key (LIMIT 1 keeps the planner from flattening them): it
+# would otherwise hash-join the queue against a sequential scan of every batch or link,
+# and the poll would cost what is outstanding instead of what is terminal.
+POLL_QUERY = f"""
+SELECT c.batch_id, c.tenant_id, b.status, b.result_summary, l.linked
+FROM (SELECT batch_id, tenant_id FROM {COMPLETION} LIMIT %s) AS c
+LEFT JOIN LATERAL (
+    SELECT status, result_summary FROM {BATCH} WHERE id = c.batch_id LIMIT 1
+) AS b ON true
+LEFT JOIN LATERAL (
+    SELECT true AS linked FROM {LINK} WHERE batch_id = c.batch_id LIMIT 1
+) AS l ON true
+"""  # noqa: S608 - table names only
 
 
 def poll_batch_links(limit: int | None = None) -> int:
     """Publish step_completed for links whose batch is terminal, and delete those links.
 
-    Reads in the system scope, where row-level security shows every tenant's links and
-    batches, through the partial index on pending completions; then completes each
+    Reads the completion queue in the system scope, where row-level security shows
+    every tenant's rows, joining batches and links by their keys; then completes each
     tenant's links in that tenant's scope. Returns how many steps completed.
     """
     limit = limit or settings.STEWARD_COMPUTE_POLL_BATCH
     with system_scope(), connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT b.id, b.tenant_id, b.status, b.result_summary, l.batch_id IS NOT NULL"  # noqa: S608
-            f" FROM {BATCH} b LEFT JOIN {LINK} l ON l.batch_id = b.id"
-            " WHERE b.completion_pending LIMIT %s",
-            [limit],
-        )
+        cursor.execute(POLL_QUERY, [limit])
         rows = cursor.fetchall()
     by_tenant: dict = defaultdict(dict)
     without_link: dict = defaultdict(list)
@@ -182,7 +192,8 @@ def poll_batch_links(limit: int | None = None) -> int:
         if linked:
             # Django leaves jsonb undecoded on a raw cursor.
             summary = json.loads(summary) if isinstance(summary, str) else summary
-            by_tenant[tenant_id][batch_id] = (status, summary or {})
+            # A batch deleted after it finished still completes its step, as missing.
+            by_tenant[tenant_id][batch_id] = (status or "batch_missing", summary or {})
         else:
             without_link[tenant_id].append(batch_id)
     completed = 0
@@ -191,7 +202,7 @@ def poll_batch_links(limit: int | None = None) -> int:
     for tenant_id, batch_ids in without_link.items():
         # Nothing waits on these (a step that never linked, or one resolved already).
         with tenant_scope(tenant_id):
-            ComputeBatch.objects.filter(pk__in=batch_ids).update(completion_pending=False)
+            BatchCompletion.objects.filter(batch_id__in=batch_ids).delete()
     return completed
 
 

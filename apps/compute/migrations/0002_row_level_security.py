@@ -8,6 +8,7 @@ class Migration(migrations.Migration):
 
     operations = [
         EnableTenantRLS("computebatch"),
+        EnableTenantRLS("batchcompletion"),
         # A tenant session sees its own links, the system session (the poller) all of
         # them; every change to a link happens in the owning tenant's scope.
         EnableTenantRLS("workflowbatchlink"),
