@@ -131,7 +131,22 @@ def install_demo_data(report: SetupReport) -> None:
         name="demo",
         scopes=["tenancy:read", "tenancy:write"],
     )
-    report.created.append("demo data (tenants acme and globex, three people, one service)")
+    from apps.compute.services import batch_set_status, batch_submit
+
+    for step, final in (("train-model", "succeeded"), ("score-batch", None)):
+        batch, _ = batch_submit(
+            actor=actor,
+            tenant=acme,
+            idempotency_key=f"demo-{step}",
+            workflow_instance_id="demo-workflow-1",
+            workflow_step_id=step,
+        )
+        batch_set_status(actor=actor, batch=batch, status="running")
+        if final:
+            batch_set_status(actor=actor, batch=batch, status=final, result_summary={"rows": 1200})
+    report.created.append(
+        "demo data (tenants acme and globex, three people, one service, two compute batches)"
+    )
     report.secrets.append(f"demo service token (release-pipeline): {issued.secret}")
 
 

@@ -267,3 +267,19 @@ def test_compute_list_pages_query_count_does_not_grow(client, operator, tenant_a
     for _ in range(8):
         submit(tenant_a)
     assert list_page_queries(client, url) == few
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_turning_terminal_kicks_the_poller_on_a_real_worker(tenant_a, settings):
+    from celery.contrib.testing.worker import start_worker
+
+    from portal.celery import app
+    from tests.support import wait_for
+
+    batch = submit(tenant_a, step="kicked")
+    with start_worker(
+        app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
+    ):
+        finish(batch)
+        wait_for(lambda: len(step_events()) == 1, timeout=30)
+    assert links() == set()
