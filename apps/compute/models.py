@@ -29,8 +29,8 @@ class ComputeBatch(models.Model):
     idempotency_key = models.CharField(
         max_length=200, help_text="The submitting step's idempotency key."
     )
-    workflow_instance_id = models.CharField(max_length=100)
-    workflow_step_id = models.CharField(max_length=100)
+    workflow_instance_id = models.CharField(max_length=64)
+    workflow_step_id = models.CharField(max_length=64)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     result_summary = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -65,6 +65,10 @@ class BatchCompletion(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
     queued_at = models.DateTimeField(default=timezone.now)
 
+    class Meta:
+        # The poller takes the queue in the order batches finished.
+        indexes = [models.Index(fields=["queued_at"], name="compute_completion_queued")]
+
     def __str__(self) -> str:
         return f"completion of {self.batch_id}"
 
@@ -73,8 +77,8 @@ class WorkflowBatchLink(models.Model):
     """One workflow step waiting for one batch. Current state only: deleted, never closed."""
 
     batch_id = models.UUIDField(primary_key=True)
-    workflow_step_id = models.CharField(max_length=100)
-    workflow_instance_id = models.CharField(max_length=100)
+    workflow_step_id = models.CharField(max_length=64)
+    workflow_instance_id = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
 

@@ -7,7 +7,7 @@ import logging
 from collections import defaultdict
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.compute.models import BatchCompletion, ComputeBatch, WorkflowBatchLink
@@ -37,42 +37,60 @@ def batch_submit(
     """The `submit_compute` step: create the batch and the step's link in one transaction.
 
     Idempotent by the step's key: the same key again returns the batch it created (and
-    False); the same key for another step is a conflict.
+    False), also when two identical submissions race; the same key for another step
+    is a conflict.
     """
     with tenant_scope(tenant):
         existing = ComputeBatch.objects.filter(
             tenant=tenant, idempotency_key=idempotency_key
         ).first()
-        if existing is not None:
-            if (existing.workflow_instance_id, existing.workflow_step_id) != (
-                workflow_instance_id,
-                workflow_step_id,
-            ):
-                raise Conflict(
-                    "This idempotency key was used for another workflow step.",
-                    code="idempotency_key_reused",
-                )
-            return existing, False
-        batch = ComputeBatch.objects.create(
-            tenant=tenant,
-            idempotency_key=idempotency_key,
-            workflow_instance_id=workflow_instance_id,
-            workflow_step_id=workflow_step_id,
-        )
-        WorkflowBatchLink.objects.create(
-            batch_id=batch.pk,
-            workflow_step_id=workflow_step_id,
-            workflow_instance_id=workflow_instance_id,
-            tenant=tenant,
-        )
-        audit_record(
-            actor=actor,
-            action="compute_batch.submit",
-            instance=batch,
-            tenant=tenant,
-            changes={"workflow_step": [None, f"{workflow_instance_id}/{workflow_step_id}"]},
-        )
-    return batch, True
+        if existing is None:
+            try:
+                with transaction.atomic():
+                    return _create_batch(
+                        actor=actor,
+                        tenant=tenant,
+                        idempotency_key=idempotency_key,
+                        workflow_instance_id=workflow_instance_id,
+                        workflow_step_id=workflow_step_id,
+                    ), True
+            except IntegrityError:
+                # A concurrent submission of the same key won the insert.
+                existing = ComputeBatch.objects.get(tenant=tenant, idempotency_key=idempotency_key)
+        if (existing.workflow_instance_id, existing.workflow_step_id) != (
+            workflow_instance_id,
+            workflow_step_id,
+        ):
+            raise Conflict(
+                "This idempotency key was used for another workflow step.",
+                code="idempotency_key_reused",
+            )
+        return existing, False
+
+
+def _create_batch(
+    *, actor, tenant, idempotency_key, workflow_instance_id, workflow_step_id
+) -> ComputeBatch:
+    batch = ComputeBatch.objects.create(
+        tenant=tenant,
+        idempotency_key=idempotency_key,
+        workflow_instance_id=workflow_instance_id,
+        workflow_step_id=workflow_step_id,
+    )
+    WorkflowBatchLink.objects.create(
+        batch_id=batch.pk,
+        workflow_step_id=workflow_step_id,
+        workflow_instance_id=workflow_instance_id,
+        tenant=tenant,
+    )
+    audit_record(
+        actor=actor,
+        action="compute_batch.submit",
+        instance=batch,
+        tenant=tenant,
+        changes={"workflow_step": [None, f"{workflow_instance_id}/{workflow_step_id}"]},
+    )
+    return batch
 
 
 def batch_set_status(
@@ -80,34 +98,38 @@ def batch_set_status(
 ) -> ComputeBatch:
     """A compute worker reports progress. Terminal states are final; reaching one queues
     the waiting step's completion and kicks the poller."""
-    if status == batch.status and result_summary in (None, batch.result_summary):
+    with tenant_scope(batch.tenant_id):
+        # Decide on the row as it is now, locked: a caller's stale copy must not turn a
+        # finished batch into another outcome.
+        batch = ComputeBatch.objects.select_for_update().get(pk=batch.pk)
+        return _set_status(actor=actor, batch=batch, status=status, summary=result_summary)
+
+
+def _set_status(*, actor, batch: ComputeBatch, status: str, summary) -> ComputeBatch:
+    if status == batch.status and summary in (None, batch.result_summary):
         return batch
     allowed = ComputeBatch.TRANSITIONS.get(batch.status, set())
     if status not in allowed:
         raise InvalidTransition(
-            f"A {batch.status} batch cannot become {status}.",
-            allowed=sorted(allowed),
+            f"A {batch.status} batch cannot become {status}.", allowed=sorted(allowed)
         )
-    before = batch.status
-    batch.status = status
-    if result_summary is not None:
-        batch.result_summary = result_summary
+    before, batch.status = batch.status, status
+    if summary is not None:
+        batch.result_summary = summary
     terminal = status in ComputeBatch.TERMINAL
     if terminal:
         batch.finished_at = timezone.now()
-    with tenant_scope(batch.tenant_id):
-        batch.save()
-        if terminal:
-            BatchCompletion.objects.get_or_create(batch_id=batch.pk, tenant_id=batch.tenant_id)
-        audit_record(
-            actor=actor,
-            action="compute_batch.status",
-            instance=batch,
-            tenant=batch.tenant_id,
-            changes={"status": [before, status]},
-        )
-        if terminal:
-            transaction.on_commit(kick_poller, robust=True)
+    batch.save()
+    if terminal:
+        BatchCompletion.objects.get_or_create(batch_id=batch.pk, tenant_id=batch.tenant_id)
+        transaction.on_commit(kick_poller, robust=True)
+    audit_record(
+        actor=actor,
+        action="compute_batch.status",
+        instance=batch,
+        tenant=batch.tenant_id,
+        changes={"status": [before, status]},
+    )
     return batch
 
 
@@ -155,6 +177,9 @@ def _complete(tenant_id, candidates: dict) -> int:
         claimed = cursor.fetchall()
         if not claimed:
             return 0
+        # In queue order (the order the batches finished): `candidates` keeps it.
+        position = {batch_id: n for n, batch_id in enumerate(candidates)}
+        claimed.sort(key=lambda link: position[link[0]])
         emit_many([_step_completed(link, *candidates[link[0]]) for link in claimed])
         _delete_links([link[0] for link in claimed])
     return len(claimed)
@@ -165,13 +190,14 @@ def _complete(tenant_id, candidates: dict) -> int:
 # and the poll would cost what is outstanding instead of what is terminal.
 POLL_QUERY = f"""
 SELECT c.batch_id, c.tenant_id, b.status, b.result_summary, l.linked
-FROM (SELECT batch_id, tenant_id FROM {COMPLETION} LIMIT %s) AS c
+FROM (SELECT batch_id, tenant_id, queued_at FROM {COMPLETION} ORDER BY queued_at LIMIT %s) AS c
 LEFT JOIN LATERAL (
     SELECT status, result_summary FROM {BATCH} WHERE id = c.batch_id LIMIT 1
 ) AS b ON true
 LEFT JOIN LATERAL (
     SELECT true AS linked FROM {LINK} WHERE batch_id = c.batch_id LIMIT 1
 ) AS l ON true
+ORDER BY c.queued_at
 """  # noqa: S608 - table names only
 
 
@@ -198,7 +224,10 @@ def poll_batch_links(limit: int | None = None) -> int:
             without_link[tenant_id].append(batch_id)
     completed = 0
     for tenant_id, candidates in by_tenant.items():
-        completed += _complete(tenant_id, candidates)
+        try:
+            completed += _complete(tenant_id, candidates)
+        except Exception:  # one tenant's failure must not hold back the others
+            logger.exception("completing batch links of tenant %s failed", tenant_id)
     for tenant_id, batch_ids in without_link.items():
         # Nothing waits on these (a step that never linked, or one resolved already).
         with tenant_scope(tenant_id):

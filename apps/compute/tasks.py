@@ -2,26 +2,35 @@ from celery import shared_task
 
 from apps.core.jobs import periodic_job
 
+# The kicked run and beat's sweep share one claim, so one poll runs at a time and a
+# workflow instance's completions leave in the order its batches finished. A run
+# loops until the queue is empty, so a skipped one loses nothing.
+POLL_JOB = "compute.poll_batch_links"
 
-@shared_task(scope="self", name="compute.poll_batch_links", acks_late=False)
-def poll_batch_links() -> int:
-    """Kicked when a batch turns terminal. Two pollers at once are safe: links are
-    claimed with SKIP LOCKED in each owning tenant's scope."""
+
+@periodic_job(POLL_JOB)
+def _poll_until_empty() -> int:
     from apps.compute import services
-    from apps.core.kick import clear_kick
 
-    clear_kick(services.POLL_KICK_KEY)
     total = 0
     while moved := services.poll_batch_links():
         total += moved
     return total
 
 
-@shared_task(scope="self", name="compute.periodic_poll_batch_links")
-def periodic_poll_batch_links() -> int:
+@shared_task(scope="self", name="compute.poll_batch_links", acks_late=False)
+def poll_batch_links():
+    """Kicked when a batch turns terminal."""
     from apps.compute import services
+    from apps.core.kick import clear_kick
 
-    return services.poll_batch_links()
+    clear_kick(services.POLL_KICK_KEY)
+    return _poll_until_empty()
+
+
+@shared_task(scope="self", name="compute.periodic_poll_batch_links")
+def periodic_poll_batch_links():
+    return _poll_until_empty()
 
 
 @shared_task(scope="self", name="compute.periodic_resolve_orphan_links")
@@ -29,4 +38,7 @@ def periodic_poll_batch_links() -> int:
 def periodic_resolve_orphan_links() -> int:
     from apps.compute import services
 
-    return services.resolve_orphan_links()
+    total = 0
+    while resolved := services.resolve_orphan_links():
+        total += resolved
+    return total

@@ -30,8 +30,9 @@ class BatchSubmitSerializer(StrictSerializer):
     one submits for its own tenant."""
 
     idempotency_key = serializers.CharField(max_length=200)
-    workflow_instance_id = serializers.CharField(max_length=100)
-    workflow_step_id = serializers.CharField(max_length=100)
+    # 64: the workflow instance is the step_completed event's aggregate id.
+    workflow_instance_id = serializers.CharField(max_length=64)
+    workflow_step_id = serializers.CharField(max_length=64)
     tenant = serializers.SlugRelatedField(
         slug_field="slug", queryset=Tenant.objects.all(), required=False
     )

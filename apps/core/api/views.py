@@ -3,16 +3,18 @@ If-Match on writes (checked under a row lock), Idempotency-Key on create."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 
-from django.shortcuts import get_object_or_404
 from rest_framework import viewsets
 from rest_framework.response import Response
 
 from apps.core.api.idempotency import idempotent
 from apps.core.api.permissions import EVERYONE, StewardAccess
 from apps.core.errors import PreconditionFailed
+from apps.tenancy.models import owning_tenant_id
+from apps.tenancy.scope import tenant_scope
 
 UNSAFE_OBJECT_METHODS = ("PUT", "PATCH", "DELETE")
 
@@ -55,12 +57,15 @@ class StewardViewSetMixin:
     def get_object(self):
         if self.request.method not in UNSAFE_OBJECT_METHODS:
             return super().get_object()
+        obj = super().get_object()  # found in the caller's scope, permissions checked
         # Lock the row before comparing If-Match, so a concurrent writer cannot change it
-        # between the check and this request's update.
-        queryset = self.filter_queryset(self.get_queryset()).select_for_update(of=("self",))
-        lookup = self.lookup_url_kwarg or self.lookup_field
-        obj = get_object_or_404(queryset, **{self.lookup_field: self.kwargs[lookup]})
-        self.check_object_permissions(self.request, obj)
+        # between the check and this request's update. FOR UPDATE needs the owning
+        # tenant's scope (row-level security applies write rules to it): a platform
+        # caller reads in the system scope, so the lock is taken in the owner's. The
+        # lock outlives that inner scope: it is held to the end of the transaction.
+        owner = owning_tenant_id(obj)
+        with tenant_scope(owner) if owner else contextlib.nullcontext():
+            obj = type(obj).objects.select_for_update().get(pk=obj.pk)
         if_match = self.request.headers.get("If-Match")
         if if_match is not None:
             # The ETag a client holds came from a read, so compare with the read shape.
