@@ -42,7 +42,7 @@ from apps.eventing.models import DeadLetter, InboxEntry
 from apps.eventing.services import backoff_seconds
 from apps.eventing.transports import STREAM_PREFIX, WebhookTransport, stream_key
 from apps.registry.models import Service, Subscription, Topic
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.tenancy.scope import owner_scope, system_scope
 
 logger = logging.getLogger(__name__)
 INBOX = InboxEntry._meta.db_table
@@ -112,10 +112,6 @@ def ensure_subscription_groups(subscriptions: Iterable[Subscription]) -> None:
 # --------------------------------------------------------------------------- inbox
 
 
-def _scope(tenant_id):
-    return tenant_scope(tenant_id) if tenant_id else system_scope()
-
-
 def _claim_inbox(consumer_name: str, envelopes: list[Envelope]) -> set:
     """Insert inbox rows; the event ids that were new (the others are duplicates)."""
     with connection.cursor() as cursor:
@@ -148,7 +144,7 @@ def handle_envelopes(handler: Handler, envelopes: list[Envelope]) -> int:
         for envelope in envelopes:
             groups.setdefault(envelope.tenant_id, []).append(envelope)
         for tenant_id, group in groups.items():
-            with _scope(tenant_id):
+            with owner_scope(tenant_id):
                 new = _claim_inbox(handler.consumer, group)
                 # `new` holds each id once; a batch carrying an envelope twice (the
                 # dispatcher's redelivery after a crash) still runs the handler once.
@@ -181,7 +177,7 @@ def purge_inbox() -> int:
 
 
 def dead_letter(subscription: Subscription, envelope: Envelope, *, error: str, attempts: int):
-    with _scope(envelope.tenant_id):
+    with owner_scope(envelope.tenant_id):
         try:
             with transaction.atomic():
                 DeadLetter.objects.create(
@@ -558,7 +554,7 @@ def redeliver(dead_letter_id: int) -> str:
     except Exception as exc:  # noqa: BLE001 - recorded as a new dead letter
         outcome = "failed"
         error = f"replay: {type(exc).__name__}: {exc}"
-    with _scope(dead.tenant_id), transaction.atomic():
+    with owner_scope(dead.tenant_id), transaction.atomic():
         marked = DeadLetter.objects.filter(pk=dead.pk, state=DeadLetter.State.REPLAYING).update(
             state=DeadLetter.State.REPLAYED
         )

@@ -31,7 +31,7 @@ from apps.eventing.envelope import Envelope
 from apps.eventing.models import LANES, DeliveryCount, DispatchLane, OutboxEvent
 from apps.eventing.services import backoff_seconds
 from apps.eventing.transports import RedisStreamTransport, TransportError
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.tenancy.scope import owner_scope, system_scope
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def _delete_published(rows: list[tuple[int, Envelope]]) -> None:
     for tenant_id, ids in by_tenant.items():
         # Every mutation runs in the owning tenant's scope; platform-wide events
         # (no tenant) are written and removed in the system scope.
-        with tenant_scope(tenant_id) if tenant_id else system_scope():
+        with owner_scope(tenant_id):
             with connection.cursor() as cursor:
                 cursor.execute(f"DELETE FROM {OUTBOX} WHERE id = ANY(%s)", [ids])  # noqa: S608
 

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from apps.eventing.models import UncertainEffect
 from apps.eventing.services import backoff_seconds
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.tenancy.scope import owner_scope, system_scope
 
 logger = logging.getLogger(__name__)
 RECONCILE_BATCH = 100
@@ -50,10 +50,6 @@ def register_adapter(target_system: str, adapter: EffectAdapter) -> None:
     ADAPTERS[target_system] = adapter
 
 
-def _scope(tenant_id):
-    return tenant_scope(tenant_id) if tenant_id else system_scope()
-
-
 def perform_effect(
     *,
     tenant_id,
@@ -70,7 +66,7 @@ def perform_effect(
     the outcome is unknown, and raises anything else for a definite failure. Calling
     again with the same reference returns the existing record instead of calling twice.
     """
-    with _scope(tenant_id):
+    with owner_scope(tenant_id):
         effect, created = UncertainEffect.objects.get_or_create(
             target_system=target_system,
             operation=operation,
@@ -101,7 +97,7 @@ def _mark(effect: UncertainEffect, state: str, *, result=None, error: str = "") 
             effect.attempts, base=config["BACKOFF_BASE_SECONDS"], cap=config["BACKOFF_MAX_SECONDS"]
         )
         effect.next_check_at = timezone.now() + timedelta(seconds=delay)
-    with _scope(effect.tenant_id), transaction.atomic():
+    with owner_scope(effect.tenant_id), transaction.atomic():
         effect.save(
             update_fields=[
                 "state",

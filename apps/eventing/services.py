@@ -200,10 +200,10 @@ def _resolve_dead_letter(*, actor, dead_letter, state: str, action: str):
     from apps.core.errors import Conflict
     from apps.eventing.models import DeadLetter
     from apps.tenancy.audit import audit_record
-    from apps.tenancy.scope import system_scope, tenant_scope
+    from apps.tenancy.scope import owner_scope
 
     tenant_id = dead_letter.tenant_id
-    with tenant_scope(tenant_id) if tenant_id else system_scope():
+    with owner_scope(tenant_id):
         # Conditional: of two operators pressing the button at once, one wins and the
         # other is told; the envelope is replayed at most once per dead letter.
         changed = DeadLetter.objects.filter(pk=dead_letter.pk, state=DeadLetter.State.DEAD).update(

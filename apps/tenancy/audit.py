@@ -6,7 +6,7 @@ from django.db import models
 
 from apps.core.context import SYSTEM_ACTOR, Actor, request_id
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.tenancy.scope import owner_scope
 
 # Values that are never copied into an audit row.
 SECRET_FIELDS = frozenset({"password", "digest", "token", "secret"})
@@ -64,6 +64,6 @@ def audit_record(
         changes=changes or {},
         request_id=request_id.get(),
     )
-    with tenant_scope(tenant_id) if tenant_id is not None else system_scope():
+    with owner_scope(tenant_id):
         event.save()
     return event

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.tenancy.scope import owner_scope, system_scope
 
 BATCH = 1000
 
@@ -27,7 +27,7 @@ def delete_in_owner_scopes(model, time_field: str, older_than) -> int:
     total = 0
     for tenant_id in tenants:
         while True:
-            with transaction.atomic(), tenant_scope(tenant_id) if tenant_id else system_scope():
+            with transaction.atomic(), owner_scope(tenant_id):
                 with connection.cursor() as cursor:
                     owner = "tenant_id = %s" if tenant_id else "tenant_id IS NULL"
                     params = [older_than, tenant_id] if tenant_id else [older_than]

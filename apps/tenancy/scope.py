@@ -100,3 +100,9 @@ def tenant_scope(tenant) -> contextmanager:
 def system_scope() -> contextmanager:
     """Read across tenants (operators, pollers, sweepers); writes need a tenant scope."""
     return _enter(Scope(system=True))
+
+
+def owner_scope(tenant) -> contextmanager:
+    """The scope that may write a row owned by `tenant`: that tenant's, or the system
+    scope for a platform-wide row (no tenant), where the policies allow it."""
+    return tenant_scope(tenant) if tenant is not None else system_scope()

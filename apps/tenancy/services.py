@@ -28,7 +28,7 @@ from apps.tenancy.models import (
     Tenant,
     User,
 )
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.tenancy.scope import owner_scope, system_scope, tenant_scope
 
 TENANT_FIELDS = ["slug", "name", "environment_class", "home_region", "status"]
 TOKEN_PREFIX = "stw_"
@@ -158,7 +158,7 @@ def service_account_create(
 ) -> ServiceAccount:
     account = ServiceAccount(name=name, tenant=tenant, description=description)
     account.full_clean()
-    with tenant_scope(tenant) if tenant else system_scope():
+    with owner_scope(tenant):
         account.save()
         audit_record(
             actor=actor,
@@ -196,7 +196,7 @@ def api_token_issue(
     prefix = secrets.token_hex(4)
     secret = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     tenant = service_account.tenant
-    with tenant_scope(tenant) if tenant else system_scope():
+    with owner_scope(tenant):
         token = ApiToken.objects.create(
             service_account=service_account,
             name=name,
@@ -217,7 +217,7 @@ def api_token_issue(
 
 def api_token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
     tenant = token.service_account.tenant
-    with tenant_scope(tenant) if tenant else system_scope():
+    with owner_scope(tenant):
         updated = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         )
