@@ -96,9 +96,5 @@ class StewardViewSetMixin:
         return super().create(request, *args, **kwargs)
 
 
-class StewardModelViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
-    http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
-
-
 class StewardReadOnlyViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     pass
