@@ -114,6 +114,7 @@ INSTALLED_APPS = [
     "apps.registry",
     "apps.eventing",
     "apps.compute",
+    "apps.assets",
     "apps.console",
 ]
 

@@ -6,6 +6,11 @@ STEWARD_SERVICE = "steward"
 STEWARD_TOPICS = [
     ("tenancy.tenant", "Tenant lifecycle: tenant.created, tenant.updated."),
     ("compute.step", "Workflow steps waiting on compute: step_completed."),
+    (
+        "assets.asset",
+        "Asset approval: AssetApprovalRequested, AssetApprovalDelegated, "
+        "AssetApproved, AssetRejected, WorkflowCallbackIgnored.",
+    ),
 ]
 
 

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class AssetsConfig(AppConfig):
+    name = "apps.assets"
+    label = "assets"
+    verbose_name = "Assets"

@@ -1,0 +1,201 @@
+"""Asset approval: by a person, or delegated to the Workflow Service.
+
+Every transition is a conditional UPDATE on the status it expects, so concurrent
+requests (two operators, fifty duplicate callbacks) change an asset at most once and
+the losers learn it, instead of a read-then-write race deciding twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.assets.models import Asset
+from apps.core.context import Actor
+from apps.core.errors import InvalidTransition
+from apps.eventing.services import emit
+from apps.tenancy.audit import audit_record
+from apps.tenancy.scope import system_scope, tenant_scope
+
+TOPIC = "assets.asset"
+
+
+def _event(asset: Asset, event_type: str, **payload) -> None:
+    emit(
+        topic=TOPIC,
+        event_type=event_type,
+        aggregate_type="asset",
+        aggregate_id=str(asset.pk),
+        payload={"asset_id": str(asset.pk), "status": asset.status, **payload},
+        tenant=asset.tenant_id,
+    )
+
+
+def asset_create(*, actor: Actor, tenant, name: str, description: str = "") -> Asset:
+    asset = Asset(tenant=tenant, name=name, description=description)
+    asset.full_clean()
+    with tenant_scope(tenant):
+        asset.save()
+        audit_record(
+            actor=actor,
+            action="asset.create",
+            instance=asset,
+            tenant=tenant,
+            changes={"name": [None, name]},
+        )
+    return asset
+
+
+def _transition(asset: Asset, *, expect: set[str], **changes) -> Asset:
+    """UPDATE … WHERE status IN expect; InvalidTransition when the asset had moved on."""
+    updated = Asset.objects.filter(pk=asset.pk, status__in=expect).update(
+        updated_at=timezone.now(), **changes
+    )
+    if not updated:
+        asset.refresh_from_db()
+        raise InvalidTransition(
+            f"The asset is {asset.status}; this needs it {' or '.join(sorted(expect))}.",
+            status=asset.status,
+        )
+    asset.refresh_from_db()
+    return asset
+
+
+def asset_request_approval(*, actor: Actor, asset: Asset, delegate: bool) -> Asset:
+    """Draft (or rejected) → Requested. With `delegate`, the Workflow Service will be
+    asked to decide; the request's id becomes the start call's idempotency key."""
+    with tenant_scope(asset.tenant_id):
+        asset = _transition(
+            asset,
+            expect={Asset.Status.DRAFT, Asset.Status.REJECTED},
+            status=Asset.Status.REQUESTED,
+            approval_request_id=uuid.uuid4(),
+            # A new request starts a new decision: the previous workflow link is history.
+            workflow_instance_id=None,
+            decided_at=None,
+            decided_by="",
+            decision_reason="",
+        )
+        audit_record(
+            actor=actor,
+            action="asset.request_approval",
+            instance=asset,
+            tenant=asset.tenant_id,
+            changes={"delegated": [None, delegate]},
+        )
+        _event(
+            asset,
+            "AssetApprovalRequested",
+            delegated=delegate,
+            approval_request_id=str(asset.approval_request_id),
+        )
+    return asset
+
+
+def asset_record_delegation(
+    *, asset: Asset, approval_request_id: uuid.UUID, workflow_instance_id: uuid.UUID
+) -> bool:
+    """Store the workflow instance that decides this request. Conditional on the same
+    request still waiting without one, so a retried or late start cannot overwrite it."""
+    with tenant_scope(asset.tenant_id):
+        updated = Asset.objects.filter(
+            pk=asset.pk,
+            status=Asset.Status.REQUESTED,
+            approval_request_id=approval_request_id,
+            workflow_instance_id__isnull=True,
+        ).update(workflow_instance_id=workflow_instance_id, updated_at=timezone.now())
+        if updated:
+            asset.refresh_from_db()
+            _event(asset, "AssetApprovalDelegated", workflow_instance_id=str(workflow_instance_id))
+    return bool(updated)
+
+
+def asset_decide(*, actor: Actor, asset: Asset, approve: bool, reason: str = "") -> Asset:
+    """A person's decision. Not for a workflow-managed asset: its workflow decides."""
+    with tenant_scope(asset.tenant_id):
+        if Asset.objects.filter(pk=asset.pk).workflow_managed().exists():
+            raise InvalidTransition(
+                "The Workflow Service decides this asset.", code="workflow_managed"
+            )
+        status = Asset.Status.APPROVED if approve else Asset.Status.REJECTED
+        asset = _transition(
+            asset,
+            expect={Asset.Status.REQUESTED},
+            status=status,
+            decided_at=timezone.now(),
+            decided_by=actor.label[:150],
+            decision_reason=reason,
+        )
+        audit_record(
+            actor=actor,
+            action=f"asset.{status}",
+            instance=asset,
+            tenant=asset.tenant_id,
+            changes={"status": [Asset.Status.REQUESTED, status]},
+        )
+        _event(asset, "AssetApproved" if approve else "AssetRejected", reason=reason)
+    return asset
+
+
+@dataclass(frozen=True)
+class CallbackOutcome:
+    outcome: str  # "applied", "ignored" or "unknown_instance"
+    asset: Asset | None = None
+
+
+def apply_workflow_decision(
+    *, workflow_instance_id: uuid.UUID, approve: bool, reason: str = ""
+) -> CallbackOutcome:
+    """Apply the Workflow Service's decision once.
+
+    Conditional on the asset still being Requested under this instance: of any number
+    of duplicate callbacks, concurrent or late, exactly one changes the asset and
+    announces it; the others are acknowledged (WorkflowCallbackIgnored) and change
+    nothing. The workflow reference stays on the row.
+    """
+    with system_scope():
+        asset = Asset.objects.filter(workflow_instance_id=workflow_instance_id).first()
+    if asset is None:
+        return CallbackOutcome("unknown_instance")
+    status = Asset.Status.APPROVED if approve else Asset.Status.REJECTED
+    with tenant_scope(asset.tenant_id), transaction.atomic():
+        updated = Asset.objects.filter(
+            pk=asset.pk,
+            workflow_instance_id=workflow_instance_id,
+            status=Asset.Status.REQUESTED,
+        ).update(
+            status=status,
+            decided_at=timezone.now(),
+            decided_by="workflow-service",
+            decision_reason=reason,
+            updated_at=timezone.now(),
+        )
+        asset.refresh_from_db()
+        if not updated:
+            _event(
+                asset,
+                "WorkflowCallbackIgnored",
+                workflow_instance_id=str(workflow_instance_id),
+                decision="approve" if approve else "reject",
+            )
+            return CallbackOutcome("ignored", asset)
+        audit_record(
+            actor=None,
+            action=f"asset.{status}",
+            instance=asset,
+            tenant=asset.tenant_id,
+            changes={
+                "status": [Asset.Status.REQUESTED, status],
+                "decided_by": [None, "workflow-service"],
+            },
+        )
+        _event(
+            asset,
+            "AssetApproved" if approve else "AssetRejected",
+            reason=reason,
+            workflow_instance_id=str(workflow_instance_id),
+        )
+    return CallbackOutcome("applied", asset)

@@ -1,0 +1,178 @@
+"""The asset approval contract: the workflow reference, idempotent decisions."""
+
+import threading
+import uuid
+
+import pytest
+from django.db import connection
+
+from apps.assets import services
+from apps.assets.models import Asset
+from apps.core.context import SYSTEM_ACTOR
+from apps.core.errors import InvalidTransition
+from apps.eventing.models import OutboxEvent
+from apps.tenancy.scope import system_scope, tenant_scope
+
+
+def new_asset(tenant, name="model-weights"):
+    return services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant, name=name)
+
+
+def delegated(tenant):
+    asset = services.asset_request_approval(
+        actor=SYSTEM_ACTOR, asset=new_asset(tenant), delegate=True
+    )
+    instance = uuid.uuid4()
+    assert services.asset_record_delegation(
+        asset=asset, approval_request_id=asset.approval_request_id, workflow_instance_id=instance
+    )
+    with tenant_scope(tenant):
+        asset.refresh_from_db()
+    return asset, instance
+
+
+def events(event_type=None):
+    with system_scope():
+        qs = OutboxEvent.objects.filter(topic="assets.asset").order_by("id")
+        if event_type:
+            qs = qs.filter(event_type=event_type)
+        return list(qs.values_list("event_type", "payload"))
+
+
+@pytest.mark.django_db
+def test_delegation_stores_the_instance_id_and_makes_the_asset_workflow_managed(tenant_a):
+    asset, instance = delegated(tenant_a)
+    assert asset.workflow_instance_id == instance and asset.is_workflow_managed
+    with tenant_scope(tenant_a):
+        assert list(Asset.objects.workflow_managed()) == [asset]
+    assert [e for e, _ in events()] == ["AssetApprovalRequested", "AssetApprovalDelegated"]
+    # a retried start's late answer cannot overwrite the reference
+    assert not services.asset_record_delegation(
+        asset=asset,
+        approval_request_id=asset.approval_request_id,
+        workflow_instance_id=uuid.uuid4(),
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "approve,status,event",
+    [(True, "approved", "AssetApproved"), (False, "rejected", "AssetRejected")],
+)
+def test_a_callback_decides_and_the_reference_stays(tenant_a, approve, status, event):
+    asset, instance = delegated(tenant_a)
+    outcome = services.apply_workflow_decision(workflow_instance_id=instance, approve=approve)
+    assert outcome.outcome == "applied"
+    with tenant_scope(tenant_a):
+        asset.refresh_from_db()
+    assert asset.status == status and asset.workflow_instance_id == instance
+    assert not asset.is_workflow_managed
+    assert len(events(event)) == 1
+
+
+@pytest.mark.django_db
+def test_a_callback_after_the_decision_is_acknowledged_and_changes_nothing(tenant_a):
+    asset, instance = delegated(tenant_a)
+    services.apply_workflow_decision(workflow_instance_id=instance, approve=True)
+    late = services.apply_workflow_decision(workflow_instance_id=instance, approve=False)
+    assert late.outcome == "ignored" and late.asset.status == "approved"
+    assert len(events("AssetApproved")) == 1 and not events("AssetRejected")
+    assert len(events("WorkflowCallbackIgnored")) == 1
+
+
+@pytest.mark.django_db
+def test_a_callback_for_an_unknown_instance_changes_nothing(tenant_a):
+    new_asset(tenant_a)
+    assert (
+        services.apply_workflow_decision(workflow_instance_id=uuid.uuid4(), approve=True).outcome
+        == "unknown_instance"
+    )
+    assert events() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fifty_concurrent_identical_callbacks_make_one_transition_and_one_event(tenant_a):
+    asset, instance = delegated(tenant_a)
+    barrier = threading.Barrier(50)
+    outcomes, errors = [], []
+
+    def callback():
+        try:
+            barrier.wait()
+            outcomes.append(
+                services.apply_workflow_decision(
+                    workflow_instance_id=instance, approve=True
+                ).outcome
+            )
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=callback) for _ in range(50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert outcomes.count("applied") == 1 and outcomes.count("ignored") == 49
+    assert len(events("AssetApproved")) == 1
+
+
+@pytest.mark.django_db
+def test_a_person_decides_only_assets_no_workflow_manages(tenant_a):
+    asset, _ = delegated(tenant_a)
+    with pytest.raises(InvalidTransition) as refused:
+        services.asset_decide(actor=SYSTEM_ACTOR, asset=asset, approve=True)
+    assert refused.value.code == "workflow_managed"
+    manual = services.asset_request_approval(
+        actor=SYSTEM_ACTOR, asset=new_asset(tenant_a, "b"), delegate=False
+    )
+    decided = services.asset_decide(actor=SYSTEM_ACTOR, asset=manual, approve=False, reason="no")
+    assert decided.status == "rejected" and decided.workflow_instance_id is None
+    with pytest.raises(InvalidTransition):
+        services.asset_decide(actor=SYSTEM_ACTOR, asset=decided, approve=True)
+
+
+@pytest.mark.django_db
+def test_the_reference_is_an_indexed_identifier_with_no_foreign_key():
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'assets_asset'"
+            " AND indexname = 'IX_Assets_WorkflowInstance'"
+        )
+        (definition,) = cursor.fetchone()
+        cursor.execute(
+            "SELECT count(*) FROM information_schema.key_column_usage k"
+            " JOIN information_schema.table_constraints c USING (constraint_name)"
+            " WHERE k.table_name = 'assets_asset' AND k.column_name = 'workflow_instance_id'"
+            " AND c.constraint_type = 'FOREIGN KEY'"
+        )
+        (foreign_keys,) = cursor.fetchone()
+        cursor.execute(
+            "SELECT data_type, is_nullable FROM information_schema.columns"
+            " WHERE table_name = 'assets_asset' AND column_name = 'workflow_instance_id'"
+        )
+        column = cursor.fetchone()
+    assert "(workflow_instance_id)" in definition
+    assert foreign_keys == 0
+    assert column == ("uuid", "YES")
+
+
+@pytest.mark.django_db
+def test_the_workflow_managed_filter_uses_the_index_and_returns_exactly_those(tenant_a):
+    waiting, _ = delegated(tenant_a)
+    decided, instance = delegated(tenant_a)
+    services.apply_workflow_decision(workflow_instance_id=instance, approve=True)
+    services.asset_request_approval(
+        actor=SYSTEM_ACTOR, asset=new_asset(tenant_a, "manual"), delegate=False
+    )
+    new_asset(tenant_a, "draft")
+    with tenant_scope(tenant_a):
+        assert [a.pk for a in Asset.objects.workflow_managed()] == [waiting.pk]
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny table: ask what it can use
+            sql, params = Asset.objects.workflow_managed().query.sql_with_params()
+            cursor.execute("EXPLAIN " + sql, params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "IX_Assets_WorkflowInstance" in plan
