@@ -5,3 +5,6 @@ class AssetsConfig(AppConfig):
     name = "apps.assets"
     label = "assets"
     verbose_name = "Assets"
+
+    def ready(self):
+        from apps.assets import workflow  # noqa: F401 - registers the start reconciler

@@ -92,7 +92,61 @@ def asset_request_approval(*, actor: Actor, asset: Asset, delegate: bool) -> Ass
             delegated=delegate,
             approval_request_id=str(asset.approval_request_id),
         )
+        if delegate:
+            transaction.on_commit(lambda: _start_delegation(asset.pk), robust=True)
     return asset
+
+
+def _start_delegation(asset_id) -> None:
+    from apps.assets.tasks import delegate_approval
+
+    delegate_approval.delay(asset_id=str(asset_id))
+
+
+def asset_delegate(*, asset_id) -> str:
+    """Ask the Workflow Service to decide a Requested asset, and keep the instance id.
+
+    The call is an uncertain effect keyed by the approval request: answered, the id is
+    stored at once; unanswered, the reconciler finds the instance by that key later.
+    """
+    from apps.assets import workflow
+    from apps.eventing.effects import perform_effect
+
+    with system_scope():
+        asset = Asset.objects.filter(pk=asset_id).first()
+    if asset is None or asset.status != Asset.Status.REQUESTED or asset.workflow_instance_id:
+        return "nothing to do"
+    key = str(asset.approval_request_id)
+    effect = perform_effect(
+        tenant_id=asset.tenant_id,
+        actor="assets",
+        target_system=workflow.TARGET,
+        operation=workflow.START,
+        external_ref=key,
+        call=lambda: {
+            "instance_id": str(
+                workflow.WorkflowServiceClient().start_approval(
+                    idempotency_key=key, asset_id=str(asset.pk), tenant_id=str(asset.tenant_id)
+                )
+            )
+        },
+    )
+    if effect.state == effect.State.SUCCEEDED:
+        record_started_instance(effect)
+    return effect.state
+
+
+def record_started_instance(effect) -> bool:
+    """Store the instance a settled start effect reports on the asset it started for."""
+    with system_scope():
+        asset = Asset.objects.filter(approval_request_id=effect.external_ref).first()
+    if asset is None:
+        return False
+    return asset_record_delegation(
+        asset=asset,
+        approval_request_id=asset.approval_request_id,
+        workflow_instance_id=uuid.UUID(effect.result["instance_id"]),
+    )
 
 
 def asset_record_delegation(

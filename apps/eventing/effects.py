@@ -40,6 +40,9 @@ class Outcome:
 
 
 class EffectAdapter(Protocol):
+    """Asks the other side about an uncertain call. May also define
+    `settled(effect)`, called once the reconciler has settled one as succeeded."""
+
     def check(self, effect: UncertainEffect) -> Outcome: ...
 
 
@@ -132,8 +135,10 @@ def reconcile_due(limit: int = RECONCILE_BATCH) -> int:
             _mark(effect, UncertainEffect.State.UNCERTAIN, error=f"check failed: {exc}")
             continue
         if outcome.state in (UncertainEffect.State.SUCCEEDED, UncertainEffect.State.FAILED):
-            _mark(effect, outcome.state, result=outcome.result)
+            effect = _mark(effect, outcome.state, result=outcome.result)
             settled += 1
+            if outcome.state == UncertainEffect.State.SUCCEEDED and hasattr(adapter, "settled"):
+                adapter.settled(effect)
         else:
             _mark(effect, UncertainEffect.State.UNCERTAIN, error="the other side does not know yet")
     return settled

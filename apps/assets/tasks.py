@@ -1,0 +1,8 @@
+from celery import shared_task
+
+
+@shared_task(scope="self", name="assets.delegate_approval")
+def delegate_approval(*, asset_id: str) -> str:
+    from apps.assets import services
+
+    return services.asset_delegate(asset_id=asset_id)

@@ -1,0 +1,83 @@
+"""Delegation through a real (local) Workflow Service over HTTP."""
+
+import uuid
+
+import pytest
+
+from apps.assets import services
+from apps.assets.models import Asset
+from apps.core.context import SYSTEM_ACTOR
+from apps.eventing.effects import reconcile_due
+from apps.eventing.models import UncertainEffect
+from apps.tenancy.scope import system_scope, tenant_scope
+from tests.support import LocalServer
+
+pytestmark = pytest.mark.django_db
+
+
+class FakeWorkflowService:
+    """Starts one instance per idempotency key, as a real one must."""
+
+    def __init__(self):
+        self.instances = {}
+
+    def __call__(self, received):
+        if received.method == "POST":
+            import json
+
+            key = json.loads(received.body)["idempotency_key"]
+            assert received.headers["idempotency-key"] == key
+            self.instances.setdefault(key, str(uuid.uuid4()))
+            return 201, {"instance_id": self.instances[key]}
+        key = received.path.split("idempotency_key=")[-1]
+        return (200, {"instance_id": self.instances[key]}) if key in self.instances else (404, {})
+
+
+@pytest.fixture
+def workflow_service(settings):
+    service = FakeWorkflowService()
+    with LocalServer(respond=service) as server:
+        settings.STEWARD_WORKFLOW_SERVICE_URL = server.url
+        settings.STEWARD_WORKFLOW_RETRIES = 0
+        yield server, service
+
+
+def requested(tenant):
+    asset = services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant, name="dataset")
+    return services.asset_request_approval(actor=SYSTEM_ACTOR, asset=asset, delegate=True)
+
+
+def reload(asset):
+    with tenant_scope(asset.tenant_id):
+        return Asset.objects.get(pk=asset.pk)
+
+
+def test_delegation_starts_one_instance_and_stores_its_id(tenant_a, workflow_service):
+    server, service = workflow_service
+    asset = requested(tenant_a)
+    assert services.asset_delegate(asset_id=asset.pk) == "succeeded"
+    stored = reload(asset)
+    assert str(stored.workflow_instance_id) == service.instances[str(asset.approval_request_id)]
+    assert stored.is_workflow_managed
+    assert services.asset_delegate(asset_id=asset.pk) == "nothing to do"
+    assert len([r for r in server.received if r.method == "POST"]) == 1
+
+
+def test_a_start_that_times_out_is_uncertain_then_reconciled_by_key(
+    tenant_a, workflow_service, settings
+):
+    server, service = workflow_service
+    settings.STEWARD_WORKFLOW_TIMEOUT_SECONDS = 0.2
+    server.delay = 0.5  # it starts the instance, but answers too late
+    asset = requested(tenant_a)
+    assert services.asset_delegate(asset_id=asset.pk) == "uncertain"
+    assert reload(asset).workflow_instance_id is None
+    server.delay = 0
+    with tenant_scope(tenant_a):
+        UncertainEffect.objects.update(next_check_at=asset.created_at)
+    assert reconcile_due() == 1
+    stored = reload(asset)
+    assert str(stored.workflow_instance_id) == service.instances[str(asset.approval_request_id)]
+    assert len(service.instances) == 1  # never two instances for one request
+    with system_scope():
+        assert UncertainEffect.objects.get().state == "succeeded"
