@@ -3,6 +3,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from apps.assets.api.callbacks import WorkflowCallbackView
 from apps.core import views as core_views
 from apps.tenancy.api.views import WhoAmIView
 
@@ -11,6 +12,11 @@ api_v1 = [
     path("eventing/", include("apps.eventing.api.urls")),
     path("registry/", include("apps.registry.api.urls")),
     path("compute/", include("apps.compute.api.urls")),
+    path(
+        "assets/workflow-callbacks/",
+        WorkflowCallbackView.as_view(),
+        name="assets-workflow-callbacks",
+    ),
     path("whoami/", WhoAmIView.as_view(), name="whoami"),
 ]
 

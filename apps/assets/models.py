@@ -69,6 +69,33 @@ class Asset(models.Model):
         return self.workflow_instance_id is not None and self.status == self.Status.REQUESTED
 
 
+class WorkflowCallback(models.Model):
+    """A receipt for every callback the Workflow Service sent, and what came of it."""
+
+    class Outcome(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPLIED = "applied", "Applied"
+        IGNORED = "ignored", "Ignored (already decided)"
+        UNKNOWN_INSTANCE = "unknown_instance", "Unknown instance"
+
+    tenant = models.ForeignKey(
+        Tenant, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    workflow_instance_id = models.UUIDField(db_index=True)
+    decision = models.CharField(max_length=16)
+    reason = models.TextField(blank=True)
+    callback_id = models.CharField(max_length=100, blank=True)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices, default=Outcome.PENDING)
+    received_at = models.DateTimeField(default=timezone.now)
+    applied_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.decision} for {self.workflow_instance_id} ({self.outcome})"
+
+
 class AssetUserObjectPermission(UserObjectPermissionBase):
     """Direct-foreign-key object permissions on assets (django-guardian)."""
 

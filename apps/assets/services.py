@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from apps.assets.models import Asset
+from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import Actor
 from apps.core.errors import InvalidTransition
 from apps.eventing.services import emit
 from apps.tenancy.audit import audit_record
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.tenancy.scope import owner_scope, system_scope, tenant_scope
 
 TOPIC = "assets.asset"
 
@@ -253,3 +253,59 @@ def apply_workflow_decision(
             workflow_instance_id=str(workflow_instance_id),
         )
     return CallbackOutcome("applied", asset)
+
+
+# --------------------------------------------------------------------------- callbacks
+
+
+def callback_receive(
+    *, workflow_instance_id: uuid.UUID, approve: bool, reason: str, callback_id: str
+) -> WorkflowCallback:
+    """Record a verified callback and queue its decision; the receipt is the queue.
+
+    A callback for an instance Steward does not know is recorded too (for operators)
+    and answered as such; nothing else changes.
+    """
+    with system_scope():
+        asset = Asset.objects.filter(workflow_instance_id=workflow_instance_id).first()
+    receipt = WorkflowCallback(
+        tenant_id=asset.tenant_id if asset else None,
+        workflow_instance_id=workflow_instance_id,
+        decision="approve" if approve else "reject",
+        reason=reason,
+        callback_id=callback_id[:100],
+        outcome=(
+            WorkflowCallback.Outcome.PENDING if asset else WorkflowCallback.Outcome.UNKNOWN_INSTANCE
+        ),
+    )
+    with owner_scope(receipt.tenant_id):
+        receipt.save()
+        if asset is not None:
+            transaction.on_commit(lambda: _queue_callback(receipt.pk), robust=True)
+    return receipt
+
+
+def _queue_callback(receipt_id: int) -> None:
+    from apps.assets.tasks import apply_workflow_callback
+
+    apply_workflow_callback.delay(receipt_id=receipt_id)
+
+
+def callback_apply(*, receipt_id: int) -> str:
+    """Apply a received callback's decision (once) and record the outcome on the receipt."""
+    with system_scope():
+        receipt = WorkflowCallback.objects.filter(
+            pk=receipt_id, outcome=WorkflowCallback.Outcome.PENDING
+        ).first()
+    if receipt is None:
+        return "done already"
+    result = apply_workflow_decision(
+        workflow_instance_id=receipt.workflow_instance_id,
+        approve=receipt.decision == "approve",
+        reason=receipt.reason,
+    )
+    with owner_scope(receipt.tenant_id):
+        WorkflowCallback.objects.filter(
+            pk=receipt.pk, outcome=WorkflowCallback.Outcome.PENDING
+        ).update(outcome=result.outcome, applied_at=timezone.now())
+    return result.outcome

@@ -6,3 +6,10 @@ def delegate_approval(*, asset_id: str) -> str:
     from apps.assets import services
 
     return services.asset_delegate(asset_id=asset_id)
+
+
+@shared_task(scope="self", name="assets.apply_workflow_callback")
+def apply_workflow_callback(*, receipt_id: int) -> str:
+    from apps.assets import services
+
+    return services.callback_apply(receipt_id=receipt_id)

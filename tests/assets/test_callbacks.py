@@ -1,0 +1,118 @@
+"""The callback endpoint: signed callbacks recorded and applied once; everything else
+refused with a clear code and no change."""
+
+import json
+import time
+import uuid
+
+import pytest
+from rest_framework.test import APIClient
+
+from apps.assets import services
+from apps.assets.models import Asset, WorkflowCallback
+from apps.core.context import SYSTEM_ACTOR
+from apps.eventing.transports import webhook_signature
+from apps.tenancy.scope import system_scope, tenant_scope
+
+URL = "/api/v1/assets/workflow-callbacks/"
+SECRET = "wf-callback-secret"
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def callback_secret(settings):
+    settings.STEWARD_WORKFLOW_CALLBACK_SECRET = SECRET
+
+
+def delegated(tenant):
+    asset = services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant, name="a")
+    asset = services.asset_request_approval(actor=SYSTEM_ACTOR, asset=asset, delegate=True)
+    instance = uuid.uuid4()
+    services.asset_record_delegation(
+        asset=asset, approval_request_id=asset.approval_request_id, workflow_instance_id=instance
+    )
+    return asset, instance
+
+
+def send(body, *, secret=SECRET, stamp=None, raw=None, callback_id=None):
+    raw = raw if raw is not None else json.dumps(body).encode()
+    stamp = int(time.time()) if stamp is None else stamp
+    callback_id = callback_id or f"cb-{uuid.uuid4().hex[:8]}"
+    signature = webhook_signature(secret.encode(), callback_id, stamp, raw)
+    return APIClient().generic(
+        "POST",
+        URL,
+        raw,
+        content_type="application/json",
+        HTTP_WEBHOOK_ID=callback_id,
+        HTTP_WEBHOOK_TIMESTAMP=str(stamp),
+        HTTP_WEBHOOK_SIGNATURE=signature,
+    )
+
+
+def status_of(asset):
+    with tenant_scope(asset.tenant_id):
+        return Asset.objects.get(pk=asset.pk).status
+
+
+def receipts():
+    with system_scope():
+        return list(WorkflowCallback.objects.values_list("outcome", flat=True))
+
+
+def test_a_signed_callback_is_recorded_answered_202_and_applied_once(tenant_a):
+    asset, instance = delegated(tenant_a)
+    body = {"workflow_instance_id": str(instance), "decision": "approve", "reason": "ok"}
+    first, duplicate = send(body), send(body)
+    assert first.status_code == duplicate.status_code == 202
+    assert status_of(asset) == "requested"  # a worker applies it
+    outcomes = [services.callback_apply(receipt_id=r.json()["receipt"]) for r in (first, duplicate)]
+    assert outcomes == ["applied", "ignored"]
+    assert status_of(asset) == "approved"
+    assert sorted(receipts()) == ["applied", "ignored"]
+    assert services.callback_apply(receipt_id=first.json()["receipt"]) == "done already"
+
+
+@pytest.mark.parametrize(
+    "tamper,code",
+    [
+        ({"secret": "wrong"}, "bad_signature"),
+        ({"stamp": int(time.time()) - 3600}, "stale_timestamp"),
+    ],
+)
+def test_bad_signatures_and_stale_timestamps_are_refused_and_change_nothing(tenant_a, tamper, code):
+    asset, instance = delegated(tenant_a)
+    response = send({"workflow_instance_id": str(instance), "decision": "approve"}, **tamper)
+    assert response.status_code == 401 and response.json()["code"] == code
+    assert status_of(asset) == "requested" and receipts() == []
+
+
+def test_an_unsigned_callback_is_refused(tenant_a):
+    response = APIClient().post(
+        URL, {"workflow_instance_id": str(uuid.uuid4()), "decision": "approve"}
+    )
+    assert response.status_code == 401 and response.json()["code"] == "signature_missing"
+
+
+@pytest.mark.parametrize(
+    "raw,code",
+    [
+        (b'{"workflow_instance_id": ', "malformed_request"),
+        (b'{"workflow_instance_id": "not-a-uuid", "decision": "approve"}', "invalid"),
+        (
+            b'{"workflow_instance_id": "%s", "decision": "maybe"}' % str(uuid.uuid4()).encode(),
+            "invalid",
+        ),
+    ],
+)
+def test_malformed_bodies_are_refused_and_change_nothing(tenant_a, raw, code):
+    response = send(None, raw=raw)
+    assert response.status_code == 400 and response.json()["code"] == code
+    assert receipts() == []
+
+
+def test_an_unknown_instance_is_answered_404_and_recorded_for_operators(tenant_a):
+    response = send({"workflow_instance_id": str(uuid.uuid4()), "decision": "reject"})
+    assert response.status_code == 404
+    assert response.json()["code"] == "unknown_workflow_instance"
+    assert receipts() == ["unknown_instance"]
