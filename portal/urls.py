@@ -12,6 +12,7 @@ api_v1 = [
     path("eventing/", include("apps.eventing.api.urls")),
     path("registry/", include("apps.registry.api.urls")),
     path("compute/", include("apps.compute.api.urls")),
+    path("assets/", include("apps.assets.api.urls")),
     path(
         "assets/workflow-callbacks/",
         WorkflowCallbackView.as_view(),

@@ -1,0 +1,97 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+
+from apps.assets import selectors, services
+from apps.assets.api import serializers
+from apps.assets.filters import AssetFilterSet
+from apps.assets.models import Asset
+from apps.core.api.idempotency import idempotent
+from apps.core.api.permissions import (
+    EVERYONE,
+    OPERATOR,
+    TENANT_ADMIN,
+    TENANT_MEMBER,
+    TENANT_SERVICE,
+    caller_kind,
+)
+from apps.core.api.views import StewardViewSetMixin
+from apps.core.errors import ValidationFailed
+
+
+class AssetViewSet(
+    StewardViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Assets of the tenant the caller acts for, and their approval."""
+
+    serializer_class = serializers.AssetSerializer
+    queryset = Asset.objects.none()
+    filterset_class = AssetFilterSet
+    search_fields = ["name", "description"]
+    ordering_fields = ["created_at", "name", "status"]
+    ordering = "-created_at"
+    scope_app = "assets"
+    read_access = EVERYONE
+    # Members may create and request; deciding is checked per object (see _decide).
+    write_access = frozenset({OPERATOR, TENANT_ADMIN, TENANT_MEMBER, TENANT_SERVICE})
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return self.queryset
+        return selectors.asset_list()
+
+    def perform_create(self, serializer):
+        if self.request.tenant is None:
+            raise ValidationFailed(
+                "Choose the tenant to act for before creating assets.", code="tenant_required"
+            )
+        serializer.instance = services.asset_create(
+            actor=self.request.actor, tenant=self.request.tenant, **serializer.validated_data
+        )
+
+    @extend_schema(
+        request=serializers.RequestApprovalSerializer, responses=serializers.AssetSerializer
+    )
+    @action(detail=True, methods=["post"], url_path="request-approval")
+    @idempotent
+    def request_approval(self, request, pk=None):
+        payload = serializers.RequestApprovalSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        asset = services.asset_request_approval(
+            actor=request.actor,
+            asset=self.get_object(),
+            delegate=payload.validated_data["delegate"],
+        )
+        return Response(self.read_representation(asset))
+
+    def _decide(self, request, *, approve: bool):
+        payload = serializers.DecisionSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        asset = self.get_object()
+        if not selectors.may_decide(request.user, asset, caller_kind=caller_kind(request)):
+            raise PermissionDenied("Deciding needs the approve_asset permission on this asset.")
+        asset = services.asset_decide(
+            actor=request.actor,
+            asset=asset,
+            approve=approve,
+            reason=payload.validated_data["reason"],
+        )
+        return Response(self.read_representation(asset))
+
+    @extend_schema(request=serializers.DecisionSerializer, responses=serializers.AssetSerializer)
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def approve(self, request, pk=None):
+        return self._decide(request, approve=True)
+
+    @extend_schema(request=serializers.DecisionSerializer, responses=serializers.AssetSerializer)
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def reject(self, request, pk=None):
+        return self._decide(request, approve=False)

@@ -1,0 +1,24 @@
+from django.db.models import QuerySet
+
+from apps.assets.models import Asset, WorkflowCallback
+
+
+def asset_list() -> QuerySet[Asset]:
+    return Asset.objects.select_related("tenant")
+
+
+def callbacks_of(asset: Asset) -> QuerySet[WorkflowCallback]:
+    if asset.workflow_instance_id is None:
+        return WorkflowCallback.objects.none()
+    return WorkflowCallback.objects.filter(workflow_instance_id=asset.workflow_instance_id)
+
+
+def may_decide(user, asset: Asset, *, caller_kind: str) -> bool:
+    """Operators and tenant admins decide; anyone else needs the object permission."""
+    from apps.core.api.permissions import OPERATOR, TENANT_ADMIN
+
+    if caller_kind in (OPERATOR, TENANT_ADMIN):
+        return True
+    return bool(
+        user is not None and user.is_authenticated and user.has_perm("assets.approve_asset", asset)
+    )
