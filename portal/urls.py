@@ -33,5 +33,6 @@ urlpatterns = [
     path("eventing/", include("apps.eventing.urls")),
     path("registry/", include("apps.registry.urls")),
     path("compute/", include("apps.compute.urls")),
+    path("assets/", include("apps.assets.urls")),
     path("", include("apps.console.urls")),
 ]

@@ -64,6 +64,11 @@ class Asset(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("assets:asset-detail", args=[self.pk])
+
     @property
     def is_workflow_managed(self) -> bool:
         return self.workflow_instance_id is not None and self.status == self.Status.REQUESTED

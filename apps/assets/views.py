@@ -1,0 +1,99 @@
+from django.contrib import messages
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_POST
+from django.views.generic import DetailView
+
+from apps.assets import selectors, services
+from apps.assets.filters import AssetFilterSet
+from apps.console.listing import Column, ListPage
+from apps.core.api.permissions import caller_kind
+from apps.core.errors import DomainError
+from apps.tenancy import selectors as tenancy_selectors
+
+
+class AssetListView(ListPage):
+    title = "Assets"
+    filterset_class = AssetFilterSet
+    search_fields = ("name", "description")
+    default_ordering = "-created_at"
+    columns = (
+        Column("Name", "name", sort="name", link=True),
+        Column("Tenant", "tenant.slug", sort="tenant__slug"),
+        Column("Status", "get_status_display", sort="status"),
+        Column("Waiting on the Workflow Service", "is_workflow_managed"),
+        Column("Workflow instance", "workflow_instance_id"),
+        Column("Created", "created_at", sort="created_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.asset_list()
+
+
+class AssetDetailView(LoginRequiredMixin, DetailView):
+    template_name = "assets/asset_detail.html"
+    context_object_name = "asset"
+
+    def get_queryset(self):
+        return selectors.asset_list()
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        asset = self.object
+        context["history"] = tenancy_selectors.audit_event_list().filter(
+            object_type="assets.asset", object_id=str(asset.pk)
+        )[:50]
+        context["callbacks"] = selectors.callbacks_of(asset)[:50]
+        context["may_decide"] = (
+            asset.status == asset.Status.REQUESTED
+            and not asset.is_workflow_managed
+            and selectors.may_decide(
+                self.request.user, asset, caller_kind=caller_kind(self.request)
+            )
+        )
+        context["may_request"] = asset.status in (asset.Status.DRAFT, asset.Status.REJECTED)
+        return context
+
+
+def _act(request, pk, act):
+    asset = get_object_or_404(selectors.asset_list(), pk=pk)
+    try:
+        act(asset)
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+    return HttpResponseRedirect(asset.get_absolute_url())
+
+
+@require_POST
+def asset_request_approval(request, pk):
+    if not request.user.is_authenticated:
+        raise PermissionDenied
+    delegate = request.POST.get("delegate") == "on"
+    return _act(
+        request,
+        pk,
+        lambda asset: services.asset_request_approval(
+            actor=request.actor, asset=asset, delegate=delegate
+        ),
+    )
+
+
+@require_POST
+def asset_decide(request, pk, verdict):
+    if not request.user.is_authenticated:
+        raise PermissionDenied
+    asset = get_object_or_404(selectors.asset_list(), pk=pk)
+    if not selectors.may_decide(request.user, asset, caller_kind=caller_kind(request)):
+        raise PermissionDenied
+    return _act(
+        request,
+        pk,
+        lambda asset: services.asset_decide(
+            actor=request.actor,
+            asset=asset,
+            approve=verdict == "approve",
+            reason=request.POST.get("reason", ""),
+        ),
+    )
