@@ -294,6 +294,9 @@ STEWARD_WORKFLOW_RETRIES = env_int("STEWARD_WORKFLOW_RETRIES", 2)
 # The shared secret the Workflow Service signs its callbacks with, and how old a
 # callback's timestamp may be. Without a secret, every callback is refused.
 STEWARD_WORKFLOW_CALLBACK_SECRET = env("STEWARD_WORKFLOW_CALLBACK_SECRET", "")
+# The opt-in reconciler (schedule assets.periodic_reconcile_workflows, installed
+# disabled) asks about assets Requested under a workflow for longer than this.
+STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES = env_int("STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES", 60)
 STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS = env_int(
     "STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS", 300
 )

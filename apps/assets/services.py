@@ -7,6 +7,7 @@ the losers learn it, instead of a read-then-write race deciding twice.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from apps.tenancy.audit import audit_record
 from apps.tenancy.scope import owner_scope, system_scope, tenant_scope
 
 TOPIC = "assets.asset"
+logger = logging.getLogger(__name__)
 
 
 def _event(asset: Asset, event_type: str, **payload) -> None:
@@ -309,3 +311,54 @@ def callback_apply(*, receipt_id: int) -> str:
             pk=receipt.pk, outcome=WorkflowCallback.Outcome.PENDING
         ).update(outcome=result.outcome, applied_at=timezone.now())
     return result.outcome
+
+
+# --------------------------------------------------------------------------- reconciliation
+
+
+def reconcile_stale_delegations(*, limit: int = 100) -> dict[str, int]:
+    """Ask the Workflow Service about assets Requested under a workflow for too long.
+
+    Opt-in (its schedule is installed disabled). A final decision the service reports
+    is applied exactly as a callback would be; an instance it does not know is flagged
+    in the asset's history and the log, and left for a person. Running instances are
+    left alone. It never starts, cancels or changes anything on the other side.
+    """
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    from apps.assets.workflow import WorkflowServiceClient
+
+    cutoff = timezone.now() - timedelta(minutes=settings.STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES)
+    with system_scope():
+        stale = list(Asset.objects.workflow_managed().filter(updated_at__lt=cutoff)[:limit])
+    client = WorkflowServiceClient()
+    counts = {"applied": 0, "running": 0, "unknown": 0}
+    for asset in stale:
+        state = client.instance_state(asset.workflow_instance_id)
+        if state is None:
+            with tenant_scope(asset.tenant_id):
+                audit_record(
+                    actor=None,
+                    action="asset.workflow_unknown",
+                    instance=asset,
+                    tenant=asset.tenant_id,
+                    changes={"workflow_instance_id": [str(asset.workflow_instance_id)] * 2},
+                )
+            logger.warning(
+                "asset %s waits on workflow %s, which the Workflow Service does not know",
+                asset.pk,
+                asset.workflow_instance_id,
+            )
+            counts["unknown"] += 1
+        elif state.get("state") == "completed" and state.get("decision") in ("approve", "reject"):
+            apply_workflow_decision(
+                workflow_instance_id=asset.workflow_instance_id,
+                approve=state["decision"] == "approve",
+                reason=state.get("reason", "") or "reported by the reconciler",
+            )
+            counts["applied"] += 1
+        else:
+            counts["running"] += 1
+    return counts

@@ -67,6 +67,15 @@ class WorkflowServiceClient:
             return uuid.UUID(response.json()["instance_id"])
         raise OutcomeUnknown(f"no answer from the Workflow Service: {last_error}")
 
+    def instance_state(self, instance_id: uuid.UUID) -> dict | None:
+        """`{"state": "running" | "completed", "decision": "approve" | "reject" | null}`,
+        or None when the service does not know the instance."""
+        response = self.http.get(f"{self.base_url}/instances/{instance_id}")
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        return response.json()
+
     def find_by_key(self, idempotency_key: str) -> uuid.UUID | None:
         """The instance started under this key, or None when the service has none."""
         response = self.http.get(

@@ -45,6 +45,10 @@ SCHEDULES = [
     ("compute.periodic_poll_batch_links", 5, IntervalSchedule.SECONDS, "periodic"),
     ("compute.periodic_resolve_orphan_links", 1, IntervalSchedule.HOURS, "periodic"),
 ]
+# Installed disabled: an operator turns them on (console or admin) when wanted.
+OPT_IN_SCHEDULES = [
+    ("assets.periodic_reconcile_workflows", 15, IntervalSchedule.MINUTES, "periodic"),
+]
 DEMO_PASSWORD = "steward-demo"  # noqa: S105 - documented demo login, development only
 
 
@@ -83,11 +87,18 @@ def install_consumers(report: SetupReport) -> None:
 
 
 def install_schedules(report: SetupReport) -> None:
-    for task, every, period, queue in SCHEDULES:
+    schedules = [(*s, True) for s in SCHEDULES] + [(*s, False) for s in OPT_IN_SCHEDULES]
+    for task, every, period, queue, enabled in schedules:
         interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=period)
         _, created = PeriodicTask.objects.get_or_create(
             name=task,
-            defaults={"task": task, "interval": interval, "queue": queue, "kwargs": json.dumps({})},
+            defaults={
+                "task": task,
+                "interval": interval,
+                "queue": queue,
+                "kwargs": json.dumps({}),
+                "enabled": enabled,
+            },
         )
         if created:
             report.created.append(f"schedule {task}")

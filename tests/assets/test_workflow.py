@@ -81,3 +81,45 @@ def test_a_start_that_times_out_is_uncertain_then_reconciled_by_key(
     assert len(service.instances) == 1  # never two instances for one request
     with system_scope():
         assert UncertainEffect.objects.get().state == "succeeded"
+
+
+def test_the_opt_in_reconciler_applies_final_decisions_and_flags_unknown_instances(
+    tenant_a, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.tenancy.models import AuditEvent
+
+    decided_there, still_running, forgotten = (uuid.uuid4() for _ in range(3))
+    states = {
+        str(decided_there): {"state": "completed", "decision": "reject", "reason": "no"},
+        str(still_running): {"state": "running", "decision": None},
+    }
+
+    def respond(received):
+        instance = received.path.rsplit("/", 1)[-1]
+        return (200, states[instance]) if instance in states else (404, {})
+
+    assets = {}
+    for instance in (decided_there, still_running, forgotten):
+        asset = requested(tenant_a)
+        services.asset_record_delegation(
+            asset=asset,
+            approval_request_id=asset.approval_request_id,
+            workflow_instance_id=instance,
+        )
+        assets[instance] = asset
+    with tenant_scope(tenant_a):
+        Asset.objects.update(updated_at=timezone.now() - timedelta(hours=2))
+    with LocalServer(respond=respond) as server:
+        settings.STEWARD_WORKFLOW_SERVICE_URL = server.url
+        counts = services.reconcile_stale_delegations()
+    assert counts == {"applied": 1, "running": 1, "unknown": 1}
+    assert reload(assets[decided_there]).status == "rejected"
+    assert reload(assets[still_running]).status == "requested"
+    assert reload(assets[forgotten]).status == "requested"
+    with system_scope():
+        flagged = AuditEvent.objects.filter(action="asset.workflow_unknown").get()
+    assert flagged.object_id == str(assets[forgotten].pk)

@@ -39,10 +39,11 @@ def test_two_setups_at_the_same_moment_create_nothing_twice():
     assert sum("shown once" in out for out in outputs) == 1
     assert Region.objects.count() == len(setup.REGIONS)
     assert DataClass.objects.count() == len(setup.DATA_CLASSES)
-    assert IntervalSchedule.objects.count() == len({(s[1], s[2]) for s in setup.SCHEDULES})
-    assert PeriodicTask.objects.filter(name__in=[s[0] for s in setup.SCHEDULES]).count() == len(
-        setup.SCHEDULES
-    )
+    schedules = setup.SCHEDULES + setup.OPT_IN_SCHEDULES
+    assert IntervalSchedule.objects.count() == len({(s[1], s[2]) for s in schedules})
+    assert PeriodicTask.objects.filter(name__in=[s[0] for s in schedules]).count() == len(schedules)
+    # opt-in jobs are installed switched off
+    assert not PeriodicTask.objects.get(name="assets.periodic_reconcile_workflows").enabled
     assert User.objects.filter(username="operator").count() == 1
     assert Tenant.objects.filter(slug__in=["acme", "globex"]).count() == 2
     assert ApiToken.objects.count() == 1
