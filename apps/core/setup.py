@@ -155,8 +155,15 @@ def install_demo_data(report: SetupReport) -> None:
         batch_set_status(actor=actor, batch=batch, status="running")
         if final:
             batch_set_status(actor=actor, batch=batch, status=final, result_summary={"rows": 1200})
+    from apps.assets import services as assets
+
+    draft = assets.asset_create(actor=actor, tenant=acme, name="churn-model v3")
+    reviewed = assets.asset_create(actor=actor, tenant=acme, name="customer-360 dataset")
+    reviewed = assets.asset_request_approval(actor=actor, asset=reviewed, delegate=False)
+    assets.asset_decide(actor=actor, asset=reviewed, approve=True, reason="demo review")
     report.created.append(
-        "demo data (tenants acme and globex, three people, one service, two compute batches)"
+        "demo data (tenants acme and globex, three people, one service, two compute batches, "
+        f"two assets: {draft.name}, {reviewed.name})"
     )
     report.secrets.append(f"demo service token (release-pipeline): {issued.secret}")
 
