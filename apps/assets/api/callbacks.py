@@ -56,6 +56,9 @@ class WorkflowCallbackView(APIView):
 
     authentication_classes: list = []  # the signature is the authentication
     permission_classes = [AllowAny]
+    # The Workflow Service is one caller sending many callbacks: a per-address limit
+    # meant for people would throttle it. The signature check is the gate.
+    throttle_classes: list = []
 
     @extend_schema(
         request=CallbackSerializer,
