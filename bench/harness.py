@@ -7,6 +7,8 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.db import connection
 
+from portal.dburl import url_from_settings
+
 
 @contextmanager
 def scratch_database():
@@ -43,10 +45,4 @@ def dsn() -> str:
 
 def database_url() -> str:
     """DATABASE_URL of the scratch database, for the processes a benchmark starts."""
-    from urllib.parse import quote
-
-    db = connection.settings_dict
-    auth = quote(db["USER"]) + (f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else "")
-    if db["HOST"].startswith("/"):
-        return f"postgresql://{auth}@/{db['NAME']}?host={db['HOST']}"
-    return f"postgresql://{auth}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+    return url_from_settings(connection.settings_dict)

@@ -11,9 +11,10 @@ import os
 import warnings
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
+
+from portal.dburl import settings_from_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -36,20 +37,13 @@ def env_int(name: str, default: int) -> int:
 
 
 def database_from_url(url: str) -> dict:
-    """Turn `postgresql://user:pass@host:port/name?host=/socket&sslmode=…` into Django's form."""
-    parts = urlsplit(url)
-    if parts.scheme not in {"postgres", "postgresql"}:
-        raise ImproperlyConfigured("DATABASE_URL must be a postgresql:// URL.")
-    options = dict(parse_qsl(parts.query))
-    host = options.pop("host", None) or parts.hostname or ""
+    try:
+        connection = settings_from_url(url)
+    except ValueError as exc:
+        raise ImproperlyConfigured(str(exc)) from None
     return {
         "ENGINE": "django.db.backends.postgresql",
-        "NAME": unquote(parts.path.lstrip("/")),
-        "USER": unquote(parts.username or ""),
-        "PASSWORD": unquote(parts.password or ""),
-        "HOST": host,
-        "PORT": str(parts.port or ""),
-        "OPTIONS": options,
+        **connection,
         "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
         "CONN_HEALTH_CHECKS": True,
         # Tenant scope is set per transaction (see apps.tenancy.scope); the

@@ -11,16 +11,14 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from apps.core import setup
 from apps.tenancy.models import ApiToken, DataClass, Region, Tenant, User
+from portal.dburl import url_from_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def database_url() -> str:
-    s = connection.settings_dict
-    host = s["HOST"]
-    if host.startswith("/"):
-        return f"postgresql://{s['USER']}:{s['PASSWORD']}@/{s['NAME']}?host={host}"
-    return f"postgresql://{s['USER']}:{s['PASSWORD']}@{host}:{s['PORT'] or 5432}/{s['NAME']}"
+    """The test database's URL, for the processes a test starts."""
+    return url_from_settings(connection.settings_dict)
 
 
 @pytest.mark.django_db(transaction=True)
