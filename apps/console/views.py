@@ -2,15 +2,13 @@ from django.contrib.auth import login, logout
 from django.contrib.auth.mixins import LoginRequiredMixin, UserPassesTestMixin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.http import HttpResponseRedirect
 from django.shortcuts import redirect, render
-from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView, TemplateView
 
 from apps.console.forms import LoginForm, MembershipForm
 from apps.console.listing import Column, ListPage
+from apps.console.redirects import redirect_next
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.tenancy import selectors, services
@@ -34,16 +32,9 @@ def login_view(request):
             error = exc.detail
         else:
             login(request, user)
-            return HttpResponseRedirect(_next_url(request))
+            return redirect_next(request)
     status = 401 if error else 200
     return render(request, "console/login.html", {"form": form, "error": error}, status=status)
-
-
-def _next_url(request, default: str = "console:dashboard") -> str:
-    target = request.POST.get("next") or request.GET.get("next", "")
-    if target and url_has_allowed_host_and_scheme(target, {request.get_host()}):
-        return target
-    return reverse(default)
 
 
 @require_POST
@@ -71,13 +62,13 @@ def switch_tenant(request):
         if not allowed or selectors.tenant_by_id(wanted) is None:
             raise PermissionDenied
         request.session[ACTING_TENANT_SESSION_KEY] = wanted
-    return HttpResponseRedirect(_next_url(request))
+    return redirect_next(request)
 
 
 @require_POST
 def set_theme(request):
     theme = request.POST.get("theme", "auto")
-    response = HttpResponseRedirect(_next_url(request))
+    response = redirect_next(request)
     if theme in {"light", "dark", "auto"}:
         response.set_cookie("steward_theme", theme, max_age=365 * 86400, samesite="Lax")
     return response

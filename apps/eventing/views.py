@@ -5,14 +5,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
-from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView, TemplateView
 
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin, RowAction
+from apps.console.redirects import redirect_next
 from apps.core.errors import DomainError
 from apps.eventing import selectors, services
 from apps.eventing.filters import (
@@ -103,13 +101,6 @@ class DeadLetterDetailView(OperatorRequiredMixin, DetailView):
         return context
 
 
-def _back(request, default: str) -> HttpResponseRedirect:
-    target = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(target, {request.get_host()}):
-        target = reverse(default)
-    return HttpResponseRedirect(target)
-
-
 def _resolve(request, pk, service, verb: str):
     if not request.user.is_operator:
         raise PermissionDenied
@@ -120,7 +111,7 @@ def _resolve(request, pk, service, verb: str):
         messages.error(request, exc.detail)
     else:
         messages.success(request, f"Dead letter {dead.event_id} {verb}.")
-    return _back(request, "eventing:dead-letter-list")
+    return redirect_next(request, "eventing:dead-letter-list")
 
 
 @platform_scope
