@@ -27,6 +27,18 @@ def _refused(form, exc) -> None:
         form.add_error(None, getattr(exc, "detail", None) or exc.messages)
 
 
+def _submitted(request, form, call):
+    """For a valid POSTed form, what `call(cleaned_data)` returns; None when there is no
+    valid submission or the service refused it (its reasons then show on the form)."""
+    if request.method != "POST" or not form.is_valid():
+        return None
+    try:
+        return call(form.cleaned_data)
+    except (DomainError, DjangoValidationError) as exc:
+        _refused(form, exc)
+        return None
+
+
 def _require(request, *kinds: str) -> None:
     if caller_kind(request) not in kinds:
         raise PermissionDenied
@@ -49,14 +61,12 @@ def _may_manage(request, tenant) -> bool:
 def tenant_create(request):
     _require(request, OPERATOR)
     form = TenantForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            tenant = services.tenant_create(actor=request.actor, **form.cleaned_data)
-        except (DomainError, DjangoValidationError) as exc:
-            _refused(form, exc)
-        else:
-            messages.success(request, f"Tenant {tenant.slug} created.")
-            return redirect(tenant)
+    tenant = _submitted(
+        request, form, lambda data: services.tenant_create(actor=request.actor, **data)
+    )
+    if tenant is not None:
+        messages.success(request, f"Tenant {tenant.slug} created.")
+        return redirect(tenant)
     return render(request, "console/form.html", {"form": form, "title": "New tenant"})
 
 
@@ -71,14 +81,14 @@ def tenant_edit(request, pk):
         "status": tenant.status,
     }
     form = TenantForm(request.POST or None, initial=initial, editing=True)
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.tenant_update(actor=request.actor, tenant=tenant, **form.cleaned_data)
-        except (DomainError, DjangoValidationError) as exc:
-            _refused(form, exc)
-        else:
-            messages.success(request, f"Tenant {tenant.slug} saved.")
-            return redirect(tenant)
+    saved = _submitted(
+        request,
+        form,
+        lambda data: services.tenant_update(actor=request.actor, tenant=tenant, **data),
+    )
+    if saved is not None:
+        messages.success(request, f"Tenant {tenant.slug} saved.")
+        return redirect(tenant)
     return render(request, "console/form.html", {"form": form, "title": f"Edit {tenant.slug}"})
 
 
@@ -122,16 +132,14 @@ def service_account_create(request):
     # A tenant admin's accounts belong to their tenant; an operator's to the tenant
     # they act for, or to the platform when they act for none.
     tenant = request.tenant
-    if request.method == "POST" and form.is_valid():
-        try:
-            account = services.service_account_create(
-                actor=request.actor, tenant=tenant, **form.cleaned_data
-            )
-        except (DomainError, DjangoValidationError) as exc:
-            _refused(form, exc)
-        else:
-            messages.success(request, f"Service account {account.name} created.")
-            return redirect("console:service-account-detail", pk=account.pk)
+    account = _submitted(
+        request,
+        form,
+        lambda data: services.service_account_create(actor=request.actor, tenant=tenant, **data),
+    )
+    if account is not None:
+        messages.success(request, f"Service account {account.name} created.")
+        return redirect("console:service-account-detail", pk=account.pk)
     title = f"New service account for {tenant.slug if tenant else 'the platform'}"
     return render(request, "console/form.html", {"form": form, "title": title})
 
@@ -145,16 +153,13 @@ def _account(request, pk):
 def service_account_detail(request, pk):
     account = _account(request, pk)
     form = TokenForm(request.POST or None)
-    issued = None
-    if request.method == "POST" and form.is_valid():
-        try:
-            issued = services.api_token_issue(
-                actor=request.actor, service_account=account, **form.cleaned_data
-            )
-        except (DomainError, DjangoValidationError) as exc:
-            _refused(form, exc)
-        else:
-            form = TokenForm()
+    issued = _submitted(
+        request,
+        form,
+        lambda data: services.api_token_issue(actor=request.actor, service_account=account, **data),
+    )
+    if issued is not None:
+        form = TokenForm()  # the secret shows once; the form starts afresh
     tokens = selectors.api_token_list().filter(service_account=account)
     context = {"account": account, "tokens": tokens, "form": form, "issued": issued}
     return render(request, "console/service_account_detail.html", context)
