@@ -142,11 +142,3 @@ def reconcile_due(limit: int = RECONCILE_BATCH) -> int:
         else:
             _mark(effect, UncertainEffect.State.UNCERTAIN, error="the other side does not know yet")
     return settled
-
-
-def effect_counts() -> dict[str, int]:
-    from django.db.models import Count
-
-    with system_scope():
-        rows = UncertainEffect.objects.values_list("state").annotate(n=Count("id")).order_by()
-        return dict(rows)
