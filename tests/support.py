@@ -83,3 +83,32 @@ def wait_for(condition: Callable[[], bool], *, timeout: float = 20.0, interval: 
             return
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s")
+
+
+def run_concurrently(work: Callable[[], object], count: int) -> tuple[list, list]:
+    """Start `work` in `count` threads released together; (results, errors).
+
+    Each thread closes its own database connection, so the test database can be
+    dropped at the end of the run.
+    """
+    from django.db import connection
+
+    barrier = threading.Barrier(count)
+    results: list = []
+    errors: list = []
+
+    def run():
+        try:
+            barrier.wait()
+            results.append(work())
+        except Exception as exc:  # noqa: BLE001 - reported to the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results, errors

@@ -1,6 +1,5 @@
 """The asset approval contract: the workflow reference, idempotent decisions."""
 
-import threading
 import uuid
 
 import pytest
@@ -12,6 +11,7 @@ from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import InvalidTransition
 from apps.eventing.models import OutboxEvent
 from apps.tenancy.scope import system_scope, tenant_scope
+from tests.support import run_concurrently
 
 
 def new_asset(tenant, name="model-weights"):
@@ -93,27 +93,11 @@ def test_a_callback_for_an_unknown_instance_changes_nothing(tenant_a):
 @pytest.mark.django_db(transaction=True)
 def test_fifty_concurrent_identical_callbacks_make_one_transition_and_one_event(tenant_a):
     asset, instance = delegated(tenant_a)
-    barrier = threading.Barrier(50)
-    outcomes, errors = [], []
 
     def callback():
-        try:
-            barrier.wait()
-            outcomes.append(
-                services.apply_workflow_decision(
-                    workflow_instance_id=instance, approve=True
-                ).outcome
-            )
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
-        finally:
-            connection.close()
+        return services.apply_workflow_decision(workflow_instance_id=instance, approve=True).outcome
 
-    threads = [threading.Thread(target=callback) for _ in range(50)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes, errors = run_concurrently(callback, 50)
     assert errors == []
     assert outcomes.count("applied") == 1 and outcomes.count("ignored") == 49
     assert len(events("AssetApproved")) == 1

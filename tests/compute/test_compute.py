@@ -1,6 +1,5 @@
 """Compute batches, the workflow_batch_link table and the step_completed poller."""
 
-import threading
 import uuid
 
 import pytest
@@ -14,6 +13,7 @@ from apps.eventing.models import OutboxEvent
 from apps.tenancy.scope import system_scope, tenant_scope
 from tests.conftest import bearer
 from tests.factories import service_token
+from tests.support import run_concurrently
 
 BATCHES = "/api/v1/compute/batches/"
 
@@ -131,24 +131,12 @@ def test_terminal_batches_complete_their_step_once_with_their_outcome(tenant_a, 
 def test_two_pollers_at_once_fire_each_step_completed_exactly_once(tenant_a, tenant_b, settings):
     settings.STEWARD_COMPUTE_POLL_BATCH = 7
     finished = [finish(submit(t)) for t in (tenant_a, tenant_b) for _ in range(60)]
-    barrier = threading.Barrier(2)
-    errors = []
 
     def poll():
-        try:
-            barrier.wait()
-            while services.poll_batch_links():
-                pass
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
-        finally:
-            connection.close()
+        while services.poll_batch_links():
+            pass
 
-    threads = [threading.Thread(target=poll) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _, errors = run_concurrently(poll, 2)
     assert errors == []
     fired = [payload["batch_id"] for payload, _ in step_events()]
     assert sorted(fired) == sorted(str(b.pk) for b in finished)
@@ -345,29 +333,9 @@ def test_a_stale_copy_cannot_turn_a_finished_batch_into_another_outcome(tenant_a
 
 @pytest.mark.django_db(transaction=True)
 def test_two_identical_submissions_at_once_get_the_same_batch(tenant_a):
-    barrier = threading.Barrier(2)
-    results = []
-
-    def send():
-        client = bearer(APIClient(), issued)
-        barrier.wait()
-        results.append(
-            client.post(
-                BATCHES,
-                {
-                    "idempotency_key": "race",
-                    "workflow_instance_id": "wf-r",
-                    "workflow_step_id": "s",
-                },
-            )
-        )
-        connection.close()
-
     issued = service_token(tenant=tenant_a, scopes=["compute:write"], name="racer")
-    threads = [threading.Thread(target=send) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    body = {"idempotency_key": "race", "workflow_instance_id": "wf-r", "workflow_step_id": "s"}
+    results, errors = run_concurrently(lambda: bearer(APIClient(), issued).post(BATCHES, body), 2)
+    assert errors == []
     assert sorted(r.status_code for r in results) == [200, 201]
     assert len({r.json()["id"] for r in results}) == 1

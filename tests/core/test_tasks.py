@@ -15,6 +15,7 @@ from apps.core.tasks import periodic_purge_idempotency_records, purge_idempotenc
 from apps.tenancy.models import Membership
 from portal.celery import app
 from tests.factories import member
+from tests.support import run_concurrently
 
 
 @app.task(scope="system", name="tests.count_memberships_system")
@@ -70,23 +71,9 @@ def test_the_purge_removes_only_records_past_the_replay_window():
 @pytest.mark.django_db(transaction=True)
 def test_two_purges_at_once_share_the_work_without_error():
     make_records(2400, age=timedelta(days=2))
-    barrier = threading.Barrier(2)
-    results, errors = [], []
-
-    def purge():
-        try:
-            barrier.wait()
-            results.append(purge_idempotency_records(older_than=timezone.now()))
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=purge) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results, errors = run_concurrently(
+        lambda: purge_idempotency_records(older_than=timezone.now()), 2
+    )
     assert errors == []
     assert sum(results) == 2400
     assert IdempotencyRecord.objects.count() == 0

@@ -1,9 +1,6 @@
 """The eventing API and console pages for operators, and dead-letter replay."""
 
-import threading
-
 import pytest
-from django.db import connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -19,7 +16,7 @@ from apps.tenancy.scope import system_scope, tenant_scope
 from tests.conftest import bearer
 from tests.eventing.conftest import subscribe
 from tests.factories import service_token
-from tests.support import LocalServer
+from tests.support import LocalServer, run_concurrently
 
 pytestmark = pytest.mark.django_db
 
@@ -102,21 +99,14 @@ def test_concurrent_replays_of_one_dead_letter_queue_one_delivery(
     from django.test import Client
 
     dead = make_dead_letter(tenant_a, topic, webhook_subscription)
-    barrier = threading.Barrier(4)
-    statuses = []
 
     def replay():
         client = Client()
         client.force_login(operator)
-        barrier.wait()
-        statuses.append(client.post(f"/api/v1/eventing/dead-letters/{dead.pk}/replay/").status_code)
-        connection.close()
+        return client.post(f"/api/v1/eventing/dead-letters/{dead.pk}/replay/").status_code
 
-    threads = [threading.Thread(target=replay) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    statuses, errors = run_concurrently(replay, 4)
+    assert errors == []
     assert sorted(statuses) == [200, 409, 409, 409]
 
 

@@ -20,6 +20,7 @@ from apps.eventing.services import NewEvent, emit_many
 from apps.tenancy.scope import system_scope, tenant_scope
 from tests.core.test_setup_and_probes import database_url
 from tests.eventing.conftest import recent_events_runner, stream_envelopes
+from tests.support import run_concurrently
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,23 +87,7 @@ def test_concurrent_dispatchers_lose_nothing_duplicate_nothing_and_keep_aggregat
 ):
     settings.STEWARD_EVENTING = {**settings.STEWARD_EVENTING, "DISPATCH_BATCH": 7}
     ids = emit_sequence(tenant_a, topic, aggregates=40, per_aggregate=25)  # 1,000 events
-    barrier = threading.Barrier(4)
-    published, errors = [], []
-
-    def run():
-        try:
-            barrier.wait()
-            published.append(dispatcher.drain())
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    published, errors = run_concurrently(dispatcher.drain, 4)
     assert errors == []
     assert sum(published) == len(ids)
     assert sum(1 for n in published if n) >= 2, "the dispatchers did not actually overlap"

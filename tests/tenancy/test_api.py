@@ -1,10 +1,8 @@
 """The tenancy API and the API conventions every app shares."""
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -13,6 +11,7 @@ from apps.tenancy.models import ApiToken, AuditEvent, Membership, Tenant
 from apps.tenancy.scope import system_scope
 from tests.conftest import bearer
 from tests.factories import service_token
+from tests.support import run_concurrently
 
 pytestmark = pytest.mark.django_db
 
@@ -235,20 +234,13 @@ def test_a_failed_request_does_not_burn_its_idempotency_key(api, platform_token,
 def test_concurrent_requests_with_one_idempotency_key_create_once(region):
     issued = service_token(name="racer")
     body = {"slug": "hotel", "name": "Hotel", "home_region": region.slug}
-    barrier = threading.Barrier(4)
-    statuses = []
 
     def send():
         client = bearer(APIClient(), issued)
-        barrier.wait()
-        statuses.append(client.post(TENANTS, body, HTTP_IDEMPOTENCY_KEY="k-race").status_code)
-        connection.close()
+        return client.post(TENANTS, body, HTTP_IDEMPOTENCY_KEY="k-race").status_code
 
-    threads = [threading.Thread(target=send) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    statuses, errors = run_concurrently(send, 4)
+    assert errors == []
     assert statuses == [201] * 4
     assert Tenant.objects.filter(slug="hotel").count() == 1
 
