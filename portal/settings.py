@@ -288,6 +288,8 @@ STEWARD_WORKFLOW_RETRIES = env_int("STEWARD_WORKFLOW_RETRIES", 2)
 # The shared secret the Workflow Service signs its callbacks with, and how old a
 # callback's timestamp may be. Without a secret, every callback is refused.
 STEWARD_WORKFLOW_CALLBACK_SECRET = env("STEWARD_WORKFLOW_CALLBACK_SECRET", "")
+# Callbacks a worker applies per transaction (one conditional UPDATE for all of them).
+STEWARD_WORKFLOW_CALLBACK_BATCH = env_int("STEWARD_WORKFLOW_CALLBACK_BATCH", 1000)
 # The opt-in reconciler (schedule assets.periodic_reconcile_workflows, installed
 # disabled) asks about assets Requested under a workflow for longer than this.
 STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES = env_int("STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES", 60)

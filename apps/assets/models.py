@@ -96,6 +96,14 @@ class WorkflowCallback(models.Model):
 
     class Meta:
         ordering = ["-received_at", "-id"]
+        indexes = [
+            # The workers' queue: a tenant's pending receipts in arrival order.
+            models.Index(
+                fields=["tenant", "id"],
+                condition=Q(outcome="pending"),
+                name="assets_callback_pending",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.decision} for {self.workflow_instance_id} ({self.outcome})"

@@ -7,18 +7,20 @@ the losers learn it, instead of a read-then-write race deciding twice.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
-from dataclasses import dataclass
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import Actor
 from apps.core.errors import InvalidTransition
-from apps.eventing.services import emit
+from apps.eventing.services import NewEvent, aggregate_lock_key, emit, emit_many
 from apps.tenancy.audit import audit_record
+from apps.tenancy.models import AuditEvent
 from apps.tenancy.scope import owner_scope, system_scope, tenant_scope
 
 TOPIC = "assets.asset"
@@ -196,121 +198,237 @@ def asset_decide(*, actor: Actor, asset: Asset, approve: bool, reason: str = "")
     return asset
 
 
-@dataclass(frozen=True)
-class CallbackOutcome:
-    outcome: str  # "applied", "ignored" or "unknown_instance"
-    asset: Asset | None = None
-
-
-def apply_workflow_decision(
-    *, workflow_instance_id: uuid.UUID, approve: bool, reason: str = ""
-) -> CallbackOutcome:
-    """Apply the Workflow Service's decision once.
-
-    Conditional on the asset still being Requested under this instance: of any number
-    of duplicate callbacks, concurrent or late, exactly one changes the asset and
-    announces it; the others are acknowledged (WorkflowCallbackIgnored) and change
-    nothing. The workflow reference stays on the row.
-    """
-    with system_scope():
-        asset = Asset.objects.filter(workflow_instance_id=workflow_instance_id).first()
-    if asset is None:
-        return CallbackOutcome("unknown_instance")
-    status = Asset.Status.APPROVED if approve else Asset.Status.REJECTED
-    with tenant_scope(asset.tenant_id), transaction.atomic():
-        updated = Asset.objects.filter(
-            pk=asset.pk,
-            workflow_instance_id=workflow_instance_id,
-            status=Asset.Status.REQUESTED,
-        ).update(
-            status=status,
-            decided_at=timezone.now(),
-            decided_by="workflow-service",
-            decision_reason=reason,
-            updated_at=timezone.now(),
-        )
-        asset.refresh_from_db()
-        if not updated:
-            _event(
-                asset,
-                "WorkflowCallbackIgnored",
-                workflow_instance_id=str(workflow_instance_id),
-                decision="approve" if approve else "reject",
-            )
-            return CallbackOutcome("ignored", asset)
-        audit_record(
-            actor=None,
-            action=f"asset.{status}",
-            instance=asset,
-            tenant=asset.tenant_id,
-            changes={
-                "status": [Asset.Status.REQUESTED, status],
-                "decided_by": [None, "workflow-service"],
-            },
-        )
-        _event(
-            asset,
-            "AssetApproved" if approve else "AssetRejected",
-            reason=reason,
-            workflow_instance_id=str(workflow_instance_id),
-        )
-    return CallbackOutcome("applied", asset)
-
-
 # --------------------------------------------------------------------------- callbacks
 
 
 def callback_receive(
     *, workflow_instance_id: uuid.UUID, approve: bool, reason: str, callback_id: str
 ) -> WorkflowCallback:
-    """Record a verified callback and queue its decision; the receipt is the queue.
+    """Record a verified callback and kick its tenant's worker; the receipt is the queue.
 
     A callback for an instance Steward does not know is recorded too (for operators)
     and answered as such; nothing else changes.
     """
     with system_scope():
-        asset = Asset.objects.filter(workflow_instance_id=workflow_instance_id).first()
+        tenant_id = (
+            Asset.objects.filter(workflow_instance_id=workflow_instance_id)
+            .values_list("tenant_id", flat=True)
+            .first()
+        )
     receipt = WorkflowCallback(
-        tenant_id=asset.tenant_id if asset else None,
+        tenant_id=tenant_id,
         workflow_instance_id=workflow_instance_id,
         decision="approve" if approve else "reject",
         reason=reason,
         callback_id=callback_id[:100],
         outcome=(
-            WorkflowCallback.Outcome.PENDING if asset else WorkflowCallback.Outcome.UNKNOWN_INSTANCE
+            WorkflowCallback.Outcome.PENDING
+            if tenant_id
+            else WorkflowCallback.Outcome.UNKNOWN_INSTANCE
         ),
     )
-    with owner_scope(receipt.tenant_id):
+    with owner_scope(tenant_id):
         receipt.save()
-        if asset is not None:
-            transaction.on_commit(lambda: _queue_callback(receipt.pk), robust=True)
+        if tenant_id is not None:
+            transaction.on_commit(lambda: kick_callback_worker(tenant_id), robust=True)
     return receipt
 
 
-def _queue_callback(receipt_id: int) -> None:
-    from apps.assets.tasks import apply_workflow_callback
-
-    apply_workflow_callback.delay(receipt_id=receipt_id)
+def callback_kick_key(tenant_id) -> str:
+    return f"steward:assets:callbacks:kick:{tenant_id}"
 
 
-def callback_apply(*, receipt_id: int) -> str:
-    """Apply a received callback's decision (once) and record the outcome on the receipt."""
-    with system_scope():
-        receipt = WorkflowCallback.objects.filter(
-            pk=receipt_id, outcome=WorkflowCallback.Outcome.PENDING
-        ).first()
-    if receipt is None:
-        return "done already"
-    result = apply_workflow_decision(
-        workflow_instance_id=receipt.workflow_instance_id,
-        approve=receipt.decision == "approve",
-        reason=receipt.reason,
+def kick_callback_worker(tenant_id) -> None:
+    from apps.assets.tasks import apply_workflow_callbacks
+    from apps.core.kick import kick
+
+    kick(
+        apply_workflow_callbacks, callback_kick_key(tenant_id), kwargs={"tenant_id": str(tenant_id)}
     )
-    with owner_scope(receipt.tenant_id):
-        WorkflowCallback.objects.filter(
-            pk=receipt.pk, outcome=WorkflowCallback.Outcome.PENDING
-        ).update(outcome=result.outcome, applied_at=timezone.now())
-    return result.outcome
+
+
+RECEIPT = WorkflowCallback._meta.db_table
+ASSET = Asset._meta.db_table
+AUDIT = AuditEvent._meta.db_table
+
+# One statement decides every candidate of a batch: the conditional UPDATE (still
+# Requested under this instance) and, for the rows it changed, their audit events.
+APPLY_DECISIONS = f"""
+WITH decision AS (
+    SELECT * FROM jsonb_to_recordset(%s::jsonb)
+        AS d(receipt bigint, instance uuid, status text, reason text)
+), applied AS (
+    UPDATE {ASSET} AS a
+    SET status = d.status, decided_at = now(), decided_by = 'workflow-service',
+        decision_reason = d.reason, updated_at = now()
+    FROM decision AS d
+    WHERE a.workflow_instance_id = d.instance AND a.status = 'requested'
+    RETURNING a.id, a.tenant_id, a.name, a.status, d.receipt
+), audit AS (
+    INSERT INTO {AUDIT} (occurred_at, tenant_id, actor_label, action, object_type,
+        object_id, object_repr, changes, request_id)
+    SELECT now(), tenant_id, 'workflow-service', 'asset.' || status, 'assets.asset',
+        id::text, left(name, 200),
+        jsonb_build_object('status', jsonb_build_array('requested', status),
+                           'decided_by', jsonb_build_array(NULL, 'workflow-service'),
+                           'callback', jsonb_build_array(NULL, receipt)),
+        ''
+    FROM applied
+)
+SELECT receipt, id, status FROM applied
+"""  # noqa: S608 - table names only
+
+RECORD_OUTCOMES = f"""
+UPDATE {RECEIPT} AS r SET outcome = o.outcome, applied_at = now()
+FROM unnest(%s::bigint[], %s::text[]) AS o(id, outcome)
+WHERE r.id = o.id
+"""  # noqa: S608 - table name only
+
+
+def _callback_event(
+    tenant_id, asset_id, status: str, event_type: str, instance, **payload
+) -> NewEvent:
+    return NewEvent(
+        tenant=tenant_id,
+        topic=TOPIC,
+        event_type=event_type,
+        aggregate_type="asset",
+        aggregate_id=str(asset_id),
+        payload={
+            "asset_id": str(asset_id),
+            "status": status,
+            "workflow_instance_id": str(instance),
+            **payload,
+        },
+    )
+
+
+def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | None:
+    """Apply one batch of a tenant's pending callbacks, each decision at most once.
+
+    Every asset's change is conditional on it still being Requested under the
+    callback's instance, so of any number of duplicates, concurrent or late, exactly
+    one decides and announces it; the rest are acknowledged (WorkflowCallbackIgnored)
+    and change nothing. The reference stays on the row. Every receipt records its
+    outcome in the same transaction. One worker at a time takes a tenant (a try-lock),
+    so batches never wait on each other's rows; returns None when another holds it,
+    else how many callbacks were settled.
+    """
+    limit = limit or settings.STEWARD_WORKFLOW_CALLBACK_BATCH
+    with tenant_scope(tenant_id), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_try_advisory_xact_lock(%s)",
+            [aggregate_lock_key("assets.callbacks", str(tenant_id))],
+        )
+        if not cursor.fetchone()[0]:
+            return None
+        cursor.execute(
+            f"SELECT id, workflow_instance_id, decision, reason FROM {RECEIPT}"  # noqa: S608
+            " WHERE tenant_id = %s AND outcome = 'pending' ORDER BY id LIMIT %s",
+            [tenant_id, limit],
+        )
+        claimed = cursor.fetchall()
+        if not claimed:
+            return 0
+        # Only the earliest callback per instance can decide; a later one in the same
+        # batch finds the decision made, like a later batch would.
+        candidates: dict = {}
+        for receipt_id, instance, decision, reason in claimed:
+            candidates.setdefault(instance, (receipt_id, decision, reason))
+        cursor.execute(
+            APPLY_DECISIONS,
+            [
+                json.dumps(
+                    [
+                        {
+                            "receipt": receipt_id,
+                            "instance": str(instance),
+                            "status": DECIDED[decision],
+                            "reason": reason,
+                        }
+                        for instance, (receipt_id, decision, reason) in candidates.items()
+                    ]
+                )
+            ],
+        )
+        applied = {receipt: (asset_id, status) for receipt, asset_id, status in cursor.fetchall()}
+        undecided = list({row[1] for row in claimed if row[0] not in applied})
+        current: dict = {}
+        if undecided:
+            cursor.execute(
+                f"SELECT workflow_instance_id, id, status FROM {ASSET}"  # noqa: S608
+                " WHERE workflow_instance_id = ANY(%s)",
+                [undecided],
+            )
+            current = {instance: (asset_id, status) for instance, asset_id, status in cursor}
+        events, outcomes = [], []
+        for receipt_id, instance, decision, reason in claimed:
+            if receipt_id in applied:
+                asset_id, status = applied[receipt_id]
+                event_type = "AssetApproved" if status == Asset.Status.APPROVED else "AssetRejected"
+                events.append(
+                    _callback_event(
+                        tenant_id, asset_id, status, event_type, instance, reason=reason
+                    )
+                )
+                outcomes.append(WorkflowCallback.Outcome.APPLIED)
+            elif instance in current:
+                asset_id, status = current[instance]
+                events.append(
+                    _callback_event(
+                        tenant_id,
+                        asset_id,
+                        status,
+                        "WorkflowCallbackIgnored",
+                        instance,
+                        decision=decision,
+                    )
+                )
+                outcomes.append(WorkflowCallback.Outcome.IGNORED)
+            else:  # the asset is gone since the callback came
+                outcomes.append(WorkflowCallback.Outcome.UNKNOWN_INSTANCE)
+        if events:
+            emit_many(events)
+        cursor.execute(RECORD_OUTCOMES, [[row[0] for row in claimed], outcomes])
+    return len(claimed)
+
+
+DECIDED = {"approve": Asset.Status.APPROVED, "reject": Asset.Status.REJECTED}
+
+
+def has_pending_callbacks(tenant_id) -> bool:
+    with tenant_scope(tenant_id):
+        return WorkflowCallback.objects.filter(
+            tenant_id=tenant_id, outcome=WorkflowCallback.Outcome.PENDING
+        ).exists()
+
+
+def drain_callbacks(tenant_id) -> int:
+    """Apply a tenant's callbacks until none is pending or another worker has the tenant.
+
+    After an empty batch it looks once more without the lock: a callback committed
+    while this worker held the tenant, whose own kick found the tenant taken, is
+    picked up here instead of waiting for the sweep.
+    """
+    total = 0
+    while True:
+        settled = apply_pending_callbacks(tenant_id)
+        if settled is None:
+            return total
+        total += settled
+        if settled == 0 and not has_pending_callbacks(tenant_id):
+            return total
+
+
+def drain_all_callbacks() -> int:
+    """The sweep behind lost kicks: every tenant with pending callbacks, in turn."""
+    with system_scope():
+        tenants = list(
+            WorkflowCallback.objects.filter(outcome=WorkflowCallback.Outcome.PENDING)
+            .values_list("tenant_id", flat=True)
+            .distinct()
+        )
+    return sum(drain_callbacks(tenant_id) for tenant_id in tenants)
 
 
 # --------------------------------------------------------------------------- reconciliation
@@ -320,7 +438,7 @@ def reconcile_stale_delegations(*, limit: int = 100) -> dict[str, int]:
     """Ask the Workflow Service about assets Requested under a workflow for too long.
 
     Opt-in (its schedule is installed disabled). A final decision the service reports
-    is applied exactly as a callback would be; an instance it does not know is flagged
+    is recorded and applied exactly as a callback would be; an instance it does not know is flagged
     in the asset's history and the log, and left for a person. Running instances are
     left alone. It never starts, cancels or changes anything on the other side.
     """
@@ -353,11 +471,14 @@ def reconcile_stale_delegations(*, limit: int = 100) -> dict[str, int]:
             )
             counts["unknown"] += 1
         elif state.get("state") == "completed" and state.get("decision") in ("approve", "reject"):
-            apply_workflow_decision(
+            # Recorded and applied like a callback, so the asset's receipts show it.
+            callback_receive(
                 workflow_instance_id=asset.workflow_instance_id,
                 approve=state["decision"] == "approve",
                 reason=state.get("reason", "") or "reported by the reconciler",
+                callback_id=f"reconciler:{asset.workflow_instance_id}",
             )
+            drain_callbacks(asset.tenant_id)
             counts["applied"] += 1
         else:
             counts["running"] += 1

@@ -8,11 +8,23 @@ def delegate_approval(*, asset_id: str) -> str:
     return services.asset_delegate(asset_id=asset_id)
 
 
-@shared_task(scope="self", name="assets.apply_workflow_callback")
-def apply_workflow_callback(*, receipt_id: int) -> str:
+@shared_task(scope="self", name="assets.apply_workflow_callbacks", acks_late=False)
+def apply_workflow_callbacks(*, tenant_id: str) -> int:
+    """Kicked when a tenant's callback is recorded. Not acknowledged late: a lost run
+    loses nothing, the receipts stay pending for the next kick or the sweep."""
+    from apps.assets import services
+    from apps.core.kick import clear_kick
+
+    # Cleared before looking: a callback recorded after this point kicks again.
+    clear_kick(services.callback_kick_key(tenant_id))
+    return services.drain_callbacks(tenant_id)
+
+
+@shared_task(scope="self", name="assets.periodic_apply_workflow_callbacks")
+def periodic_apply_workflow_callbacks() -> int:
     from apps.assets import services
 
-    return services.callback_apply(receipt_id=receipt_id)
+    return services.drain_all_callbacks()
 
 
 @shared_task(scope="self", name="assets.periodic_reconcile_workflows")

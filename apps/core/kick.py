@@ -7,7 +7,7 @@ import logging
 logger = logging.getLogger(__name__)
 
 
-def kick(task, key: str, *, window_ms: int = 2000) -> None:
+def kick(task, key: str, *, window_ms: int = 2000, kwargs: dict | None = None) -> None:
     """Enqueue `task` unless a kick under `key` is already pending.
 
     The flag collapses a burst of commits into one task; the task clears it (see
@@ -19,7 +19,7 @@ def kick(task, key: str, *, window_ms: int = 2000) -> None:
 
     try:
         if get_redis().set(key, "1", nx=True, px=window_ms):
-            task.apply_async()
+            task.apply_async(kwargs=kwargs)
     except Exception as exc:  # noqa: BLE001 - redis-py and kombu both raise on a lost Redis
         logger.warning("could not kick %s (%s); its sweep will run it", task.name, exc)
 

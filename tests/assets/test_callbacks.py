@@ -66,11 +66,11 @@ def test_a_signed_callback_is_recorded_answered_202_and_applied_once(tenant_a):
     first, duplicate = send(body), send(body)
     assert first.status_code == duplicate.status_code == 202
     assert status_of(asset) == "requested"  # a worker applies it
-    outcomes = [services.callback_apply(receipt_id=r.json()["receipt"]) for r in (first, duplicate)]
-    assert outcomes == ["applied", "ignored"]
+    assert first.json()["receipt"] != duplicate.json()["receipt"]
+    assert services.drain_callbacks(tenant_a.pk) == 2
     assert status_of(asset) == "approved"
     assert sorted(receipts()) == ["applied", "ignored"]
-    assert services.callback_apply(receipt_id=first.json()["receipt"]) == "done already"
+    assert services.drain_callbacks(tenant_a.pk) == 0
 
 
 @pytest.mark.parametrize(
@@ -116,3 +116,20 @@ def test_an_unknown_instance_is_answered_404_and_recorded_for_operators(tenant_a
     assert response.status_code == 404
     assert response.json()["code"] == "unknown_workflow_instance"
     assert receipts() == ["unknown_instance"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_accepted_callback_is_applied_by_a_real_worker_without_any_sweep(tenant_a):
+    from celery.contrib.testing.worker import start_worker
+
+    from portal.celery import app
+    from tests.support import wait_for
+
+    asset, instance = delegated(tenant_a)
+    with start_worker(
+        app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
+    ):
+        body = {"workflow_instance_id": str(instance), "decision": "reject", "reason": "late"}
+        assert send(body).status_code == 202
+        wait_for(lambda: receipts() == ["applied"], timeout=30)
+    assert status_of(asset) == "rejected"

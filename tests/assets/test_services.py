@@ -1,15 +1,17 @@
 """The asset approval contract: the workflow reference, idempotent decisions."""
 
+import threading
 import uuid
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from apps.assets import services
-from apps.assets.models import Asset
+from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import InvalidTransition
 from apps.eventing.models import OutboxEvent
+from apps.tenancy.models import AuditEvent
 from apps.tenancy.scope import system_scope, tenant_scope
 from tests.support import run_concurrently
 
@@ -54,6 +56,23 @@ def test_delegation_stores_the_instance_id_and_makes_the_asset_workflow_managed(
     )
 
 
+def callback(instance, approve=True, reason="", callback_id="cb"):
+    return services.callback_receive(
+        workflow_instance_id=instance, approve=approve, reason=reason, callback_id=callback_id
+    )
+
+
+def outcomes():
+    with system_scope():
+        return list(WorkflowCallback.objects.order_by("id").values_list("outcome", flat=True))
+
+
+def status_of(asset):
+    with tenant_scope(asset.tenant_id):
+        asset.refresh_from_db()
+    return asset.status
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "approve,status,event",
@@ -61,46 +80,108 @@ def test_delegation_stores_the_instance_id_and_makes_the_asset_workflow_managed(
 )
 def test_a_callback_decides_and_the_reference_stays(tenant_a, approve, status, event):
     asset, instance = delegated(tenant_a)
-    outcome = services.apply_workflow_decision(workflow_instance_id=instance, approve=approve)
-    assert outcome.outcome == "applied"
+    callback(instance, approve=approve, reason="checked")
+    assert outcomes() == ["pending"] and status_of(asset) == "requested"
+    assert services.drain_callbacks(tenant_a.pk) == 1
+    assert outcomes() == ["applied"]
+    assert status_of(asset) == status and asset.workflow_instance_id == instance
+    assert not asset.is_workflow_managed and asset.decision_reason == "checked"
+    [(_, payload)] = events(event)
+    assert payload["workflow_instance_id"] == str(instance) and payload["status"] == status
     with tenant_scope(tenant_a):
-        asset.refresh_from_db()
-    assert asset.status == status and asset.workflow_instance_id == instance
-    assert not asset.is_workflow_managed
-    assert len(events(event)) == 1
+        audit = AuditEvent.objects.get(action=f"asset.{status}", object_id=str(asset.pk))
+    assert audit.actor_label == "workflow-service"
+    assert audit.changes["status"] == ["requested", status]
 
 
 @pytest.mark.django_db
 def test_a_callback_after_the_decision_is_acknowledged_and_changes_nothing(tenant_a):
     asset, instance = delegated(tenant_a)
-    services.apply_workflow_decision(workflow_instance_id=instance, approve=True)
-    late = services.apply_workflow_decision(workflow_instance_id=instance, approve=False)
-    assert late.outcome == "ignored" and late.asset.status == "approved"
+    callback(instance, approve=True)
+    services.drain_callbacks(tenant_a.pk)
+    callback(instance, approve=False)
+    services.drain_callbacks(tenant_a.pk)
+    assert outcomes() == ["applied", "ignored"] and status_of(asset) == "approved"
     assert len(events("AssetApproved")) == 1 and not events("AssetRejected")
-    assert len(events("WorkflowCallbackIgnored")) == 1
+    [(_, ignored)] = events("WorkflowCallbackIgnored")
+    assert ignored["status"] == "approved" and ignored["decision"] == "reject"
 
 
 @pytest.mark.django_db
-def test_a_callback_for_an_unknown_instance_changes_nothing(tenant_a):
+def test_of_callbacks_waiting_together_the_first_received_decides(tenant_a):
+    asset, instance = delegated(tenant_a)
+    callback(instance, approve=False, reason="first")
+    callback(instance, approve=True, reason="second")
+    assert services.apply_pending_callbacks(tenant_a.pk) == 2
+    assert outcomes() == ["applied", "ignored"]
+    assert status_of(asset) == "rejected" and asset.decision_reason == "first"
+    assert [e for e, _ in events()][-2:] == ["AssetRejected", "WorkflowCallbackIgnored"]
+
+
+@pytest.mark.django_db
+def test_a_callback_for_an_unknown_instance_is_recorded_and_changes_nothing(tenant_a):
     new_asset(tenant_a)
-    assert (
-        services.apply_workflow_decision(workflow_instance_id=uuid.uuid4(), approve=True).outcome
-        == "unknown_instance"
-    )
+    receipt = callback(uuid.uuid4())
+    assert receipt.outcome == "unknown_instance" and receipt.tenant_id is None
+    assert services.drain_all_callbacks() == 0
     assert events() == []
+
+
+@pytest.mark.django_db
+def test_a_callback_whose_asset_was_deleted_before_it_applied_is_unknown(tenant_a):
+    asset, instance = delegated(tenant_a)
+    callback(instance)
+    with tenant_scope(tenant_a):
+        Asset.objects.filter(pk=asset.pk).delete()
+    assert services.drain_all_callbacks() == 1
+    assert outcomes() == ["unknown_instance"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tenant_held_by_another_worker_is_left_to_it(tenant_a):
+    from apps.eventing.services import aggregate_lock_key
+
+    asset, instance = delegated(tenant_a)
+    callback(instance)
+    held, release = threading.Event(), threading.Event()
+
+    def other_worker():
+        with connections["default"].cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_lock(%s)",
+                [aggregate_lock_key("assets.callbacks", str(tenant_a.pk))],
+            )
+            held.set()
+            release.wait(10)
+        connections["default"].close()  # the session lock goes with the session
+
+    thread = threading.Thread(target=other_worker)
+    thread.start()
+    held.wait(10)
+    assert services.apply_pending_callbacks(tenant_a.pk) is None
+    assert services.drain_callbacks(tenant_a.pk) == 0 and outcomes() == ["pending"]
+    release.set()
+    thread.join()
+    assert services.drain_callbacks(tenant_a.pk) == 1 and status_of(asset) == "approved"
 
 
 @pytest.mark.django_db(transaction=True)
 def test_fifty_concurrent_identical_callbacks_make_one_transition_and_one_event(tenant_a):
     asset, instance = delegated(tenant_a)
 
-    def callback():
-        return services.apply_workflow_decision(workflow_instance_id=instance, approve=True).outcome
+    def receive_and_apply():
+        callback(instance)
+        # Each thread is also a worker, taking batches as small as one callback.
+        services.apply_pending_callbacks(tenant_a.pk, limit=1)
 
-    outcomes, errors = run_concurrently(callback, 50)
+    _, errors = run_concurrently(receive_and_apply, 50)
     assert errors == []
-    assert outcomes.count("applied") == 1 and outcomes.count("ignored") == 49
+    services.drain_callbacks(tenant_a.pk)
+    settled = outcomes()
+    assert settled.count("applied") == 1 and settled.count("ignored") == 49
+    assert status_of(asset) == "approved"
     assert len(events("AssetApproved")) == 1
+    assert len(events("WorkflowCallbackIgnored")) == 49
 
 
 @pytest.mark.django_db
@@ -147,7 +228,8 @@ def test_the_reference_is_an_indexed_identifier_with_no_foreign_key():
 def test_the_workflow_managed_filter_uses_the_index_and_returns_exactly_those(tenant_a):
     waiting, _ = delegated(tenant_a)
     decided, instance = delegated(tenant_a)
-    services.apply_workflow_decision(workflow_instance_id=instance, approve=True)
+    callback(instance)
+    services.drain_callbacks(tenant_a.pk)
     services.asset_request_approval(
         actor=SYSTEM_ACTOR, asset=new_asset(tenant_a, "manual"), delegate=False
     )

@@ -21,10 +21,10 @@ def test_the_asset_pages_show_the_reference_history_and_callbacks(
     services.asset_record_delegation(
         asset=asset, approval_request_id=asset.approval_request_id, workflow_instance_id=instance
     )
-    receipt = services.callback_receive(
+    services.callback_receive(
         workflow_instance_id=instance, approve=True, reason="", callback_id="cb-1"
     )
-    services.callback_apply(receipt_id=receipt.pk)
+    services.drain_callbacks(tenant_a.pk)
     client.force_login(admin_a)
     listing = client.get("/assets/", {"status": "approved"})
     assert [a.pk for a in listing.context["object_list"]] == [asset.pk]
