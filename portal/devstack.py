@@ -180,9 +180,10 @@ def start_redis(db: int = 0) -> tuple[str, subprocess.Popen | None]:
 class Stack:
     """The servers one command needs, started on enter and stopped on exit."""
 
-    def __init__(self, redis_db: int = 0) -> None:
+    def __init__(self, redis_db: int = 0, *, throwaway_redis: bool = False) -> None:
         self.env = dict(os.environ)
         self.redis_db = redis_db
+        self.throwaway_redis = throwaway_redis
         self._pg = None
         self._redis: subprocess.Popen | None = None
 
@@ -210,6 +211,12 @@ class Stack:
                 )
         else:
             self.env["REDIS_URL"], self._redis = start_redis(self.redis_db)
+            if self.throwaway_redis:
+                # Like the test and scratch databases, each run starts from nothing:
+                # streams left by an interrupted run name tenants that no longer exist.
+                import redis
+
+                redis.Redis.from_url(self.env["REDIS_URL"]).flushdb()
         self.env.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
     def __exit__(self, *exc) -> None:
@@ -320,9 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     try:
-        # Tests and benchmarks use their own database of the embedded Redis, so they
-        # never consume or flush the queues of a `make run` stack sharing .data/.
-        with Stack(redis_db=1 if args.command in ("test", "bench") else 0) as stack:
+        # Tests and benchmarks each use their own database of the embedded Redis, so
+        # they never consume or flush the queues of a `make run` stack sharing .data/,
+        # nor each other's.
+        redis_db = {"test": 1, "bench": 2}.get(args.command, 0)
+        with Stack(redis_db, throwaway_redis=redis_db != 0) as stack:
             if args.command == "test":
                 return command_test(stack, args.rest)
             if args.command == "run":
