@@ -418,6 +418,7 @@ class Runner:
                 client.xack(entry.stream, self.group, entry.entry_id)
             else:
                 ready.append(entry)
+        ready = self._without_deleted_tenants(client, ready)
         if not ready:
             return
         if len(ready) == 1:
@@ -437,6 +438,33 @@ class Runner:
             self._record_success(self.by_topic.get(envelope_topic), count)
         for stream in {entry.stream for entry in ready}:
             client.xack(stream, self.group, *[e.entry_id for e in ready if e.stream == stream])
+
+    def _without_deleted_tenants(self, client, entries: list[Entry]) -> list[Entry]:
+        """Acknowledge, with a warning, the events of tenants deleted since they were
+        sent: nothing can record them (their inbox and dead-letter rows would name a
+        tenant that is gone), and left pending they would block the group for good."""
+        from apps.tenancy.models import Tenant
+
+        named = {e.envelope.tenant_id for e in entries if e.envelope.tenant_id is not None}
+        if not named:
+            return entries
+        with system_scope():
+            present = set(Tenant.objects.filter(pk__in=named).values_list("pk", flat=True))
+        kept = []
+        for entry in entries:
+            tenant_id = entry.envelope.tenant_id
+            if tenant_id is None or tenant_id in present:
+                kept.append(entry)
+                continue
+            logger.warning(
+                "%s: dropped event %s (%s): its tenant %s no longer exists",
+                self.group,
+                entry.envelope.event_id,
+                entry.envelope.event_type,
+                tenant_id,
+            )
+            client.xack(entry.stream, self.group, entry.entry_id)
+        return kept
 
     def deliver_one(self, entry: Entry) -> None:
         """Try one envelope until it succeeds or runs out of attempts (then dead-letter)."""

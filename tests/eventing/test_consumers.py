@@ -179,3 +179,23 @@ def test_an_unreadable_stream_entry_goes_to_dead_letters(tenant_a, topic):
         dead = DeadLetter.objects.get(event_type="unreadable")
     assert dead.tenant_id is None and "unreadable entry" in dead.error
     assert dead.envelope["payload"]["stream"] == f"steward:stream:{topic.name}"
+
+
+def test_events_of_a_tenant_deleted_since_are_dropped_and_do_not_block_the_rest(
+    tenant_a, topic, caplog
+):
+    import dataclasses
+    import uuid
+
+    runner = recent_events_runner(topic)
+    later = emit(tenant_a, topic, 2)
+    # An event that left before its tenant was deleted (no tenant of that id remains),
+    # ahead of the others in the stream.
+    orphan = dataclasses.replace(later[0], event_id=uuid.uuid4(), tenant_id=uuid.uuid4())
+    RedisStreamTransport().publish([orphan])
+    dispatcher.drain()
+    drain(runner)
+    assert recent_ids() == sorted(e.event_id for e in later)
+    assert "no longer exists" in caplog.text
+    client = get_redis()
+    assert client.xpending(f"{runner.streams[0]}", runner.group)["pending"] == 0
