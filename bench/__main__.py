@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-CASES = ("api", "eventing", "compute")
+CASES = ("api", "eventing", "compute", "assets")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -21,7 +22,7 @@ from apps.core.errors import InvalidTransition
 from apps.eventing.services import NewEvent, aggregate_lock_key, emit, emit_many
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import owner_scope, system_scope, tenant_scope
+from apps.tenancy.scope import system_scope, tenant_scope
 
 TOPIC = "assets.asset"
 logger = logging.getLogger(__name__)
@@ -201,36 +202,35 @@ def asset_decide(*, actor: Actor, asset: Asset, approve: bool, reason: str = "")
 # --------------------------------------------------------------------------- callbacks
 
 
+@dataclass(frozen=True)
+class Receipt:
+    id: int
+    tenant_id: uuid.UUID | None  # None: no asset knows the instance
+
+    @property
+    def known(self) -> bool:
+        return self.tenant_id is not None
+
+
 def callback_receive(
     *, workflow_instance_id: uuid.UUID, approve: bool, reason: str, callback_id: str
-) -> WorkflowCallback:
+) -> Receipt:
     """Record a verified callback and kick its tenant's worker; the receipt is the queue.
 
     A callback for an instance Steward does not know is recorded too (for operators)
-    and answered as such; nothing else changes.
+    and answered as such; nothing else changes. One statement does the look-up and the
+    insert under row-level security (migration 0006): this is every callback's path.
+    Not to be called inside a tenant's scope.
     """
-    with system_scope():
-        tenant_id = (
-            Asset.objects.filter(workflow_instance_id=workflow_instance_id)
-            .values_list("tenant_id", flat=True)
-            .first()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT receipt, tenant FROM steward_record_workflow_callback(%s, %s, %s, %s)",
+            [workflow_instance_id, "approve" if approve else "reject", reason, callback_id],
         )
-    receipt = WorkflowCallback(
-        tenant_id=tenant_id,
-        workflow_instance_id=workflow_instance_id,
-        decision="approve" if approve else "reject",
-        reason=reason,
-        callback_id=callback_id[:100],
-        outcome=(
-            WorkflowCallback.Outcome.PENDING
-            if tenant_id
-            else WorkflowCallback.Outcome.UNKNOWN_INSTANCE
-        ),
-    )
-    with owner_scope(tenant_id):
-        receipt.save()
-        if tenant_id is not None:
-            transaction.on_commit(lambda: kick_callback_worker(tenant_id), robust=True)
+        receipt = Receipt(*cursor.fetchone())
+    if receipt.known:
+        # Immediately when the statement was its own transaction (the endpoint's case).
+        transaction.on_commit(lambda: kick_callback_worker(receipt.tenant_id), robust=True)
     return receipt
 
 
@@ -275,7 +275,7 @@ WITH decision AS (
         ''
     FROM applied
 )
-SELECT receipt, id, status FROM applied
+SELECT receipt, id::text, status FROM applied
 """  # noqa: S608 - table names only
 
 RECORD_OUTCOMES = f"""
@@ -323,7 +323,7 @@ def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | Non
         if not cursor.fetchone()[0]:
             return None
         cursor.execute(
-            f"SELECT id, workflow_instance_id, decision, reason FROM {RECEIPT}"  # noqa: S608
+            f"SELECT id, workflow_instance_id::text, decision, reason FROM {RECEIPT}"  # noqa: S608
             " WHERE tenant_id = %s AND outcome = 'pending' ORDER BY id LIMIT %s",
             [tenant_id, limit],
         )
@@ -342,7 +342,7 @@ def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | Non
                     [
                         {
                             "receipt": receipt_id,
-                            "instance": str(instance),
+                            "instance": instance,
                             "status": DECIDED[decision],
                             "reason": reason,
                         }
@@ -356,8 +356,8 @@ def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | Non
         current: dict = {}
         if undecided:
             cursor.execute(
-                f"SELECT workflow_instance_id, id, status FROM {ASSET}"  # noqa: S608
-                " WHERE workflow_instance_id = ANY(%s)",
+                f"SELECT workflow_instance_id::text, id::text, status FROM {ASSET}"  # noqa: S608
+                " WHERE workflow_instance_id = ANY(%s::uuid[])",
                 [undecided],
             )
             current = {instance: (asset_id, status) for instance, asset_id, status in cursor}

@@ -20,8 +20,14 @@ def _pool(url: str) -> redis.ConnectionPool:
     )
 
 
+@functools.cache
+def _client(url: str) -> redis.Redis:
+    return redis.Redis(connection_pool=_pool(url))
+
+
 def get_redis() -> redis.Redis:
-    return redis.Redis(connection_pool=_pool(settings.REDIS_URL))
+    # One client per URL: building one costs more than the command a kick sends.
+    return _client(settings.REDIS_URL)
 
 
 REDIS_ERRORS = (redis.RedisError, OSError)

@@ -17,6 +17,7 @@ from apps.core.api.exceptions import problem
 from apps.core.api.serializers import StrictSerializer
 from apps.core.errors import DomainError
 from apps.eventing.transports import webhook_signature
+from apps.tenancy.middleware import unscoped
 
 
 class CallbackRefused(DomainError):
@@ -49,6 +50,7 @@ def verify_signature(request) -> str:
     return callback_id
 
 
+@unscoped  # signed, not signed in: the service picks the scope once it knows the asset
 class WorkflowCallbackView(APIView):
     """Decisions from the Workflow Service, signed like Steward's own webhooks
     (HMAC-SHA256 of `id.timestamp.body`, see docs/integration.md). Answered 202 once
@@ -75,13 +77,13 @@ class WorkflowCallbackView(APIView):
             reason=data["reason"],
             callback_id=callback_id,
         )
-        if receipt.tenant_id is None:
+        if not receipt.known:
             # Answered, not raised: raising would roll back the receipt operators need.
             return problem(
                 status_code=404,
                 code="unknown_workflow_instance",
                 title="Unknown workflow instance",
                 detail="No asset waits on this workflow instance.",
-                receipt=receipt.pk,
+                receipt=receipt.id,
             )
-        return Response({"receipt": receipt.pk}, status=status.HTTP_202_ACCEPTED)
+        return Response({"receipt": receipt.id}, status=status.HTTP_202_ACCEPTED)

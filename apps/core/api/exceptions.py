@@ -115,6 +115,9 @@ def problem_exception_handler(exc, context):
     else:
         return None
 
-    if transaction.get_connection().in_atomic_block:
+    # An answered error must not commit the request's transaction. Views outside any
+    # request transaction (see TenantScopeMiddleware) have nothing open by now: their
+    # own atomic blocks rolled back as the exception left them.
+    if getattr(context.get("request"), "steward_transaction", False):
         transaction.set_rollback(True)
     return response
