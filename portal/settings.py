@@ -109,6 +109,7 @@ INSTALLED_APPS = [
     "apps.eventing",
     "apps.compute",
     "apps.assets",
+    "apps.stores",
     "apps.console",
 ]
 
@@ -296,6 +297,11 @@ STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES = env_int("STEWARD_WORKFLOW_RECONCILE_A
 STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS = env_int(
     "STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS", 300
 )
+
+# Store bindings: the secret broker (a class implementing apps.stores.brokers.SecretBroker)
+# and, for the local development broker, where it keeps secrets (never the database).
+STEWARD_SECRET_BROKER = env("STEWARD_SECRET_BROKER", "apps.stores.brokers.LocalFileBroker")
+STEWARD_SECRET_BROKER_DIR = env("STEWARD_SECRET_BROKER_DIR", str(BASE_DIR / ".data" / "secrets"))
 
 # Webhook signing secrets are referenced as env:NAME, NAME starting with this prefix.
 STEWARD_SECRET_ENV_PREFIX = env("STEWARD_SECRET_ENV_PREFIX", "STEWARD_WEBHOOK_SECRET_")

@@ -100,7 +100,8 @@ class StartReconciler:
     def settled(self, effect: UncertainEffect) -> None:
         from apps.assets.services import record_started_instance
 
-        record_started_instance(effect)
+        if effect.state == UncertainEffect.State.SUCCEEDED:
+            record_started_instance(effect)
 
 
 register_adapter(TARGET, StartReconciler())

@@ -41,7 +41,8 @@ class Outcome:
 
 class EffectAdapter(Protocol):
     """Asks the other side about an uncertain call. May also define
-    `settled(effect)`, called once the reconciler has settled one as succeeded."""
+    `settled(effect)`, called once the reconciler has settled one (succeeded or
+    failed: `effect.state` says which)."""
 
     def check(self, effect: UncertainEffect) -> Outcome: ...
 
@@ -137,7 +138,7 @@ def reconcile_due(limit: int = RECONCILE_BATCH) -> int:
         if outcome.state in (UncertainEffect.State.SUCCEEDED, UncertainEffect.State.FAILED):
             effect = _mark(effect, outcome.state, result=outcome.result)
             settled += 1
-            if outcome.state == UncertainEffect.State.SUCCEEDED and hasattr(adapter, "settled"):
+            if hasattr(adapter, "settled"):
                 adapter.settled(effect)
         else:
             _mark(effect, UncertainEffect.State.UNCERTAIN, error="the other side does not know yet")

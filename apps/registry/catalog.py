@@ -11,6 +11,11 @@ STEWARD_TOPICS = [
         "Asset approval: AssetApprovalRequested, AssetApprovalDelegated, "
         "AssetApproved, AssetRejected, WorkflowCallbackIgnored.",
     ),
+    (
+        "stores.binding",
+        "Store bindings: StoreBindingChanged (every status change, references only), "
+        "ResidencyViolationDetected.",
+    ),
 ]
 
 

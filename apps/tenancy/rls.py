@@ -15,7 +15,8 @@ sub-select so PostgreSQL evaluates it once per statement instead of once per row
 
 Tables that also hold platform-wide rows with a NULL tenant (audit events, platform
 service accounts) pass `global_rows=True`: such rows are read and written only in
-the system scope.
+the system scope. `shared_global_rows=True` lets every scope read them as well
+(platform-wide defaults a tenant's own evaluation needs, like residency rules).
 """
 
 from __future__ import annotations
@@ -29,15 +30,20 @@ SESSION_TENANT = "(SELECT NULLIF(current_setting('steward.tenant_id', true), '')
 SESSION_IS_SYSTEM = "(SELECT coalesce(current_setting('steward.system', true), '') = 'on')"
 
 
-def rls_statements(table: str, column: str, global_rows: bool) -> list[str]:
+def rls_statements(
+    table: str, column: str, global_rows: bool, shared_global_rows: bool = False
+) -> list[str]:
     own = f'"{column}" = {SESSION_TENANT}'
     write = own
     if global_rows:
         write = f'({own} OR ("{column}" IS NULL AND {SESSION_IS_SYSTEM}))'
+    read = f"{own} OR {SESSION_IS_SYSTEM}"
+    if shared_global_rows:
+        read += f' OR "{column}" IS NULL'
     return [
         f'ALTER TABLE "{table}" ENABLE ROW LEVEL SECURITY',
         f'ALTER TABLE "{table}" FORCE ROW LEVEL SECURITY',
-        f'CREATE POLICY {READ_POLICY} ON "{table}" FOR SELECT USING ({own} OR {SESSION_IS_SYSTEM})',
+        f'CREATE POLICY {READ_POLICY} ON "{table}" FOR SELECT USING ({read})',
         f'CREATE POLICY {WRITE_POLICY} ON "{table}" FOR ALL USING ({write}) WITH CHECK ({write})',
     ]
 
@@ -57,16 +63,28 @@ class EnableTenantRLS(Operation):
     reversible = True
     reduces_to_sql = True
 
-    def __init__(self, model_name: str, column: str = "tenant_id", global_rows: bool = False):
+    def __init__(
+        self,
+        model_name: str,
+        column: str = "tenant_id",
+        global_rows: bool = False,
+        shared_global_rows: bool = False,
+    ):
         self.model_name = model_name
         self.column = column
-        self.global_rows = global_rows
+        # Platform-wide rows (NULL tenant), written in the system scope only; with
+        # shared_global_rows every scope reads them too (platform defaults, such as
+        # the residency rules that apply to all tenants).
+        self.global_rows = global_rows or shared_global_rows
+        self.shared_global_rows = shared_global_rows
 
     def deconstruct(self):
         kwargs = {"model_name": self.model_name}
         if self.column != "tenant_id":
             kwargs["column"] = self.column
-        if self.global_rows:
+        if self.shared_global_rows:
+            kwargs["shared_global_rows"] = True
+        elif self.global_rows:
             kwargs["global_rows"] = True
         return (self.__class__.__qualname__, [], kwargs)
 
@@ -78,7 +96,10 @@ class EnableTenantRLS(Operation):
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state):
         for statement in rls_statements(
-            self._table(app_label, to_state), self.column, self.global_rows
+            self._table(app_label, to_state),
+            self.column,
+            self.global_rows,
+            self.shared_global_rows,
         ):
             schema_editor.execute(statement)
 

@@ -1,0 +1,413 @@
+"""Store bindings: residency and workload evaluated, credentials by reference only.
+
+SetStoreBinding evaluates residency (tenant, the store's data class, region) and
+workload gating (the store's workload class, the profile). Refused, the binding is
+recorded as Refused with the verdict that refused it and nothing is provisioned.
+Allowed, it is Requested and a worker asks the secret broker for credentials; the
+references make it Provisioned. Provisioning reports the migrations applied (Active);
+retiring revokes the credentials (Retiring → Retired). Every status change is a
+conditional UPDATE along TRANSITIONS, a history row and a StoreBindingChanged event.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.core.context import Actor
+from apps.core.errors import Conflict, InvalidTransition
+from apps.eventing.services import emit
+from apps.stores import residency
+from apps.stores.gating import WorkloadVerdict, evaluate_workload
+from apps.stores.models import (
+    LIVE_STATUSES,
+    ProfileCertification,
+    ResidencyRule,
+    StoreBinding,
+    StoreBindingChange,
+)
+from apps.tenancy.audit import audit_record
+from apps.tenancy.scope import owner_scope, system_scope, tenant_scope
+
+TOPIC = "stores.binding"
+logger = logging.getLogger(__name__)
+Status = StoreBinding.Status
+
+# The only moves a binding makes; anything else is refused with 409.
+TRANSITIONS = {
+    Status.REQUESTED: {Status.PROVISIONED, Status.FAILED},
+    Status.PROVISIONED: {Status.ACTIVE, Status.RETIRING, Status.FAILED},
+    Status.ACTIVE: {Status.RETIRING},
+    Status.RETIRING: {Status.RETIRED, Status.FAILED},
+    Status.REFUSED: set(),
+    Status.RETIRED: set(),
+    Status.FAILED: set(),
+}
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def rule_views(**filters) -> list[residency.RuleView]:
+    """The residency rules the current scope sees (its tenant's and all tenants')."""
+    rules = ResidencyRule.objects.filter(**filters).prefetch_related("regions")
+    rules = rules.select_related("tenant", "data_class")
+    return [residency.RuleView.of(rule) for rule in rules]
+
+
+def live_certification(profile, workload: str):
+    return ProfileCertification.objects.filter(
+        profile=profile, workload_class=workload, revoked_at__isnull=True
+    ).first()
+
+
+def evaluate(
+    *, tenant_id, store, profile, region, rules=None
+) -> tuple[residency.ResidencyVerdict, WorkloadVerdict]:
+    """Both verdicts for binding `store` for the tenant on `profile` in `region`."""
+    rules = rule_views() if rules is None else rules
+    where = residency.evaluate_residency(
+        rules, tenant_id=tenant_id, data_class_id=store.data_class_id, region=region
+    )
+    how = evaluate_workload(
+        store.workload_class, profile, live_certification(profile, store.workload_class)
+    )
+    return where, how
+
+
+# --------------------------------------------------------------------------- bindings
+
+
+def _event(binding: StoreBinding, event_type: str = "StoreBindingChanged", **payload) -> None:
+    emit(
+        topic=TOPIC,
+        event_type=event_type,
+        aggregate_type="store_binding",
+        aggregate_id=str(binding.pk),
+        payload={
+            "binding_id": str(binding.pk),
+            "store": binding.store.slug,
+            "tenant_id": str(binding.tenant_id),
+            "profile": binding.profile.slug,
+            "region": binding.region.slug,
+            "status": binding.status,
+            "reason": binding.status_reason,
+            # References only: the secrets stay with the broker.
+            "key_reference": binding.key_reference,
+            "connection_reference": binding.connection_reference,
+            **payload,
+        },
+        tenant=binding.tenant_id,
+    )
+
+
+def _history(binding, from_status: str, actor_label: str) -> None:
+    StoreBindingChange.objects.create(
+        binding=binding,
+        tenant_id=binding.tenant_id,
+        from_status=from_status,
+        to_status=binding.status,
+        reason=binding.status_reason,
+        actor_label=actor_label[:150],
+    )
+
+
+def binding_set(*, actor: Actor, tenant, store, profile, region) -> StoreBinding:
+    """SetStoreBinding. The live binding of the same store, profile and region is
+    answered as it is (the request is a repeat); one that differs is a conflict."""
+    with tenant_scope(tenant):
+        live = StoreBinding.objects.filter(
+            tenant=tenant, store=store, status__in=LIVE_STATUSES
+        ).first()
+        if live is not None:
+            if live.profile_id == profile.pk and live.region_id == region.pk:
+                return live
+            raise Conflict(
+                f"{store.slug} is already bound for this tenant ({live.status}, on "
+                f"{live.profile.slug} in {live.region.slug}); retire that binding first.",
+                code="binding_exists",
+                binding=str(live.pk),
+            )
+        where, how = evaluate(tenant_id=tenant.pk, store=store, profile=profile, region=region)
+        refusals = ([] if where.allowed else [where.explanation]) + (
+            [] if how.allows else list(how.reasons)
+        )
+        binding = StoreBinding(
+            tenant=tenant,
+            store=store,
+            profile=profile,
+            region=region,
+            status=Status.REFUSED if refusals else Status.REQUESTED,
+            status_reason=" ".join(refusals) or "Residency and workload allow it.",
+            residency_verdict=where.as_dict(),
+            workload_verdict=how.as_dict(),
+        )
+        try:
+            with transaction.atomic():
+                binding.save()
+        except IntegrityError:
+            # A concurrent SetStoreBinding won: answer with its binding.
+            return StoreBinding.objects.get(tenant=tenant, store=store, status__in=LIVE_STATUSES)
+        _history(binding, "", actor.label)
+        audit_record(
+            actor=actor,
+            action="store_binding.set",
+            instance=binding,
+            tenant=tenant,
+            changes={"status": [None, binding.status]},
+        )
+        _event(binding)
+        if binding.status == Status.REQUESTED:
+            transaction.on_commit(lambda: _enqueue("provision_binding", binding.pk), robust=True)
+    return binding
+
+
+def _enqueue(task_name: str, binding_id) -> None:
+    from apps.stores import tasks
+
+    getattr(tasks, task_name).delay(binding_id=str(binding_id))
+
+
+def _transition(
+    binding: StoreBinding, to: str, *, reason: str, actor_label: str, **changes
+) -> StoreBinding:
+    """Move along TRANSITIONS, conditionally on the status it was in; 409 otherwise.
+    In the binding's tenant scope, which the caller holds or gets here."""
+    sources = [status for status, targets in TRANSITIONS.items() if to in targets]
+    with owner_scope(binding.tenant_id):
+        binding.refresh_from_db()
+        before = binding.status
+        updated = StoreBinding.objects.filter(pk=binding.pk, status=before).update(
+            status=to, status_reason=reason, updated_at=timezone.now(), **changes
+        )
+        if before not in sources or not updated:
+            binding.refresh_from_db()
+            raise InvalidTransition(
+                f"The binding is {binding.status}; it cannot become {to}.",
+                status=binding.status,
+            )
+        binding.refresh_from_db()
+        _history(binding, before, actor_label)
+        _event(binding)
+    return binding
+
+
+def binding_provision(*, binding_id) -> str:
+    """Ask the secret broker for the binding's credentials (a worker's job).
+
+    An uncertain effect keyed by the binding: answered, the references are recorded
+    at once; timed out, the reconciler asks the broker what it holds and settles the
+    binding either way, so no binding stays half-provisioned unexplained.
+    """
+    from apps.eventing.effects import perform_effect
+    from apps.stores import brokers
+
+    with system_scope():
+        binding = (
+            StoreBinding.objects.select_related("store", "profile", "region", "tenant")
+            .filter(pk=binding_id)
+            .first()
+        )
+    if binding is None or binding.status != Status.REQUESTED:
+        return "nothing to do"
+
+    def issue() -> dict:
+        key, connection = brokers.get_broker().issue_credentials(binding)
+        return {"key_reference": key, "connection_reference": connection}
+
+    effect = perform_effect(
+        tenant_id=binding.tenant_id,
+        actor="stores",
+        target_system=brokers.TARGET,
+        operation=brokers.ISSUE,
+        external_ref=str(binding.pk),
+        call=issue,
+    )
+    if effect.state == effect.State.UNCERTAIN:
+        with tenant_scope(binding.tenant_id):
+            StoreBinding.objects.filter(pk=binding.pk, status=Status.REQUESTED).update(
+                status_reason="Waiting on the secret broker: the issue call timed out and is "
+                "being reconciled.",
+                updated_at=timezone.now(),
+            )
+    else:
+        binding_record_credentials(effect)
+    return effect.state
+
+
+def binding_record_credentials(effect) -> None:
+    """Settle a Requested binding from its settled issue effect: Provisioned with the
+    references, or Failed with the broker's error."""
+    with system_scope():
+        binding = StoreBinding.objects.filter(pk=effect.external_ref).first()
+    if binding is None or binding.status != Status.REQUESTED:
+        return
+    if effect.state == effect.State.SUCCEEDED:
+        _transition(
+            binding,
+            Status.PROVISIONED,
+            reason="Credentials issued; waiting for provisioning to apply the migrations.",
+            actor_label="secret-broker",
+            key_reference=effect.result["key_reference"],
+            connection_reference=effect.result["connection_reference"],
+        )
+    else:
+        error = effect.last_error or effect.result.get("error", "the broker refused")
+        _transition(
+            binding,
+            Status.FAILED,
+            reason=f"The secret broker did not issue credentials: {error}",
+            actor_label="secret-broker",
+        )
+
+
+def binding_migrations_applied(*, actor: Actor, binding: StoreBinding) -> StoreBinding:
+    return _transition(
+        binding,
+        Status.ACTIVE,
+        reason="Provisioning applied the store's migrations.",
+        actor_label=actor.label,
+    )
+
+
+def binding_retire(*, actor: Actor, binding: StoreBinding, reason: str = "") -> StoreBinding:
+    binding = _transition(
+        binding,
+        Status.RETIRING,
+        reason=reason or "Retirement requested; revoking the credentials.",
+        actor_label=actor.label,
+    )
+    transaction.on_commit(lambda: _enqueue("revoke_binding", binding.pk), robust=True)
+    return binding
+
+
+def binding_revoke(*, binding_id) -> str:
+    """Revoke a retiring binding's credentials at the broker, then mark it Retired."""
+    from apps.stores import brokers
+
+    with system_scope():
+        binding = StoreBinding.objects.filter(pk=binding_id, status=Status.RETIRING).first()
+    if binding is None:
+        return "nothing to do"
+    broker = brokers.get_broker()
+    for reference in (binding.key_reference, binding.connection_reference):
+        if reference:
+            broker.revoke(reference)
+    _transition(binding, Status.RETIRED, reason="Credentials revoked.", actor_label="secret-broker")
+    return "retired"
+
+
+# --------------------------------------------------------------------------- residency rules
+
+
+def flag_violations(rules=None) -> list[StoreBinding]:
+    """Check every Provisioned and Active binding against the rules now in force.
+
+    A binding the rules no longer allow is flagged (and ResidencyViolationDetected
+    emitted, once); one allowed again is cleared. Statuses never change: moving or
+    deleting a tenant's store is a person's decision. Returns the newly flagged.
+    """
+    with system_scope():
+        rules = rule_views() if rules is None else rules
+        bindings = list(
+            StoreBinding.objects.filter(status__in=[Status.PROVISIONED, Status.ACTIVE])
+            .select_related("store", "profile", "region", "tenant")
+            .order_by("tenant_id", "created_at")
+        )
+    flagged = []
+    for binding in bindings:
+        verdict = residency.evaluate_residency(
+            rules,
+            tenant_id=binding.tenant_id,
+            data_class_id=binding.store.data_class_id,
+            region=binding.region,
+        )
+        with tenant_scope(binding.tenant_id):
+            if not verdict.allowed and not binding.violation:
+                StoreBinding.objects.filter(pk=binding.pk).update(
+                    violation=verdict.explanation, violation_detected_at=timezone.now()
+                )
+                binding.violation = verdict.explanation
+                _event(
+                    binding,
+                    "ResidencyViolationDetected",
+                    violation=verdict.explanation,
+                    rule_id=verdict.rule_id,
+                )
+                flagged.append(binding)
+            elif verdict.allowed and binding.violation:
+                StoreBinding.objects.filter(pk=binding.pk).update(
+                    violation="", violation_detected_at=None
+                )
+    return flagged
+
+
+def would_violate(rules) -> list[tuple[StoreBinding, residency.ResidencyVerdict]]:
+    """The Provisioned and Active bindings `rules` would not allow (a preview)."""
+    with system_scope():
+        bindings = list(
+            StoreBinding.objects.filter(status__in=[Status.PROVISIONED, Status.ACTIVE])
+            .select_related("store", "profile", "region", "tenant")
+            .order_by("tenant__slug", "store__slug")
+        )
+    found = []
+    for binding in bindings:
+        verdict = residency.evaluate_residency(
+            rules,
+            tenant_id=binding.tenant_id,
+            data_class_id=binding.store.data_class_id,
+            region=binding.region,
+        )
+        if not verdict.allowed:
+            found.append((binding, verdict))
+    return found
+
+
+def proposed_rules(
+    *, replacing: ResidencyRule | None = None, proposal: residency.RuleView | None
+) -> list[residency.RuleView]:
+    """Every rule in force, with `replacing` swapped for `proposal` (or dropped)."""
+    with system_scope():
+        rules = [r for r in rule_views() if replacing is None or r.id != replacing.pk]
+    return rules + ([proposal] if proposal is not None else [])
+
+
+def rule_save(
+    *, actor: Actor, rule: ResidencyRule, regions, changes: dict | None = None
+) -> ResidencyRule:
+    """Create or change a rule (in its tenant's scope, or the system scope for all
+    tenants), then flag the bindings it now makes non-compliant."""
+    if rule.is_exception and not rule.reason.strip():
+        from apps.core.errors import ValidationFailed
+
+        raise ValidationFailed(
+            "An exception needs a reason.", code="reason_required", field="reason"
+        )
+    creating = rule.pk is None
+    with owner_scope(rule.tenant_id):
+        rule.save()
+        rule.regions.set(regions)
+        audit_record(
+            actor=actor,
+            action="residency_rule.create" if creating else "residency_rule.update",
+            instance=rule,
+            tenant=rule.tenant_id,
+            changes=changes or {"rule": [None, str(rule)]},
+        )
+    flag_violations()
+    return rule
+
+
+def rule_delete(*, actor: Actor, rule: ResidencyRule) -> None:
+    with owner_scope(rule.tenant_id):
+        audit_record(
+            actor=actor,
+            action="residency_rule.delete",
+            instance=rule,
+            tenant=rule.tenant_id,
+            changes={"rule": [str(rule), None]},
+        )
+        rule.delete()
+    flag_violations()

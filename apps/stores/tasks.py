@@ -1,0 +1,15 @@
+from celery import shared_task
+
+
+@shared_task(scope="self", name="stores.provision_binding")
+def provision_binding(*, binding_id: str) -> str:
+    from apps.stores import services
+
+    return services.binding_provision(binding_id=binding_id)
+
+
+@shared_task(scope="self", name="stores.revoke_binding")
+def revoke_binding(*, binding_id: str) -> str:
+    from apps.stores import services
+
+    return services.binding_revoke(binding_id=binding_id)
