@@ -13,6 +13,7 @@ api_v1 = [
     path("registry/", include("apps.registry.api.urls")),
     path("compute/", include("apps.compute.api.urls")),
     path("assets/", include("apps.assets.api.urls")),
+    path("stores/", include("apps.stores.api.urls")),
     path(
         "assets/workflow-callbacks/",
         WorkflowCallbackView.as_view(),

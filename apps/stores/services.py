@@ -411,3 +411,60 @@ def rule_delete(*, actor: Actor, rule: ResidencyRule) -> None:
         )
         rule.delete()
     flag_violations()
+
+
+# --------------------------------------------------------------------------- certification
+
+
+def certification_record(
+    *, actor: Actor, profile, workload_class: str, benchmark_reference: str, notes: str = ""
+) -> ProfileCertification:
+    """Certify a profile for a workload on recorded benchmark evidence (one live record
+    per profile and workload: revoke the old one to re-certify)."""
+    from apps.core.errors import ValidationFailed
+
+    if not benchmark_reference.strip():
+        raise ValidationFailed(
+            "Certification needs the benchmark evidence.", code="evidence_required"
+        )
+    record = ProfileCertification(
+        profile=profile,
+        workload_class=workload_class,
+        certified_by=actor.label[:150],
+        benchmark_reference=benchmark_reference,
+        notes=notes,
+    )
+    try:
+        with system_scope(), transaction.atomic():
+            record.save()
+            audit_record(
+                actor=actor,
+                action="profile.certify",
+                instance=profile,
+                changes={
+                    "certified_for": [None, workload_class],
+                    "evidence": [None, benchmark_reference],
+                },
+            )
+    except IntegrityError:
+        raise Conflict(
+            f"{profile.slug} is already certified for {workload_class}; revoke that first.",
+            code="already_certified",
+        ) from None
+    return record
+
+
+def certification_revoke(*, actor: Actor, record: ProfileCertification) -> ProfileCertification:
+    with system_scope():
+        updated = ProfileCertification.objects.filter(pk=record.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        if updated:
+            audit_record(
+                actor=actor,
+                action="profile.revoke_certification",
+                instance=record.profile,
+                changes={"certified_for": [record.workload_class, None]},
+            )
+        record.refresh_from_db()
+    return record

@@ -343,3 +343,49 @@ def user_create(
             changes={"username": [None, username], "is_operator": [None, is_operator]},
         )
     return user
+
+
+# --------------------------------------------------------------------------- platform catalog
+
+
+def catalog_save(*, actor: Actor, instance, fields: list[str]):
+    """Create or change a platform-wide catalog row (a region, a store, a profile…) and
+    audit what changed. Catalog tables hold no tenant's rows."""
+    creating = instance._state.adding
+    before = {} if creating else snapshot(type(instance).objects.get(pk=instance.pk), fields)
+    try:
+        instance.full_clean()
+    except DjangoValidationError as exc:
+        raise ValidationFailed(
+            "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()),
+            code="invalid",
+        ) from None
+    with system_scope():
+        instance.save()
+        audit_record(
+            actor=actor,
+            action=f"{instance._meta.model_name}.{'create' if creating else 'update'}",
+            instance=instance,
+            changes=diff(before, snapshot(instance, fields)),
+        )
+    return instance
+
+
+def catalog_delete(*, actor: Actor, instance) -> None:
+    """Delete a catalog row nothing uses any more (PROTECT refuses otherwise: 409)."""
+    from django.db.models import ProtectedError
+
+    with system_scope():
+        audit_record(
+            actor=actor,
+            action=f"{instance._meta.model_name}.delete",
+            instance=instance,
+            changes={"deleted": [str(instance), None]},
+        )
+        try:
+            with transaction.atomic():
+                instance.delete()
+        except ProtectedError:
+            raise Conflict(
+                f"{instance} is still in use and cannot be deleted.", code="in_use"
+            ) from None

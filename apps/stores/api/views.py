@@ -1,0 +1,282 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.api.idempotency import idempotent
+from apps.core.api.permissions import (
+    EVERYONE,
+    OPERATOR,
+    PLATFORM_SERVICE,
+    TENANT_ADMIN,
+    TENANT_SERVICE,
+    StewardAccess,
+)
+from apps.core.api.views import StewardViewSetMixin
+from apps.core.errors import ValidationFailed
+from apps.stores import selectors, services
+from apps.stores.api import serializers
+from apps.stores.models import ProfileCertification, ResidencyRule, Store, StoreProfile
+from apps.stores.residency import RuleView
+from apps.tenancy import services as tenancy_services
+
+PLATFORM = frozenset({OPERATOR, PLATFORM_SERVICE})
+
+
+def _tenant_of(request, named):
+    """The tenant a binding is for: the caller's own, or the one a platform caller names."""
+    if request.tenant is not None and not request.platform_wide:
+        if named is not None and named.pk != request.tenant.pk:
+            raise ValidationFailed("You act for another tenant.", code="tenant_mismatch")
+        return request.tenant
+    tenant = named or request.tenant
+    if tenant is None:
+        raise ValidationFailed("Name the tenant.", code="tenant_required", field="tenant")
+    return tenant
+
+
+class BindingViewSet(
+    StewardViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """SetStoreBinding and the binding lifecycle, in the caller's tenant scope."""
+
+    serializer_class = serializers.BindingSerializer
+    filterset_fields = ["status", "store__slug", "region__slug", "tenant__slug"]
+    search_fields = ["store__slug", "status_reason"]
+    ordering_fields = ["created_at", "status"]
+    ordering = "-created_at"
+    scope_app = "stores"
+    read_access = EVERYONE
+    write_access = frozenset({OPERATOR, PLATFORM_SERVICE, TENANT_ADMIN, TENANT_SERVICE})
+
+    def get_queryset(self):
+        return selectors.binding_list()
+
+    def get_serializer_class(self):
+        if self.action == "create":
+            return serializers.SetBindingSerializer
+        return serializers.BindingSerializer
+
+    @extend_schema(
+        request=serializers.SetBindingSerializer, responses=serializers.BindingSerializer
+    )
+    def create(self, request, *args, **kwargs):
+        payload = serializers.SetBindingSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        binding = services.binding_set(
+            actor=request.actor,
+            tenant=_tenant_of(request, data.get("tenant")),
+            store=data["store"],
+            profile=data["profile"],
+            region=data["region"],
+        )
+        return Response(self.read_representation(binding), status=201)
+
+    @extend_schema(request=None, responses=serializers.BindingSerializer)
+    @action(detail=True, methods=["post"], url_path="migrations-applied")
+    @idempotent
+    def migrations_applied(self, request, pk=None):
+        binding = services.binding_migrations_applied(
+            actor=request.actor, binding=self.get_object()
+        )
+        return Response(self.read_representation(binding))
+
+    @extend_schema(request=serializers.RetireSerializer, responses=serializers.BindingSerializer)
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def retire(self, request, pk=None):
+        payload = serializers.RetireSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        binding = services.binding_retire(
+            actor=request.actor, binding=self.get_object(), reason=payload.validated_data["reason"]
+        )
+        return Response(self.read_representation(binding))
+
+
+class EvaluateView(APIView):
+    """A dry run: what residency and workload gating would say, and why."""
+
+    permission_classes = [StewardAccess]
+    scope_app = "stores"
+
+    def get_read_access(self):
+        return EVERYONE
+
+    def get_write_access(self):
+        return EVERYONE  # a POST that changes nothing
+
+    @extend_schema(request=serializers.EvaluateSerializer, responses=dict)
+    def post(self, request):
+        payload = serializers.EvaluateSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        tenant = _tenant_of(request, data.get("tenant"))
+        return Response(
+            selectors.what_if(
+                tenant=tenant,
+                store=data["store"],
+                region=data["region"],
+                profile=data.get("profile"),
+            )
+        )
+
+
+class CatalogViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
+    """Platform catalog rows: everyone reads, operators and platform services write."""
+
+    steward_scope = "system"
+    scope_app = "stores"
+    read_access = EVERYONE
+    write_access = PLATFORM
+    lookup_field = "slug"
+
+    def perform_create(self, serializer):
+        self._save(serializer)
+
+    def perform_update(self, serializer):
+        self._save(serializer)
+
+    def _save(self, serializer):
+        instance = serializer.instance or serializer.Meta.model()
+        for name, value in serializer.validated_data.items():
+            setattr(instance, name, value)
+        serializer.instance = tenancy_services.catalog_save(
+            actor=self.request.actor, instance=instance, fields=list(serializer.validated_data)
+        )
+
+    def perform_destroy(self, instance):
+        tenancy_services.catalog_delete(actor=self.request.actor, instance=instance)
+
+
+class StoreViewSet(CatalogViewSet):
+    serializer_class = serializers.StoreSerializer
+    queryset = Store.objects.select_related("owning_service", "data_class")
+    filterset_fields = ["workload_class", "category"]
+    search_fields = ["slug", "name"]
+    ordering = "slug"
+
+
+class ProfileViewSet(CatalogViewSet):
+    serializer_class = serializers.ProfileSerializer
+    queryset = StoreProfile.objects.prefetch_related("certifications")
+    filterset_fields = ["engine", "shape"]
+    search_fields = ["slug", "name"]
+    ordering = "slug"
+
+
+class CertificationViewSet(
+    StewardViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Evidence records: who certified a profile for a workload, when, on which benchmark."""
+
+    steward_scope = "system"
+    serializer_class = serializers.CertificationSerializer
+    queryset = ProfileCertification.objects.select_related("profile")
+    filterset_fields = ["workload_class", "profile__slug"]
+    ordering = "-certified_at"
+    scope_app = "stores"
+    read_access = EVERYONE
+    write_access = PLATFORM
+
+    def perform_create(self, serializer):
+        serializer.instance = services.certification_record(
+            actor=self.request.actor, **serializer.validated_data
+        )
+
+    @extend_schema(request=None, responses=serializers.CertificationSerializer)
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def revoke(self, request, pk=None):
+        record = services.certification_revoke(actor=request.actor, record=self.get_object())
+        return Response(self.read_representation(record))
+
+
+class RuleViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
+    """Residency rules. Saving one flags the bindings it makes non-compliant."""
+
+    steward_scope = "system"
+    serializer_class = serializers.RuleSerializer
+    filterset_fields = ["effect", "is_exception", "tenant__slug", "data_class__slug"]
+    ordering = "id"
+    scope_app = "stores"
+    read_access = EVERYONE
+    write_access = frozenset({OPERATOR})
+
+    def get_queryset(self):
+        return selectors.rule_list()
+
+    def perform_create(self, serializer):
+        self._save(serializer, ResidencyRule())
+
+    def perform_update(self, serializer):
+        self._save(serializer, serializer.instance)
+
+    def _save(self, serializer, rule):
+        data = dict(serializer.validated_data)
+        regions = data.pop("regions", None)
+        for name, value in data.items():
+            setattr(rule, name, value)
+        serializer.instance = services.rule_save(
+            actor=self.request.actor,
+            rule=rule,
+            regions=regions if regions is not None else list(rule.regions.all()),
+        )
+
+    def perform_destroy(self, instance):
+        services.rule_delete(actor=self.request.actor, rule=instance)
+
+    @extend_schema(request=serializers.RuleSerializer, responses=dict)
+    @action(detail=False, methods=["post"])
+    def preview(self, request):
+        """The Provisioned and Active bindings the proposed rule (replacing the rule
+        `?replacing=<id>` names, if any) would make non-compliant. Changes nothing."""
+        payload = serializers.RuleSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        replacing = None
+        if request.query_params.get("replacing", "").isdigit():
+            replacing = self.get_queryset().filter(pk=request.query_params["replacing"]).first()
+        affected = services.would_violate(
+            services.proposed_rules(
+                replacing=replacing, proposal=proposal_view(payload.validated_data)
+            )
+        )
+        return Response(
+            {
+                "affected": [
+                    {
+                        "binding_id": str(binding.pk),
+                        "tenant": binding.tenant.slug,
+                        "store": binding.store.slug,
+                        "region": binding.region.slug,
+                        "status": binding.status,
+                        "explanation": verdict.explanation,
+                    }
+                    for binding, verdict in affected
+                ]
+            }
+        )
+
+
+def proposal_view(data: dict) -> RuleView:
+    tenant, data_class = data.get("tenant"), data.get("data_class")
+    return RuleView(
+        id=None,
+        tenant_id=tenant.pk if tenant else None,
+        data_class_id=data_class.pk if data_class else None,
+        effect=data["effect"],
+        region_ids=frozenset(r.pk for r in data.get("regions", [])),
+        geographies=frozenset(data.get("geographies", [])),
+        is_exception=data.get("is_exception", False),
+        reason=data.get("reason", ""),
+        label="the proposed rule",
+    )

@@ -1,0 +1,157 @@
+"""The stores API: SetStoreBinding end to end through a real Celery worker, dry runs,
+rules with their preview, and who may do what."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from apps.stores.models import StoreBinding
+from apps.tenancy.scope import system_scope
+from tests.conftest import bearer
+from tests.factories import service_token
+from tests.stores.conftest import rule
+from tests.support import wait_for
+
+BINDINGS = "/api/v1/stores/bindings/"
+RULES = "/api/v1/stores/residency/rules/"
+
+
+def platform():
+    return bearer(APIClient(), service_token(scopes=["stores:write"], name="provisioning"))
+
+
+def status_of(binding_id):
+    with system_scope():
+        return StoreBinding.objects.get(pk=binding_id).status
+
+
+@pytest.mark.django_db(transaction=True)
+def test_set_store_binding_end_to_end_through_a_real_worker(
+    tenant_a, store, profile, regions, local_broker
+):
+    from celery.contrib.testing.worker import start_worker
+
+    from portal.celery import app
+
+    rule("allow", geographies=["IL"])
+    client = platform()
+    body = {
+        "store": store.slug,
+        "tenant": tenant_a.slug,
+        "profile": profile.slug,
+        "region": "israelcentral",
+    }
+    with start_worker(
+        app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
+    ):
+        created = client.post(BINDINGS, body, format="json", HTTP_IDEMPOTENCY_KEY="bind-1")
+        assert created.status_code == 201, created.content
+        binding_id = created.json()["id"]
+        again = client.post(BINDINGS, body, format="json", HTTP_IDEMPOTENCY_KEY="bind-1")
+        assert again.json()["id"] == binding_id
+        wait_for(lambda: status_of(binding_id) == "provisioned", timeout=30)
+        url = f"{BINDINGS}{binding_id}/"
+        active = client.post(f"{url}migrations-applied/")
+        assert active.status_code == 200 and active.json()["status"] == "active"
+        assert active.json()["key_reference"].startswith("local:")
+        client.post(f"{url}retire/", {"reason": "tenant left"}, format="json")
+        wait_for(lambda: status_of(binding_id) == "retired", timeout=30)
+    shown = client.get(url).json()
+    assert [step["to_status"] for step in shown["history"]] == [
+        "requested",
+        "provisioned",
+        "active",
+        "retiring",
+        "retired",
+    ]
+    assert not (local_broker / binding_id / "key").exists()
+
+
+@pytest.mark.django_db
+def test_refusals_and_illegal_transitions_answer_with_codes(tenant_a, store, profile, regions):
+    rule("allow", geographies=["IL"])
+    client = platform()
+    refused = client.post(
+        BINDINGS,
+        {"store": store.slug, "tenant": tenant_a.slug, "profile": profile.slug, "region": "eastus"},
+        format="json",
+    ).json()
+    assert (
+        refused["status"] == "refused" and "eastus" in refused["residency_verdict"]["explanation"]
+    )
+    requested = client.post(
+        BINDINGS,
+        {
+            "store": store.slug,
+            "tenant": tenant_a.slug,
+            "profile": profile.slug,
+            "region": "israelcentral",
+        },
+        format="json",
+    ).json()
+    early = client.post(f"{BINDINGS}{requested['id']}/migrations-applied/")
+    assert early.status_code == 409 and early.json()["code"] == "invalid_transition"
+    missing = client.post(
+        BINDINGS,
+        {"store": "nope", "profile": profile.slug, "region": "israelcentral"},
+        format="json",
+    )
+    assert missing.status_code == 400
+
+
+@pytest.mark.django_db
+def test_the_what_if_evaluator_explains_both_verdicts(tenant_a, store, profile, regions):
+    deny = rule("deny", tenant=tenant_a, geographies=["EU"], reason="contract")
+    answer = (
+        platform()
+        .post(
+            "/api/v1/stores/residency/evaluate/",
+            {
+                "store": store.slug,
+                "tenant": tenant_a.slug,
+                "profile": profile.slug,
+                "region": "westeurope",
+            },
+            format="json",
+        )
+        .json()
+    )
+    assert answer["allowed"] is False and answer["residency"]["rule_id"] == deny.pk
+    assert "contract" in answer["residency"]["explanation"]
+    assert answer["workload"]["decision"] == "go"
+    with system_scope():
+        assert not StoreBinding.objects.exists()
+
+
+@pytest.mark.django_db
+def test_operators_edit_rules_with_a_preview_and_tenants_only_read(
+    client, operator, tenant_a, store, profile, regions
+):
+    from apps.core.context import SYSTEM_ACTOR
+    from apps.stores import services
+
+    allow = rule("allow", geographies=["IL", "EU"])
+    binding = services.binding_set(
+        actor=SYSTEM_ACTOR,
+        tenant=tenant_a,
+        store=store,
+        profile=profile,
+        region=regions["westeurope"],
+    )
+    services.binding_provision(binding_id=binding.pk)
+    ops = APIClient()
+    ops.force_login(operator)
+    proposal = {"effect": "allow", "geographies": ["IL"]}
+    preview = ops.post(f"{RULES}preview/?replacing={allow.pk}", proposal, format="json")
+    assert preview.status_code == 200, preview.content
+    assert [a["binding_id"] for a in preview.json()["affected"]] == [str(binding.pk)]
+    assert status_of(binding.pk) == "provisioned"
+    changed = ops.patch(f"{RULES}{allow.pk}/", {"geographies": ["IL"]}, format="json")
+    assert changed.status_code == 200, changed.content
+    with system_scope():
+        assert "westeurope" in StoreBinding.objects.get(pk=binding.pk).violation
+    tenant_service = bearer(
+        APIClient(), service_token(tenant=tenant_a, scopes=["stores:write"], name="t-svc")
+    )
+    assert tenant_service.get(RULES).status_code == 200
+    assert tenant_service.post(RULES, {"effect": "allow"}, format="json").status_code == 403
+    assert [b["id"] for b in tenant_service.get(BINDINGS).json()["results"]] == [str(binding.pk)]
