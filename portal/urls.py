@@ -35,5 +35,6 @@ urlpatterns = [
     path("registry/", include("apps.registry.urls")),
     path("compute/", include("apps.compute.urls")),
     path("assets/", include("apps.assets.urls")),
+    path("stores/", include("apps.stores.urls")),
     path("", include("apps.console.urls")),
 ]

@@ -141,6 +141,11 @@ class ResidencyRule(models.Model):
         what = self.data_class.slug if self.data_class_id else "all data"
         return f"{self.effect} {who} / {what}"
 
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("stores:rule-edit", args=[self.pk])
+
 
 LIVE_STATUSES = ("requested", "provisioned", "active", "retiring")
 

@@ -1,0 +1,16 @@
+from django.urls import path
+
+from apps.stores import views
+
+app_name = "stores"
+
+urlpatterns = [
+    path("", views.BindingListView.as_view(), name="binding-list"),
+    path("bindings/<uuid:pk>/", views.BindingDetailView.as_view(), name="binding-detail"),
+    path("bindings/<uuid:pk>/<str:act>/", views.binding_act, name="binding-act"),
+    path("rules/", views.RuleListView.as_view(), name="rule-list"),
+    path("rules/new/", views.rule_edit, name="rule-new"),
+    path("rules/<int:pk>/", views.rule_edit, name="rule-edit"),
+    path("what-if/", views.what_if, name="what-if"),
+    path("certifications/", views.CertificationListView.as_view(), name="certification-list"),
+]

@@ -1,0 +1,199 @@
+"""The stores console: bindings by tenant, residency rules with a preview, a what-if
+evaluator and the profiles' certification records."""
+
+from __future__ import annotations
+
+import django_filters
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+from django.views.generic import DetailView
+
+from apps.console.listing import Column, ListPage
+from apps.console.manage_views import _submitted
+from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, TENANT_ADMIN, caller_kind
+from apps.core.errors import DomainError
+from apps.stores import selectors, services
+from apps.stores.api.views import proposal_view
+from apps.stores.forms import RuleForm, WhatIfForm
+from apps.stores.models import ProfileCertification, ResidencyRule, StoreBinding
+from apps.tenancy.middleware import platform_scope
+
+RELATED = (
+    ("Bindings", "stores:binding-list"),
+    ("Residency rules", "stores:rule-list"),
+    ("What if…", "stores:what-if"),
+    ("Profile certifications", "stores:certification-list"),
+)
+MANAGERS = (OPERATOR, TENANT_ADMIN, PLATFORM_SERVICE)
+
+
+class BindingFilterSet(django_filters.FilterSet):
+    status = django_filters.ChoiceFilter(choices=StoreBinding.Status.choices)
+    store = django_filters.CharFilter(field_name="store__slug", label="Store")
+    flagged = django_filters.BooleanFilter(label="Residency violation", method="filter_flagged")
+
+    class Meta:
+        model = StoreBinding
+        fields = ["status", "store", "flagged"]
+
+    def filter_flagged(self, queryset, name, value):
+        return queryset.exclude(violation="") if value else queryset.filter(violation="")
+
+
+class BindingListView(ListPage):
+    title = "Store bindings"
+    filterset_class = BindingFilterSet
+    search_fields = ("store__slug", "tenant__slug", "status_reason")
+    default_ordering = "-created_at"
+    related_pages = RELATED
+    columns = (
+        Column("Store", "store.slug", sort="store__slug", link=True),
+        Column("Tenant", "tenant.slug", sort="tenant__slug"),
+        Column("Profile", "profile.slug"),
+        Column("Region", "region.slug", sort="region__slug"),
+        Column("Status", "get_status_display", sort="status"),
+        Column("Residency violation", "violation"),
+        Column("Created", "created_at", sort="created_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.binding_list()
+
+
+class BindingDetailView(LoginRequiredMixin, DetailView):
+    template_name = "stores/binding_detail.html"
+    context_object_name = "binding"
+
+    def get_queryset(self):
+        return selectors.binding_list()
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["may_manage"] = caller_kind(self.request) in MANAGERS
+        context["related_pages"] = RELATED
+        return context
+
+
+@require_POST
+@login_required
+def binding_act(request, pk, act):
+    if caller_kind(request) not in MANAGERS:
+        raise PermissionDenied
+    binding = get_object_or_404(selectors.binding_list(), pk=pk)
+    try:
+        if act == "migrations-applied":
+            services.binding_migrations_applied(actor=request.actor, binding=binding)
+        elif act == "retire":
+            services.binding_retire(
+                actor=request.actor, binding=binding, reason=request.POST.get("reason", "")
+            )
+        else:
+            raise PermissionDenied
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+    return HttpResponseRedirect(binding.get_absolute_url())
+
+
+class RuleListView(ListPage):
+    title = "Residency rules"
+    default_ordering = "id"
+    related_pages = RELATED
+    create = ("New rule", "stores:rule-new", {OPERATOR})
+    columns = (
+        Column("Rule", "pk", sort="id", link=True),
+        Column("Tenant", "tenant.slug"),
+        Column("Data class", "data_class.slug"),
+        Column("Effect", "get_effect_display", sort="effect"),
+        Column("Geographies", "geographies"),
+        Column("Exception", "is_exception"),
+        Column("Reason", "reason"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.rule_list()
+
+
+@platform_scope
+@login_required
+def rule_edit(request, pk=None):
+    """Create or change a rule. "Preview" lists the Provisioned and Active bindings the
+    rule as entered would make non-compliant, and saves nothing."""
+    if not request.user.is_operator:
+        raise PermissionDenied
+    rule = get_object_or_404(selectors.rule_list(), pk=pk) if pk else None
+    initial = {}
+    if rule is not None:
+        initial = {
+            "tenant": rule.tenant,
+            "data_class": rule.data_class,
+            "effect": rule.effect,
+            "regions": list(rule.regions.all()),
+            "geographies": ", ".join(rule.geographies),
+            "is_exception": rule.is_exception,
+            "reason": rule.reason,
+        }
+    form = RuleForm(request.POST or None, initial=initial)
+    affected = None
+    if request.method == "POST" and "preview" in request.POST:
+        if form.is_valid():
+            affected = services.would_violate(
+                services.proposed_rules(replacing=rule, proposal=proposal_view(form.cleaned_data))
+            )
+    else:
+
+        def save(data):
+            target = rule or ResidencyRule()
+            regions = data.pop("regions")
+            for name, value in data.items():
+                setattr(target, name, value)
+            return services.rule_save(actor=request.actor, rule=target, regions=regions)
+
+        if _submitted(request, form, save):
+            messages.success(request, "Rule saved; bindings it no longer allows are flagged.")
+            return redirect("stores:rule-list")
+    return render(
+        request,
+        "stores/rule_form.html",
+        {"form": form, "rule": rule, "affected": affected, "related_pages": RELATED},
+    )
+
+
+@login_required
+def what_if(request):
+    form = WhatIfForm(request.GET or None)
+    verdict = None
+    if request.GET and form.is_valid():
+        data = form.cleaned_data
+        acts_for_one = request.tenant is not None and not request.platform_wide
+        if acts_for_one and data["tenant"].pk != request.tenant.pk:
+            raise PermissionDenied  # a tenant asks about itself only
+        verdict = selectors.what_if(**data)
+    return render(
+        request,
+        "stores/what_if.html",
+        {"form": form, "verdict": verdict, "related_pages": RELATED},
+    )
+
+
+class CertificationListView(ListPage):
+    title = "Profile certifications"
+    default_ordering = "-certified_at"
+    related_pages = RELATED
+    columns = (
+        Column("Profile", "profile.slug", sort="profile__slug"),
+        Column("Engine", "profile.get_engine_display"),
+        Column("Shape", "profile.get_shape_display"),
+        Column("Workload", "get_workload_class_display", sort="workload_class"),
+        Column("Certified by", "certified_by"),
+        Column("When", "certified_at", sort="certified_at"),
+        Column("Benchmark evidence", "benchmark_reference"),
+        Column("Revoked", "revoked_at"),
+    )
+
+    def get_base_queryset(self):
+        return ProfileCertification.objects.select_related("profile")

@@ -1,0 +1,93 @@
+"""The stores console: bindings with history, the rule editor's preview, what-if."""
+
+import pytest
+
+from apps.core.context import SYSTEM_ACTOR
+from apps.stores import services
+from apps.stores.models import ResidencyRule, StoreBinding
+from apps.tenancy.scope import system_scope
+from tests.console.test_views import list_page_queries
+from tests.factories import member
+from tests.stores.conftest import rule
+
+pytestmark = pytest.mark.django_db
+
+
+def provisioned(tenant, store, profile, region):
+    binding = services.binding_set(
+        actor=SYSTEM_ACTOR, tenant=tenant, store=store, profile=profile, region=region
+    )
+    services.binding_provision(binding_id=binding.pk)
+    return binding
+
+
+def test_bindings_list_and_detail_show_status_verdicts_references_and_history(
+    client, operator, tenant_a, store, profile, regions
+):
+    rule("allow", geographies=["IL"])
+    binding = provisioned(tenant_a, store, profile, regions["israelcentral"])
+    client.force_login(operator)
+    listing = client.get("/stores/", {"status": "provisioned"})
+    assert [b.pk for b in listing.context["object_list"]] == [binding.pk]
+    page = client.get(f"/stores/bindings/{binding.pk}/").content.decode()
+    assert f"local:{binding.pk}/key" in page and "Provisioned" in page
+    assert "No residency rule" not in page and "allows region israelcentral" in page
+    client.post(f"/stores/bindings/{binding.pk}/migrations-applied/")
+    with system_scope():
+        assert StoreBinding.objects.get(pk=binding.pk).status == "active"
+
+
+def test_the_list_costs_the_same_queries_for_more_bindings(
+    client, operator, tenant_a, tenant_b, store, profile, regions
+):
+    rule("allow", geographies=["IL"])
+    client.force_login(operator)
+    provisioned(tenant_a, store, profile, regions["israelcentral"])
+    few = list_page_queries(client, "/stores/")
+    provisioned(tenant_b, store, profile, regions["israelcentral"])
+    assert list_page_queries(client, "/stores/") == few
+
+
+def test_the_rule_editor_previews_without_saving_then_saves_and_flags(
+    client, operator, tenant_a, store, profile, regions
+):
+    allow = rule("allow", geographies=["IL", "EU"])
+    binding = provisioned(tenant_a, store, profile, regions["westeurope"])
+    client.force_login(operator)
+    form = {"effect": "allow", "geographies": "IL"}
+    preview = client.post(f"/stores/rules/{allow.pk}/", {**form, "preview": "1"})
+    assert [b.pk for b, _ in preview.context["affected"]] == [binding.pk]
+    with system_scope():
+        assert ResidencyRule.objects.get(pk=allow.pk).geographies == ["IL", "EU"]
+    saved = client.post(f"/stores/rules/{allow.pk}/", {**form, "save": "1"})
+    assert saved.status_code == 302
+    with system_scope():
+        flagged = StoreBinding.objects.get(pk=binding.pk)
+    assert flagged.status == "provisioned" and "westeurope" in flagged.violation
+    assert "Residency violation" in client.get(flagged.get_absolute_url()).content.decode()
+
+
+def test_an_exception_needs_a_reason(client, operator, tenant_a):
+    client.force_login(operator)
+    page = client.post(
+        "/stores/rules/new/",
+        {"effect": "allow", "geographies": "US", "tenant": tenant_a.slug, "is_exception": "on"},
+    )
+    assert page.status_code == 200 and "needs a reason" in page.content.decode()
+    with system_scope():
+        assert not ResidencyRule.objects.exists()
+
+
+def test_what_if_explains_and_only_managers_act(client, tenant_a, store, profile, regions):
+    rule("allow", geographies=["IL"])
+    viewer = member(tenant_a, username="viewer")
+    client.force_login(viewer)
+    answer = client.get(
+        "/stores/what-if/",
+        {"tenant": tenant_a.slug, "store": store.slug, "profile": profile.slug, "region": "eastus"},
+    )
+    assert answer.context["verdict"]["allowed"] is False
+    assert "No residency rule allows region eastus" in answer.content.decode()
+    binding = provisioned(tenant_a, store, profile, regions["israelcentral"])
+    assert client.post(f"/stores/bindings/{binding.pk}/retire/").status_code == 403
+    assert client.get("/stores/rules/new/").status_code == 403
