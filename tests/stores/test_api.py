@@ -47,7 +47,11 @@ def test_set_store_binding_end_to_end_through_a_real_worker(
         assert created.status_code == 201, created.content
         binding_id = created.json()["id"]
         again = client.post(BINDINGS, body, format="json", HTTP_IDEMPOTENCY_KEY="bind-1")
-        assert again.json()["id"] == binding_id
+        assert again.json() == created.json()  # the recorded answer, replayed
+        reused = client.post(
+            BINDINGS, {**body, "region": "westeurope"}, format="json", HTTP_IDEMPOTENCY_KEY="bind-1"
+        )
+        assert reused.json()["code"] == "idempotency_key_reused"
         wait_for(lambda: status_of(binding_id) == "provisioned", timeout=30)
         url = f"{BINDINGS}{binding_id}/"
         active = client.post(f"{url}migrations-applied/")

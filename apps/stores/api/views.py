@@ -65,6 +65,7 @@ class BindingViewSet(
     @extend_schema(
         request=serializers.SetBindingSerializer, responses=serializers.BindingSerializer
     )
+    @idempotent
     def create(self, request, *args, **kwargs):
         payload = serializers.SetBindingSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
