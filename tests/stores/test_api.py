@@ -159,3 +159,35 @@ def test_operators_edit_rules_with_a_preview_and_tenants_only_read(
     assert tenant_service.get(RULES).status_code == 200
     assert tenant_service.post(RULES, {"effect": "allow"}, format="json").status_code == 403
     assert [b["id"] for b in tenant_service.get(BINDINGS).json()["results"]] == [str(binding.pk)]
+
+
+@pytest.mark.django_db
+def test_operators_keep_the_catalog_audited_and_in_use_rows_cannot_go(
+    client, operator, tenant_a, store, profile
+):
+    from apps.tenancy.models import AuditEvent
+
+    ops = APIClient()
+    ops.force_login(operator)
+    made = ops.post(
+        "/api/v1/tenancy/regions/",
+        {"slug": "swedencentral", "name": "Sweden Central", "jurisdiction": "EU"},
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    changed = ops.patch(f"/api/v1/stores/profiles/{profile.slug}/", {"name": "PG"}, format="json")
+    assert changed.status_code == 200 and changed.json()["name"] == "PG"
+    with system_scope():
+        actions = set(AuditEvent.objects.values_list("action", flat=True))
+    assert {"region.create", "storeprofile.update"} <= actions
+    in_use = ops.delete(f"/api/v1/stores/profiles/{profile.slug}/")
+    assert in_use.status_code == 204  # nothing is bound to it yet
+    gone = ops.delete(f"/api/v1/tenancy/regions/{tenant_a.home_region_id}/")
+    assert gone.status_code == 409 and gone.json()["code"] == "in_use"
+    tenant_service = bearer(
+        APIClient(), service_token(tenant=tenant_a, scopes=["stores:write", "tenancy:write"])
+    )
+    refused = tenant_service.post(
+        "/api/v1/stores/stores/", {"slug": "x", "name": "x"}, format="json"
+    )
+    assert refused.status_code == 403

@@ -193,7 +193,7 @@ def test_bindings_are_their_tenants_alone(tenant_a, tenant_b, store, profile, re
         assert StoreBinding.objects.count() == 1
 
 
-def test_no_secret_material_reaches_the_database_events_or_logs(
+def test_no_secret_material_reaches_the_database_api_events_or_logs(
     tenant_a, store, profile, regions, local_broker, caplog
 ):
     caplog.set_level(logging.DEBUG)
@@ -212,7 +212,15 @@ def test_no_secret_material_reaches_the_database_events_or_logs(
         for (table,) in cursor.fetchall():
             cursor.execute(f'SELECT t::text FROM "{table}" AS t')  # noqa: S608 - catalog names
             dumped += [row[0] for row in cursor.fetchall()]
-    everything = "\n".join(dumped) + caplog.text + str(events())
+    from rest_framework.test import APIClient
+
+    from tests.conftest import bearer
+    from tests.factories import service_token
+
+    api = bearer(APIClient(), service_token(tenant=tenant_a, scopes=["stores:read"]))
+    shown = api.get(f"/api/v1/stores/bindings/{binding.pk}/").content.decode()
+    listed = api.get("/api/v1/stores/bindings/").content.decode()
+    everything = "\n".join(dumped) + caplog.text + str(events()) + shown + listed
     assert binding.key_reference in everything  # the references are there
     for secret in secrets:
         assert secret not in everything

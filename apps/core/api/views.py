@@ -11,7 +11,7 @@ from rest_framework import viewsets
 from rest_framework.response import Response
 
 from apps.core.api.idempotency import idempotent
-from apps.core.api.permissions import EVERYONE, StewardAccess
+from apps.core.api.permissions import EVERYONE, OPERATOR, PLATFORM_SERVICE, StewardAccess
 from apps.core.errors import PreconditionFailed
 from apps.tenancy.models import owning_tenant_id
 from apps.tenancy.scope import tenant_scope
@@ -98,3 +98,33 @@ class StewardViewSetMixin:
 
 class StewardReadOnlyViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     pass
+
+
+class StewardCatalogViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
+    """Platform catalog rows (regions, stores, profiles…): everyone reads; operators
+    and platform services write, through one audited service. Subclasses set
+    `scope_app`, the serializer and the queryset."""
+
+    steward_scope = "system"
+    write_access = frozenset({OPERATOR, PLATFORM_SERVICE})
+
+    def perform_create(self, serializer):
+        self._save(serializer)
+
+    def perform_update(self, serializer):
+        self._save(serializer)
+
+    def _save(self, serializer):
+        from apps.tenancy.services import catalog_save
+
+        instance = serializer.instance or serializer.Meta.model()
+        for name, value in serializer.validated_data.items():
+            setattr(instance, name, value)
+        serializer.instance = catalog_save(
+            actor=self.request.actor, instance=instance, fields=list(serializer.validated_data)
+        )
+
+    def perform_destroy(self, instance):
+        from apps.tenancy.services import catalog_delete
+
+        catalog_delete(actor=self.request.actor, instance=instance)

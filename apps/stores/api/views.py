@@ -13,13 +13,12 @@ from apps.core.api.permissions import (
     TENANT_SERVICE,
     StewardAccess,
 )
-from apps.core.api.views import StewardViewSetMixin
+from apps.core.api.views import StewardCatalogViewSet, StewardViewSetMixin
 from apps.core.errors import ValidationFailed
 from apps.stores import selectors, services
 from apps.stores.api import serializers
 from apps.stores.models import ProfileCertification, ResidencyRule, Store, StoreProfile
 from apps.stores.residency import RuleView
-from apps.tenancy import services as tenancy_services
 
 PLATFORM = frozenset({OPERATOR, PLATFORM_SERVICE})
 
@@ -128,34 +127,9 @@ class EvaluateView(APIView):
         )
 
 
-class CatalogViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
-    """Platform catalog rows: everyone reads, operators and platform services write."""
-
-    steward_scope = "system"
+class StoreViewSet(StewardCatalogViewSet):
     scope_app = "stores"
-    read_access = EVERYONE
-    write_access = PLATFORM
     lookup_field = "slug"
-
-    def perform_create(self, serializer):
-        self._save(serializer)
-
-    def perform_update(self, serializer):
-        self._save(serializer)
-
-    def _save(self, serializer):
-        instance = serializer.instance or serializer.Meta.model()
-        for name, value in serializer.validated_data.items():
-            setattr(instance, name, value)
-        serializer.instance = tenancy_services.catalog_save(
-            actor=self.request.actor, instance=instance, fields=list(serializer.validated_data)
-        )
-
-    def perform_destroy(self, instance):
-        tenancy_services.catalog_delete(actor=self.request.actor, instance=instance)
-
-
-class StoreViewSet(CatalogViewSet):
     serializer_class = serializers.StoreSerializer
     queryset = Store.objects.select_related("owning_service", "data_class")
     filterset_fields = ["workload_class", "category"]
@@ -163,7 +137,9 @@ class StoreViewSet(CatalogViewSet):
     ordering = "slug"
 
 
-class ProfileViewSet(CatalogViewSet):
+class ProfileViewSet(StewardCatalogViewSet):
+    scope_app = "stores"
+    lookup_field = "slug"
     serializer_class = serializers.ProfileSerializer
     queryset = StoreProfile.objects.prefetch_related("certifications")
     filterset_fields = ["engine", "shape"]

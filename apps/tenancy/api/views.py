@@ -11,7 +11,11 @@ from apps.core.api.permissions import (
     TENANT_SERVICE,
     IsAuthenticatedCaller,
 )
-from apps.core.api.views import StewardReadOnlyViewSet, StewardViewSetMixin
+from apps.core.api.views import (
+    StewardCatalogViewSet,
+    StewardReadOnlyViewSet,
+    StewardViewSetMixin,
+)
 from apps.core.errors import NotFound, ValidationFailed
 from apps.tenancy import selectors, services
 from apps.tenancy.api import serializers
@@ -108,7 +112,9 @@ class MembershipViewSet(
         services.membership_remove(actor=self.request.actor, membership=instance)
 
 
-class RegionViewSet(StewardReadOnlyViewSet):
+class RegionViewSet(StewardCatalogViewSet):
+    """Regions: everyone reads; operators and platform services add and change them."""
+
     serializer_class = serializers.RegionSerializer
     queryset = selectors.region_list()
     search_fields = ["slug", "name"]
