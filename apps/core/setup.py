@@ -163,11 +163,61 @@ def install_demo_data(report: SetupReport) -> None:
     reviewed = assets.asset_create(actor=actor, tenant=acme, name="customer-360 dataset")
     reviewed = assets.asset_request_approval(actor=actor, asset=reviewed, delegate=False)
     assets.asset_decide(actor=actor, asset=reviewed, approve=True, reason="demo review")
+    _demo_stores(actor, acme)
     report.created.append(
         "demo data (tenants acme and globex, three people, one service, two compute batches, "
-        f"two assets: {draft.name}, {reviewed.name})"
+        f"two assets: {draft.name}, {reviewed.name}; a store bound for acme in israelcentral)"
     )
     report.secrets.append(f"demo service token (release-pipeline): {issued.secret}")
+
+
+def _demo_stores(actor, acme) -> None:
+    """A store, two profiles, residency rules and one binding (a worker provisions it
+    through the local secret broker once `make run` is up)."""
+    from apps.registry.models import Service
+    from apps.stores import services as stores
+    from apps.stores.models import ResidencyRule, Store, StoreProfile
+
+    knowledge, _ = Service.objects.get_or_create(
+        name="knowledge", defaults={"description": "Knowledge service (demo)"}
+    )
+    store = Store.objects.create(
+        slug="knowledge-sql",
+        name="Knowledge SQL",
+        owning_service=knowledge,
+        data_class=DataClass.objects.get(slug="customer-content"),
+        category=Store.Category.AUTHORITATIVE,
+        workload_class="catalog",
+    )
+    dedicated = StoreProfile.objects.create(
+        slug="postgres-dedicated",
+        name="PostgreSQL, dedicated tables",
+        engine="postgresql",
+        shape="dedicated_tables",
+        provides_retention_cleanup=True,
+    )
+    StoreProfile.objects.create(
+        slug="mongo-documents",
+        name="MongoDB, portable documents",
+        engine="mongodb",
+        shape="portable_documents",
+    )
+    allow = ResidencyRule(effect="allow", geographies=["IL", "EU"], reason="default")
+    stores.rule_save(actor=actor, rule=allow, regions=[])
+    deny = ResidencyRule(
+        effect="deny",
+        data_class=DataClass.objects.get(slug="personal"),
+        geographies=["EU"],
+        reason="personal data of Israeli tenants stays in Israel (demo)",
+    )
+    stores.rule_save(actor=actor, rule=deny, regions=[])
+    stores.binding_set(
+        actor=actor,
+        tenant=acme,
+        store=store,
+        profile=dedicated,
+        region=Region.objects.get(slug="israelcentral"),
+    )
 
 
 def run_setup(*, demo: bool) -> SetupReport:
