@@ -44,6 +44,8 @@ SCHEDULES = [
     # Kicked when a batch turns terminal; this sweep only catches lost kicks.
     ("compute.periodic_poll_batch_links", 5, IntervalSchedule.SECONDS, "periodic"),
     ("compute.periodic_resolve_orphan_links", 1, IntervalSchedule.HOURS, "periodic"),
+    # Bindings whose provisioning or revocation was lost or failed go again.
+    ("stores.periodic_resume_bindings", 1, IntervalSchedule.MINUTES, "periodic"),
     # Kicked when a callback is recorded; this sweep only catches lost kicks.
     ("assets.periodic_apply_workflow_callbacks", 5, IntervalSchedule.SECONDS, "periodic"),
 ]

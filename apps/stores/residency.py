@@ -1,10 +1,10 @@
 """Residency: may this tenant's data of this class live in this region?
 
-Deterministic and explained. Of the rules that cover the region (by naming it or its
-geography) and apply to the tenant and data class, the most specific decides: a rule
-for the tenant beats one for all tenants, then a rule for the data class beats one
-for all data. At the same specificity a deny beats an allow. When no rule covers the
-region, the answer is no: residency is allow-listed.
+Deterministic and explained. The most specific rules that apply to the tenant and
+data class decide: a rule for the tenant beats one for all tenants, then a rule for
+the data class beats one for all data. An allow rule lists the regions (by name or
+geography) allowed; at the same specificity a deny beats an allow, and an explicit
+exception beats both. Nothing deciding means no: residency is allow-listed.
 """
 
 from __future__ import annotations
@@ -57,31 +57,56 @@ class ResidencyVerdict:
 
 
 def evaluate_residency(rules, *, tenant_id, data_class_id, region) -> ResidencyVerdict:
-    """`rules`: RuleViews (any may not apply); `region`: a Region."""
-    covering = [
+    """`rules`: RuleViews (any may not apply); `region`: a Region.
+
+    Level by level, most specific first (tenant and data class, tenant, data class,
+    neither): at the first level whose rules say anything about the region, an
+    exception covering it allows; otherwise a deny covering it refuses; otherwise an
+    allow covering it allows; and allow rules that leave the region out refuse it
+    (they are the level's list of allowed regions). A level with only denies that do
+    not cover the region says nothing, and the next level decides. When no level
+    decides, the answer is no: residency is allow-listed.
+    """
+    applicable = [
         rule
         for rule in rules
-        if rule.tenant_id in (None, tenant_id)
-        and rule.data_class_id in (None, data_class_id)
-        and (region.pk in rule.region_ids or (region.jurisdiction in rule.geographies))
+        if rule.tenant_id in (None, tenant_id) and rule.data_class_id in (None, data_class_id)
     ]
-    if not covering:
-        return ResidencyVerdict(
-            False, f"No residency rule allows region {region.slug} for this tenant and data."
+    for level in sorted({rule.specificity for rule in applicable}, reverse=True):
+        # Sorted by id, so the same rules give the same verdict whatever their order.
+        here = sorted(
+            (rule for rule in applicable if rule.specificity == level), key=lambda r: r.id or 0
         )
-    top = max(rule.specificity for rule in covering)
-    # Sorted by id, so the same rules give the same verdict whatever order they came in.
-    deciding = sorted(
-        (rule for rule in covering if rule.specificity == top), key=lambda r: r.id or 0
+        covering = [rule for rule in here if _covers(rule, region)]
+        exception = next((r for r in covering if r.effect == "allow" and r.is_exception), None)
+        deny = next((r for r in covering if r.effect == "deny"), None)
+        allow = next((r for r in covering if r.effect == "allow"), None)
+        if exception or deny or allow:
+            rule = exception or deny or allow
+            verb = "refuses" if rule is deny and not exception else "allows"
+            kind = "exception" if rule.is_exception else "rule"
+            detail = f" ({rule.reason})" if rule.reason else ""
+            return ResidencyVerdict(
+                verb == "allows",
+                f"The {kind} for {_describe(rule)} {verb} region {region.slug}{detail}.",
+                rule.id,
+                rule.label,
+            )
+        listing = next((r for r in here if r.effect == "allow"), None)
+        if listing is not None:
+            return ResidencyVerdict(
+                False,
+                f"The rule for {_describe(listing)} allows only other regions, not {region.slug}.",
+                listing.id,
+                listing.label,
+            )
+    return ResidencyVerdict(
+        False, f"No residency rule allows region {region.slug} for this tenant and data."
     )
-    deny = next((rule for rule in deciding if rule.effect == "deny"), None)
-    rule = deny or deciding[0]
-    scope = _describe(rule)
-    verb = "denies" if deny else "allows"
-    detail = f" ({rule.reason})" if rule.reason else ""
-    kind = "exception" if rule.is_exception else "rule"
-    explanation = f"The {kind} for {scope} {verb} region {region.slug}{detail}."
-    return ResidencyVerdict(not deny, explanation, rule.id, rule.label)
+
+
+def _covers(rule: RuleView, region) -> bool:
+    return region.pk in rule.region_ids or region.jurisdiction in rule.geographies
 
 
 def _describe(rule: RuleView) -> str:

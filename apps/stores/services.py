@@ -12,6 +12,7 @@ conditional UPDATE along TRANSITIONS, a history row and a StoreBindingChanged ev
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -148,8 +149,10 @@ def binding_set(*, actor: Actor, tenant, store, profile, region) -> StoreBinding
             with transaction.atomic():
                 binding.save()
         except IntegrityError:
-            # A concurrent SetStoreBinding won: answer with its binding.
-            return StoreBinding.objects.get(tenant=tenant, store=store, status__in=LIVE_STATUSES)
+            # A concurrent SetStoreBinding won: answer as if it had come first.
+            return binding_set(
+                actor=actor, tenant=tenant, store=store, profile=profile, region=region
+            )
         _history(binding, "", actor.label)
         audit_record(
             actor=actor,
@@ -292,18 +295,61 @@ def binding_revoke(*, binding_id) -> str:
     if binding is None:
         return "nothing to do"
     broker = brokers.get_broker()
-    for reference in (binding.key_reference, binding.connection_reference):
-        if reference:
-            broker.revoke(reference)
+    try:
+        for reference in (binding.key_reference, binding.connection_reference):
+            if reference:
+                broker.revoke(reference)
+    except Exception as exc:  # noqa: BLE001 - the broker's failure is explained, then retried
+        logger.warning("revoking the credentials of binding %s failed: %s", binding.pk, exc)
+        with tenant_scope(binding.tenant_id):
+            StoreBinding.objects.filter(pk=binding.pk, status=Status.RETIRING).update(
+                status_reason=f"Revoking the credentials failed ({type(exc).__name__}); "
+                "retried every minute.",
+                updated_at=timezone.now(),
+            )
+        return "retry"
     _transition(binding, Status.RETIRED, reason="Credentials revoked.", actor_label="secret-broker")
     return "retired"
+
+
+def resume_stalled_bindings(*, older_than: timedelta = timedelta(minutes=1)) -> int:
+    """The sweep behind lost work: a Requested binding whose issue call is not already
+    being reconciled, and a Retiring one, untouched for a while, go again. Both steps
+    are idempotent (the issue call is keyed by the binding; revoking twice is fine)."""
+    from apps.eventing.models import UncertainEffect
+    from apps.stores import brokers
+
+    cutoff = timezone.now() - older_than
+    with system_scope():
+        stalled = StoreBinding.objects.filter(updated_at__lt=cutoff)
+        requested = set(stalled.filter(status=Status.REQUESTED).values_list("pk", flat=True))
+        retiring = list(stalled.filter(status=Status.RETIRING).values_list("pk", flat=True))
+        reconciling = set(
+            UncertainEffect.objects.filter(
+                target_system=brokers.TARGET, state=UncertainEffect.State.UNCERTAIN
+            ).values_list("external_ref", flat=True)
+        )
+    resumed = 0
+    for binding_id in requested:
+        if str(binding_id) not in reconciling:
+            binding_provision(binding_id=binding_id)
+            resumed += 1
+    for binding_id in retiring:
+        binding_revoke(binding_id=binding_id)
+        resumed += 1
+    return resumed
 
 
 # --------------------------------------------------------------------------- residency rules
 
 
+# The live bindings a rule change is checked against: Requested ones too, which
+# would otherwise become Provisioned under a rule that no longer allows them.
+CHECKED = [Status.REQUESTED, Status.PROVISIONED, Status.ACTIVE]
+
+
 def flag_violations(rules=None) -> list[StoreBinding]:
-    """Check every Provisioned and Active binding against the rules now in force.
+    """Check every Requested, Provisioned and Active binding against the rules now in force.
 
     A binding the rules no longer allow is flagged (and ResidencyViolationDetected
     emitted, once); one allowed again is cleared. Statuses never change: moving or
@@ -312,7 +358,7 @@ def flag_violations(rules=None) -> list[StoreBinding]:
     with system_scope():
         rules = rule_views() if rules is None else rules
         bindings = list(
-            StoreBinding.objects.filter(status__in=[Status.PROVISIONED, Status.ACTIVE])
+            StoreBinding.objects.filter(status__in=CHECKED)
             .select_related("store", "profile", "region", "tenant")
             .order_by("tenant_id", "created_at")
         )
@@ -326,9 +372,11 @@ def flag_violations(rules=None) -> list[StoreBinding]:
         )
         with tenant_scope(binding.tenant_id):
             if not verdict.allowed and not binding.violation:
-                StoreBinding.objects.filter(pk=binding.pk).update(
+                flagged_now = StoreBinding.objects.filter(pk=binding.pk, violation="").update(
                     violation=verdict.explanation, violation_detected_at=timezone.now()
                 )
+                if not flagged_now:  # a concurrent check flagged it first
+                    continue
                 binding.violation = verdict.explanation
                 _event(
                     binding,
@@ -345,10 +393,10 @@ def flag_violations(rules=None) -> list[StoreBinding]:
 
 
 def would_violate(rules) -> list[tuple[StoreBinding, residency.ResidencyVerdict]]:
-    """The Provisioned and Active bindings `rules` would not allow (a preview)."""
+    """The live bindings `rules` would not allow (a preview)."""
     with system_scope():
         bindings = list(
-            StoreBinding.objects.filter(status__in=[Status.PROVISIONED, Status.ACTIVE])
+            StoreBinding.objects.filter(status__in=CHECKED)
             .select_related("store", "profile", "region", "tenant")
             .order_by("tenant__slug", "store__slug")
         )
@@ -386,6 +434,17 @@ def rule_save(
             "An exception needs a reason.", code="reason_required", field="reason"
         )
     creating = rule.pk is None
+    if not creating:
+        with system_scope():
+            stored = ResidencyRule.objects.filter(pk=rule.pk).values_list("tenant_id", flat=True)
+            if stored.first() != rule.tenant_id:
+                from apps.core.errors import ValidationFailed
+
+                raise ValidationFailed(
+                    "A rule's tenant cannot change; create a rule for the other tenant.",
+                    code="tenant_immutable",
+                    field="tenant",
+                )
     with owner_scope(rule.tenant_id):
         rule.save()
         rule.regions.set(regions)

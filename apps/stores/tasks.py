@@ -13,3 +13,11 @@ def revoke_binding(*, binding_id: str) -> str:
     from apps.stores import services
 
     return services.binding_revoke(binding_id=binding_id)
+
+
+@shared_task(scope="self", name="stores.periodic_resume_bindings")
+def periodic_resume_bindings() -> int:
+    from apps.core.jobs import periodic_job
+    from apps.stores import services
+
+    return periodic_job("stores.resume_bindings")(services.resume_stalled_bindings)()

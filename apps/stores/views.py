@@ -75,6 +75,7 @@ class BindingDetailView(LoginRequiredMixin, DetailView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         context["may_manage"] = caller_kind(self.request) in MANAGERS
+        context["may_report"] = caller_kind(self.request) in (OPERATOR, PLATFORM_SERVICE)
         context["related_pages"] = RELATED
         return context
 
@@ -82,7 +83,10 @@ class BindingDetailView(LoginRequiredMixin, DetailView):
 @require_POST
 @login_required
 def binding_act(request, pk, act):
-    if caller_kind(request) not in MANAGERS:
+    # Retiring is for managers; reporting migrations applied is provisioning's (operators
+    # stand in for it).
+    allowed = (OPERATOR, PLATFORM_SERVICE) if act == "migrations-applied" else MANAGERS
+    if caller_kind(request) not in allowed:
         raise PermissionDenied
     binding = get_object_or_404(selectors.binding_list(), pk=pk)
     try:
@@ -163,15 +167,18 @@ def rule_edit(request, pk=None):
     )
 
 
+@platform_scope
 @login_required
 def what_if(request):
+    from apps.tenancy.selectors import tenants_visible_to
+
     form = WhatIfForm(request.GET or None)
+    form.fields["tenant"].queryset = tenants_visible_to(
+        platform_wide=request.platform_wide, tenant=request.tenant
+    ).order_by("slug")
     verdict = None
     if request.GET and form.is_valid():
         data = form.cleaned_data
-        acts_for_one = request.tenant is not None and not request.platform_wide
-        if acts_for_one and data["tenant"].pk != request.tenant.pk:
-            raise PermissionDenied  # a tenant asks about itself only
         verdict = selectors.what_if(**data)
     return render(
         request,

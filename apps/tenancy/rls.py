@@ -39,7 +39,10 @@ def rls_statements(
         write = f'({own} OR ("{column}" IS NULL AND {SESSION_IS_SYSTEM}))'
     read = f"{own} OR {SESSION_IS_SYSTEM}"
     if shared_global_rows:
-        read += f' OR "{column}" IS NULL'
+        # Still nothing without a scope: the policies fail closed.
+        read += (
+            f' OR ("{column}" IS NULL AND ({SESSION_TENANT} IS NOT NULL OR {SESSION_IS_SYSTEM}))'
+        )
     return [
         f'ALTER TABLE "{table}" ENABLE ROW LEVEL SECURITY',
         f'ALTER TABLE "{table}" FORCE ROW LEVEL SECURITY',

@@ -191,3 +191,27 @@ def test_operators_keep_the_catalog_audited_and_in_use_rows_cannot_go(
         "/api/v1/stores/stores/", {"slug": "x", "name": "x"}, format="json"
     )
     assert refused.status_code == 403
+
+
+@pytest.mark.django_db
+def test_only_provisioning_reports_migrations_applied(tenant_a, store, profile, regions):
+    from apps.core.context import SYSTEM_ACTOR
+    from apps.stores import services
+
+    rule("allow", geographies=["IL"])
+    binding = services.binding_set(
+        actor=SYSTEM_ACTOR,
+        tenant=tenant_a,
+        store=store,
+        profile=profile,
+        region=regions["israelcentral"],
+    )
+    services.binding_provision(binding_id=binding.pk)
+    tenant_service = bearer(
+        APIClient(), service_token(tenant=tenant_a, scopes=["stores:write"], name="t-own")
+    )
+    url = f"{BINDINGS}{binding.pk}/migrations-applied/"
+    assert tenant_service.post(url).status_code == 403
+    assert platform().post(url).status_code == 200
+    other = bearer(APIClient(), service_token(tenant=tenant_a, scopes=["stores:write"]))
+    assert other.post(f"{BINDINGS}{binding.pk}/retire/").status_code == 200

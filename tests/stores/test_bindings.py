@@ -162,7 +162,7 @@ def test_a_rule_change_flags_violating_bindings_and_changes_none(
     for binding in (in_eu, in_il):
         services.binding_provision(binding_id=binding.pk)
     services.binding_migrations_applied(actor=SYSTEM_ACTOR, binding=in_eu)
-    proposal = rule_view = services.residency.RuleView(
+    proposal = services.residency.RuleView(
         id=None,
         tenant_id=None,
         data_class_id=None,
@@ -172,7 +172,6 @@ def test_a_rule_change_flags_violating_bindings_and_changes_none(
     )
     preview = services.would_violate(services.proposed_rules(replacing=allow_eu, proposal=proposal))
     assert [b.pk for b, _ in preview] == [in_eu.pk]
-    assert rule_view.geographies == {"IL"}
     allow_eu.geographies = ["IL"]
     services.rule_save(actor=SYSTEM_ACTOR, rule=allow_eu, regions=[])
     flagged, kept = reload(in_eu), reload(in_il)
@@ -224,3 +223,57 @@ def test_no_secret_material_reaches_the_database_api_events_or_logs(
     assert binding.key_reference in everything  # the references are there
     for secret in secrets:
         assert secret not in everything
+    # nor the password inside the connection string, on its own
+    password = secrets[1].split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
+    assert len(password) > 20 and password not in everything
+
+
+def test_a_requested_binding_is_flagged_too_and_a_rules_tenant_cannot_change(
+    tenant_a, tenant_b, store, profile, regions
+):
+    from apps.core.errors import ValidationFailed
+
+    allow = rule("allow", geographies=["EU"])
+    binding = bind(tenant_a, store, profile, regions["westeurope"])
+    assert binding.status == "requested"
+    allow.geographies = ["IL"]
+    services.rule_save(actor=SYSTEM_ACTOR, rule=allow, regions=[])
+    assert "westeurope" in reload(binding).violation
+    mine = rule("allow", tenant=tenant_a, geographies=["IL"])
+    mine.tenant = tenant_b
+    with pytest.raises(ValidationFailed) as refused:
+        services.rule_save(actor=SYSTEM_ACTOR, rule=mine, regions=[])
+    assert refused.value.code == "tenant_immutable"
+
+
+def test_without_a_scope_even_the_shared_rules_read_as_nothing(tenant_a):
+    from apps.stores.models import ResidencyRule
+
+    rule("allow", geographies=["IL"])
+    assert not ResidencyRule.objects.exists()
+    with tenant_scope(tenant_a):
+        assert ResidencyRule.objects.count() == 1
+
+
+class FlakyRevokeBroker(brokers.LocalFileBroker):
+    def revoke(self, reference):
+        raise ConnectionError("the broker is down")
+
+
+def test_stalled_bindings_are_resumed_and_a_failed_revoke_is_explained_then_retried(
+    tenant_a, store, profile, regions, settings
+):
+    from datetime import timedelta
+
+    rule("allow", geographies=["IL"])
+    binding = bind(tenant_a, store, profile, regions["israelcentral"])  # its enqueue was lost
+    assert services.resume_stalled_bindings(older_than=timedelta(0)) == 1
+    binding = services.binding_migrations_applied(actor=SYSTEM_ACTOR, binding=reload(binding))
+    services.binding_retire(actor=SYSTEM_ACTOR, binding=binding)
+    settings.STEWARD_SECRET_BROKER = f"{__name__}.FlakyRevokeBroker"
+    assert services.binding_revoke(binding_id=binding.pk) == "retry"
+    stuck = reload(binding)
+    assert stuck.status == "retiring" and "ConnectionError" in stuck.status_reason
+    settings.STEWARD_SECRET_BROKER = "apps.stores.brokers.LocalFileBroker"
+    services.resume_stalled_bindings(older_than=timedelta(0))
+    assert reload(binding).status == "retired"

@@ -11,8 +11,9 @@ IL = Region(pk=1, slug="israelcentral", jurisdiction="IL")
 EU = Region(pk=2, slug="westeurope", jurisdiction="EU")
 
 
-def rule(n, effect, *, tenant=None, data=None, regions=(), geos=()):
+def rule(n, effect, *, tenant=None, data=None, regions=(), geos=(), exception=False):
     return RuleView(
+        is_exception=exception,
         id=n,
         tenant_id=tenant,
         data_class_id=data,
@@ -35,7 +36,7 @@ T_PERSONAL_ALLOW_IL = rule(7, "allow", tenant=T, data=PERSONAL, regions=[IL])
 CASES = [
     ([], T, PERSONAL, IL, False, None),  # nothing allows it: allow-listed
     ([ALL_IL], T, PERSONAL, IL, True, 1),  # by geography
-    ([ALL_IL], T, PERSONAL, EU, False, None),  # the rule does not cover EU
+    ([ALL_IL], T, PERSONAL, EU, False, 1),  # the allow list leaves EU out
     ([ALL_EU], OTHER, TELEMETRY, EU, True, 2),  # by region
     ([ALL_EU, DENY_PERSONAL_EU], T, PERSONAL, EU, False, 3),  # data class beats all data
     ([ALL_EU, DENY_PERSONAL_EU], T, TELEMETRY, EU, True, 2),  # the deny is for personal
@@ -45,6 +46,20 @@ CASES = [
     ([T_DENY_IL, T_PERSONAL_ALLOW_IL], T, PERSONAL, IL, True, 7),  # most specific of all
     ([T_DENY_IL, T_PERSONAL_ALLOW_IL], T, TELEMETRY, IL, False, 5),
     ([ALL_IL, T_DENY_IL], OTHER, PERSONAL, IL, True, 1),
+    # a tenant's own allow list restricts it, whatever the default allows
+    ([rule(9, "allow", geos=["IL", "EU"]), T_ALLOW_IL], T, PERSONAL, EU, False, 6),
+    ([rule(9, "allow", geos=["IL", "EU"]), T_ALLOW_IL], OTHER, PERSONAL, EU, True, 9),
+    # a level with only denies that leave the region out says nothing
+    ([ALL_EU, T_DENY_IL], T, PERSONAL, EU, True, 2),
+    # an exception beats a deny of the same specificity
+    (
+        [T_DENY_IL, rule(10, "allow", tenant=T, geos=["IL"], exception=True)],
+        T,
+        PERSONAL,
+        IL,
+        True,
+        10,
+    ),
 ]
 
 

@@ -56,6 +56,12 @@ class BindingViewSet(
     def get_queryset(self):
         return selectors.binding_list()
 
+    def get_write_access(self):
+        # Only provisioning (a platform service) or an operator reports migrations applied.
+        if self.action == "migrations_applied":
+            return PLATFORM
+        return self.write_access
+
     def get_serializer_class(self):
         if self.action == "create":
             return serializers.SetBindingSerializer
@@ -104,6 +110,9 @@ class EvaluateView(APIView):
 
     permission_classes = [StewardAccess]
     scope_app = "stores"
+    # Operators ask about any tenant: their own acting tenant's scope would hide the
+    # rules of the tenant asked about. Tenant callers stay in their scope.
+    steward_scope = "system"
 
     def get_read_access(self):
         return EVERYONE
