@@ -298,6 +298,9 @@ STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS = env_int(
     "STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS", 300
 )
 
+# Schema registry: the compatibility mode of topics that set none.
+STEWARD_REGISTRY_DEFAULT_MODE = env("STEWARD_REGISTRY_DEFAULT_MODE", "BACKWARD")
+
 # Store bindings: the secret broker (a class implementing apps.stores.brokers.SecretBroker)
 # and, for the local development broker, where it keeps secrets (never the database).
 STEWARD_SECRET_BROKER = env("STEWARD_SECRET_BROKER", "apps.stores.brokers.LocalFileBroker")

@@ -12,6 +12,10 @@ STEWARD_TOPICS = [
         "AssetApproved, AssetRejected, WorkflowCallbackIgnored.",
     ),
     (
+        "registry.schema",
+        "Schema registry: SchemaVersionPublished, SchemaVersionAwaitingAcknowledgement.",
+    ),
+    (
         "stores.binding",
         "Store bindings: StoreBindingChanged (every status change, references only), "
         "ResidencyViolationDetected.",

@@ -25,6 +25,17 @@ class Service(models.Model):
         return self.name
 
 
+COMPATIBILITY_MODES = (
+    "BACKWARD",
+    "BACKWARD_TRANSITIVE",
+    "FORWARD",
+    "FORWARD_TRANSITIVE",
+    "FULL",
+    "FULL_TRANSITIVE",
+    "NONE",
+)
+
+
 class Topic(models.Model):
     """A named stream of events of one kind of aggregate (`assets.asset`, …)."""
 
@@ -35,7 +46,19 @@ class Topic(models.Model):
     )
     description = models.CharField(max_length=255, blank=True)
     producers = models.ManyToManyField(Service, related_name="produces", blank=True)
+    # The services that read the topic's payloads: each must acknowledge a breaking
+    # schema version before it is published.
+    consumers = models.ManyToManyField(Service, related_name="consumes", blank=True)
     current_schema_version = models.PositiveIntegerField(default=1)
+    compatibility_mode = models.CharField(
+        max_length=24,
+        choices=[(m, m) for m in COMPATIBILITY_MODES],
+        blank=True,
+        help_text="Blank: STEWARD_REGISTRY_DEFAULT_MODE (BACKWARD).",
+    )
+    compatibility_policy = models.CharField(
+        max_length=8, choices=[("STRICT", "STRICT"), ("LENIENT", "LENIENT")], default="STRICT"
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -108,3 +131,101 @@ class Subscription(models.Model):
         if self.transport == self.Transport.WEBHOOK:
             return f"webhook.{self.pk}"
         return self.consumer.name
+
+
+class SchemaVersion(models.Model):
+    """One version of a topic's payload schema, as a release submitted it."""
+
+    class State(models.TextChoices):
+        AWAITING = "awaiting_acknowledgement", "Awaiting acknowledgement"
+        PUBLISHED = "published", "Published"
+        SUPERSEDED = "superseded", "Superseded"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+
+    topic = models.ForeignKey(Topic, on_delete=models.PROTECT, related_name="schema_versions")
+    version = models.PositiveIntegerField()
+    schema = models.JSONField(help_text="The schema as submitted.")
+    canonical = models.TextField(
+        help_text="Keys sorted, no whitespace: what the fingerprint hashes."
+    )
+    fingerprint = models.CharField(max_length=64, db_index=True)
+    state = models.CharField(max_length=32, choices=State.choices)
+    verdict = models.JSONField(default=dict, help_text="The compatibility verdict, explained.")
+    submitted_by = models.ForeignKey(
+        Service, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    release = models.CharField(max_length=200, blank=True)
+    override_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    published_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["topic__name", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["topic", "version"], name="schema_version_unique"),
+            models.UniqueConstraint(
+                fields=["topic"],
+                condition=Q(state="awaiting_acknowledgement"),
+                name="one_pending_schema_version_per_topic",
+            ),
+        ]
+        permissions = [("override_schemaversion", "Publish a breaking schema version anyway")]
+
+    def __str__(self) -> str:
+        return f"{self.topic.name} v{self.version}"
+
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("registry:version-detail", args=[self.pk])
+
+    @property
+    def awaiting_names(self) -> str:
+        """The consumers yet to acknowledge (from pending_versions()' prefetch)."""
+        done = {ack.consumer_id for ack in self.acknowledgements.all() if ack.withdrawn_at is None}
+        names = sorted(c.name for c in self.topic.consumers.all() if c.pk not in done)
+        return ", ".join(names) or "—"
+
+
+class Acknowledgement(models.Model):
+    """A consumer's word that its released code reads a pending schema version."""
+
+    version = models.ForeignKey(
+        SchemaVersion, on_delete=models.CASCADE, related_name="acknowledgements"
+    )
+    consumer = models.ForeignKey(Service, on_delete=models.PROTECT, related_name="+")
+    acknowledged_by = models.CharField(max_length=150)
+    acknowledged_at = models.DateTimeField(default=timezone.now)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["acknowledged_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["version", "consumer"],
+                condition=Q(withdrawn_at__isnull=True),
+                name="one_live_acknowledgement",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.consumer} acknowledged {self.version_id}"
+
+
+class ModelSync(models.Model):
+    """A release's ModelSync and the answer it got: the same sync again answers the same."""
+
+    service = models.ForeignKey(Service, on_delete=models.PROTECT, related_name="+")
+    release = models.CharField(max_length=200)
+    digest = models.CharField(max_length=64)
+    answer = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["service", "release"], name="model_sync_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service} {self.release}"

@@ -71,3 +71,34 @@ def active_subscriptions(transport: str | None = None) -> list[Subscription]:
     if transport:
         qs = qs.filter(transport=transport)
     return list(qs)
+
+
+def schema_version_list():
+    from apps.registry.models import SchemaVersion
+
+    return SchemaVersion.objects.select_related("topic", "submitted_by").prefetch_related(
+        "acknowledgements__consumer"
+    )
+
+
+def pending_versions():
+    """Versions awaiting acknowledgement, each with `awaiting_names` (the consumers that
+    have not acknowledged), in a fixed number of queries."""
+    from django.db.models import Prefetch
+
+    from apps.registry.models import Acknowledgement, SchemaVersion
+
+    versions = (
+        SchemaVersion.objects.filter(state=SchemaVersion.State.AWAITING)
+        .select_related("topic", "submitted_by")
+        .prefetch_related(
+            "topic__consumers",
+            Prefetch(
+                "acknowledgements",
+                queryset=Acknowledgement.objects.filter(withdrawn_at__isnull=True).select_related(
+                    "consumer"
+                ),
+            ),
+        )
+    )
+    return versions

@@ -1,11 +1,24 @@
+from django.contrib import messages
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_POST
+from django.views.generic import DetailView
+
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin
 from apps.registry import selectors
 from apps.registry.filters import SubscriptionFilterSet, TopicFilterSet
+from apps.tenancy.middleware import platform_scope
 
 
 class TopicListView(ListPage):
     title = "Topics"
-    related_pages = (("Subscriptions", "registry:subscription-list"),)
+    related_pages = (
+        ("Subscriptions", "registry:subscription-list"),
+        ("Schema approvals", "registry:approval-list"),
+        ("Schema versions", "registry:version-list"),
+    )
     filterset_class = TopicFilterSet
     search_fields = ("name", "description")
     default_ordering = "name"
@@ -39,3 +52,121 @@ class SubscriptionListView(OperatorRequiredMixin, ListPage):
 
     def get_base_queryset(self):
         return selectors.subscription_list()
+
+
+class ApprovalListView(ListPage):
+    """Breaking versions waiting on their consumers, oldest first."""
+
+    title = "Schema approvals"
+    related_pages = (("Topics", "registry:topic-list"), ("All versions", "registry:version-list"))
+    default_ordering = "created_at"
+    columns = (
+        Column("Version", "__str__", link=True),
+        Column("Waiting on", "awaiting_names"),
+        Column("Submitted by", "submitted_by.name"),
+        Column("Release", "release"),
+        Column("Waiting since", "created_at", sort="created_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.pending_versions()
+
+
+class VersionListView(ListPage):
+    title = "Schema versions"
+    related_pages = (("Topics", "registry:topic-list"), ("Approvals", "registry:approval-list"))
+    search_fields = ("topic__name", "release")
+    default_ordering = "-created_at"
+    columns = (
+        Column("Version", "__str__", link=True),
+        Column("State", "get_state_display", sort="state"),
+        Column("Fingerprint", "fingerprint"),
+        Column("Release", "release"),
+        Column("Created", "created_at", sort="created_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.schema_version_list()
+
+
+class VersionDetailView(LoginRequiredMixin, DetailView):
+    """A version beside the one before it, the verdict's differences highlighted, and
+    who has and has not acknowledged it."""
+
+    template_name = "registry/version_detail.html"
+    context_object_name = "version"
+
+    def get_queryset(self):
+        return selectors.schema_version_list()
+
+    def get_context_data(self, **kwargs):
+        from apps.registry.schemas import missing_acknowledgements
+
+        context = super().get_context_data(**kwargs)
+        version = self.object
+        before = (
+            version.topic.schema_versions.filter(state="published", version__lt=version.version)
+            .order_by("-version")
+            .first()
+        )
+        context["before"] = before
+        context["lines"] = side_by_side(
+            before.schema if before else None,
+            version.schema,
+            {d["path"] for d in version.verdict.get("differences", [])},
+        )
+        context["missing"] = (
+            missing_acknowledgements(version) if version.state == "awaiting_acknowledgement" else []
+        )
+        context["may_override"] = self.request.user.is_operator and self.request.user.has_perm(
+            "registry.override_schemaversion"
+        )
+        return context
+
+
+def side_by_side(old, new, paths: set[str]) -> list[tuple[str, str, bool]]:
+    """Rows of (old line, new line, changed) of the two schemas pretty-printed; a row is
+    changed when the lines differ or the verdict names a path that line belongs to."""
+    import difflib
+    import json
+
+    left = json.dumps(old, indent=2, sort_keys=True).splitlines() if old is not None else []
+    right = json.dumps(new, indent=2, sort_keys=True).splitlines()
+    named = {path.rsplit("/", 1)[-1] for path in paths if path not in ("#", "")}
+    rows = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=left, b=right).get_opcodes():
+        for k in range(max(i2 - i1, j2 - j1)):
+            a = left[i1 + k] if i1 + k < i2 else ""
+            b = right[j1 + k] if j1 + k < j2 else ""
+            key = b.strip().split('"')[1] if b.strip().startswith('"') else ""
+            rows.append((a, b, tag != "equal" or key in named))
+    return rows
+
+
+@platform_scope
+@require_POST
+def version_act(request, pk, act):
+    from apps.core.errors import DomainError
+    from apps.registry import schemas
+    from apps.registry.models import Service
+
+    version = get_object_or_404(selectors.schema_version_list(), pk=pk)
+    try:
+        if act == "acknowledge" and request.user.is_operator:
+            consumer = get_object_or_404(Service, name=request.POST.get("consumer", ""))
+            schemas.acknowledge(actor=request.actor, version=version, consumer=consumer)
+        elif act == "remind" and request.user.is_operator:
+            schemas.remind(actor=request.actor, version=version)
+        elif (
+            act == "override"
+            and request.user.is_operator
+            and request.user.has_perm("registry.override_schemaversion")
+        ):
+            schemas.override(
+                actor=request.actor, version=version, reason=request.POST.get("reason", "")
+            )
+        else:
+            raise PermissionDenied
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+    return HttpResponseRedirect(version.get_absolute_url())

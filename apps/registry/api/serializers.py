@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
-from apps.core.api.serializers import StrictModelSerializer
-from apps.registry.models import Service, Subscription, Topic
+from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
+from apps.registry.models import SchemaVersion, Service, Subscription, Topic
 
 
 class ServiceSerializer(StrictModelSerializer):
@@ -55,3 +55,74 @@ class SubscriptionUpdateSerializer(StrictModelSerializer):
     class Meta:
         model = Subscription
         fields = ["endpoint", "secret_ref", "is_active"]
+
+
+class SyncTopicSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    producers = serializers.ListField(child=serializers.SlugField(max_length=100), required=False)
+    consumers = serializers.ListField(child=serializers.SlugField(max_length=100), required=False)
+    schema = serializers.JSONField(
+        help_text="The payload's JSON Schema (Draft 7 or 2020-12), as an object or as text."
+    )
+
+
+class ModelSyncSerializer(StrictSerializer):
+    release = serializers.CharField(max_length=200, help_text="The release's identifier.")
+    service = serializers.SlugField(
+        max_length=100, required=False, help_text="The releasing service (operators only)."
+    )
+    topics = SyncTopicSerializer(many=True, allow_empty=False)
+
+
+class SchemaVersionSerializer(StrictModelSerializer):
+    topic = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    submitted_by = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    awaiting = serializers.SerializerMethodField()
+    acknowledgements = serializers.SerializerMethodField()
+
+    class Meta:
+        model = SchemaVersion
+        fields = [
+            "id",
+            "topic",
+            "version",
+            "state",
+            "schema",
+            "fingerprint",
+            "verdict",
+            "submitted_by",
+            "release",
+            "override_reason",
+            "awaiting",
+            "acknowledgements",
+            "created_at",
+            "published_at",
+        ]
+        read_only_fields = fields
+
+    def get_awaiting(self, version) -> list[str]:
+        from apps.registry.schemas import missing_acknowledgements
+
+        if version.state != SchemaVersion.State.AWAITING:
+            return []
+        return missing_acknowledgements(version)
+
+    def get_acknowledgements(self, version) -> list[dict]:
+        return [
+            {
+                "consumer": ack.consumer.name,
+                "acknowledged_by": ack.acknowledged_by,
+                "acknowledged_at": ack.acknowledged_at,
+                "withdrawn_at": ack.withdrawn_at,
+            }
+            for ack in version.acknowledgements.all()
+        ]
+
+
+class AcknowledgeSerializer(StrictSerializer):
+    consumer = serializers.SlugRelatedField(slug_field="name", queryset=Service.objects.all())
+
+
+class OverrideSerializer(StrictSerializer):
+    reason = serializers.CharField()

@@ -1,8 +1,14 @@
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE
+from apps.core.api.idempotency import idempotent
+from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, StewardAccess
 from apps.core.api.views import StewardViewSetMixin
-from apps.registry import selectors, services
+from apps.registry import schemas, selectors, services
 from apps.registry.api import serializers
 from apps.registry.filters import SubscriptionFilterSet, TopicFilterSet
 from apps.registry.models import Service
@@ -97,4 +103,117 @@ class SubscriptionViewSet(
     def perform_update(self, serializer):
         serializer.instance = services.subscription_update(
             actor=self.request.actor, subscription=serializer.instance, **serializer.validated_data
+        )
+
+
+def _calling_service(request, named: str | None) -> Service:
+    """The registry service a call speaks for: a service token speaks for the service
+    of its own name; an operator names one."""
+    from apps.core.errors import ValidationFailed
+
+    account = request.service_account
+    if account is not None:
+        if named and named != account.name:
+            raise PermissionDenied(f"This token speaks for {account.name}, not {named}.")
+        return services.service_ensure(actor=request.actor, name=account.name)
+    if not named:
+        raise ValidationFailed("Name the service.", code="service_required", field="service")
+    return services.service_ensure(actor=request.actor, name=named)
+
+
+class ModelSyncView(APIView):
+    """A release's ModelSync: per topic published, unchanged, awaiting acknowledgement
+    (with the consumers that must act) or rejected (with the reason). The same release
+    again answers the same; a different model under the same release is 409."""
+
+    permission_classes = [StewardAccess]
+    scope_app = "registry"
+    steward_scope = "system"
+
+    def get_read_access(self):
+        return PLATFORM
+
+    def get_write_access(self):
+        return PLATFORM
+
+    @extend_schema(request=serializers.ModelSyncSerializer, responses=dict)
+    def post(self, request):
+        payload = serializers.ModelSyncSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        answer = schemas.model_sync(
+            actor=request.actor,
+            service=_calling_service(request, data.get("service")),
+            release=data["release"],
+            topics=data["topics"],
+        )
+        return Response(answer)
+
+
+class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
+    """Schema versions, and the acknowledgements breaking ones wait for."""
+
+    serializer_class = serializers.SchemaVersionSerializer
+    filterset_fields = ["state", "topic__name"]
+    ordering = "-created_at"
+    scope_app = "registry"
+    steward_scope = "system"
+    write_access = PLATFORM
+
+    def get_queryset(self):
+        return selectors.schema_version_list()
+
+    def _consumer(self, request) -> Service:
+        payload = serializers.AcknowledgeSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        consumer = payload.validated_data["consumer"]
+        account = request.service_account
+        if account is not None and account.name != consumer.name:
+            raise PermissionDenied(f"This token speaks for {account.name}, not {consumer.name}.")
+        return consumer
+
+    @extend_schema(
+        request=serializers.AcknowledgeSerializer, responses=serializers.SchemaVersionSerializer
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def acknowledge(self, request, pk=None):
+        version = schemas.acknowledge(
+            actor=request.actor, version=self.get_object(), consumer=self._consumer(request)
+        )
+        return Response(self.read_representation(version))
+
+    @extend_schema(
+        request=serializers.AcknowledgeSerializer, responses=serializers.SchemaVersionSerializer
+    )
+    @action(detail=True, methods=["post"], url_path="withdraw-acknowledgement")
+    @idempotent
+    def withdraw_acknowledgement(self, request, pk=None):
+        version = schemas.withdraw_acknowledgement(
+            actor=request.actor, version=self.get_object(), consumer=self._consumer(request)
+        )
+        return Response(self.read_representation(version))
+
+    @extend_schema(
+        request=serializers.OverrideSerializer, responses=serializers.SchemaVersionSerializer
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def override(self, request, pk=None):
+        if not (request.user.is_authenticated and request.user.is_operator):
+            raise PermissionDenied("Only an operator may override.")
+        if not request.user.has_perm("registry.override_schemaversion"):
+            raise PermissionDenied("Overriding needs the override_schemaversion permission.")
+        payload = serializers.OverrideSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        version = schemas.override(
+            actor=request.actor, version=self.get_object(), reason=payload.validated_data["reason"]
+        )
+        return Response(self.read_representation(version))
+
+    @extend_schema(request=None, responses=dict)
+    @action(detail=True, methods=["post"])
+    def remind(self, request, pk=None):
+        return Response(
+            {"reminded": schemas.remind(actor=request.actor, version=self.get_object())}
         )

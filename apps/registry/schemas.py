@@ -1,0 +1,360 @@
+"""Schema versions: ModelSync, the compatibility gate and consumer acknowledgements.
+
+A release's ModelSync names topics, their producers and consumers, and a payload
+schema per topic. Per topic, all or nothing: the same schema as the current one is
+`unchanged`; a compatible one is published at once; a breaking one waits, as the
+topic's one pending version, until every consumer of the topic has acknowledged it
+(or an operator overrides, with a reason). Publication moves the topic's current
+version, which producers' topic resolution sees at once (the topic cache is dropped
+on save), and announces SchemaVersionPublished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.core.context import Actor
+from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
+from apps.eventing.services import emit
+from apps.registry import compatibility
+from apps.registry.models import Acknowledgement, ModelSync, SchemaVersion, Service, Topic
+from apps.tenancy.audit import audit_record
+from apps.tenancy.scope import system_scope
+
+TOPIC = "registry.schema"
+State = SchemaVersion.State
+
+
+def mode_of(topic: Topic) -> str:
+    return topic.compatibility_mode or settings.STEWARD_REGISTRY_DEFAULT_MODE
+
+
+def missing_acknowledgements(version: SchemaVersion) -> list[str]:
+    """The consumers of the version's topic that have not acknowledged it, by name."""
+    acknowledged = set(
+        version.acknowledgements.filter(withdrawn_at__isnull=True).values_list(
+            "consumer__name", flat=True
+        )
+    )
+    return sorted(
+        name
+        for name in version.topic.consumers.values_list("name", flat=True)
+        if name not in acknowledged
+    )
+
+
+def _announce(version: SchemaVersion, event_type: str, **payload) -> None:
+    topic = version.topic
+    emit(
+        topic=TOPIC,
+        event_type=event_type,
+        aggregate_type="topic",
+        aggregate_id=topic.name,
+        payload={
+            "topic": topic.name,
+            "version": version.version,
+            "fingerprint": version.fingerprint,
+            "verdict": version.verdict,
+            "consumers": getattr(topic, "consumer_names", None)
+            or sorted(topic.consumers.values_list("name", flat=True)),
+            **payload,
+        },
+    )
+
+
+def _publish(version: SchemaVersion, *, override_reason: str = "") -> SchemaVersion:
+    """Awaiting → published, once: conditional on the state it was in."""
+    updated = SchemaVersion.objects.filter(pk=version.pk, state=State.AWAITING).update(
+        state=State.PUBLISHED, published_at=timezone.now(), override_reason=override_reason
+    )
+    version.refresh_from_db()
+    if not updated:
+        return version
+    topic = Topic.objects.select_for_update().get(pk=version.topic_id)
+    topic.current_schema_version = version.version
+    topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
+    _announce(version, "SchemaVersionPublished", override_reason=override_reason or None)
+    return version
+
+
+# --------------------------------------------------------------------------- ModelSync
+
+
+@dataclass
+class TopicAnswer:
+    topic: str
+    outcome: str  # published, unchanged, awaiting_acknowledgement, rejected
+    version: int | None = None
+    fingerprint: str = ""
+    reason: str = ""
+    awaiting: list[str] = field(default_factory=list)
+    verdict: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        answer = {"topic": self.topic, "outcome": self.outcome}
+        for name in ("version", "fingerprint", "reason", "awaiting", "verdict"):
+            value = getattr(self, name)
+            if value not in (None, "", [], {}):
+                answer[name] = value
+        return answer
+
+
+class _Sync:
+    """What one ModelSync reads once for all its topics: the services it names, and the
+    topics with their producers and consumers."""
+
+    def __init__(self, *, actor: Actor, service: Service, release: str, topics: list[dict]):
+        from apps.registry.services import service_ensure
+
+        self.actor, self.service, self.release = actor, service, release
+        names = {service.name}
+        for entry in topics:
+            names.update(entry.get("producers", []), entry.get("consumers", []))
+        self.services = {s.name: s for s in Service.objects.filter(name__in=names)}
+        for name in names - set(self.services):
+            self.services[name] = service_ensure(actor=actor, name=name)
+        self.topics = {
+            t.name: t
+            for t in Topic.objects.filter(name__in=[e["name"] for e in topics]).prefetch_related(
+                "producers", "consumers"
+            )
+        }
+
+    def topic(self, entry: dict) -> Topic:
+        """The topic locked for this sync (one sync per topic at a time), created if new,
+        with the producers and consumers the entry names added."""
+        name = entry["name"]
+        known = self.topics.get(name)
+        if known is None:
+            topic = Topic(name=name, description=entry.get("description", ""))
+            topic.full_clean()
+            topic.save()
+            audit_record(actor=self.actor, action="topic.create", instance=topic)
+            producers, consumers = set(), set()
+        else:
+            topic = Topic.objects.select_for_update().get(pk=known.pk)
+            producers = {p.name for p in known.producers.all()}
+            consumers = {c.name for c in known.consumers.all()}
+        wanted = entry.get("producers", [self.service.name])
+        topic.producers.add(*[self.services[n] for n in wanted if n not in producers])
+        named_consumers = entry.get("consumers", [])
+        topic.consumers.add(*[self.services[n] for n in named_consumers if n not in consumers])
+        topic.consumer_names = sorted(consumers | set(named_consumers))
+        return topic
+
+
+def _sync_topic(sync: _Sync, entry: dict) -> TopicAnswer:
+    name = entry["name"]
+    try:
+        schema = compatibility.parse_schema(entry["schema"])
+    except compatibility.InvalidSchema as exc:
+        return TopicAnswer(name, "rejected", reason=exc.reason)
+    topic = sync.topic(entry)
+    fingerprint = compatibility.fingerprint(schema)
+    history = list(topic.schema_versions.order_by("version"))
+    published = [v for v in history if v.state == State.PUBLISHED]
+    current = published[-1] if published else None
+    if current is not None and current.fingerprint == fingerprint:
+        return TopicAnswer(name, "unchanged", current.version, fingerprint)
+    pending = next((v for v in history if v.state == State.AWAITING), None)
+    if pending is not None and pending.fingerprint == fingerprint:
+        return TopicAnswer(
+            name,
+            "awaiting_acknowledgement",
+            pending.version,
+            fingerprint,
+            awaiting=missing_acknowledgements(pending),
+            verdict=pending.verdict,
+        )
+    verdict = compatibility.check(
+        schema,
+        [v.schema for v in published],
+        mode=mode_of(topic),
+        policy=topic.compatibility_policy,
+    )
+    if pending is not None:  # a newer release replaces the version that was waiting
+        pending.state = State.SUPERSEDED
+        pending.save(update_fields=["state"])
+    # A new version has no acknowledgement yet: every consumer is awaited.
+    awaiting = topic.consumer_names
+    version = SchemaVersion.objects.create(
+        topic=topic,
+        version=(history[-1].version if history else 0) + 1,
+        schema=schema,
+        canonical=compatibility.canonical(schema),
+        fingerprint=fingerprint,
+        state=State.AWAITING,
+        verdict=verdict.as_dict(),
+        submitted_by=sync.service,
+        release=sync.release,
+    )
+    if verdict.compatible or not awaiting:
+        _publish(version)
+        return TopicAnswer(name, "published", version.version, fingerprint, verdict=version.verdict)
+    _announce(version, "SchemaVersionAwaitingAcknowledgement", awaiting=awaiting)
+    return TopicAnswer(
+        name,
+        "awaiting_acknowledgement",
+        version.version,
+        fingerprint,
+        awaiting=awaiting,
+        verdict=version.verdict,
+    )
+
+
+def model_sync(*, actor: Actor, service: Service, release: str, topics: list[dict]) -> dict:
+    """Apply a release's ModelSync; the same release again answers what it answered.
+
+    Each topic is all or nothing (its own savepoint). Topics the service produced
+    before and this sync no longer names are reported, never deleted.
+    """
+    body = json.dumps(topics, sort_keys=True, separators=(",", ":"), default=str)
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    with system_scope():
+        earlier = ModelSync.objects.filter(service=service, release=release).first()
+        if earlier is not None:
+            if earlier.digest != digest:
+                raise Conflict(
+                    f"Release {release} was synced with a different model.",
+                    code="release_changed",
+                )
+            return earlier.answer
+        answers = []
+        sync = _Sync(actor=actor, service=service, release=release, topics=topics)
+        for entry in topics:
+            try:
+                with transaction.atomic():
+                    answers.append(_sync_topic(sync, entry))
+            except IntegrityError as exc:  # a concurrent sync of the same topic
+                answers.append(TopicAnswer(entry["name"], "rejected", reason=str(exc)[:200]))
+        named = {entry["name"] for entry in topics}
+        not_named = sorted(
+            service.produces.exclude(name__in=named)
+            .exclude(name__in=[t for t, _ in _steward_topics()])
+            .values_list("name", flat=True)
+        )
+        answer = {
+            "release": release,
+            "topics": [a.as_dict() for a in answers],
+            "not_named": not_named,
+        }
+        try:
+            with transaction.atomic():
+                ModelSync.objects.create(
+                    service=service, release=release, digest=digest, answer=answer
+                )
+        except IntegrityError:  # the same release, synced concurrently: its answer stands
+            return ModelSync.objects.get(service=service, release=release).answer
+        audit_record(
+            actor=actor,
+            action="registry.model_sync",
+            instance=service,
+            changes={"release": [None, release]},
+        )
+    return answer
+
+
+def _steward_topics():
+    from apps.registry.catalog import STEWARD_TOPICS
+
+    return STEWARD_TOPICS
+
+
+# --------------------------------------------------------------------------- acknowledgements
+
+
+def _pending(version: SchemaVersion) -> SchemaVersion:
+    version = SchemaVersion.objects.select_for_update().select_related("topic").get(pk=version.pk)
+    if version.state != State.AWAITING:
+        raise InvalidTransition(
+            f"Version {version.version} of {version.topic.name} is {version.state}, "
+            "not awaiting acknowledgement.",
+            status=version.state,
+        )
+    return version
+
+
+def acknowledge(*, actor: Actor, version: SchemaVersion, consumer: Service) -> SchemaVersion:
+    """Record the consumer's acknowledgement; the last one required publishes the
+    version (exactly once: the version row is locked while deciding)."""
+    with system_scope(), transaction.atomic():
+        version = _pending(version)
+        if not version.topic.consumers.filter(pk=consumer.pk).exists():
+            raise ValidationFailed(
+                f"{consumer.name} does not consume {version.topic.name}.",
+                code="not_a_consumer",
+            )
+        _, created = Acknowledgement.objects.get_or_create(
+            version=version,
+            consumer=consumer,
+            withdrawn_at=None,
+            defaults={"acknowledged_by": actor.label[:150]},
+        )
+        if created:
+            audit_record(
+                actor=actor,
+                action="schema_version.acknowledge",
+                instance=version,
+                changes={"acknowledged_by": [None, consumer.name]},
+            )
+        if not missing_acknowledgements(version):
+            version = _publish(version)
+    return version
+
+
+def withdraw_acknowledgement(
+    *, actor: Actor, version: SchemaVersion, consumer: Service
+) -> SchemaVersion:
+    """Take an acknowledgement back while the version still waits."""
+    with system_scope(), transaction.atomic():
+        version = _pending(version)
+        withdrawn = Acknowledgement.objects.filter(
+            version=version, consumer=consumer, withdrawn_at__isnull=True
+        ).update(withdrawn_at=timezone.now())
+        if withdrawn:
+            audit_record(
+                actor=actor,
+                action="schema_version.withdraw_acknowledgement",
+                instance=version,
+                changes={"acknowledged_by": [consumer.name, None]},
+            )
+    return version
+
+
+def override(*, actor: Actor, version: SchemaVersion, reason: str) -> SchemaVersion:
+    """Publish a waiting version without the missing acknowledgements (audited)."""
+    if not reason.strip():
+        raise ValidationFailed("An override needs a reason.", code="reason_required")
+    with system_scope(), transaction.atomic():
+        version = _pending(version)
+        missing = missing_acknowledgements(version)
+        version = _publish(version, override_reason=reason)
+        audit_record(
+            actor=actor,
+            action="schema_version.override",
+            instance=version,
+            changes={"state": [State.AWAITING, State.PUBLISHED], "missing": [missing, None]},
+        )
+    return version
+
+
+def remind(*, actor: Actor, version: SchemaVersion) -> list[str]:
+    """Announce the waiting version again to the consumers that have not acknowledged."""
+    with system_scope(), transaction.atomic():
+        version = _pending(version)
+        missing = missing_acknowledgements(version)
+        if missing:
+            _announce(version, "SchemaVersionAwaitingAcknowledgement", awaiting=missing)
+            audit_record(
+                actor=actor,
+                action="schema_version.remind",
+                instance=version,
+                changes={"reminded": [None, missing]},
+            )
+    return missing

@@ -1,0 +1,197 @@
+"""ModelSync and the consumer-acknowledgement gate for breaking schema versions."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from apps.core.context import SYSTEM_ACTOR
+from apps.eventing.models import OutboxEvent
+from apps.eventing.services import resolve_topic
+from apps.registry import schemas
+from apps.registry.models import SchemaVersion, Service, Topic
+from apps.tenancy.models import AuditEvent
+from apps.tenancy.scope import system_scope
+from tests.conftest import bearer
+from tests.factories import service_token
+from tests.support import run_concurrently
+
+V1 = {
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "total": {"type": "number"}},
+    "required": ["id"],
+    "additionalProperties": False,
+}
+# compatible under BACKWARD/STRICT: an optional property added to a closed model
+V2_COMPATIBLE = {**V1, "properties": {**V1["properties"], "note": {"type": "string"}}}
+# breaking: a required property without a default
+V2_BREAKING = {**V1, "required": ["id", "total"]}
+
+
+def sync(release, schema, *, consumers=("billing", "ledger"), name="orders.order", extra=()):
+    producer = Service.objects.get_or_create(name="orders")[0]
+    topics = [{"name": name, "consumers": list(consumers), "schema": schema}, *extra]
+    return schemas.model_sync(actor=SYSTEM_ACTOR, service=producer, release=release, topics=topics)
+
+
+def outcome(answer, name="orders.order"):
+    return next(t for t in answer["topics"] if t["topic"] == name)
+
+
+def events(event_type):
+    with system_scope():
+        return list(
+            OutboxEvent.objects.filter(topic="registry.schema", event_type=event_type)
+            .order_by("id")
+            .values_list("payload", flat=True)
+        )
+
+
+def pending():
+    return SchemaVersion.objects.get(state="awaiting_acknowledgement")
+
+
+def consumer(name):
+    return Service.objects.get(name=name)
+
+
+@pytest.mark.django_db
+def test_a_first_version_publishes_and_the_same_sync_again_answers_the_same():
+    first = sync("r1", V1)
+    assert outcome(first)["outcome"] == "published" and outcome(first)["version"] == 1
+    assert sync("r1", V1) == first
+    assert SchemaVersion.objects.count() == 1
+    assert outcome(sync("r2", V1))["outcome"] == "unchanged"
+    assert sorted(
+        Topic.objects.get(name="orders.order").consumers.values_list("name", flat=True)
+    ) == [
+        "billing",
+        "ledger",
+    ]
+
+
+@pytest.mark.django_db
+def test_a_release_id_reused_for_another_model_is_refused():
+    from apps.core.errors import Conflict
+
+    sync("r1", V1)
+    with pytest.raises(Conflict):
+        sync("r1", V2_COMPATIBLE)
+
+
+@pytest.mark.django_db
+def test_a_compatible_version_is_published_at_once_and_producers_see_it():
+    sync("r1", V1)
+    assert resolve_topic("orders.order").schema_version == 1
+    answer = outcome(sync("r2", V2_COMPATIBLE))
+    assert answer["outcome"] == "published" and answer["version"] == 2
+    assert resolve_topic("orders.order").schema_version == 2
+    [published] = events("SchemaVersionPublished")[-1:]
+    assert published["version"] == 2 and published["verdict"]["compatible"] is True
+
+
+@pytest.mark.django_db
+def test_a_breaking_version_waits_for_every_consumer_then_publishes_once():
+    sync("r1", V1)
+    answer = outcome(sync("r2", V2_BREAKING))
+    assert answer["outcome"] == "awaiting_acknowledgement"
+    assert answer["awaiting"] == ["billing", "ledger"]
+    assert any(d["kind"] for d in answer["verdict"]["breaking"])
+    assert resolve_topic("orders.order").schema_version == 1
+    [waiting] = events("SchemaVersionAwaitingAcknowledgement")
+    assert waiting["awaiting"] == ["billing", "ledger"]
+
+    version = schemas.acknowledge(
+        actor=SYSTEM_ACTOR, version=pending(), consumer=consumer("billing")
+    )
+    assert version.state == "awaiting_acknowledgement"
+    assert outcome(sync("r3", V2_BREAKING))["awaiting"] == ["ledger"]  # the same version
+    version = schemas.acknowledge(actor=SYSTEM_ACTOR, version=version, consumer=consumer("ledger"))
+    assert version.state == "published" and version.published_at is not None
+    assert resolve_topic("orders.order").schema_version == 2
+    assert [e["version"] for e in events("SchemaVersionPublished")] == [1, 2]
+
+
+@pytest.mark.django_db
+def test_a_withdrawn_acknowledgement_holds_publication():
+    sync("r1", V1)
+    sync("r2", V2_BREAKING)
+    version = pending()
+    schemas.acknowledge(actor=SYSTEM_ACTOR, version=version, consumer=consumer("billing"))
+    schemas.withdraw_acknowledgement(
+        actor=SYSTEM_ACTOR, version=version, consumer=consumer("billing")
+    )
+    version = schemas.acknowledge(actor=SYSTEM_ACTOR, version=version, consumer=consumer("ledger"))
+    assert version.state == "awaiting_acknowledgement"
+    assert schemas.missing_acknowledgements(version) == ["billing"]
+
+
+@pytest.mark.django_db
+def test_an_operator_override_publishes_with_its_reason_in_the_audit_trail():
+    from apps.core.errors import ValidationFailed
+
+    sync("r1", V1)
+    sync("r2", V2_BREAKING)
+    with pytest.raises(ValidationFailed):
+        schemas.override(actor=SYSTEM_ACTOR, version=pending(), reason=" ")
+    version = schemas.override(actor=SYSTEM_ACTOR, version=pending(), reason="ledger is retired")
+    assert version.state == "published" and version.override_reason == "ledger is retired"
+    with system_scope():
+        audit = AuditEvent.objects.get(action="schema_version.override")
+    assert audit.changes["missing"][0] == ["billing", "ledger"]
+    assert events("SchemaVersionPublished")[-1]["override_reason"] == "ledger is retired"
+
+
+@pytest.mark.django_db
+def test_an_invalid_schema_rejects_its_topic_only():
+    answer = sync(
+        "r1",
+        {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}},
+        extra=[{"name": "orders.line", "schema": V1}],
+    )
+    rejected = outcome(answer)
+    assert rejected["outcome"] == "rejected" and "ref" in rejected["reason"].lower()
+    assert outcome(answer, "orders.line")["outcome"] == "published"
+    assert not SchemaVersion.objects.filter(topic__name="orders.order").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_last_two_acknowledgements_arriving_together_publish_exactly_once():
+    from apps.registry.catalog import install_steward_topics
+
+    install_steward_topics()
+    sync("r1", V1)
+    sync("r2", V2_BREAKING)
+    version = pending()
+
+    def acknowledge(names=iter(["billing", "ledger"])):
+        return schemas.acknowledge(
+            actor=SYSTEM_ACTOR, version=version, consumer=consumer(next(names))
+        )
+
+    _, errors = run_concurrently(acknowledge, 2)
+    assert errors == []
+    assert [e["version"] for e in events("SchemaVersionPublished")] == [1, 2]
+
+
+@pytest.mark.django_db
+def test_the_api_syncs_and_consumers_acknowledge_for_themselves():
+    release = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
+    body = {
+        "release": "r1",
+        "topics": [{"name": "orders.order", "consumers": ["billing"], "schema": V1}],
+    }
+    assert release.post("/api/v1/registry/model-sync/", body, format="json").status_code == 200
+    body = {
+        "release": "r2",
+        "topics": [{"name": "orders.order", "consumers": ["billing"], "schema": V2_BREAKING}],
+    }
+    answer = release.post("/api/v1/registry/model-sync/", body, format="json").json()
+    assert outcome(answer)["awaiting"] == ["billing"]
+    url = f"/api/v1/registry/schema-versions/{pending().pk}/"
+    ledger = bearer(APIClient(), service_token(scopes=["registry:write"], name="ledger"))
+    refused = ledger.post(f"{url}acknowledge/", {"consumer": "billing"}, format="json")
+    assert refused.status_code == 403
+    billing = bearer(APIClient(), service_token(scopes=["registry:write"], name="billing"))
+    done = billing.post(f"{url}acknowledge/", {"consumer": "billing"}, format="json")
+    assert done.status_code == 200 and done.json()["state"] == "published"
+    shown = billing.get(url).json()
+    assert shown["acknowledgements"][0]["consumer"] == "billing"
