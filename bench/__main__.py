@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-CASES = ("api", "eventing", "compute", "assets")
+CASES = ("api", "eventing", "compute", "assets", "registry")
 
 
 def main(argv: list[str] | None = None) -> int:
