@@ -355,21 +355,11 @@ def flag_violations(rules=None) -> list[StoreBinding]:
     emitted, once); one allowed again is cleared. Statuses never change: moving or
     deleting a tenant's store is a person's decision. Returns the newly flagged.
     """
-    with system_scope():
-        rules = rule_views() if rules is None else rules
-        bindings = list(
-            StoreBinding.objects.filter(status__in=CHECKED)
-            .select_related("store", "profile", "region", "tenant")
-            .order_by("tenant_id", "created_at")
-        )
+    if rules is None:
+        with system_scope():
+            rules = rule_views()
     flagged = []
-    for binding in bindings:
-        verdict = residency.evaluate_residency(
-            rules,
-            tenant_id=binding.tenant_id,
-            data_class_id=binding.store.data_class_id,
-            region=binding.region,
-        )
+    for binding, verdict in _checked_bindings(rules):
         with tenant_scope(binding.tenant_id):
             if not verdict.allowed and not binding.violation:
                 flagged_now = StoreBinding.objects.filter(pk=binding.pk, violation="").update(
@@ -394,23 +384,27 @@ def flag_violations(rules=None) -> list[StoreBinding]:
 
 def would_violate(rules) -> list[tuple[StoreBinding, residency.ResidencyVerdict]]:
     """The live bindings `rules` would not allow (a preview)."""
+    return [(b, verdict) for b, verdict in _checked_bindings(rules) if not verdict.allowed]
+
+
+def _checked_bindings(rules):
+    """Each live binding (by tenant and store) with what `rules` say of it."""
     with system_scope():
         bindings = list(
             StoreBinding.objects.filter(status__in=CHECKED)
             .select_related("store", "profile", "region", "tenant")
             .order_by("tenant__slug", "store__slug")
         )
-    found = []
     for binding in bindings:
-        verdict = residency.evaluate_residency(
-            rules,
-            tenant_id=binding.tenant_id,
-            data_class_id=binding.store.data_class_id,
-            region=binding.region,
+        yield (
+            binding,
+            residency.evaluate_residency(
+                rules,
+                tenant_id=binding.tenant_id,
+                data_class_id=binding.store.data_class_id,
+                region=binding.region,
+            ),
         )
-        if not verdict.allowed:
-            found.append((binding, verdict))
-    return found
 
 
 def proposed_rules(
