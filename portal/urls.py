@@ -8,24 +8,26 @@ from apps.core import views as core_views
 from apps.tenancy.api.views import WhoAmIView
 
 api_v1 = [
+    # First: the Workflow Service's callbacks are the busiest path, and URL resolution
+    # tries the patterns in order.
+    path(
+        "assets/workflow-callbacks/",
+        WorkflowCallbackView.as_view(),
+        name="assets-workflow-callbacks",
+    ),
     path("tenancy/", include("apps.tenancy.api.urls")),
     path("eventing/", include("apps.eventing.api.urls")),
     path("registry/", include("apps.registry.api.urls")),
     path("compute/", include("apps.compute.api.urls")),
     path("assets/", include("apps.assets.api.urls")),
     path("stores/", include("apps.stores.api.urls")),
-    path(
-        "assets/workflow-callbacks/",
-        WorkflowCallbackView.as_view(),
-        name="assets-workflow-callbacks",
-    ),
     path("whoami/", WhoAmIView.as_view(), name="whoami"),
 ]
 
 urlpatterns = [
+    path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("healthz", core_views.healthz, name="healthz"),
     path("readyz", core_views.readyz, name="readyz"),
-    path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # The admin signs in through the console, so lockout applies there too.
