@@ -28,6 +28,8 @@ urlpatterns = [
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("healthz", core_views.healthz, name="healthz"),
     path("readyz", core_views.readyz, name="readyz"),
+    # Confluent-compatible Schema Registry clients point their `url` here.
+    path("api/schema-registry/", include("apps.registry.confluent_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # The admin signs in through the console, so lockout applies there too.

@@ -31,8 +31,27 @@ TOPIC = "registry.schema"
 State = SchemaVersion.State
 
 
+def default_mode() -> str:
+    return settings.STEWARD_REGISTRY_DEFAULT_MODE
+
+
 def mode_of(topic: Topic) -> str:
-    return topic.compatibility_mode or settings.STEWARD_REGISTRY_DEFAULT_MODE
+    return topic.compatibility_mode or default_mode()
+
+
+def set_mode(*, actor: Actor, topic: Topic, mode: str) -> Topic:
+    """A topic's compatibility mode (it applies to the next version submitted)."""
+    before = mode_of(topic)
+    with system_scope():
+        topic.compatibility_mode = mode
+        topic.save(update_fields=["compatibility_mode", "updated_at"])
+        audit_record(
+            actor=actor,
+            action="topic.compatibility",
+            instance=topic,
+            changes={"compatibility_mode": [before, mode]},
+        )
+    return topic
 
 
 def missing_acknowledgements(version: SchemaVersion) -> list[str]:

@@ -57,8 +57,22 @@ def _declared_scope(path_info: str) -> str | None:
     return None
 
 
+def _basic_credentials(encoded: str) -> tuple[str, str]:
+    import base64
+    import binascii
+
+    try:
+        name, _, secret = base64.b64decode(encoded.strip()).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return "", ""
+    return name, secret
+
+
 class ApiTokenMiddleware:
     """Resolve an `Authorization: Bearer` token once, for the scope middleware and DRF alike.
+
+    HTTP Basic with the service account's name as the user and a token as the password
+    is the same token, for clients that only speak Basic (Schema Registry clients).
 
     A bad token is not answered here: it is remembered on the request and DRF's
     authentication class turns it into a problem+json 401 with the precise code.
@@ -73,9 +87,18 @@ class ApiTokenMiddleware:
         request.api_auth_error = None
         header = request.headers.get("Authorization", "")
         scheme, _, secret = header.partition(" ")
+        account_name = None
+        if scheme.lower() == "basic":
+            # What Schema Registry clients send: the service account's name and a token.
+            account_name, secret = _basic_credentials(secret)
+            scheme = "bearer"
         if scheme.lower() == "bearer":
             try:
                 token = api_token_authenticate(secret=secret.strip())
+                if account_name is not None and token.service_account.name != account_name:
+                    raise AuthenticationError(
+                        "The token is not this service account's.", code="token_invalid"
+                    )
             except AuthenticationError as exc:
                 request.api_auth_error = exc
             else:

@@ -1,0 +1,283 @@
+"""The part of the Confluent Schema Registry REST API that JSON Schema clients use.
+
+Served under /api/schema-registry/ so an unmodified Confluent-compatible client can
+read and register schemas: a subject is a topic's payload (`<topic>-value`), a
+schema id is a Steward schema version's id. Registering goes through the same gate
+as ModelSync: a breaking schema answers 409 and names the consumers that have not
+acknowledged it. Errors take the registry's shape, `{"error_code": …, "message": …}`,
+with its codes (40401 subject not found, 40402 version not found, 40403 schema not
+found, 42201 invalid schema, 42203 invalid compatibility level). Clients send HTTP
+Basic: the service account's name and one of its tokens.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, StewardAccess
+from apps.registry import compatibility, schemas
+from apps.registry.models import COMPATIBILITY_MODES, SchemaVersion, Topic
+from apps.registry.services import service_ensure
+
+SUFFIX = "-value"
+PLATFORM = frozenset({OPERATOR, PLATFORM_SERVICE})
+
+
+class RegistryError(Exception):
+    def __init__(self, status: int, code: int, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+class SchemaIn(serializers.Serializer):
+    schema = serializers.CharField(help_text="The JSON Schema, as text.")
+    schemaType = serializers.CharField(required=False, default="JSON")  # noqa: N815
+    references = serializers.ListField(required=False)
+
+
+class Registered(serializers.Serializer):
+    subject = serializers.CharField(required=False)
+    id = serializers.IntegerField()
+    version = serializers.IntegerField()
+    schema = serializers.CharField()
+    schemaType = serializers.CharField()  # noqa: N815
+
+
+class Level(serializers.Serializer):
+    compatibilityLevel = serializers.CharField()  # noqa: N815
+
+
+class LevelIn(serializers.Serializer):
+    compatibility = serializers.ChoiceField(choices=COMPATIBILITY_MODES)
+
+
+ERRORS = {
+    404: OpenApiResponse(description='`{"error_code": 40401|40402|40403, "message": …}`'),
+    422: OpenApiResponse(description='`{"error_code": 42201, "message": …}`'),
+}
+TAG = ["schema-registry (Confluent-compatible)"]
+
+
+class SchemaRegistryJSONParser(JSONParser):
+    media_type = "application/vnd.schemaregistry.v1+json"
+
+
+class ConfluentView(APIView):
+    permission_classes = [StewardAccess]
+    parser_classes = [JSONParser, SchemaRegistryJSONParser]
+    scope_app = "registry"
+    steward_scope = "system"
+
+    def get_read_access(self):
+        return PLATFORM
+
+    def get_write_access(self):
+        return PLATFORM
+
+    def handle_exception(self, exc):
+        if isinstance(exc, RegistryError):
+            return Response({"error_code": exc.code, "message": exc.message}, status=exc.status)
+        if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+            return Response(
+                {"error_code": 40101, "message": str(exc.detail)},
+                status=401,
+                headers={"WWW-Authenticate": 'Basic realm="steward"'},
+            )
+        if isinstance(exc, exceptions.PermissionDenied):
+            return Response({"error_code": 40301, "message": str(exc.detail)}, status=403)
+        if isinstance(exc, exceptions.ParseError):
+            return Response({"error_code": 400, "message": str(exc.detail)}, status=400)
+        if isinstance(exc, Http404):
+            return Response({"error_code": 404, "message": "Not found."}, status=404)
+        return super().handle_exception(exc)
+
+
+def _topic(subject: str) -> Topic:
+    if subject.endswith(SUFFIX):
+        topic = Topic.objects.filter(name=subject.removesuffix(SUFFIX)).first()
+        if topic is not None:
+            return topic
+    raise RegistryError(404, 40401, f"Subject '{subject}' not found.")
+
+
+def _published(topic: Topic):
+    return topic.schema_versions.filter(state=SchemaVersion.State.PUBLISHED).order_by("version")
+
+
+def _version(topic: Topic, version: str) -> SchemaVersion:
+    versions = _published(topic)
+    found = versions.last() if version in ("latest", "-1") else None
+    if version.isdigit():
+        found = versions.filter(version=int(version)).first()
+    if found is None:
+        raise RegistryError(404, 40402, f"Version {version} not found.")
+    return found
+
+
+def _registered(version: SchemaVersion, subject: str | None = None) -> dict:
+    answer = {
+        "id": version.pk,
+        "version": version.version,
+        "schema": version.canonical,
+        "schemaType": "JSON",
+    }
+    if subject is not None:
+        answer["subject"] = subject
+    return answer
+
+
+def _schema_of(request) -> dict | bool:
+    if request.data.get("schemaType", "JSON") != "JSON":
+        raise RegistryError(422, 42201, "Steward's registry keeps JSON Schema only.")
+    if request.data.get("references"):
+        raise RegistryError(422, 42201, "Schema references are not supported.")
+    try:
+        return compatibility.parse_schema(request.data.get("schema", ""))
+    except compatibility.InvalidSchema as exc:
+        raise RegistryError(422, 42201, f"Invalid schema: {exc.reason}") from None
+
+
+class Subjects(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        names = (
+            Topic.objects.filter(schema_versions__state=SchemaVersion.State.PUBLISHED)
+            .distinct()
+            .order_by("name")
+            .values_list("name", flat=True)
+        )
+        return Response([f"{name}{SUFFIX}" for name in names])
+
+
+class Subject(ConfluentView):
+    @extend_schema(tags=TAG, request=SchemaIn, responses={200: Registered, **ERRORS})
+    def post(self, request, subject):
+        """Look a schema up under the subject."""
+        topic = _topic(subject)
+        fingerprint = compatibility.fingerprint(_schema_of(request))
+        found = _published(topic).filter(fingerprint=fingerprint).last()
+        if found is None:
+            raise RegistryError(404, 40403, "Schema not found.")
+        return Response(_registered(found, subject))
+
+
+class SubjectVersions(ConfluentView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_subject_version_numbers",
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def get(self, request, subject):
+        return Response(list(_published(_topic(subject)).values_list("version", flat=True)))
+
+    @extend_schema(
+        tags=TAG,
+        request=SchemaIn,
+        responses={
+            200: Registered,
+            409: OpenApiResponse(description="Breaking: waits for the named consumers."),
+            **ERRORS,
+        },
+    )
+    def post(self, request, subject):
+        """Register a schema: its id when it is (or becomes) published; 409 naming the
+        consumers still to acknowledge when it is breaking."""
+        schema = _schema_of(request)
+        name = subject.removesuffix(SUFFIX)
+        if not subject.endswith(SUFFIX) or not name:
+            raise RegistryError(422, 42201, f"Subjects are '<topic>{SUFFIX}', not '{subject}'.")
+        account = request.service_account
+        service = service_ensure(
+            actor=request.actor, name=account.name if account else request.user.username
+        )
+        fingerprint = compatibility.fingerprint(schema)
+        answer = schemas.model_sync(
+            actor=request.actor,
+            service=service,
+            release=f"schema-registry:{name}:{fingerprint}",
+            topics=[{"name": name, "producers": [service.name], "schema": schema}],
+        )["topics"][0]
+        if answer["outcome"] == "rejected":
+            raise RegistryError(422, 42201, f"Invalid schema: {answer['reason']}")
+        if answer["outcome"] == "awaiting_acknowledgement":
+            waiting = ", ".join(answer["awaiting"])
+            breaking = "; ".join(
+                f"{d['kind']} at {d['path']}" for d in answer["verdict"].get("breaking", [])
+            )
+            raise RegistryError(
+                409,
+                409,
+                f"Schema being registered is incompatible with an earlier schema ({breaking}); "
+                f"it waits for acknowledgement from: {waiting}.",
+            )
+        version = SchemaVersion.objects.get(topic__name=name, version=answer["version"])
+        return Response(_registered(version, subject))
+
+
+class SubjectVersion(ConfluentView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_subject_version",
+        responses={200: Registered, **ERRORS},
+    )
+    def get(self, request, subject, version):
+        return Response(_registered(_version(_topic(subject), version), subject))
+
+
+class SchemaById(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request, schema_id):
+        found = SchemaVersion.objects.filter(
+            pk=schema_id, state=SchemaVersion.State.PUBLISHED
+        ).first()
+        if found is None:
+            raise RegistryError(404, 40403, "Schema not found.")
+        return Response({"schema": found.canonical, "schemaType": "JSON"})
+
+
+class Compatibility(ConfluentView):
+    def get_write_access(self):
+        return PLATFORM  # a POST that changes nothing
+
+    @extend_schema(tags=TAG, request=SchemaIn, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def post(self, request, subject, version):
+        topic = _topic(subject)
+        against = _version(topic, version)
+        verdict = compatibility.check(
+            _schema_of(request),
+            [against.schema],
+            mode=schemas.mode_of(topic).removesuffix("_TRANSITIVE"),
+            policy=topic.compatibility_policy,
+        )
+        answer = {"is_compatible": verdict.compatible}
+        if request.query_params.get("verbose", "").lower() == "true":
+            answer["messages"] = [f"{d.kind} at {d.path}: {d.message}" for d in verdict.breaking]
+        return Response(answer)
+
+
+class Config(ConfluentView):
+    """The default compatibility level (set in Steward's configuration)."""
+
+    @extend_schema(tags=TAG, operation_id="schema_registry_default_config", responses=Level)
+    def get(self, request):
+        return Response({"compatibilityLevel": schemas.default_mode()})
+
+
+class SubjectConfig(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: Level, **ERRORS})
+    def get(self, request, subject):
+        return Response({"compatibilityLevel": schemas.mode_of(_topic(subject))})
+
+    @extend_schema(tags=TAG, request=LevelIn, responses={200: LevelIn, **ERRORS})
+    def put(self, request, subject):
+        level = str(request.data.get("compatibility", "")).upper()
+        if level not in COMPATIBILITY_MODES:
+            raise RegistryError(422, 42203, f"Invalid compatibility level '{level}'.")
+        schemas.set_mode(actor=request.actor, topic=_topic(subject), mode=level)
+        return Response({"compatibility": level})

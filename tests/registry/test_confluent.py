@@ -1,0 +1,88 @@
+"""The Confluent-compatible Schema Registry API, driven by an unmodified client library
+(confluent-kafka's SchemaRegistryClient) against a live Steward."""
+
+import json
+
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+from apps.registry.models import SchemaVersion, Service, Topic
+from tests.factories import service_token
+from tests.registry.test_schemas import V1, V2_BREAKING, V2_COMPATIBLE
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def client(live_server):
+    from apps.registry.catalog import install_steward_topics
+
+    install_steward_topics()
+    issued = service_token(scopes=["registry:write"], name="orders")
+    # Closed after the test: the live server's threads hold a database connection for
+    # as long as the client keeps its HTTP connection alive.
+    with SchemaRegistryClient(
+        {
+            "url": f"{live_server.url}/api/schema-registry",
+            "basic.auth.user.info": f"orders:{issued.secret}",
+        }
+    ) as registry:
+        yield registry
+
+
+def schema(document):
+    return Schema(json.dumps(document), "JSON")
+
+
+def test_register_read_and_look_up_like_a_confluent_client(client):
+    first = client.register_schema("orders.order-value", schema(V1))
+    topic = Topic.objects.get(name="orders.order")
+    assert list(topic.producers.values_list("name", flat=True)) == ["orders"]
+    assert client.register_schema("orders.order-value", schema(V1)) == first  # idempotent
+    second = client.register_schema("orders.order-value", schema(V2_COMPATIBLE))
+    assert second != first
+    assert client.get_subjects() == ["orders.order-value"]
+    assert client.get_versions("orders.order-value") == [1, 2]
+    latest = client.get_latest_version("orders.order-value")
+    assert (latest.version, latest.schema_id) == (2, second)
+    assert json.loads(latest.schema.schema_str) == V2_COMPATIBLE
+    by_id = client.get_schema(first)
+    assert json.loads(by_id.schema_str) == V1 and by_id.schema_type == "JSON"
+    found = client.lookup_schema("orders.order-value", schema(V1))
+    assert (found.schema_id, found.version) == (first, 1)
+
+
+def test_a_breaking_schema_answers_409_naming_who_must_acknowledge(client):
+    client.register_schema("orders.order-value", schema(V1))
+    Topic.objects.get(name="orders.order").consumers.add(Service.objects.create(name="billing"))
+    assert client.test_compatibility("orders.order-value", schema(V2_BREAKING)) is False
+    assert client.test_compatibility("orders.order-value", schema(V2_COMPATIBLE)) is True
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema("orders.order-value", schema(V2_BREAKING))
+    assert refused.value.http_status_code == 409
+    assert "billing" in refused.value.error_message
+    assert SchemaVersion.objects.get(state="awaiting_acknowledgement").version == 2
+    assert client.get_versions("orders.order-value") == [1]
+
+
+def test_config_errors_and_authentication_take_the_registrys_shapes(client, live_server):
+    client.register_schema("orders.order-value", schema(V1))
+    assert client.get_compatibility("orders.order-value") == "BACKWARD"
+    assert client.set_compatibility("orders.order-value", "FULL") == {"compatibility": "FULL"}
+    assert client.get_compatibility("orders.order-value") == "FULL"
+    with pytest.raises(SchemaRegistryError) as missing:
+        client.get_versions("nothing.here-value")
+    assert (missing.value.http_status_code, missing.value.error_code) == (404, 40401)
+    with pytest.raises(SchemaRegistryError) as invalid:
+        client.register_schema("orders.order-value", Schema('{"type": 12}', "JSON"))
+    assert invalid.value.error_code == 42201
+    stranger = SchemaRegistryClient(
+        {
+            "url": f"{live_server.url}/api/schema-registry",
+            "basic.auth.user.info": "orders:stw_not-a-token",
+        }
+    )
+    with stranger, pytest.raises(SchemaRegistryError) as refused:
+        stranger.get_subjects()
+    assert (refused.value.http_status_code, refused.value.error_code) == (401, 40101)
