@@ -107,5 +107,16 @@ def test_make_run_serves_carries_events_and_stops_on_ctrl_c(scratch_database):
         session = os.getpgid(stack.pid)
         os.killpg(session, signal.SIGINT)  # what Ctrl-C in a terminal does
         stack.communicate(timeout=60)
-    leftovers = subprocess.run(["pgrep", "-s", str(session)], capture_output=True, text=True)
-    assert leftovers.stdout.split() == [], "processes outlived Ctrl-C"
+
+    def leftovers():
+        found = subprocess.run(["pgrep", "-s", str(session)], capture_output=True, text=True)
+        return found.stdout.split()
+
+    # The stack has exited; a worker's pool children may take a moment more to go.
+    try:
+        wait_for(lambda: leftovers() == [], timeout=15, interval=0.2)
+    except AssertionError:
+        listing = subprocess.run(
+            ["ps", "-o", "pid,args", "-p", ",".join(leftovers())], capture_output=True, text=True
+        )
+        raise AssertionError(f"processes outlived Ctrl-C:\n{listing.stdout}") from None
