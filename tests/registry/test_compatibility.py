@@ -2092,3 +2092,101 @@ def test_a_fifty_property_check_is_fast():
         "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL",
     }
     assert average < 0.005  # ~0.1 ms on a laptop; generous for loaded CI machines
+
+
+# --------------------------------------------------------------------------- fast meta-check
+
+
+def _mutations(rng, node, depth=0):
+    """A schema with one of its keywords given a value of a wrong or odd shape."""
+    import copy
+
+    broken = copy.deepcopy(node)
+    target = broken
+    for _ in range(depth):
+        props = target.get("properties") if isinstance(target, dict) else None
+        if not props:
+            break
+        target = props[rng.choice(sorted(props))]
+    if not isinstance(target, dict):
+        return broken
+    key = rng.choice(
+        [
+            "type",
+            "required",
+            "minLength",
+            "maximum",
+            "pattern",
+            "enum",
+            "items",
+            "properties",
+            "oneOf",
+            "multipleOf",
+            "uniqueItems",
+            "description",
+            "$ref",
+            "patternProperties",
+            "exclusiveMinimum",
+            "format",
+            "examples",
+            "dependentRequired",
+            "additionalProperties",
+        ]
+    )
+    target[key] = rng.choice(
+        [
+            -1,
+            1.5,
+            0,
+            "x",
+            "string",
+            "(",
+            ["a", "a"],
+            [],
+            {},
+            {"a": 1},
+            True,
+            None,
+            [1],
+            "#/$defs/a b",
+        ]
+    )
+    return broken
+
+
+@pytest.mark.parametrize(
+    "draft",
+    ["https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema#"],
+)
+def test_the_fast_meta_check_never_accepts_what_the_meta_schema_refuses(draft):
+    import random
+
+    from jsonschema import Draft7Validator, Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    from apps.registry.compatibility import _plainly_valid
+
+    validator = Draft7Validator if "draft-07" in draft else Draft202012Validator
+    rng = random.Random(11)
+    base = {
+        "$schema": draft,
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "minLength": 1, "pattern": "^[a-z]+$"},
+            "n": {"type": ["integer", "null"], "minimum": 0, "multipleOf": 2},
+            "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": True},
+            "nested": {"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}]}}},
+        },
+        "required": ["id"],
+    }
+    accepted = 0
+    for _ in range(400):
+        schema = _mutations(rng, base, depth=rng.randint(0, 2))
+        if _plainly_valid(schema, "draft-07" in draft):
+            accepted += 1
+            try:
+                validator.check_schema(schema, format_checker=validator.FORMAT_CHECKER)
+            except SchemaError as exc:  # pragma: no cover - the failure this test exists for
+                pytest.fail(f"fast check accepted an invalid schema: {schema} ({exc.message})")
+    # It decides on its own for plain schemas (the point of it), mutated or not.
+    assert _plainly_valid(base, "draft-07" in draft) and accepted > 20
