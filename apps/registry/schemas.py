@@ -89,17 +89,28 @@ def _announce(version: SchemaVersion, event_type: str, **payload) -> None:
 
 def _publish(version: SchemaVersion, *, override_reason: str = "") -> SchemaVersion:
     """Awaiting → published, once: conditional on the state it was in."""
+    now = timezone.now()
     updated = SchemaVersion.objects.filter(pk=version.pk, state=State.AWAITING).update(
-        state=State.PUBLISHED, published_at=timezone.now(), override_reason=override_reason
+        state=State.PUBLISHED, published_at=now, override_reason=override_reason
     )
-    version.refresh_from_db()
     if not updated:
+        version.refresh_from_db()
         return version
-    topic = Topic.objects.select_for_update().get(pk=version.topic_id)
+    version.state, version.published_at, version.override_reason = (
+        State.PUBLISHED,
+        now,
+        override_reason,
+    )
+    _make_current(version, Topic.objects.select_for_update().get(pk=version.topic_id))
+    return version
+
+
+def _make_current(version: SchemaVersion, topic: Topic) -> None:
+    """The topic's current version becomes this published one, announced."""
     topic.current_schema_version = version.version
     topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
-    _announce(version, "SchemaVersionPublished", override_reason=override_reason or None)
-    return version
+    version.topic = topic
+    _announce(version, "SchemaVersionPublished", override_reason=version.override_reason or None)
 
 
 # --------------------------------------------------------------------------- ModelSync
@@ -202,19 +213,21 @@ def _sync_topic(sync: _Sync, entry: dict) -> TopicAnswer:
         pending.save(update_fields=["state"])
     # A new version has no acknowledgement yet: every consumer is awaited.
     awaiting = topic.consumer_names
+    publish = verdict.compatible or not awaiting
     version = SchemaVersion.objects.create(
         topic=topic,
         version=(history[-1].version if history else 0) + 1,
         schema=schema,
         canonical=compatibility.canonical(schema),
         fingerprint=fingerprint,
-        state=State.AWAITING,
+        state=State.PUBLISHED if publish else State.AWAITING,
+        published_at=timezone.now() if publish else None,
         verdict=verdict.as_dict(),
         submitted_by=sync.service,
         release=sync.release,
     )
-    if verdict.compatible or not awaiting:
-        _publish(version)
+    if publish:
+        _make_current(version, topic)
         return TopicAnswer(name, "published", version.version, fingerprint, verdict=version.verdict)
     _announce(version, "SchemaVersionAwaitingAcknowledgement", awaiting=awaiting)
     return TopicAnswer(
