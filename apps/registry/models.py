@@ -79,6 +79,10 @@ class Topic(models.Model):
         # from the prefetch in selectors.topic_list(): no query per row
         return ", ".join(sorted(p.name for p in self.producers.all())) or "—"
 
+    @property
+    def consumer_list(self) -> str:
+        return ", ".join(sorted(c.name for c in self.consumers.all())) or "—"
+
 
 class Subscription(models.Model):
     """A consumer of a topic and the transport that reaches it.

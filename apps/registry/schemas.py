@@ -125,10 +125,11 @@ class TopicAnswer:
     reason: str = ""
     awaiting: list[str] = field(default_factory=list)
     verdict: dict = field(default_factory=dict)
+    not_named: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         answer = {"topic": self.topic, "outcome": self.outcome}
-        for name in ("version", "fingerprint", "reason", "awaiting", "verdict"):
+        for name in ("version", "fingerprint", "reason", "awaiting", "verdict", "not_named"):
             value = getattr(self, name)
             if value not in (None, "", [], {}):
                 answer[name] = value
@@ -176,6 +177,11 @@ class _Sync:
         named_consumers = entry.get("consumers", [])
         topic.consumers.add(*[self.services[n] for n in named_consumers if n not in consumers])
         topic.consumer_names = sorted(consumers | set(named_consumers))
+        # Reported, never removed: a release may just not mention everyone.
+        topic.not_named = {
+            "producers": sorted(producers - set(wanted)),
+            "consumers": sorted(consumers - set(named_consumers)),
+        }
         return topic
 
 
@@ -186,6 +192,14 @@ def _sync_topic(sync: _Sync, entry: dict) -> TopicAnswer:
     except compatibility.InvalidSchema as exc:
         return TopicAnswer(name, "rejected", reason=exc.reason)
     topic = sync.topic(entry)
+    answer = _decide(sync, topic, schema)
+    if any(topic.not_named.values()):
+        answer.not_named = topic.not_named
+    return answer
+
+
+def _decide(sync: _Sync, topic: Topic, schema) -> TopicAnswer:
+    name = topic.name
     fingerprint = compatibility.fingerprint(schema)
     history = list(topic.schema_versions.order_by("version"))
     published = [v for v in history if v.state == State.PUBLISHED]
@@ -372,6 +386,22 @@ def override(*, actor: Actor, version: SchemaVersion, reason: str) -> SchemaVers
             action="schema_version.override",
             instance=version,
             changes={"state": [State.AWAITING, State.PUBLISHED], "missing": [missing, None]},
+        )
+    return version
+
+
+def withdraw_version(*, actor: Actor, version: SchemaVersion, reason: str = "") -> SchemaVersion:
+    """The producer takes a waiting version back: it is never published (a later
+    release may submit another)."""
+    with system_scope(), transaction.atomic():
+        version = _pending(version)
+        version.state = State.WITHDRAWN
+        version.save(update_fields=["state"])
+        audit_record(
+            actor=actor,
+            action="schema_version.withdraw",
+            instance=version,
+            changes={"state": [State.AWAITING, State.WITHDRAWN], "reason": [None, reason]},
         )
     return version
 

@@ -59,7 +59,7 @@ def forget_topic(name: str) -> None:
 
 
 def topic_list() -> QuerySet[Topic]:
-    return Topic.objects.prefetch_related("producers")
+    return Topic.objects.prefetch_related("producers", "consumers")
 
 
 def subscription_list() -> QuerySet[Subscription]:

@@ -26,6 +26,7 @@ class TopicListView(ListPage):
         Column("Topic", "name", sort="name"),
         Column("Description", "description"),
         Column("Producers", "producer_names"),
+        Column("Consumers", "consumer_list"),
         Column("Schema version", "current_schema_version", sort="current_schema_version"),
         Column("Created", "created_at", sort="created_at"),
     )
@@ -155,6 +156,10 @@ def version_act(request, pk, act):
         if act == "acknowledge" and request.user.is_operator:
             consumer = get_object_or_404(Service, name=request.POST.get("consumer", ""))
             schemas.acknowledge(actor=request.actor, version=version, consumer=consumer)
+        elif act == "withdraw" and request.user.is_operator:
+            schemas.withdraw_version(
+                actor=request.actor, version=version, reason=request.POST.get("reason", "")
+            )
         elif act == "remind" and request.user.is_operator:
             schemas.remind(actor=request.actor, version=version)
         elif (

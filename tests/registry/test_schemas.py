@@ -195,3 +195,35 @@ def test_the_api_syncs_and_consumers_acknowledge_for_themselves():
     assert done.status_code == 200 and done.json()["state"] == "published"
     shown = billing.get(url).json()
     assert shown["acknowledgements"][0]["consumer"] == "billing"
+
+
+@pytest.mark.django_db
+def test_a_producer_withdraws_a_waiting_version_and_it_is_never_published():
+    sync("r1", V1)
+    sync("r2", V2_BREAKING)
+    release = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
+    stranger = bearer(APIClient(), service_token(scopes=["registry:write"], name="billing"))
+    url = f"/api/v1/registry/schema-versions/{pending().pk}/withdraw/"
+    assert stranger.post(url, {"reason": "x"}, format="json").status_code == 403
+    done = release.post(url, {"reason": "wrong release"}, format="json")
+    assert done.status_code == 200 and done.json()["state"] == "withdrawn"
+    from apps.core.errors import InvalidTransition
+
+    with pytest.raises(InvalidTransition):
+        schemas.acknowledge(
+            actor=SYSTEM_ACTOR,
+            version=SchemaVersion.objects.get(state="withdrawn"),
+            consumer=consumer("billing"),
+        )
+    assert [e["version"] for e in events("SchemaVersionPublished")] == [1]
+    # the next release may bring the same schema again, as a new version
+    assert outcome(sync("r3", V2_BREAKING))["version"] == 3
+
+
+@pytest.mark.django_db
+def test_producers_and_consumers_a_sync_no_longer_names_are_reported_not_removed():
+    sync("r1", V1, consumers=("billing", "ledger"))
+    answer = outcome(sync("r2", V2_COMPATIBLE, consumers=("billing",)))
+    assert answer["not_named"] == {"producers": [], "consumers": ["ledger"]}
+    topic = Topic.objects.get(name="orders.order")
+    assert sorted(topic.consumers.values_list("name", flat=True)) == ["billing", "ledger"]

@@ -211,6 +211,21 @@ class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
         )
         return Response(self.read_representation(version))
 
+    @extend_schema(
+        request=serializers.OverrideSerializer, responses=serializers.SchemaVersionSerializer
+    )
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def withdraw(self, request, pk=None):
+        """The producer (or an operator) takes a waiting version back."""
+        version = self.get_object()
+        account = request.service_account
+        if account is not None and not version.topic.producers.filter(name=account.name).exists():
+            raise PermissionDenied(f"{account.name} does not produce {version.topic.name}.")
+        reason = str(request.data.get("reason", ""))
+        version = schemas.withdraw_version(actor=request.actor, version=version, reason=reason)
+        return Response(self.read_representation(version))
+
     @extend_schema(request=None, responses=dict)
     @action(detail=True, methods=["post"])
     def remind(self, request, pk=None):
