@@ -110,6 +110,7 @@ INSTALLED_APPS = [
     "apps.compute",
     "apps.assets",
     "apps.stores",
+    "apps.governance",
     "apps.console",
 ]
 
