@@ -215,3 +215,38 @@ def test_only_provisioning_reports_migrations_applied(tenant_a, store, profile, 
     assert platform().post(url).status_code == 200
     other = bearer(APIClient(), service_token(tenant=tenant_a, scopes=["stores:write"]))
     assert other.post(f"{BINDINGS}{binding.pk}/retire/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_one_tenants_token_neither_sees_nor_touches_anothers_bindings_or_rules(
+    tenant_a, tenant_b, store, profile, regions
+):
+    from apps.core.context import SYSTEM_ACTOR
+    from apps.stores import services
+
+    rule("allow", geographies=["IL"])
+    private = rule("deny", tenant=tenant_a, geographies=["EU"], reason="a's own")
+    binding = services.binding_set(
+        actor=SYSTEM_ACTOR,
+        tenant=tenant_a,
+        store=store,
+        profile=profile,
+        region=regions["israelcentral"],
+    )
+    other = bearer(APIClient(), service_token(tenant=tenant_b, scopes=["stores:write"]))
+    assert other.get(BINDINGS).json()["results"] == []
+    assert other.get(f"{BINDINGS}{binding.pk}/").status_code == 404
+    assert other.post(f"{BINDINGS}{binding.pk}/retire/").status_code == 404
+    assert private.pk not in [r["id"] for r in other.get(RULES).json()["results"]]
+    mismatch = other.post(
+        BINDINGS,
+        {
+            "store": store.slug,
+            "tenant": tenant_a.slug,
+            "profile": profile.slug,
+            "region": "israelcentral",
+        },
+        format="json",
+    )
+    assert mismatch.status_code == 400 and mismatch.json()["code"] == "tenant_mismatch"
+    assert status_of(binding.pk) == "requested"
