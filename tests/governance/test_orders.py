@@ -1,0 +1,98 @@
+"""Governance orders: who may approve, how many must, and evidence anyone can verify."""
+
+import copy
+
+import pytest
+from django.db import DatabaseError, connection
+
+from apps.core.context import Actor
+from apps.core.errors import Conflict, InvalidTransition
+from apps.governance import evidence, services
+from apps.governance.models import EvidenceEntry
+from apps.tenancy.scope import tenant_scope
+from tests.factories import UserFactory, member
+
+pytestmark = pytest.mark.django_db
+
+
+def person(username):
+    return Actor(user=UserFactory(username=username))
+
+
+def request(tenant, who):
+    return services.order_request(
+        actor=who, tenant=tenant, kind="deletion", reason="the customer left"
+    )
+
+
+@pytest.mark.parametrize(("environment", "needed"), [("production", 2), ("non_production", 1)])
+def test_approval_needs_others_than_the_requester_two_for_production(tenant_a, environment, needed):
+    tenant_a.environment_class = environment
+    tenant_a.save()
+    requester = Actor(user=member(tenant_a, username="admin-1", role="admin"))
+    order = request(tenant_a, requester)
+    assert order.approvals_needed == needed
+    with pytest.raises(Conflict) as own:
+        services.order_decide(actor=requester, order=order, approve=True)
+    assert own.value.code == "requester_cannot_decide"
+    first = person("approver-1")
+    order = services.order_decide(actor=first, order=order, approve=True)
+    with pytest.raises(Conflict):
+        services.order_decide(actor=first, order=order, approve=True)  # nobody counts twice
+    if needed == 2:
+        assert order.status == "requested"
+        order = services.order_decide(actor=person("approver-2"), order=order, approve=True)
+    assert order.status == "approved"
+    with pytest.raises(InvalidTransition):
+        services.order_cancel(actor=requester, order=order)  # too late to cancel
+
+
+def test_a_rejection_ends_the_order_and_a_waiting_one_can_be_cancelled(tenant_a):
+    requester = person("requester")
+    rejected = services.order_decide(
+        actor=person("approver"), order=request(tenant_a, requester), approve=False
+    )
+    assert rejected.status == "rejected"
+    cancelled = services.order_cancel(actor=requester, order=request(tenant_a, requester))
+    assert cancelled.status == "cancelled"
+
+
+def test_the_evidence_chain_verifies_and_a_tampered_entry_is_found(tenant_a):
+    order = request(tenant_a, person("requester"))
+    order = services.order_decide(actor=person("approver"), order=order, approve=True)
+    with tenant_scope(tenant_a):
+        doc = evidence.document(order)
+    assert [e["kind"] for e in doc["entries"]] == ["requested", "approved", "order_approved"]
+    assert evidence.verify(doc) == (True, None)
+    for tamper in (
+        lambda d: d["entries"][1]["data"].update(by="someone else"),
+        lambda d: d["entries"].pop(1),
+        lambda d: d.update(final_digest="0" * 64),
+    ):
+        forged = copy.deepcopy(doc)
+        tamper(forged)
+        ok, at = evidence.verify(forged)
+        assert not ok and at is not None
+
+
+def test_the_database_refuses_to_change_or_remove_evidence(tenant_a):
+    order = request(tenant_a, person("requester"))
+    with tenant_scope(tenant_a):
+        for statement in (
+            "UPDATE governance_evidenceentry SET kind = 'x'",
+            "DELETE FROM governance_evidenceentry",
+        ):
+            with pytest.raises(DatabaseError), connection.cursor() as cursor:
+                from django.db import transaction
+
+                with transaction.atomic():
+                    cursor.execute(statement)
+        assert EvidenceEntry.objects.filter(order=order).count() == 1
+
+
+def test_orders_and_their_evidence_are_the_tenants_alone(tenant_a, tenant_b):
+    from apps.governance.models import GovernanceOrder
+
+    request(tenant_a, person("requester"))
+    with tenant_scope(tenant_b):
+        assert not GovernanceOrder.objects.exists() and not EvidenceEntry.objects.exists()
