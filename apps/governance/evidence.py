@@ -10,7 +10,11 @@ from django.utils import timezone
 
 from apps.governance.models import EvidenceEntry, GovernanceOrder
 
-GENESIS = "0" * 64
+
+def genesis(order_id, tenant_id, kind: str) -> str:
+    """The chain's first link: the order itself, so no entry can be moved to another
+    order's chain, and a document's order, tenant and kind are covered too."""
+    return hashlib.sha256(f"steward-evidence:{order_id}:{tenant_id}:{kind}".encode()).hexdigest()
 
 
 def _digest(previous: str, sequence: int, kind: str, at: str, data: dict) -> str:
@@ -35,7 +39,7 @@ def append(order: GovernanceOrder, kind: str, **data) -> EvidenceEntry:
         )
     last = EvidenceEntry.objects.filter(order=order).order_by("-sequence").first()
     sequence = last.sequence + 1 if last else 1
-    previous = last.digest if last else GENESIS
+    previous = last.digest if last else genesis(order.pk, order.tenant_id, order.kind)
     at = timezone.now().isoformat()
     data = json.loads(json.dumps(data, default=str))  # exactly what the digest covers
     return EvidenceEntry.objects.create(
@@ -67,15 +71,18 @@ def document(order: GovernanceOrder) -> dict:
         "order": str(order.pk),
         "tenant": str(order.tenant_id),
         "kind": order.kind,
-        "algorithm": "sha256(previous_digest + canonical JSON of sequence, kind, at, data)",
+        "algorithm": "sha256(previous_digest + canonical JSON of sequence, kind, at, data); "
+        "the first previous_digest is sha256('steward-evidence:<order>:<tenant>:<kind>')",
         "entries": entries,
-        "final_digest": entries[-1]["digest"] if entries else GENESIS,
+        "final_digest": entries[-1]["digest"]
+        if entries
+        else genesis(order.pk, order.tenant_id, order.kind),
     }
 
 
 def verify(doc: dict) -> tuple[bool, int | None]:
     """(True, None) when every link holds; (False, n) naming the first entry that does not."""
-    previous = GENESIS
+    previous = genesis(doc["order"], doc["tenant"], doc["kind"])
     for expected, entry in enumerate(doc["entries"], start=1):
         digest = _digest(previous, entry["sequence"], entry["kind"], entry["at"], entry["data"])
         if (

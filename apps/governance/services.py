@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.core.context import Actor
-from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
+from apps.core.errors import Conflict, DomainError, InvalidTransition, ValidationFailed
 from apps.governance import evidence
 from apps.governance.models import GovernanceOrder, OrderApproval
 from apps.tenancy.audit import audit_record
@@ -25,9 +25,37 @@ def approvals_needed(tenant: Tenant) -> int:
     return 2 if tenant.environment_class == Tenant.EnvironmentClass.PRODUCTION else 1
 
 
+def _may_govern(user, tenant_id) -> bool:
+    """Operators, and the admins of the order's tenant (its workspace admins)."""
+    from apps.tenancy.models import Membership
+
+    if user is None:
+        return False
+    if user.is_operator:
+        return True
+    with tenant_scope(tenant_id):
+        return Membership.objects.filter(
+            tenant_id=tenant_id, user=user, role=Membership.Role.ADMIN
+        ).exists()
+
+
+class NotAllowed(DomainError):
+    status = 403
+    code = "not_allowed"
+    title = "Not allowed"
+
+
+def _require_governor(actor: Actor, tenant_id, what: str) -> None:
+    if not _may_govern(actor.user, tenant_id):
+        raise NotAllowed(f"Only the tenant's admins or an operator may {what}.")
+
+
 def order_request(*, actor: Actor, tenant: Tenant, kind: str, reason: str) -> GovernanceOrder:
     if actor.user is None:
         raise ValidationFailed("A person requests a governance order.", code="person_required")
+    if kind not in GovernanceOrder.Kind.values:
+        raise ValidationFailed(f"There is no order kind {kind!r}.", code="invalid", field="kind")
+    _require_governor(actor, tenant.pk, "request a governance order")
     if not reason.strip():
         raise ValidationFailed("Say why.", code="reason_required", field="reason")
     with tenant_scope(tenant):
@@ -66,6 +94,10 @@ def order_decide(
             raise Conflict(
                 "The requester cannot approve their own order.", code="requester_cannot_decide"
             )
+        _require_governor(actor, order.tenant_id, "decide a governance order")
+        # The policy of the tenant as it is now: reclassified to production while the
+        # order waited, it needs the production number of approvers.
+        order.approvals_needed = max(order.approvals_needed, approvals_needed(order.tenant))
         try:
             with transaction.atomic():
                 OrderApproval.objects.create(
@@ -84,7 +116,7 @@ def order_decide(
         if not approve or approvals >= order.approvals_needed:
             order.status = Status.APPROVED if approve else Status.REJECTED
             order.decided_at = timezone.now()
-            order.save(update_fields=["status", "decided_at"])
+            order.save(update_fields=["status", "decided_at", "approvals_needed"])
             evidence.append(order, f"order_{order.status}", approvals=approvals)
         audit_record(
             actor=actor,
@@ -96,12 +128,18 @@ def order_decide(
 
 
 def order_cancel(*, actor: Actor, order: GovernanceOrder, reason: str = "") -> GovernanceOrder:
-    """Cancel an order still waiting for approval (never once its phases have begun)."""
+    """Cancel an order before its first phase begins: while it waits for approval, or
+    approved (no phase runs yet). The requester, the tenant's admins or an operator."""
     with tenant_scope(order.tenant_id), transaction.atomic():
         order = GovernanceOrder.objects.select_for_update().get(pk=order.pk)
-        if order.status != Status.REQUESTED:
+        if actor.user is None or (
+            order.requested_by_id != actor.user.pk and not _may_govern(actor.user, order.tenant_id)
+        ):
+            _require_governor(actor, order.tenant_id, "cancel a governance order")
+        if order.status not in (Status.REQUESTED, Status.APPROVED):
             raise InvalidTransition(
-                f"The order is {order.status}; only one awaiting approval can be cancelled.",
+                f"The order is {order.status}; only one whose phases have not begun can be "
+                "cancelled.",
                 status=order.status,
             )
         order.status = Status.CANCELLED

@@ -12,6 +12,8 @@ Basic: the service account's name and one of its tokens.
 
 from __future__ import annotations
 
+import re
+
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -26,6 +28,7 @@ from apps.registry.models import COMPATIBILITY_MODES, SchemaVersion, Topic
 from apps.registry.services import service_ensure
 
 SUFFIX = "-value"
+TOPIC_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")  # as Topic's constraint
 PLATFORM = frozenset({OPERATOR, PLATFORM_SERVICE})
 
 
@@ -190,8 +193,13 @@ class SubjectVersions(ConfluentView):
         consumers still to acknowledge when it is breaking."""
         schema = _schema_of(request)
         name = subject.removesuffix(SUFFIX)
-        if not subject.endswith(SUFFIX) or not name:
-            raise RegistryError(422, 42201, f"Subjects are '<topic>{SUFFIX}', not '{subject}'.")
+        if not subject.endswith(SUFFIX) or not TOPIC_NAME.match(name):
+            raise RegistryError(
+                422,
+                42201,
+                f"Subjects are '<topic>{SUFFIX}', the topic a dotted lower-case name "
+                f"(orders.order), not '{subject}'.",
+            )
         account = request.service_account
         service = service_ensure(
             actor=request.actor, name=account.name if account else request.user.username
@@ -202,6 +210,7 @@ class SubjectVersions(ConfluentView):
             service=service,
             release=f"schema-registry:{name}:{fingerprint}",
             topics=[{"name": name, "producers": [service.name], "schema": schema}],
+            remember=False,
         )["topics"][0]
         if answer["outcome"] == "rejected":
             raise RegistryError(422, 42201, f"Invalid schema: {answer['reason']}")

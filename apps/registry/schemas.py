@@ -254,16 +254,22 @@ def _decide(sync: _Sync, topic: Topic, schema) -> TopicAnswer:
     )
 
 
-def model_sync(*, actor: Actor, service: Service, release: str, topics: list[dict]) -> dict:
+def model_sync(
+    *, actor: Actor, service: Service, release: str, topics: list[dict], remember: bool = True
+) -> dict:
     """Apply a release's ModelSync; the same release again answers what it answered.
 
     Each topic is all or nothing (its own savepoint). Topics the service produced
-    before and this sync no longer names are reported, never deleted.
+    before and this sync no longer names are reported, never deleted. `remember=False`
+    answers from the registry as it is now, neither replaying nor keeping an answer
+    (the Schema Registry API's register, which clients repeat to learn an id).
     """
     body = json.dumps(topics, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(body.encode()).hexdigest()
     with system_scope():
-        earlier = ModelSync.objects.filter(service=service, release=release).first()
+        earlier = (
+            ModelSync.objects.filter(service=service, release=release).first() if remember else None
+        )
         if earlier is not None:
             if earlier.digest != digest:
                 raise Conflict(
@@ -277,8 +283,13 @@ def model_sync(*, actor: Actor, service: Service, release: str, topics: list[dic
             try:
                 with transaction.atomic():
                     answers.append(_sync_topic(sync, entry))
-            except IntegrityError as exc:  # a concurrent sync of the same topic
-                answers.append(TopicAnswer(entry["name"], "rejected", reason=str(exc)[:200]))
+            except IntegrityError:  # a concurrent sync created the same topic or version
+                # Not an answer to keep for this release: the caller retries it whole.
+                raise Conflict(
+                    f"Another sync changed {entry['name']} at the same moment; send this "
+                    "release again.",
+                    code="sync_conflict",
+                ) from None
         named = {entry["name"] for entry in topics}
         not_named = sorted(
             service.produces.exclude(name__in=named)
@@ -290,6 +301,8 @@ def model_sync(*, actor: Actor, service: Service, release: str, topics: list[dic
             "topics": [a.as_dict() for a in answers],
             "not_named": not_named,
         }
+        if not remember:
+            return answer
         try:
             with transaction.atomic():
                 ModelSync.objects.create(

@@ -1,4 +1,5 @@
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
@@ -111,11 +112,7 @@ class VersionDetailView(LoginRequiredMixin, DetailView):
             .first()
         )
         context["before"] = before
-        context["lines"] = side_by_side(
-            before.schema if before else None,
-            version.schema,
-            {d["path"] for d in version.verdict.get("differences", [])},
-        )
+        context["lines"] = side_by_side(before.schema if before else None, version.schema)
         context["missing"] = (
             missing_acknowledgements(version) if version.state == "awaiting_acknowledgement" else []
         )
@@ -125,27 +122,26 @@ class VersionDetailView(LoginRequiredMixin, DetailView):
         return context
 
 
-def side_by_side(old, new, paths: set[str]) -> list[tuple[str, str, bool]]:
-    """Rows of (old line, new line, changed) of the two schemas pretty-printed; a row is
-    changed when the lines differ or the verdict names a path that line belongs to."""
+def side_by_side(old, new) -> list[tuple[str, str, bool]]:
+    """Rows of (old line, new line, changed) of the two schemas pretty-printed with
+    sorted keys; a row is marked when its lines differ."""
     import difflib
     import json
 
     left = json.dumps(old, indent=2, sort_keys=True).splitlines() if old is not None else []
     right = json.dumps(new, indent=2, sort_keys=True).splitlines()
-    named = {path.rsplit("/", 1)[-1] for path in paths if path not in ("#", "")}
     rows = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=left, b=right).get_opcodes():
         for k in range(max(i2 - i1, j2 - j1)):
             a = left[i1 + k] if i1 + k < i2 else ""
             b = right[j1 + k] if j1 + k < j2 else ""
-            key = b.strip().split('"')[1] if b.strip().startswith('"') else ""
-            rows.append((a, b, tag != "equal" or key in named))
+            rows.append((a, b, tag != "equal"))
     return rows
 
 
 @platform_scope
 @require_POST
+@login_required
 def version_act(request, pk, act):
     from apps.core.errors import DomainError
     from apps.registry import schemas

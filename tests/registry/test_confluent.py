@@ -15,31 +15,47 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def client(live_server):
+def connect(live_server):
+    """A new client each call: the library caches ids, and a fresh one must ask."""
+    from contextlib import ExitStack
+
     from apps.registry.catalog import install_steward_topics
 
     install_steward_topics()
     issued = service_token(scopes=["registry:write"], name="orders")
     # Closed after the test: the live server's threads hold a database connection for
-    # as long as the client keeps its HTTP connection alive.
-    with SchemaRegistryClient(
-        {
-            "url": f"{live_server.url}/api/schema-registry",
-            "basic.auth.user.info": f"orders:{issued.secret}",
-        }
-    ) as registry:
-        yield registry
+    # as long as a client keeps its HTTP connection alive.
+    with ExitStack() as clients:
+
+        def new_client():
+            return clients.enter_context(
+                SchemaRegistryClient(
+                    {
+                        "url": f"{live_server.url}/api/schema-registry",
+                        "basic.auth.user.info": f"orders:{issued.secret}",
+                    }
+                )
+            )
+
+        yield new_client
+
+
+@pytest.fixture
+def client(connect):
+    return connect()
 
 
 def schema(document):
     return Schema(json.dumps(document), "JSON")
 
 
-def test_register_read_and_look_up_like_a_confluent_client(client):
+def test_register_read_and_look_up_like_a_confluent_client(client, connect):
     first = client.register_schema("orders.order-value", schema(V1))
     topic = Topic.objects.get(name="orders.order")
     assert list(topic.producers.values_list("name", flat=True)) == ["orders"]
-    assert client.register_schema("orders.order-value", schema(V1)) == first  # idempotent
+    # idempotent, asked of the server (a new client has nothing cached)
+    assert connect().register_schema("orders.order-value", schema(V1)) == first
+    assert SchemaVersion.objects.count() == 1
     second = client.register_schema("orders.order-value", schema(V2_COMPATIBLE))
     assert second != first
     assert client.get_subjects() == ["orders.order-value"]
@@ -53,7 +69,7 @@ def test_register_read_and_look_up_like_a_confluent_client(client):
     assert (found.schema_id, found.version) == (first, 1)
 
 
-def test_a_breaking_schema_answers_409_naming_who_must_acknowledge(client):
+def test_a_breaking_schema_answers_409_naming_who_must_acknowledge(client, connect):
     client.register_schema("orders.order-value", schema(V1))
     Topic.objects.get(name="orders.order").consumers.add(Service.objects.create(name="billing"))
     assert client.test_compatibility("orders.order-value", schema(V2_BREAKING)) is False
@@ -62,8 +78,17 @@ def test_a_breaking_schema_answers_409_naming_who_must_acknowledge(client):
         client.register_schema("orders.order-value", schema(V2_BREAKING))
     assert refused.value.http_status_code == 409
     assert "billing" in refused.value.error_message
-    assert SchemaVersion.objects.get(state="awaiting_acknowledgement").version == 2
+    waiting = SchemaVersion.objects.get(state="awaiting_acknowledgement")
+    assert waiting.version == 2
     assert client.get_versions("orders.order-value") == [1]
+    # once billing has acknowledged, registering it again answers its id
+    from apps.core.context import SYSTEM_ACTOR
+    from apps.registry import schemas
+
+    schemas.acknowledge(
+        actor=SYSTEM_ACTOR, version=waiting, consumer=Service.objects.get(name="billing")
+    )
+    assert connect().register_schema("orders.order-value", schema(V2_BREAKING)) == waiting.pk
 
 
 def test_config_errors_and_authentication_take_the_registrys_shapes(client, live_server):
@@ -77,6 +102,9 @@ def test_config_errors_and_authentication_take_the_registrys_shapes(client, live
     with pytest.raises(SchemaRegistryError) as invalid:
         client.register_schema("orders.order-value", Schema('{"type": 12}', "JSON"))
     assert invalid.value.error_code == 42201
+    with pytest.raises(SchemaRegistryError) as undotted:
+        client.register_schema("orders-value", schema(V1))
+    assert (undotted.value.http_status_code, undotted.value.error_code) == (422, 42201)
     stranger = SchemaRegistryClient(
         {
             "url": f"{live_server.url}/api/schema-registry",

@@ -18,8 +18,9 @@ def test_approvals_list_the_consumers_still_to_acknowledge(client, operator):
     [row] = page.context["object_list"]
     assert row.awaiting_names == "billing, ledger"
     few = list_page_queries(client, "/registry/approvals/")
-    sync("r3", V2_BREAKING, name="orders.refund")
-    sync("r4", {**V2_BREAKING, "title": "x"}, name="orders.refund")
+    sync("r3", V1, name="orders.refund")
+    sync("r4", V2_BREAKING, name="orders.refund")
+    assert SchemaVersion.objects.filter(state="awaiting_acknowledgement").count() == 2
     assert list_page_queries(client, "/registry/approvals/") == few
 
 
@@ -39,3 +40,11 @@ def test_the_version_page_shows_the_diff_and_an_operator_with_the_permission_ove
     client.post(f"/registry/versions/{version.pk}/override/", {"reason": "consumers retired"})
     version.refresh_from_db()
     assert version.state == "published" and version.override_reason == "consumers retired"
+
+
+def test_a_version_action_needs_a_signed_in_operator(client):
+    sync("r1", V1)
+    sync("r2", V2_BREAKING)
+    version = SchemaVersion.objects.get(state="awaiting_acknowledgement")
+    answer = client.post(f"/registry/versions/{version.pk}/remind/")
+    assert answer.status_code == 302 and "/login/" in answer["Location"]
