@@ -22,14 +22,14 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, StewardAccess
+from apps.core.api.permissions import PLATFORM
+from apps.core.api.views import StewardAccessMixin
 from apps.registry import compatibility, schemas
 from apps.registry.models import COMPATIBILITY_MODES, SchemaVersion, Topic
 from apps.registry.services import service_ensure
 
 SUFFIX = "-value"
 TOPIC_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")  # as Topic's constraint
-PLATFORM = frozenset({OPERATOR, PLATFORM_SERVICE})
 
 
 class RegistryError(Exception):
@@ -71,17 +71,12 @@ class SchemaRegistryJSONParser(JSONParser):
     media_type = "application/vnd.schemaregistry.v1+json"
 
 
-class ConfluentView(APIView):
-    permission_classes = [StewardAccess]
+class ConfluentView(StewardAccessMixin, APIView):
     parser_classes = [JSONParser, SchemaRegistryJSONParser]
     scope_app = "registry"
     steward_scope = "system"
-
-    def get_read_access(self):
-        return PLATFORM
-
-    def get_write_access(self):
-        return PLATFORM
+    read_access = PLATFORM
+    write_access = PLATFORM  # the compatibility test is a POST that changes nothing
 
     def handle_exception(self, exc):
         if isinstance(exc, RegistryError):
@@ -251,9 +246,6 @@ class SchemaById(ConfluentView):
 
 
 class Compatibility(ConfluentView):
-    def get_write_access(self):
-        return PLATFORM  # a POST that changes nothing
-
     @extend_schema(tags=TAG, request=SchemaIn, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def post(self, request, subject, version):
         topic = _topic(subject)

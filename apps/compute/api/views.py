@@ -13,8 +13,7 @@ from apps.core.api.permissions import (
     TENANT_ADMIN,
     TENANT_SERVICE,
 )
-from apps.core.api.views import StewardViewSetMixin
-from apps.core.errors import ValidationFailed
+from apps.core.api.views import StewardViewSetMixin, tenant_for_write
 
 
 class ComputeBatchViewSet(
@@ -56,15 +55,7 @@ class ComputeBatchViewSet(
         payload = serializers.BatchSubmitSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = dict(payload.validated_data)
-        tenant = data.pop("tenant", None)
-        if request.tenant is not None:
-            if tenant is not None and tenant != request.tenant:
-                raise ValidationFailed(
-                    "A tenant-bound caller submits for its own tenant.", code="tenant_mismatch"
-                )
-            tenant = request.tenant
-        if tenant is None:
-            raise ValidationFailed("Name the tenant the batch is for.", code="tenant_required")
+        tenant = tenant_for_write(request, data.pop("tenant", None))
         batch, created = services.batch_submit(actor=request.actor, tenant=tenant, **data)
         answer = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(self.read_representation(batch), status=answer)

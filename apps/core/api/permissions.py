@@ -13,6 +13,8 @@ TENANT_MEMBER = "tenant_member"
 PLATFORM_SERVICE = "platform_service"
 TENANT_SERVICE = "tenant_service"
 EVERYONE = frozenset({OPERATOR, TENANT_ADMIN, TENANT_MEMBER, PLATFORM_SERVICE, TENANT_SERVICE})
+# Platform-wide callers: operators and platform services.
+PLATFORM = frozenset({OPERATOR, PLATFORM_SERVICE})
 
 
 class DenyAll(BasePermission):

@@ -11,7 +11,7 @@ from rest_framework import viewsets
 from rest_framework.response import Response
 
 from apps.core.api.idempotency import idempotent
-from apps.core.api.permissions import EVERYONE, OPERATOR, PLATFORM_SERVICE, StewardAccess
+from apps.core.api.permissions import EVERYONE, PLATFORM, StewardAccess
 from apps.core.errors import PreconditionFailed
 from apps.tenancy.models import owning_tenant_id
 from apps.tenancy.scope import tenant_scope
@@ -29,12 +29,41 @@ def _matches(header: str, etag: str) -> bool:
     return "*" in candidates or etag in candidates
 
 
-class StewardViewSetMixin:
+def tenant_for_write(request, named):
+    """The tenant a create is for: a caller acting for a tenant creates for that one
+    (naming another is refused); a platform-wide caller names it."""
+    from apps.core.errors import ValidationFailed
+
+    if request.tenant is not None:
+        if named is not None and named.pk != request.tenant.pk:
+            raise ValidationFailed(
+                "You act for another tenant than the one named.", code="tenant_mismatch"
+            )
+        return request.tenant
+    if named is None:
+        raise ValidationFailed("Name the tenant.", code="tenant_required", field="tenant")
+    return named
+
+
+class StewardAccessMixin:
+    """Who may call a view, for StewardAccess: `scope_app` names the token scopes,
+    `read_access` and `write_access` the kinds of caller (narrowed per action by
+    overriding the getters). Viewsets get it through StewardViewSetMixin; plain
+    APIViews inherit it directly."""
+
     permission_classes = [StewardAccess]
     scope_app: str = ""
     read_access: frozenset[str] = EVERYONE
     write_access: frozenset[str] = frozenset()
 
+    def get_read_access(self) -> frozenset[str]:
+        return self.read_access
+
+    def get_write_access(self) -> frozenset[str]:
+        return self.write_access
+
+
+class StewardViewSetMixin(StewardAccessMixin):
     def read_representation(self, obj) -> dict:
         """What GET answers for `obj`. A view whose writes take another shape keeps its
         read shape in `serializer_class` and returns the write one from
@@ -47,12 +76,6 @@ class StewardViewSetMixin:
         serializer.is_valid(raise_exception=True)
         self.perform_update(serializer)
         return Response(self.read_representation(serializer.instance))
-
-    def get_read_access(self) -> frozenset[str]:
-        return self.read_access
-
-    def get_write_access(self) -> frozenset[str]:
-        return self.write_access
 
     def get_object(self):
         if self.request.method not in UNSAFE_OBJECT_METHODS:
@@ -106,7 +129,7 @@ class StewardCatalogViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
     `scope_app`, the serializer and the queryset."""
 
     steward_scope = "system"
-    write_access = frozenset({OPERATOR, PLATFORM_SERVICE})
+    write_access = PLATFORM
 
     def perform_create(self, serializer):
         self._save(serializer)

@@ -4,8 +4,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api.idempotency import idempotent
-from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, StewardAccess
-from apps.core.api.views import StewardReadOnlyViewSet
+from apps.core.api.permissions import PLATFORM
+from apps.core.api.views import StewardAccessMixin, StewardReadOnlyViewSet
 from apps.eventing import selectors, services
 from apps.eventing.api import serializers
 from apps.eventing.filters import (
@@ -14,19 +14,14 @@ from apps.eventing.filters import (
     UncertainEffectFilterSet,
 )
 
-OPERATORS = frozenset({OPERATOR, PLATFORM_SERVICE})
 
-
-class OverviewView(APIView):
+class OverviewView(StewardAccessMixin, APIView):
     """Outbox backlog and age, delivery rate per minute over the last hour, dead letters,
     inbox sizes per consumer and uncertain effects by state."""
 
-    permission_classes = [StewardAccess]
     scope_app = "eventing"
     steward_scope = "system"
-
-    def get_read_access(self):
-        return OPERATORS
+    read_access = PLATFORM
 
     @extend_schema(responses=serializers.OverviewSerializer)
     def get(self, request):
@@ -41,8 +36,8 @@ class DeadLetterViewSet(StewardReadOnlyViewSet):
     ordering = "-id"
     scope_app = "eventing"
     steward_scope = "system"
-    read_access = OPERATORS
-    write_access = OPERATORS
+    read_access = PLATFORM
+    write_access = PLATFORM
 
     def get_queryset(self):
         return selectors.dead_letter_list()
@@ -72,7 +67,7 @@ class UncertainEffectViewSet(StewardReadOnlyViewSet):
     ordering = "-id"
     scope_app = "eventing"
     steward_scope = "system"
-    read_access = OPERATORS
+    read_access = PLATFORM
 
     def get_queryset(self):
         return selectors.uncertain_effect_list()
@@ -87,7 +82,7 @@ class RecentEventViewSet(StewardReadOnlyViewSet):
     lookup_field = "event_id"
     scope_app = "eventing"
     steward_scope = "system"
-    read_access = OPERATORS
+    read_access = PLATFORM
 
     def get_queryset(self):
         return selectors.recent_event_list()

@@ -6,14 +6,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api.idempotency import idempotent
-from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, StewardAccess
-from apps.core.api.views import StewardViewSetMixin
+from apps.core.api.permissions import PLATFORM
+from apps.core.api.views import StewardAccessMixin, StewardViewSetMixin
 from apps.registry import schemas, selectors, services
 from apps.registry.api import serializers
 from apps.registry.filters import SubscriptionFilterSet, TopicFilterSet
 from apps.registry.models import Service
-
-PLATFORM = frozenset({OPERATOR, PLATFORM_SERVICE})
 
 
 class ServiceViewSet(
@@ -121,20 +119,15 @@ def _calling_service(request, named: str | None) -> Service:
     return services.service_ensure(actor=request.actor, name=named)
 
 
-class ModelSyncView(APIView):
+class ModelSyncView(StewardAccessMixin, APIView):
     """A release's ModelSync: per topic published, unchanged, awaiting acknowledgement
     (with the consumers that must act) or rejected (with the reason). The same release
     again answers the same; a different model under the same release is 409."""
 
-    permission_classes = [StewardAccess]
     scope_app = "registry"
     steward_scope = "system"
-
-    def get_read_access(self):
-        return PLATFORM
-
-    def get_write_access(self):
-        return PLATFORM
+    read_access = PLATFORM
+    write_access = PLATFORM
 
     @extend_schema(request=serializers.ModelSyncSerializer, responses=dict)
     def post(self, request):

@@ -8,31 +8,21 @@ from apps.core.api.idempotency import idempotent
 from apps.core.api.permissions import (
     EVERYONE,
     OPERATOR,
+    PLATFORM,
     PLATFORM_SERVICE,
     TENANT_ADMIN,
     TENANT_SERVICE,
-    StewardAccess,
 )
-from apps.core.api.views import StewardCatalogViewSet, StewardViewSetMixin
-from apps.core.errors import ValidationFailed
+from apps.core.api.views import (
+    StewardAccessMixin,
+    StewardCatalogViewSet,
+    StewardViewSetMixin,
+    tenant_for_write,
+)
 from apps.stores import selectors, services
 from apps.stores.api import serializers
 from apps.stores.models import ProfileCertification, ResidencyRule, Store, StoreProfile
 from apps.stores.residency import RuleView
-
-PLATFORM = frozenset({OPERATOR, PLATFORM_SERVICE})
-
-
-def _tenant_of(request, named):
-    """The tenant a binding is for: the caller's own, or the one a platform caller names."""
-    if request.tenant is not None and not request.platform_wide:
-        if named is not None and named.pk != request.tenant.pk:
-            raise ValidationFailed("You act for another tenant.", code="tenant_mismatch")
-        return request.tenant
-    tenant = named or request.tenant
-    if tenant is None:
-        raise ValidationFailed("Name the tenant.", code="tenant_required", field="tenant")
-    return tenant
 
 
 class BindingViewSet(
@@ -62,11 +52,6 @@ class BindingViewSet(
             return PLATFORM
         return self.write_access
 
-    def get_serializer_class(self):
-        if self.action == "create":
-            return serializers.SetBindingSerializer
-        return serializers.BindingSerializer
-
     @extend_schema(
         request=serializers.SetBindingSerializer, responses=serializers.BindingSerializer
     )
@@ -77,7 +62,7 @@ class BindingViewSet(
         data = payload.validated_data
         binding = services.binding_set(
             actor=request.actor,
-            tenant=_tenant_of(request, data.get("tenant")),
+            tenant=tenant_for_write(request, data.get("tenant")),
             store=data["store"],
             profile=data["profile"],
             region=data["region"],
@@ -105,27 +90,23 @@ class BindingViewSet(
         return Response(self.read_representation(binding))
 
 
-class EvaluateView(APIView):
+class EvaluateView(StewardAccessMixin, APIView):
     """A dry run: what residency and workload gating would say, and why."""
 
-    permission_classes = [StewardAccess]
     scope_app = "stores"
     # Operators ask about any tenant: their own acting tenant's scope would hide the
     # rules of the tenant asked about. Tenant callers stay in their scope.
     steward_scope = "system"
 
-    def get_read_access(self):
-        return EVERYONE
-
-    def get_write_access(self):
-        return EVERYONE  # a POST that changes nothing
+    read_access = EVERYONE
+    write_access = EVERYONE  # a POST that changes nothing
 
     @extend_schema(request=serializers.EvaluateSerializer, responses=dict)
     def post(self, request):
         payload = serializers.EvaluateSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
-        tenant = _tenant_of(request, data.get("tenant"))
+        tenant = tenant_for_write(request, data.get("tenant"))
         return Response(
             selectors.what_if(
                 tenant=tenant,

@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 from apps.core.api.idempotency import idempotent
 from apps.core.api.permissions import (
     OPERATOR,
+    PLATFORM,
     PLATFORM_SERVICE,
     TENANT_ADMIN,
     TENANT_SERVICE,
@@ -21,8 +22,6 @@ from apps.tenancy import selectors, services
 from apps.tenancy.api import serializers
 from apps.tenancy.filters import AuditEventFilterSet, MembershipFilterSet, TenantFilterSet
 from apps.tenancy.models import Tenant, User
-
-PLATFORM = frozenset({OPERATOR, PLATFORM_SERVICE})
 
 
 class TenantViewSet(
