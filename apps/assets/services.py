@@ -19,7 +19,7 @@ from django.utils import timezone
 from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import Actor
 from apps.core.errors import InvalidTransition
-from apps.eventing.services import NewEvent, aggregate_lock_key, emit, emit_many
+from apps.eventing.services import NewEvent, aggregate_lock_key, emit_many
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import AuditEvent
 from apps.tenancy.scope import system_scope, tenant_scope
@@ -28,15 +28,20 @@ TOPIC = "assets.asset"
 logger = logging.getLogger(__name__)
 
 
-def _event(asset: Asset, event_type: str, **payload) -> None:
-    emit(
+def _new_event(tenant_id, asset_id, status: str, event_type: str, **payload) -> NewEvent:
+    """An asset event: the asset, its status now, and what else the event says."""
+    return NewEvent(
+        tenant=tenant_id,
         topic=TOPIC,
         event_type=event_type,
         aggregate_type="asset",
-        aggregate_id=str(asset.pk),
-        payload={"asset_id": str(asset.pk), "status": asset.status, **payload},
-        tenant=asset.tenant_id,
+        aggregate_id=str(asset_id),
+        payload={"asset_id": str(asset_id), "status": status, **payload},
     )
+
+
+def _event(asset: Asset, event_type: str, **payload) -> None:
+    emit_many([_new_event(asset.tenant_id, asset.pk, asset.status, event_type, **payload)])
 
 
 def asset_create(*, actor: Actor, tenant, name: str, description: str = "") -> Asset:
@@ -285,24 +290,6 @@ WHERE r.id = o.id
 """  # noqa: S608 - table name only
 
 
-def _callback_event(
-    tenant_id, asset_id, status: str, event_type: str, instance, **payload
-) -> NewEvent:
-    return NewEvent(
-        tenant=tenant_id,
-        topic=TOPIC,
-        event_type=event_type,
-        aggregate_type="asset",
-        aggregate_id=str(asset_id),
-        payload={
-            "asset_id": str(asset_id),
-            "status": status,
-            "workflow_instance_id": str(instance),
-            **payload,
-        },
-    )
-
-
 def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | None:
     """Apply one batch of a tenant's pending callbacks, each decision at most once.
 
@@ -367,20 +354,25 @@ def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | Non
                 asset_id, status = applied[receipt_id]
                 event_type = "AssetApproved" if status == Asset.Status.APPROVED else "AssetRejected"
                 events.append(
-                    _callback_event(
-                        tenant_id, asset_id, status, event_type, instance, reason=reason
+                    _new_event(
+                        tenant_id,
+                        asset_id,
+                        status,
+                        event_type,
+                        workflow_instance_id=instance,
+                        reason=reason,
                     )
                 )
                 outcomes.append(WorkflowCallback.Outcome.APPLIED)
             elif instance in current:
                 asset_id, status = current[instance]
                 events.append(
-                    _callback_event(
+                    _new_event(
                         tenant_id,
                         asset_id,
                         status,
                         "WorkflowCallbackIgnored",
-                        instance,
+                        workflow_instance_id=instance,
                         decision=decision,
                     )
                 )

@@ -25,7 +25,7 @@ from rest_framework.views import APIView
 from apps.core.api.permissions import PLATFORM
 from apps.core.api.views import StewardAccessMixin
 from apps.registry import compatibility, schemas
-from apps.registry.models import COMPATIBILITY_MODES, SchemaVersion, Topic
+from apps.registry.models import SchemaVersion, Topic
 from apps.registry.services import service_ensure
 
 SUFFIX = "-value"
@@ -57,7 +57,7 @@ class Level(serializers.Serializer):
 
 
 class LevelIn(serializers.Serializer):
-    compatibility = serializers.ChoiceField(choices=COMPATIBILITY_MODES)
+    compatibility = serializers.ChoiceField(choices=compatibility.MODES)
 
 
 ERRORS = {
@@ -278,7 +278,7 @@ class SubjectConfig(ConfluentView):
     @extend_schema(tags=TAG, request=LevelIn, responses={200: LevelIn, **ERRORS})
     def put(self, request, subject):
         level = str(request.data.get("compatibility", "")).upper()
-        if level not in COMPATIBILITY_MODES:
+        if level not in compatibility.MODES:
             raise RegistryError(422, 42203, f"Invalid compatibility level '{level}'.")
         schemas.set_mode(actor=request.actor, topic=_topic(subject), mode=level)
         return Response({"compatibility": level})

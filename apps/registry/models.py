@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.registry.compatibility import MODES
+
 
 class Service(models.Model):
     """A platform service that produces or consumes events (Steward itself included)."""
@@ -23,17 +25,6 @@ class Service(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-
-COMPATIBILITY_MODES = (
-    "BACKWARD",
-    "BACKWARD_TRANSITIVE",
-    "FORWARD",
-    "FORWARD_TRANSITIVE",
-    "FULL",
-    "FULL_TRANSITIVE",
-    "NONE",
-)
 
 
 class Topic(models.Model):
@@ -52,7 +43,7 @@ class Topic(models.Model):
     current_schema_version = models.PositiveIntegerField(default=1)
     compatibility_mode = models.CharField(
         max_length=24,
-        choices=[(m, m) for m in COMPATIBILITY_MODES],
+        choices=[(m, m) for m in MODES],
         blank=True,
         help_text="Blank: STEWARD_REGISTRY_DEFAULT_MODE (BACKWARD).",
     )
