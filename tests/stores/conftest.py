@@ -65,3 +65,20 @@ def rule(effect, *, regions=(), geographies=(), tenant=None, data_class=None, **
         tenant=tenant, data_class=data_class, effect=effect, geographies=list(geographies), **extra
     )
     return services.rule_save(actor=SYSTEM_ACTOR, rule=made, regions=list(regions))
+
+
+def bind(tenant, store, profile, region):
+    from apps.core.context import SYSTEM_ACTOR
+    from apps.stores import services
+
+    return services.binding_set(
+        actor=SYSTEM_ACTOR, tenant=tenant, store=store, profile=profile, region=region
+    )
+
+
+def provisioned(tenant, store, profile, region):
+    from apps.stores import services
+
+    binding = bind(tenant, store, profile, region)
+    services.binding_provision(binding_id=binding.pk)
+    return binding

@@ -8,7 +8,7 @@ from apps.stores.models import StoreBinding
 from apps.tenancy.scope import system_scope
 from tests.conftest import bearer
 from tests.factories import service_token
-from tests.stores.conftest import rule
+from tests.stores.conftest import bind, provisioned, rule
 from tests.support import wait_for
 
 BINDINGS = "/api/v1/stores/bindings/"
@@ -130,18 +130,9 @@ def test_the_what_if_evaluator_explains_both_verdicts(tenant_a, store, profile, 
 def test_operators_edit_rules_with_a_preview_and_tenants_only_read(
     client, operator, tenant_a, store, profile, regions
 ):
-    from apps.core.context import SYSTEM_ACTOR
-    from apps.stores import services
 
     allow = rule("allow", geographies=["IL", "EU"])
-    binding = services.binding_set(
-        actor=SYSTEM_ACTOR,
-        tenant=tenant_a,
-        store=store,
-        profile=profile,
-        region=regions["westeurope"],
-    )
-    services.binding_provision(binding_id=binding.pk)
+    binding = provisioned(tenant_a, store, profile, regions["westeurope"])
     ops = APIClient()
     ops.force_login(operator)
     proposal = {"effect": "allow", "geographies": ["IL"]}
@@ -195,18 +186,9 @@ def test_operators_keep_the_catalog_audited_and_in_use_rows_cannot_go(
 
 @pytest.mark.django_db
 def test_only_provisioning_reports_migrations_applied(tenant_a, store, profile, regions):
-    from apps.core.context import SYSTEM_ACTOR
-    from apps.stores import services
 
     rule("allow", geographies=["IL"])
-    binding = services.binding_set(
-        actor=SYSTEM_ACTOR,
-        tenant=tenant_a,
-        store=store,
-        profile=profile,
-        region=regions["israelcentral"],
-    )
-    services.binding_provision(binding_id=binding.pk)
+    binding = provisioned(tenant_a, store, profile, regions["israelcentral"])
     tenant_service = bearer(
         APIClient(), service_token(tenant=tenant_a, scopes=["stores:write"], name="t-own")
     )
@@ -221,18 +203,10 @@ def test_only_provisioning_reports_migrations_applied(tenant_a, store, profile, 
 def test_one_tenants_token_neither_sees_nor_touches_anothers_bindings_or_rules(
     tenant_a, tenant_b, store, profile, regions
 ):
-    from apps.core.context import SYSTEM_ACTOR
-    from apps.stores import services
 
     rule("allow", geographies=["IL"])
     private = rule("deny", tenant=tenant_a, geographies=["EU"], reason="a's own")
-    binding = services.binding_set(
-        actor=SYSTEM_ACTOR,
-        tenant=tenant_a,
-        store=store,
-        profile=profile,
-        region=regions["israelcentral"],
-    )
+    binding = bind(tenant_a, store, profile, regions["israelcentral"])
     other = bearer(APIClient(), service_token(tenant=tenant_b, scopes=["stores:write"]))
     assert other.get(BINDINGS).json()["results"] == []
     assert other.get(f"{BINDINGS}{binding.pk}/").status_code == 404

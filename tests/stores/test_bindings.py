@@ -12,7 +12,7 @@ from apps.eventing.models import OutboxEvent, UncertainEffect
 from apps.stores import brokers, services
 from apps.stores.models import StoreBinding, StoreProfile
 from apps.tenancy.scope import system_scope, tenant_scope
-from tests.stores.conftest import rule
+from tests.stores.conftest import bind, rule
 
 pytestmark = pytest.mark.django_db
 
@@ -25,12 +25,6 @@ def events(event_type="StoreBindingChanged"):
                 topic="stores.binding", event_type=event_type
             ).order_by("id")
         ]
-
-
-def bind(tenant, store, profile, region):
-    return services.binding_set(
-        actor=SYSTEM_ACTOR, tenant=tenant, store=store, profile=profile, region=region
-    )
 
 
 def reload(binding):

@@ -2,23 +2,13 @@
 
 import pytest
 
-from apps.core.context import SYSTEM_ACTOR
-from apps.stores import services
 from apps.stores.models import ResidencyRule, StoreBinding
 from apps.tenancy.scope import system_scope
 from tests.console.test_views import list_page_queries
 from tests.factories import member
-from tests.stores.conftest import rule
+from tests.stores.conftest import provisioned, rule
 
 pytestmark = pytest.mark.django_db
-
-
-def provisioned(tenant, store, profile, region):
-    binding = services.binding_set(
-        actor=SYSTEM_ACTOR, tenant=tenant, store=store, profile=profile, region=region
-    )
-    services.binding_provision(binding_id=binding.pk)
-    return binding
 
 
 def test_bindings_list_and_detail_show_status_verdicts_references_and_history(
