@@ -418,6 +418,7 @@ class Runner:
                 client.xack(entry.stream, self.group, entry.entry_id)
             else:
                 ready.append(entry)
+        ready = self._without_deleted_tenants(client, ready)
         if not ready:
             return
         if len(ready) == 1:
@@ -438,26 +439,32 @@ class Runner:
         for stream in {entry.stream for entry in ready}:
             client.xack(stream, self.group, *[e.entry_id for e in ready if e.stream == stream])
 
-    def _tenant_gone(self, envelope: Envelope) -> bool:
-        """Whether the event's tenant was deleted since it was sent: then nothing can
-        record it (its inbox and dead-letter rows would name a tenant that is gone),
-        and retried it would block the group for good. Asked only after a failure,
-        so the common path pays nothing for it."""
+    def _without_deleted_tenants(self, client, entries: list[Entry]) -> list[Entry]:
+        """Acknowledge, with a warning, the events of tenants deleted since they were
+        sent: nothing can record them (their inbox and dead-letter rows would name a
+        tenant that is gone), and left pending they would block the group for good."""
         from apps.tenancy.models import Tenant
 
-        if envelope.tenant_id is None:
-            return False
+        named = {e.envelope.tenant_id for e in entries if e.envelope.tenant_id is not None}
+        if not named:
+            return entries
         with system_scope():
-            if Tenant.objects.filter(pk=envelope.tenant_id).exists():
-                return False
-        logger.warning(
-            "%s: dropped event %s (%s): its tenant %s no longer exists",
-            self.group,
-            envelope.event_id,
-            envelope.event_type,
-            envelope.tenant_id,
-        )
-        return True
+            present = set(Tenant.objects.filter(pk__in=named).values_list("pk", flat=True))
+        kept = []
+        for entry in entries:
+            tenant_id = entry.envelope.tenant_id
+            if tenant_id is None or tenant_id in present:
+                kept.append(entry)
+                continue
+            logger.warning(
+                "%s: dropped event %s (%s): its tenant %s no longer exists",
+                self.group,
+                entry.envelope.event_id,
+                entry.envelope.event_type,
+                tenant_id,
+            )
+            client.xack(entry.stream, self.group, entry.entry_id)
+        return kept
 
     def deliver_one(self, entry: Entry) -> None:
         """Try one envelope until it succeeds or runs out of attempts (then dead-letter)."""
@@ -468,8 +475,6 @@ class Runner:
             try:
                 self.deliver([entry.envelope])
             except Exception as exc:  # noqa: BLE001
-                if self._tenant_gone(entry.envelope):
-                    return  # acknowledged by the caller, like a dead letter
                 error = f"{type(exc).__name__}: {exc}"
                 self._record_failure(subscription, error)
                 if attempt >= config["MAX_ATTEMPTS"]:

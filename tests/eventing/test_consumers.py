@@ -181,8 +181,6 @@ def test_an_unreadable_stream_entry_goes_to_dead_letters(tenant_a, topic):
     assert dead.envelope["payload"]["stream"] == f"steward:stream:{topic.name}"
 
 
-# Transactional: foreign keys are checked at commit, as in the consumers process.
-@pytest.mark.django_db(transaction=True)
 def test_events_of_a_tenant_deleted_since_are_dropped_and_do_not_block_the_rest(
     tenant_a, topic, caplog
 ):
