@@ -52,6 +52,8 @@ EXEMPT: dict[str, str] = {
     "governance.GovernanceOrder": "the order is the proof of the deletion: it outlives it",
     "governance.OrderApproval": "part of the order's proof, kept with it",
     "governance.EvidenceEntry": "the order's hash-chained evidence, kept as proof",
+    "governance.GovernanceTask": "the tasks and their receipts are the order's proof",
+    "governance.ExportArtifact": "the record of an export; its file is deleted with the tenant",
 }
 
 

@@ -21,6 +21,10 @@ class GovernanceOrder(models.Model):
     class Status(models.TextChoices):
         REQUESTED = "requested", "Awaiting approval"
         APPROVED = "approved", "Approved"
+        RUNNING = "running", "Running"
+        # A task is past its due date: alerted, and still waiting (no phase is skipped).
+        OVERDUE = "overdue", "Overdue"
+        COMPLETED = "completed", "Completed"
         REJECTED = "rejected", "Rejected"
         CANCELLED = "cancelled", "Cancelled"
 
@@ -35,12 +39,26 @@ class GovernanceOrder(models.Model):
     approvals_needed = models.PositiveSmallIntegerField()
     created_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
+    # The phase whose tasks are out (1-based, see apps.governance.phases); 0 before.
+    phase = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    final_digest = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} of {self.tenant_id} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("console:governance-order", args=[self.pk])
+
+    @property
+    def in_progress(self) -> bool:
+        return self.status in (self.Status.RUNNING, self.Status.OVERDUE)
 
 
 class OrderApproval(models.Model):
@@ -90,3 +108,98 @@ class EvidenceEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.order_id} #{self.sequence} {self.kind}"
+
+
+class GovernanceTask(models.Model):
+    """Work addressed to one owning service for one tenant: a phase of an order, or a
+    purge the retention sweeper issued. Steward is the owner of its own tables.
+
+    The owner acknowledges it and completes it with a receipt (what was deleted or
+    redacted, counts, a digest), or reports it failed; an operator may retry a failed
+    task. Past its due date it is overdue: alerted once, and still awaited.
+    """
+
+    class Kind(models.TextChoices):
+        DELETE = "delete", "Delete"
+        REDACT = "redact", "Redact"
+        CLOSE_SUBSCRIPTION = "close_subscription", "Close the subscription"
+        EXPORT = "export", "Export a bundle"
+        PURGE = "purge", "Purge expired data"
+
+    class Status(models.TextChoices):
+        ISSUED = "issued", "Issued"
+        ACKNOWLEDGED = "acknowledged", "Acknowledged"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+        DECLINED = "declined", "Declined"  # an export bundle the owner will not give
+
+    OPEN = (Status.ISSUED, Status.ACKNOWLEDGED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    order = models.ForeignKey(
+        GovernanceOrder, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks"
+    )
+    phase = models.PositiveSmallIntegerField(null=True, blank=True)
+    kind = models.CharField(max_length=24, choices=Kind.choices)
+    owner = models.SlugField(max_length=100, help_text="The owning service's name.")
+    store = models.ForeignKey(
+        "stores.Store", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ISSUED)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    issued_at = models.DateTimeField(default=timezone.now)
+    due_at = models.DateTimeField()
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    settled_at = models.DateTimeField(null=True, blank=True)
+    overdue_at = models.DateTimeField(null=True, blank=True)
+    receipt = models.JSONField(default=dict, blank=True)
+    detail = models.JSONField(default=dict, blank=True, help_text="What the owner is asked.")
+    failure = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["issued_at", "id"]
+        indexes = [
+            models.Index(fields=["order", "phase"], name="governance_task_phase"),
+            models.Index(
+                fields=["due_at"],
+                condition=models.Q(status__in=["issued", "acknowledged"], overdue_at=None),
+                name="governance_task_due",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} by {self.owner} ({self.status})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN
+
+    @property
+    def is_overdue(self) -> bool:
+        return self.is_open and self.overdue_at is not None
+
+
+class ExportArtifact(models.Model):
+    """The archive an export order produced; its file is deleted when it expires and
+    by the tenant's deletion, the row stays as the record of it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    order = models.OneToOneField(GovernanceOrder, on_delete=models.PROTECT, related_name="artifact")
+    path = models.CharField(max_length=500, help_text="Under STEWARD_EXPORT_DIR.")
+    size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"export {self.order_id} ({self.size} bytes)"
+
+    @property
+    def available(self) -> bool:
+        return self.deleted_at is None and self.expires_at > timezone.now()

@@ -195,6 +195,8 @@ class AuditEvent(models.Model):
     object_repr = models.CharField(max_length=200, blank=True)
     changes = models.JSONField(default=dict, blank=True)
     request_id = models.CharField(max_length=64, blank=True)
+    # Set when a tenant deletion redacted the entry's personal data; the entry stays.
+    redacted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-occurred_at", "-id"]
