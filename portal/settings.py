@@ -346,3 +346,22 @@ LOGGING = {
         "httpx": {"level": "WARNING"},  # one line per webhook request is noise
     },
 }
+
+# Governance orders (docs/governance.md).
+STEWARD_GOVERNANCE_TASK_DUE_HOURS = env_int("STEWARD_GOVERNANCE_TASK_DUE_HOURS", 72)
+# Between a deletion's approval and its first phase: the order can still be cancelled.
+STEWARD_DELETION_GRACE_HOURS = env_int("STEWARD_DELETION_GRACE_HOURS", 24)
+# The service that closes a deleted tenant's subscription (the last deletion phase).
+STEWARD_COMMERCIAL_SERVICE = env("STEWARD_COMMERCIAL_SERVICE", "commercial")
+STEWARD_EXPORT_DIR = env("STEWARD_EXPORT_DIR", str(BASE_DIR / ".data" / "exports"))
+STEWARD_EXPORT_TTL_HOURS = env_int("STEWARD_EXPORT_TTL_HOURS", 7 * 24)
+STEWARD_EXPORT_BUNDLE_MAX_BYTES = env_int("STEWARD_EXPORT_BUNDLE_MAX_BYTES", 1 << 30)
+EMAIL_BACKEND = env(
+    "STEWARD_EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if PRODUCTION
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_HOST = env("STEWARD_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("STEWARD_EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = env("STEWARD_EMAIL_FROM", "steward@localhost")
