@@ -250,6 +250,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TenantStatusEnum": "apps.tenancy.models.Tenant.Status",
         "ComputeBatchStatusEnum": "apps.compute.models.ComputeBatch.Status",
+        "GovernanceOrderKindEnum": "apps.governance.models.GovernanceOrder.Kind",
+        "GovernanceTaskKindEnum": "apps.governance.models.GovernanceTask.Kind",
     },
 }
 

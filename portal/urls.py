@@ -21,6 +21,7 @@ api_v1 = [
     path("compute/", include("apps.compute.api.urls")),
     path("assets/", include("apps.assets.api.urls")),
     path("stores/", include("apps.stores.api.urls")),
+    path("governance/", include("apps.governance.api.urls")),
     path("whoami/", WhoAmIView.as_view(), name="whoami"),
 ]
 

@@ -29,6 +29,13 @@ from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTa
 from apps.tenancy.scope import system_scope, tenant_scope
 
 FORMATS = {"jsonl": ".jsonl", "parquet": ".parquet", "markdown": ".md"}
+# A bundle's format is its Content-Type.
+MEDIA_TYPES = {
+    "application/jsonl": "jsonl",
+    "application/x-ndjson": "jsonl",
+    "application/vnd.apache.parquet": "parquet",
+    "text/markdown": "markdown",
+}
 CHUNK = 1 << 16
 
 
@@ -86,7 +93,8 @@ def receive_bundle(
     """
     if fmt not in FORMATS:
         raise ValidationFailed(
-            f"The format must be one of {', '.join(FORMATS)}.", code="invalid", field="format"
+            f"The Content-Type must be one of {', '.join(MEDIA_TYPES)}.",
+            code="unsupported_bundle_type",
         )
     sha256 = (sha256 or "").lower()
     if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):

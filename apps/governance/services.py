@@ -7,6 +7,7 @@ cancelled while it waits for approval. Every step is a link of the order's evide
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import timedelta
 
@@ -29,7 +30,7 @@ from apps.governance.models import GovernanceOrder, GovernanceTask, OrderApprova
 from apps.registry.catalog import STEWARD_SERVICE
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import Tenant
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.tenancy.scope import current_scope, system_scope, tenant_scope
 
 logger = logging.getLogger(__name__)
 
@@ -463,7 +464,10 @@ def _owned_task(actor: Actor, task_id, *, for_update: bool = True) -> Governance
 
 
 def _task_tenant(task_id):
-    with system_scope():
+    # Looked up in the caller's scope when it has one (a tenant's caller sees only its
+    # own tasks), else across tenants.
+    inside = current_scope().tenant_id is not None
+    with contextlib.nullcontext() if inside else system_scope():
         tenant_id = (
             GovernanceTask.objects.filter(pk=task_id).values_list("tenant_id", flat=True).first()
         )
