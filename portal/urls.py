@@ -41,5 +41,6 @@ urlpatterns = [
     path("compute/", include("apps.compute.urls")),
     path("assets/", include("apps.assets.urls")),
     path("stores/", include("apps.stores.urls")),
+    path("governance/", include("apps.governance.urls")),
     path("", include("apps.console.urls")),
 ]

@@ -55,3 +55,30 @@ def percent_done(order: GovernanceOrder) -> int:
         for s in steps
     )
     return int(100 * done / len(steps))
+
+
+def attention(user) -> list[GovernanceOrder]:
+    """Orders a governor should look at now: overdue ones, ones waiting for approval
+    by someone other than their requester, and the user's own exports ready to
+    download. In the caller's scope (RLS decides which tenants)."""
+    from datetime import timedelta
+
+    from django.db.models import Q
+    from django.utils import timezone
+
+    Status = GovernanceOrder.Status
+    return list(
+        order_list()
+        .filter(
+            Q(status=Status.OVERDUE)
+            | (Q(status=Status.REQUESTED) & ~Q(requested_by=user) & ~Q(approvals__approver=user))
+            | Q(
+                requested_by=user,
+                kind=GovernanceOrder.Kind.EXPORT,
+                status=Status.COMPLETED,
+                completed_at__gte=timezone.now() - timedelta(days=7),
+            )
+        )
+        .distinct()
+        .order_by("-created_at")[:20]
+    )

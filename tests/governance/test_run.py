@@ -216,3 +216,36 @@ def test_only_the_owner_or_an_operator_speaks_for_a_task(bound, tenant_a):
         services.task_complete(actor=owner("orders"), task_id=search.pk, receipt={"items": []})
     fresh(search)
     assert search.status == "issued"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_does_stewards_own_tasks_phase_after_phase(tenant_a):
+    """No store bound: each phase waits only on Steward, whose worker deletes, redacts
+    and releases, until the commercial service alone is left to close the subscription."""
+    from celery.contrib.testing.worker import start_worker
+
+    from portal.celery import app
+    from tests.support import wait_for
+
+    with tenant_scope(tenant_a):
+        Asset.objects.create(tenant=tenant_a, name="weights")
+    with start_worker(
+        app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
+    ):
+        order = approved(tenant_a)
+        wait_for(
+            lambda: [t.status for t in open_tasks(order, 4) if t.owner == "steward"]
+            == ["completed"],
+            timeout=60,
+        )
+    steward = [t for t in open_tasks(order) if t.owner == "steward"]
+    assert [(t.phase, t.status) for t in sorted(steward, key=lambda t: t.phase)] == [
+        (1, "completed"),
+        (2, "completed"),
+        (3, "completed"),
+        (4, "completed"),
+    ]
+    [closing] = [t for t in open_tasks(order, 4) if t.owner == "commercial"]
+    assert closing.status == "issued"
+    with system_scope():
+        assert not Asset.objects.filter(tenant=tenant_a).exists()
