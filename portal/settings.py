@@ -115,6 +115,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "apps.core.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "apps.core.middleware.RequestIdMiddleware",
@@ -335,13 +336,18 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
+# JSON lines with the request id, secrets masked (apps.core.logs); plain for a terminal.
+STEWARD_LOG_FORMAT = env("STEWARD_LOG_FORMAT", "json" if PRODUCTION else "plain")
+if STEWARD_LOG_FORMAT not in {"json", "plain"}:
+    raise ImproperlyConfigured("STEWARD_LOG_FORMAT must be 'json' or 'plain'.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "apps.core.logs.JsonFormatter"},
+        "plain": {"()": "apps.core.logs.PlainFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": STEWARD_LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env("STEWARD_LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "INFO"},
@@ -367,3 +373,9 @@ EMAIL_BACKEND = env(
 EMAIL_HOST = env("STEWARD_EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("STEWARD_EMAIL_PORT", 25)
 DEFAULT_FROM_EMAIL = env("STEWARD_EMAIL_FROM", "steward@localhost")
+
+# /metrics (apps.core.metrics): a bearer token, or else only these networks.
+STEWARD_METRICS_TOKEN = env("STEWARD_METRICS_TOKEN", "")
+STEWARD_METRICS_ALLOW = [
+    n.strip() for n in env("STEWARD_METRICS_ALLOW", "127.0.0.1/32,::1/128").split(",") if n.strip()
+]

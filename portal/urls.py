@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.assets.api.callbacks import WorkflowCallbackView
 from apps.core import views as core_views
+from apps.core.metrics import metrics
 from apps.tenancy.api.views import WhoAmIView
 
 api_v1 = [
@@ -29,6 +30,7 @@ urlpatterns = [
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("healthz", core_views.healthz, name="healthz"),
     path("readyz", core_views.readyz, name="readyz"),
+    path("metrics", metrics, name="metrics"),
     # Confluent-compatible Schema Registry clients point their `url` here.
     path("api/schema-registry/", include("apps.registry.confluent_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

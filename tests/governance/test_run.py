@@ -234,8 +234,9 @@ def test_a_real_worker_does_stewards_own_tasks_phase_after_phase(tenant_a):
     ):
         order = approved(tenant_a)
         wait_for(
-            lambda: [t.status for t in open_tasks(order, 4) if t.owner == "steward"]
-            == ["completed"],
+            lambda: (
+                [t.status for t in open_tasks(order, 4) if t.owner == "steward"] == ["completed"]
+            ),
             timeout=60,
         )
     steward = [t for t in open_tasks(order) if t.owner == "steward"]
