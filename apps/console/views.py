@@ -70,7 +70,15 @@ def set_theme(request):
     theme = request.POST.get("theme", "auto")
     response = redirect_next(request)
     if theme in {"light", "dark", "auto"}:
-        response.set_cookie("steward_theme", theme, max_age=365 * 86400, samesite="Lax")
+        # Read by the server only; Secure whenever the console is served over HTTPS.
+        response.set_cookie(
+            "steward_theme",
+            theme,
+            max_age=365 * 86400,
+            samesite="Lax",
+            secure=request.is_secure(),
+            httponly=True,
+        )
     return response
 
 
