@@ -70,6 +70,11 @@ if not SECRET_KEY:
     if PRODUCTION:
         raise ImproperlyConfigured("STEWARD_SECRET_KEY must be set in production.")
     SECRET_KEY = "steward-development-only-secret-key-do-not-use-in-production"  # noqa: S105
+# Former keys, still accepted while a rotation settles: sessions and the TOTP seeds
+# sealed under them stay readable (apps.tenancy.totp).
+SECRET_KEY_FALLBACKS = [
+    k.strip() for k in (env("STEWARD_SECRET_KEY_FALLBACKS", "") or "").split(",") if k.strip()
+]
 
 DATABASE_URL = env("DATABASE_URL")
 REDIS_URL = env("REDIS_URL")
@@ -125,6 +130,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "apps.tenancy.middleware.ApiTokenMiddleware",
+    # Operators without a second factor reach only enrolment (docs/operations.md).
+    "apps.console.twofactor.TwoFactorMiddleware",
     "apps.tenancy.middleware.TenantScopeMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -178,6 +185,8 @@ LOGOUT_REDIRECT_URL = "console:login"
 # Repeated failed logins lock the account for a while (apps.tenancy.services.login_attempt).
 STEWARD_LOGIN_MAX_FAILURES = env_int("STEWARD_LOGIN_MAX_FAILURES", 5)
 STEWARD_LOGIN_LOCKOUT = timedelta(seconds=env_int("STEWARD_LOGIN_LOCKOUT_SECONDS", 900))
+# Between the password and the code of a two-step login: the password step is redone after.
+STEWARD_LOGIN_CODE_SECONDS = env_int("STEWARD_LOGIN_CODE_SECONDS", 300)
 
 # Guardian's anonymous user is not used: anonymous requests are denied by default.
 ANONYMOUS_USER_NAME = None

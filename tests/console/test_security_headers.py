@@ -65,6 +65,20 @@ def test_no_template_has_inline_script_style_or_handlers():
     assert found == {}
 
 
+HTMX_REQUEST = re.compile(r"<(\w+)[^>]*\bhx-(?:get|post|put|patch|delete)=[^>]*>", re.I)
+
+
+def test_htmx_only_enhances_links_and_forms_that_work_without_javascript():
+    # Reading must work with JavaScript off: an element htmx drives must be a link or a
+    # form that does the same by itself.
+    unreadable = {}
+    for path in template_files():
+        for tag in HTMX_REQUEST.finditer(path.read_text()):
+            if not re.search(r"\b(href|action)=", tag.group(0)):
+                unreadable.setdefault(str(path.relative_to(ROOT)), []).append(tag.group(0))
+    assert unreadable == {}
+
+
 @pytest.mark.django_db
 def test_console_pages_carry_the_policy(client, operator):
     response = client.get("/login/")
