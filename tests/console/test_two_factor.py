@@ -58,6 +58,7 @@ def enrol(client) -> tuple[bytes, list[str]]:
     text = re.search(r'<code id="totp-secret">([A-Z2-7]+)</code>', page).group(1)
     seed = base64.b32decode(text + "=" * (-len(text) % 8))
     assert re.search(r"otpauth://totp/Steward:\w+\?secret=" + text, page)
+    assert re.search(r'<img class="qr-code" src="data:image/svg\+xml;', page)
     confirmed = client.post(
         "/account/two-factor/confirm/", {"code": totp.totp(seed, timezone.now().timestamp())}
     )
