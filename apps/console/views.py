@@ -48,6 +48,8 @@ def login_view(request):
                     "backend": user.backend,
                     "at": time.time(),
                 }
+                # A session id planted before the password must not carry the code step.
+                request.session.cycle_key()
                 return _with_next(request, "console:login-code")
             login(request, user)
             twofactor.mark_password_only(request.session)

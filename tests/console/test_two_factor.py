@@ -9,13 +9,13 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 
 from apps.tenancy import totp
 from apps.tenancy.models import AuditEvent, RecoveryCode, TotpDevice
 from apps.tenancy.scope import system_scope
-from tests.conftest import bearer
 from tests.factories import member, service_token
 
 PASSWORD = "correct horse battery"
@@ -143,8 +143,14 @@ def test_an_enrolled_operator_signs_in_with_password_and_code(client, operator, 
     client.post("/logout/")
     clock.advance(totp.STEP_SECONDS)
 
+    session = client.session  # a session id the browser had before signing in
+    session["seen"] = True
+    session.save()
+    client.cookies[settings.SESSION_COOKIE_NAME] = session.session_key
+    planted = session.session_key
     step_one = sign_in(client, "op", next_url="/audit/")
     assert step_one["Location"] == "/login/code/?next=%2Faudit%2F"
+    assert client.session.session_key != planted  # the password step renews the session id
     # not signed in between the two steps
     assert client.get("/")["Location"].startswith("/login/")
     step_two = client.post("/login/code/?next=/audit/", {"code": clock.code(seed)})
@@ -341,4 +347,3 @@ def test_force_login_sessions_count_as_verified_in_tests(client, operator, api):
     assert client.get("/tenants/").status_code == 200
     api.force_login(operator)
     assert api.get("/api/v1/tenancy/tenants/").status_code == 200
-    assert bearer  # re-exported helper stays importable
