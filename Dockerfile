@@ -37,4 +37,5 @@ RUN useradd --create-home --uid 10001 --user-group steward
 USER steward
 
 EXPOSE 8000
-CMD ["gunicorn", "portal.wsgi:application", "-b", "0.0.0.0:8000", "--workers", "3"]
+# Processes and threads: gunicorn.conf.py in /app.
+CMD ["gunicorn", "portal.wsgi:application", "-b", "0.0.0.0:8000"]

@@ -4,9 +4,9 @@
 Workflow Service sends one signed callback per asset plus identical duplicates of a
 random fifth of them, shuffled.
 - accept_per_s: callbacks accepted (202) by `POST /api/v1/assets/workflow-callbacks/`
-  through gunicorn as deployed (three sync workers, the whole middleware stack, signature
-  check, receipt, kick), from concurrent clients in other processes. No worker runs
-  meanwhile, so the figure is the web tier's alone.
+  through gunicorn as deployed (gunicorn.conf.py: three processes of four threads; the
+  whole middleware stack, signature check, receipt, kick), from concurrent clients in
+  other processes. No worker runs meanwhile, so the figure is the web tier's alone.
 - apply_per_s: receipts settled by a Celery worker (`--concurrency 2`) started on the
   accepted backlog: from kicking each tenant to no receipt pending. Each callback's
   outcome is recorded, each decision audited and announced in the outbox.
@@ -57,7 +57,6 @@ DUPLICATES = 0.2
 CLIENT_PROCESSES = 2
 CLIENT_THREADS = 8  # per client process
 CALLBACKS = "/api/v1/assets/workflow-callbacks/"
-WEB_WORKERS = 3  # as docker-compose.yml deploys it; 2, 4 and 5 were no faster on two cores
 
 
 def _fill(tenants, per_tenant: int, label: str) -> list[tuple[str, str]]:
@@ -182,8 +181,8 @@ def _accept(calls: list) -> tuple[float, dict]:
     port = _free_port()
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     proc = subprocess.Popen(  # noqa: S603
-        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}"]
-        + ["--workers", str(WEB_WORKERS), "--log-level", "warning"],
+        # Processes and threads from gunicorn.conf.py in ROOT, as the image runs it.
+        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}", "--log-level", "warning"],
         cwd=ROOT,
         env=_env(),
     )

@@ -2,7 +2,7 @@
 
 1,000,000 assets over ten tenants (a tenth of them waiting on the Workflow Service)
 and 100,000 events waiting in the outbox (100,000 / 10,000 with --quick). gunicorn
-serves as docker-compose deploys it (three sync workers); wrk (Debian's `wrk`,
+serves as docker-compose deploys it (gunicorn.conf.py); wrk (Debian's `wrk`,
 installed when missing and run as root) drives each endpoint from two threads and 16
 connections on the same machine, so client and server share the two cores.
 
@@ -41,7 +41,6 @@ from bench.harness import database_url
 
 ROOT = Path(__file__).resolve().parent.parent
 TENANTS = 10
-WEB_WORKERS = 3
 
 ENDPOINTS = [
     ("api_assets", "/api/v1/assets/assets/", "token"),
@@ -192,8 +191,8 @@ def run(*, quick: bool) -> dict:
     }
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     proc = subprocess.Popen(  # noqa: S603
-        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}"]
-        + ["--workers", str(WEB_WORKERS), "--log-level", "warning"],
+        # Processes and threads from gunicorn.conf.py, as deployed.
+        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}", "--log-level", "warning"],
         cwd=ROOT,
         env=env,
     )
@@ -218,7 +217,7 @@ def run(*, quick: bool) -> dict:
         "name": "load",
         "assets": assets,
         "outbox_events": events,
-        "web_workers": WEB_WORKERS,
+        "web": "gunicorn.conf.py (3 processes x 4 threads)",
         "seconds_per_endpoint": seconds,
         "baseline_rps": baseline["rps"],
         "baseline": baseline,

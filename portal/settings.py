@@ -42,7 +42,7 @@ def database_from_url(url: str) -> dict:
     except ValueError as exc:
         raise ImproperlyConfigured(str(exc)) from None
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "portal.postgresql",  # Django's, with a health check without a round trip
         **connection,
         "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
         "CONN_HEALTH_CHECKS": True,
@@ -329,6 +329,12 @@ STEWARD_WORKFLOW_RETRIES = env_int("STEWARD_WORKFLOW_RETRIES", 2)
 STEWARD_WORKFLOW_CALLBACK_SECRET = env("STEWARD_WORKFLOW_CALLBACK_SECRET", "")
 # Callbacks a worker applies per transaction (one conditional UPDATE for all of them).
 STEWARD_WORKFLOW_CALLBACK_BATCH = env_int("STEWARD_WORKFLOW_CALLBACK_BATCH", 1000)
+# A web process kicks a tenant's callback worker at once, then at most once per this
+# many milliseconds however many of the tenant's callbacks it records meanwhile
+# (apps.core.kick): the delay a decision may wait, against one Redis call per callback.
+STEWARD_WORKFLOW_CALLBACK_KICK_COALESCE_MS = env_int(
+    "STEWARD_WORKFLOW_CALLBACK_KICK_COALESCE_MS", 250
+)
 # The opt-in reconciler (schedule assets.periodic_reconcile_workflows, installed
 # disabled) asks about assets Requested under a workflow for longer than this.
 STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES = env_int("STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES", 60)

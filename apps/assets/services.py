@@ -248,7 +248,12 @@ def kick_callback_worker(tenant_id) -> None:
     from apps.core.kick import kick
 
     kick(
-        apply_workflow_callbacks, callback_kick_key(tenant_id), kwargs={"tenant_id": str(tenant_id)}
+        apply_workflow_callbacks,
+        callback_kick_key(tenant_id),
+        kwargs={"tenant_id": str(tenant_id)},
+        # A busy endpoint records hundreds of a tenant's callbacks a second: one kick
+        # per process and a fraction of a second asks Redis for all of them.
+        coalesce_ms=settings.STEWARD_WORKFLOW_CALLBACK_KICK_COALESCE_MS,
     )
 
 

@@ -17,7 +17,7 @@ class RequestIdMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        incoming = request.headers.get("X-Request-ID", "")
+        incoming = request.META.get("HTTP_X_REQUEST_ID", "")  # no headers mapping built
         rid = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
         request.request_id = rid
         token = request_id.set(rid)

@@ -85,7 +85,9 @@ class ApiTokenMiddleware:
         request.api_token = None
         request.service_account = None
         request.api_auth_error = None
-        header = request.headers.get("Authorization", "")
+        # META rather than request.headers: every request pays for building the
+        # headers mapping, and this middleware and RequestIdMiddleware run on all of them.
+        header = request.META.get("HTTP_AUTHORIZATION", "")
         scheme, _, secret = header.partition(" ")
         account_name = None
         if scheme.lower() == "basic":

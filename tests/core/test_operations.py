@@ -98,7 +98,9 @@ def test_request_figures_add_up_across_several_web_processes(tmp_path):
     env["DATABASE_URL"] = _database_url(connection)
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     proc = subprocess.Popen(  # noqa: S603
-        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}", "--workers", "2"],
+        # Sync workers: one request at a time each, so a stalled one pins its process.
+        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}"]
+        + ["--workers", "2", "--worker-class", "sync"],
         cwd=ROOT,
         env=env,
     )

@@ -1,0 +1,69 @@
+"""The health check of persistent connections asks PostgreSQL only when it must."""
+
+import psycopg
+import pytest
+from django.db import connection
+
+from portal.postgresql.base import quietly_idle
+from tests.support import wait_for
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def own_connection():
+    """A Django connection of its own, outside the test's transaction, as a web worker has."""
+    conn = connection.copy()
+    conn.settings_dict["CONN_HEALTH_CHECKS"] = True
+    conn.ensure_connection()
+    yield conn
+    conn.close()
+
+
+def terminate(backend_pid: int) -> None:
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [backend_pid])
+
+
+def start_request(conn, checks: list) -> None:
+    """What Django does when a request starts, with the `SELECT 1` check recorded."""
+    conn.close_if_unusable_or_obsolete()
+    real = type(conn).is_usable
+    conn.is_usable = lambda: checks.append("SELECT 1") or real(conn)
+
+
+def test_a_healthy_idle_connection_is_checked_without_a_query(own_connection):
+    # given
+    checks: list = []
+    start_request(own_connection, checks)
+    pid = own_connection.connection.info.backend_pid
+    # when
+    with own_connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        # then
+        assert cursor.fetchone()[0] == pid
+    assert checks == []
+
+
+def test_a_connection_the_server_closed_is_replaced_before_the_request_uses_it(own_connection):
+    # given
+    checks: list = []
+    old_pid = own_connection.connection.info.backend_pid
+    terminate(old_pid)
+    wait_for(lambda: not quietly_idle(own_connection.connection), timeout=5)
+    start_request(own_connection, checks)
+    # when
+    with own_connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        # then: no error, a new connection
+        assert cursor.fetchone()[0] != old_pid
+    assert checks == ["SELECT 1"]
+
+
+def test_a_connection_in_a_transaction_is_not_quietly_idle(own_connection):
+    raw = own_connection.connection
+    assert quietly_idle(raw)
+    with raw.transaction():
+        raw.execute("SELECT 1")
+        assert not quietly_idle(raw)
+    assert quietly_idle(raw)
