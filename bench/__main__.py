@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-CASES = ("api", "eventing", "compute", "assets", "registry")
+CASES = ("api", "eventing", "compute", "assets", "registry", "sweeper")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -260,6 +260,11 @@ class RetentionRule(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.period_days} d, {self.action})"
 
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("retention:rule-edit", args=[self.pk])
+
     @property
     def scope_label(self) -> str:
         parts = []
@@ -312,6 +317,11 @@ class LegalHold(models.Model):
 
     def __str__(self) -> str:
         return f"hold on {self.scope_label} of {self.tenant_id}"
+
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("retention:hold-detail", args=[self.pk])
 
     @property
     def active(self) -> bool:
