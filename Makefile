@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint format clean install
+.PHONY: run test bench lint format clean install openapi
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m portal.devstack bench
+
+# The published API schema (docs/openapi.yaml); a test fails when it is out of date.
+openapi: $(STAMP)
+	$(BIN)/python -m portal.devstack env $(BIN)/python manage.py spectacular --file docs/openapi.yaml
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -115,6 +115,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "apps.core.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "apps.core.middleware.RequestIdMiddleware",
@@ -250,6 +251,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TenantStatusEnum": "apps.tenancy.models.Tenant.Status",
         "ComputeBatchStatusEnum": "apps.compute.models.ComputeBatch.Status",
+        "GovernanceOrderKindEnum": "apps.governance.models.GovernanceOrder.Kind",
+        "GovernanceTaskKindEnum": "apps.governance.models.GovernanceTask.Kind",
     },
 }
 
@@ -350,16 +353,46 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
+# JSON lines with the request id, secrets masked (apps.core.logs); plain for a terminal.
+STEWARD_LOG_FORMAT = env("STEWARD_LOG_FORMAT", "json" if PRODUCTION else "plain")
+if STEWARD_LOG_FORMAT not in {"json", "plain"}:
+    raise ImproperlyConfigured("STEWARD_LOG_FORMAT must be 'json' or 'plain'.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "apps.core.logs.JsonFormatter"},
+        "plain": {"()": "apps.core.logs.PlainFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": STEWARD_LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env("STEWARD_LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "INFO"},
         "httpx": {"level": "WARNING"},  # one line per webhook request is noise
     },
 }
+
+# Governance orders (docs/governance.md).
+STEWARD_GOVERNANCE_TASK_DUE_HOURS = env_int("STEWARD_GOVERNANCE_TASK_DUE_HOURS", 72)
+# Between a deletion's approval and its first phase: the order can still be cancelled.
+STEWARD_DELETION_GRACE_HOURS = env_int("STEWARD_DELETION_GRACE_HOURS", 24)
+# The service that closes a deleted tenant's subscription (the last deletion phase).
+STEWARD_COMMERCIAL_SERVICE = env("STEWARD_COMMERCIAL_SERVICE", "commercial")
+STEWARD_EXPORT_DIR = env("STEWARD_EXPORT_DIR", str(BASE_DIR / ".data" / "exports"))
+STEWARD_EXPORT_TTL_HOURS = env_int("STEWARD_EXPORT_TTL_HOURS", 7 * 24)
+STEWARD_EXPORT_BUNDLE_MAX_BYTES = env_int("STEWARD_EXPORT_BUNDLE_MAX_BYTES", 1 << 30)
+EMAIL_BACKEND = env(
+    "STEWARD_EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if PRODUCTION
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_HOST = env("STEWARD_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("STEWARD_EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = env("STEWARD_EMAIL_FROM", "steward@localhost")
+
+# /metrics (apps.core.metrics): a bearer token, or else only these networks.
+STEWARD_METRICS_TOKEN = env("STEWARD_METRICS_TOKEN", "")
+STEWARD_METRICS_ALLOW = [
+    n.strip() for n in env("STEWARD_METRICS_ALLOW", "127.0.0.1/32,::1/128").split(",") if n.strip()
+]

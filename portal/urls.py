@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.assets.api.callbacks import WorkflowCallbackView
 from apps.core import views as core_views
+from apps.core.metrics import metrics
 from apps.tenancy.api.views import WhoAmIView
 
 api_v1 = [
@@ -22,6 +23,7 @@ api_v1 = [
     path("assets/", include("apps.assets.api.urls")),
     path("stores/", include("apps.stores.api.urls")),
     path("governance/retention/", include("apps.governance.api.retention_urls")),
+    path("governance/", include("apps.governance.api.urls")),
     path("whoami/", WhoAmIView.as_view(), name="whoami"),
 ]
 
@@ -29,6 +31,7 @@ urlpatterns = [
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("healthz", core_views.healthz, name="healthz"),
     path("readyz", core_views.readyz, name="readyz"),
+    path("metrics", metrics, name="metrics"),
     # Confluent-compatible Schema Registry clients point their `url` here.
     path("api/schema-registry/", include("apps.registry.confluent_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -42,5 +45,6 @@ urlpatterns = [
     path("assets/", include("apps.assets.urls")),
     path("stores/", include("apps.stores.urls")),
     path("governance/retention/", include("apps.governance.retention_urls")),
+    path("governance/", include("apps.governance.urls")),
     path("", include("apps.console.urls")),
 ]

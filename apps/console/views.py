@@ -90,6 +90,14 @@ class DashboardView(LoginRequiredMixin, TemplateView):
         # The audit trail is for operators and tenant admins, as in the API.
         may_audit = caller_kind(request) in (OPERATOR, TENANT_ADMIN)
         context["recent_audit"] = selectors.audit_event_list()[:10] if may_audit else None
+        if request.user.is_operator:
+            from apps.core.schedules import schedule_health
+
+            context["schedules"] = schedule_health()
+        if may_audit:  # the governors: operators and tenant admins
+            from apps.governance.selectors import attention
+
+            context["governance_attention"] = attention(request.user)
         return context
 
 

@@ -48,6 +48,28 @@ def release_job(name: str, *, claimed_at, started: float, error: str = "") -> No
         ScheduledJob.objects.filter(name=name, running_since=claimed_at).update(**fields)
 
 
+def record_run(name: str, call):
+    """Run `call()` and record the run under `name` (ScopedTask does it for every
+    `*.periodic_*` task, under the task's name): last start, last success, duration,
+    error. Unlike a claim it excludes nothing; schedule monitoring (apps.core.schedules)
+    reads these rows. A run skipped because another holds the job's claim is no success."""
+    started, now = time.monotonic(), timezone.now()
+    ScheduledJob.objects.update_or_create(name=name, defaults={"last_started_at": now})
+    fields: dict = {}
+    try:
+        result = call()
+    except Exception as exc:
+        fields["last_error"] = f"{type(exc).__name__}: {exc}"[:500]
+        raise
+    else:
+        if result != SKIPPED:
+            fields.update(last_succeeded_at=timezone.now(), last_error="")
+        return result
+    finally:
+        fields["last_duration_ms"] = int((time.monotonic() - started) * 1000)
+        ScheduledJob.objects.filter(name=name).update(**fields)
+
+
 def periodic_job(name: str, *, stale_after: timedelta = timedelta(minutes=15)):
     def decorate(body):
         @functools.wraps(body)

@@ -13,15 +13,29 @@ without a scope having been chosen on purpose.
 from __future__ import annotations
 
 from celery import Task, shared_task
+from celery.signals import before_task_publish
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.core.jobs import periodic_job
+from apps.core.context import request_id
+from apps.core.jobs import periodic_job, record_run
 from apps.core.models import IdempotencyRecord
 from apps.tenancy.scope import system_scope, tenant_scope
 
 SCOPES = ("system", "tenant", "self")
+
+
+CORRELATION_HEADER = "steward_request_id"
+
+
+@before_task_publish.connect
+def _carry_request_id(headers=None, **kwargs):
+    """A task enqueued while serving a request (or running a task) carries its id, so
+    the worker's log lines and the events it emits name the same correlation id."""
+    rid = request_id.get()
+    if rid and headers is not None:
+        headers.setdefault(CORRELATION_HEADER, rid)
 
 
 class ScopedTask(Task):
@@ -30,6 +44,15 @@ class ScopedTask(Task):
     def __call__(self, *args, **kwargs):
         if self.name.startswith("celery."):
             return super().__call__(*args, **kwargs)  # Celery's own housekeeping tasks
+        token = request_id.set(self.request.get(CORRELATION_HEADER) or self.request.id or "")
+        try:
+            if ".periodic_" in self.name:
+                return record_run(self.name, lambda: self._run_in_scope(*args, **kwargs))
+            return self._run_in_scope(*args, **kwargs)
+        finally:
+            request_id.reset(token)
+
+    def _run_in_scope(self, *args, **kwargs):
         if self.scope == "system":
             with system_scope():
                 return super().__call__(*args, **kwargs)

@@ -46,6 +46,14 @@ def readyz(request):
         except Exception as exc:  # noqa: BLE001 - any failure means not ready
             checks[name] = f"error: {type(exc).__name__}"
     ready = all(value == "ok" for value in checks.values())
-    return JsonResponse(
-        {"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503
-    )
+    answer = {"status": "ok" if ready else "unavailable", "checks": checks}
+    if checks["database"] == "ok":
+        # Detail, not readiness: a late nightly job is no reason to stop serving.
+        from apps.core.schedules import schedule_health
+
+        answer["late_schedules"] = [
+            {"job": j.name, "last_succeeded_at": j.last_succeeded_at, "last_error": j.last_error}
+            for j in schedule_health()
+            if j.late
+        ]
+    return JsonResponse(answer, status=200 if ready else 503)

@@ -35,6 +35,7 @@ from django.db import IntegrityError, close_old_connections, connection, transac
 from django.db.models import F
 from django.utils import timezone
 
+from apps.core.context import request_id
 from apps.core.redis import REDIS_ERRORS, get_redis
 from apps.eventing.dispatcher import count_deliveries
 from apps.eventing.envelope import Envelope
@@ -157,7 +158,13 @@ def handle_envelopes(handler: Handler, envelopes: list[Envelope]) -> int:
                     handler.func(fresh)
                 else:
                     for envelope in fresh:
-                        handler.func(envelope)
+                        # What the handler logs, enqueues and emits carries the event's
+                        # correlation id: one id follows a change across services.
+                        token = request_id.set(envelope.correlation_id)
+                        try:
+                            handler.func(envelope)
+                        finally:
+                            request_id.reset(token)
                 handled += len(fresh)
     return handled
 

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 DERIVED = "derived"  # projections, indexes, queues, caches: rebuilt or worthless alone
 AUTHORITATIVE = "authoritative"  # the tenant's records: control, runtime, model, integration
 AUDIT_REDACTION = "audit_redaction"  # evidence: personal data replaced, entries kept
-PHASES = (DERIVED, AUTHORITATIVE, AUDIT_REDACTION)
+# The tenant's store bindings: released last, with the subscription, once every owner
+# has finished with the stores they reach.
+RELEASE = "release"
+PHASES = (DERIVED, AUTHORITATIVE, AUDIT_REDACTION, RELEASE)
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,8 @@ class Coverage:
 
 GOVERNED: dict[str, Coverage] = {
     "tenancy.Membership": Coverage(AUTHORITATIVE, exported=True),
-    "tenancy.ServiceAccount": Coverage(AUTHORITATIVE, exported=True),
+    # Deleted after the audit entries naming them are redacted (they are referenced).
+    "tenancy.ServiceAccount": Coverage(AUDIT_REDACTION, exported=True),
     "tenancy.TenantUserObjectPermission": Coverage(AUTHORITATIVE, exported=False),
     "tenancy.TenantGroupObjectPermission": Coverage(AUTHORITATIVE, exported=False),
     "tenancy.AuditEvent": Coverage(AUDIT_REDACTION, exported=True),
@@ -43,8 +47,8 @@ GOVERNED: dict[str, Coverage] = {
     "assets.Asset": Coverage(AUTHORITATIVE, exported=True),
     "assets.WorkflowCallback": Coverage(AUTHORITATIVE, exported=True),
     "stores.ResidencyRule": Coverage(AUTHORITATIVE, exported=True),
-    "stores.StoreBinding": Coverage(AUTHORITATIVE, exported=True),
-    "stores.StoreBindingChange": Coverage(AUTHORITATIVE, exported=True),
+    "stores.StoreBinding": Coverage(RELEASE, exported=True),
+    "stores.StoreBindingChange": Coverage(RELEASE, exported=True),
 }
 
 # Tenant-owned models governance leaves alone, each with the reason.

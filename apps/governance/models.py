@@ -54,7 +54,7 @@ class GovernanceOrder(models.Model):
     def get_absolute_url(self) -> str:
         from django.urls import reverse
 
-        return reverse("console:governance-order", args=[self.pk])
+        return reverse("governance:order-detail", args=[self.pk])
 
     @property
     def in_progress(self) -> bool:

@@ -23,7 +23,7 @@ from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.governance import retention, sweeper
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
-from apps.governance.services import NotAllowed, _require_governor
+from apps.governance.services import NotAllowed, _require_governor, task_issue
 from apps.tenancy.audit import audit_record, diff, snapshot
 from apps.tenancy.scope import system_scope, tenant_scope
 
@@ -305,8 +305,9 @@ def purge_key(purge: retention.PlannedPurge, night: date) -> str:
 
 
 def issue_purge_task(purge: retention.PlannedPurge, *, night: date) -> tuple[GovernanceTask, bool]:
-    """The purge task for `purge`, addressed to the store's owning service; (task,
-    issued now). A task of the same key issued earlier the same night is answered."""
+    """The purge task for `purge`, addressed to the store's owning service and announced
+    to it (GovernanceTaskIssued on its task topic); (task, issued now). A task of the
+    same key issued earlier the same night is answered instead."""
     key = purge_key(purge, night)
     target = purge.target
     with tenant_scope(target.tenant_id):
@@ -315,10 +316,10 @@ def issue_purge_task(purge: retention.PlannedPurge, *, night: date) -> tuple[Gov
         ).first()
         if existing is not None:
             return existing, False
-        task = GovernanceTask.objects.create(
+        task = task_issue(
             tenant_id=target.tenant_id,
-            kind=GovernanceTask.Kind.PURGE,
             owner=target.label("owner"),
+            kind=GovernanceTask.Kind.PURGE,
             store_id=target.store_id,
             due_at=purge.due_at,
             detail={

@@ -7,16 +7,32 @@ cancelled while it waits for approval. Every step is a link of the order's evide
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.core.context import Actor
-from apps.core.errors import Conflict, DomainError, InvalidTransition, ValidationFailed
-from apps.governance import evidence
-from apps.governance.models import GovernanceOrder, OrderApproval
+from apps.core.context import SYSTEM_ACTOR, Actor
+from apps.core.errors import (
+    Conflict,
+    DomainError,
+    InvalidTransition,
+    NotFound,
+    ValidationFailed,
+)
+from apps.eventing.services import emit
+from apps.governance import evidence, phases
+from apps.governance.models import GovernanceOrder, GovernanceTask, OrderApproval
+from apps.registry.catalog import STEWARD_SERVICE
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import Tenant
-from apps.tenancy.scope import tenant_scope
+from apps.tenancy.scope import current_scope, system_scope, tenant_scope
+
+logger = logging.getLogger(__name__)
 
 Status = GovernanceOrder.Status
 
@@ -121,6 +137,8 @@ def order_decide(
             instance=order,
             tenant=order.tenant_id,
         )
+    if order.status == Status.APPROVED and starts_at(order) <= timezone.now():
+        order = order_start(order=order)
     return order
 
 
@@ -150,3 +168,472 @@ def order_cancel(*, actor: Actor, order: GovernanceOrder, reason: str = "") -> G
             tenant=order.tenant_id,
         )
     return order
+
+
+# --------------------------------------------------------------------------- the run
+#
+# An approved order starts (a deletion after its cooling-off period, an export at
+# once): the tenant is offboarded for a deletion and the first phase's tasks are
+# issued. Each receipt may complete a phase; the next phase is issued only when every
+# task of the current one has completed. Tasks past their due date make the order
+# Overdue and raise an alert, once per task, and are still awaited.
+
+TaskStatus = GovernanceTask.Status
+ORDER_TOPIC = "governance.order"
+
+
+def task_topic(owner: str) -> str:
+    """`governance.tasks.<owner>`; a service name's hyphens become underscores, as
+    topic names allow."""
+    return f"governance.tasks.{owner.replace('-', '_')}"
+
+
+def _ensure_owner_topic(owner: str) -> None:
+    """The owner's task topic, Steward producing and the owner consuming."""
+    from apps.registry.models import Service, Topic
+
+    topic, created = Topic.objects.get_or_create(
+        name=task_topic(owner),
+        defaults={"description": f"Governance tasks for {owner}: GovernanceTaskIssued."},
+    )
+    if created:
+        steward, _ = Service.objects.get_or_create(name=STEWARD_SERVICE)
+        service, _ = Service.objects.get_or_create(name=owner)
+        topic.producers.add(steward)
+        topic.consumers.add(service)
+
+
+def _task_payload(task: GovernanceTask) -> dict:
+    step = phases.phase(task.order, task.phase) if task.order_id else None
+    return {
+        "task": str(task.pk),
+        "order": str(task.order_id) if task.order_id else None,
+        "order_kind": task.order.kind if task.order_id else None,
+        "tenant": str(task.tenant_id),
+        "kind": task.kind,
+        "phase": task.phase,
+        "phase_name": step.slug if step else None,
+        "owner": task.owner,
+        "store": task.detail.get("store"),
+        "detail": task.detail,
+        "attempt": task.attempt,
+        "due_at": task.due_at.isoformat(),
+    }
+
+
+def task_issue(
+    *, tenant_id, owner: str, kind: str, detail: dict, due_at, order=None, phase=None, store_id=None
+) -> GovernanceTask:
+    """Issue one task to its owner through the outbox (the caller's tenant scope and
+    transaction); Steward's own tasks go to a worker once committed."""
+    task = GovernanceTask.objects.create(
+        tenant_id=tenant_id,
+        order=order,
+        phase=phase,
+        kind=kind,
+        owner=owner,
+        store_id=store_id,
+        due_at=due_at,
+        detail=detail,
+    )
+    _announce(task)
+    return task
+
+
+def _announce(task: GovernanceTask) -> None:
+    _ensure_owner_topic(task.owner)
+    emit(
+        topic=task_topic(task.owner),
+        event_type="GovernanceTaskIssued",
+        aggregate_type="governance.task",
+        aggregate_id=str(task.pk),
+        payload=_task_payload(task),
+        tenant=task.tenant_id,
+    )
+    if task.order_id:
+        evidence.append(
+            task.order,
+            "task_issued",
+            task=str(task.pk),
+            owner=task.owner,
+            task_kind=task.kind,
+            phase=task.phase,
+            store=task.detail.get("store"),
+            attempt=task.attempt,
+            due_at=task.due_at.isoformat(),
+        )
+    if task.owner == STEWARD_SERVICE:
+        task_id = task.pk
+        transaction.on_commit(lambda: _enqueue_steward_task(task_id), robust=True)
+
+
+def _enqueue_steward_task(task_id) -> None:
+    from apps.governance.tasks import run_steward_task
+
+    run_steward_task.delay(task_id=str(task_id))
+
+
+def _due() -> timezone.datetime:
+    return timezone.now() + timedelta(hours=settings.STEWARD_GOVERNANCE_TASK_DUE_HOURS)
+
+
+def _issue_phase(order: GovernanceOrder, number: int) -> None:
+    step = phases.phase(order, number)
+    order.phase = number
+    order.save(update_fields=["phase"])
+    evidence.append(order, "phase_started", phase=number, name=step.slug, title=step.title)
+    due = _due()
+    for assignment in phases.assignments(order, number):
+        task_issue(
+            tenant_id=order.tenant_id,
+            owner=assignment.owner,
+            kind=assignment.kind,
+            detail=assignment.detail,
+            due_at=due,
+            order=order,
+            phase=number,
+            store_id=assignment.store_id,
+        )
+
+
+def order_start(*, order: GovernanceOrder) -> GovernanceOrder:
+    """Begin an approved order's first phase; idempotent (a started order is returned).
+    A deletion offboards the tenant first: its people and services stop writing."""
+    with tenant_scope(order.tenant_id), transaction.atomic():
+        order = GovernanceOrder.objects.select_for_update().get(pk=order.pk)
+        if order.status != Status.APPROVED:
+            return order
+        order.status = Status.RUNNING
+        order.started_at = timezone.now()
+        order.save(update_fields=["status", "started_at"])
+        if order.kind == GovernanceOrder.Kind.DELETION:
+            Tenant.objects.filter(pk=order.tenant_id).update(
+                status=Tenant.Status.OFFBOARDING, updated_at=timezone.now()
+            )
+        evidence.append(order, "started")
+        _issue_phase(order, 1)
+    return order
+
+
+def start_due_orders() -> int:
+    """Start approved orders whose cooling-off period has passed."""
+    grace = timedelta(hours=settings.STEWARD_DELETION_GRACE_HOURS)
+    with system_scope():
+        due = [
+            o
+            for o in GovernanceOrder.objects.filter(status=Status.APPROVED)
+            if o.kind == GovernanceOrder.Kind.EXPORT or o.decided_at + grace <= timezone.now()
+        ]
+    for order in due:
+        order_start(order=order)
+    return len(due)
+
+
+def starts_at(order: GovernanceOrder):
+    """When an approved order's first phase begins (cancellable until then)."""
+    if order.status != Status.APPROVED:
+        return None
+    if order.kind == GovernanceOrder.Kind.EXPORT:
+        return order.decided_at
+    return order.decided_at + timedelta(hours=settings.STEWARD_DELETION_GRACE_HOURS)
+
+
+def _advance(order: GovernanceOrder) -> None:
+    """After a task settled (order locked, tenant scope): move to the next phase when
+    the current one is done, or finish the order."""
+    if not order.in_progress:
+        return
+    tasks = list(order.tasks.filter(phase=order.phase))
+    if order.kind == GovernanceOrder.Kind.EXPORT:
+        # An export does not wait on owners that declined, failed or are overdue: the
+        # manifest lists what was not included and why.
+        if any(t.is_open and t.overdue_at is None for t in tasks):
+            return
+        order.status = Status.RUNNING
+        order.save(update_fields=["status"])
+        order_id = order.pk
+        transaction.on_commit(lambda: _enqueue_assembly(order_id), robust=True)
+        return
+    status = Status.OVERDUE if any(t.is_overdue for t in tasks) else Status.RUNNING
+    if status != order.status:
+        order.status = status
+        order.save(update_fields=["status"])
+    if any(t.status != TaskStatus.COMPLETED for t in tasks):
+        return
+    evidence.append(order, "phase_completed", phase=order.phase)
+    if order.phase < len(phases.phases_of(order.kind)):
+        _issue_phase(order, order.phase + 1)
+    else:
+        _complete(order)
+
+
+def _enqueue_assembly(order_id) -> None:
+    from apps.governance.tasks import assemble_export
+
+    assemble_export.delay(order_id=str(order_id))
+
+
+def _complete(order: GovernanceOrder, **payload) -> None:
+    final = evidence.append(order, "completed", **payload)
+    order.status = Status.COMPLETED
+    order.completed_at = timezone.now()
+    order.final_digest = final.digest
+    order.save(update_fields=["status", "completed_at", "final_digest"])
+    body = {
+        "order": str(order.pk),
+        "tenant": str(order.tenant_id),
+        "requested_by": order.requested_by.get_username(),
+        "completed_at": order.completed_at.isoformat(),
+        "evidence_final_digest": order.final_digest,
+        "evidence_entries": final.sequence,
+        **payload,
+    }
+    if order.kind == GovernanceOrder.Kind.DELETION:
+        Tenant.objects.filter(pk=order.tenant_id).update(
+            status=Tenant.Status.DELETED, updated_at=timezone.now()
+        )
+        event_type = "DeletionOrderCompleted"
+    else:
+        event_type = "ExportCompleted"
+    emit(
+        topic=ORDER_TOPIC,
+        event_type=event_type,
+        aggregate_type="governance.order",
+        aggregate_id=str(order.pk),
+        payload=body,
+        tenant=order.tenant_id,
+    )
+    audit_record(
+        actor=SYSTEM_ACTOR,
+        action=f"governance.{order.kind}.complete",
+        instance=order,
+        tenant=order.tenant_id,
+    )
+    _notify_requester(order, f"{order.get_kind_display()} completed", _completion_text(order))
+
+
+def _completion_text(order: GovernanceOrder) -> str:
+    if order.kind == GovernanceOrder.Kind.EXPORT:
+        return (
+            f"The export of tenant {order.tenant.slug} is ready to download from the "
+            f"console until {order.artifact.expires_at:%Y-%m-%d %H:%M} UTC."
+        )
+    return (
+        f"Every phase of the deletion of tenant {order.tenant.slug} has completed. "
+        f"The evidence's final digest is {order.final_digest}."
+    )
+
+
+def _notify_requester(order: GovernanceOrder, subject: str, text: str) -> None:
+    """Email the requester once the transaction commits; a mail failure is logged,
+    never raised (the console shows the same)."""
+    address = order.requested_by.email
+    if not address:
+        return
+
+    def send():
+        try:
+            send_mail(f"[Steward] {subject}", text, None, [address])
+        except Exception as exc:  # noqa: BLE001 - any mail transport failure
+            logger.warning("could not email %s about order %s: %s", address, order.pk, exc)
+
+    transaction.on_commit(send, robust=True)
+
+
+# --------------------------------------------------------------------------- owners
+
+
+def _owned_task(actor: Actor, task_id, *, for_update: bool = True) -> GovernanceTask:
+    """The task, locked, when the caller is its owner (a service account of that name)
+    or an operator; 403/404 otherwise. Opens no scope: call inside the task's."""
+    query = GovernanceTask.objects.select_related("order")
+    task = (
+        (query.select_for_update(of=("self",)) if for_update else query).filter(pk=task_id).first()
+    )
+    if task is None:
+        raise NotFound("There is no such governance task.")
+    account = actor.service_account
+    if actor is SYSTEM_ACTOR:  # Steward's worker, for Steward's own tasks only
+        if task.owner != STEWARD_SERVICE:
+            raise NotAllowed(f"Steward does not answer for {task.owner}.")
+    elif account is not None and account.name != task.owner:
+        raise NotAllowed(f"This token speaks for {account.name}, not {task.owner}.")
+    elif account is None and not (actor.user and actor.user.is_operator):
+        raise NotAllowed("Only the task's owner or an operator may act on it.")
+    return task
+
+
+def _task_tenant(task_id):
+    # Looked up in the caller's scope when it has one (a tenant's caller sees only its
+    # own tasks), else across tenants.
+    inside = current_scope().tenant_id is not None
+    with contextlib.nullcontext() if inside else system_scope():
+        tenant_id = (
+            GovernanceTask.objects.filter(pk=task_id).values_list("tenant_id", flat=True).first()
+        )
+    if tenant_id is None:
+        raise NotFound("There is no such governance task.")
+    return tenant_id
+
+
+def task_acknowledge(*, actor: Actor, task_id) -> GovernanceTask:
+    """The owner has the task; acknowledging twice changes nothing."""
+    with tenant_scope(_task_tenant(task_id)), transaction.atomic():
+        task = _owned_task(actor, task_id)
+        if task.status == TaskStatus.ACKNOWLEDGED:
+            return task
+        if task.status != TaskStatus.ISSUED:
+            raise InvalidTransition(f"The task is {task.status}.", status=task.status)
+        task.status = TaskStatus.ACKNOWLEDGED
+        task.acknowledged_at = timezone.now()
+        task.save(update_fields=["status", "acknowledged_at"])
+        if task.order_id:
+            evidence.append(task.order, "task_acknowledged", task=str(task.pk), by=actor.label)
+    return task
+
+
+def _settle(
+    actor: Actor, task_id, status: str, *, receipt=None, failure: str = ""
+) -> GovernanceTask:
+    with tenant_scope(_task_tenant(task_id)), transaction.atomic():
+        task = _owned_task(actor, task_id)
+        order = (
+            GovernanceOrder.objects.select_for_update().get(pk=task.order_id)
+            if task.order_id
+            else None
+        )
+        if task.status == status and task.receipt == (receipt or {}) and task.failure == failure:
+            return task  # the same answer again: a retried request
+        if not task.is_open:
+            raise InvalidTransition(f"The task is {task.status} already.", status=task.status)
+        if status == TaskStatus.DECLINED and task.kind != GovernanceTask.Kind.EXPORT:
+            raise Conflict("Only an export bundle can be declined.", code="not_declinable")
+        task.status = status
+        task.settled_at = timezone.now()
+        task.receipt = receipt or {}
+        task.failure = failure
+        task.save(update_fields=["status", "settled_at", "receipt", "failure"])
+        if order is not None:
+            evidence.append(
+                order,
+                f"task_{status}",
+                task=str(task.pk),
+                owner=task.owner,
+                by=actor.label,
+                **({"receipt": task.receipt} if receipt is not None else {"reason": failure}),
+            )
+            _advance(order)
+        audit_record(
+            actor=actor, action=f"governance.task.{status}", instance=task, tenant=task.tenant_id
+        )
+    return task
+
+
+def task_complete(*, actor: Actor, task_id, receipt: dict) -> GovernanceTask:
+    """The owner's receipt: what it deleted or redacted (items with counts) and a
+    digest of its own evidence. Completing a phase's last task starts the next."""
+    return _settle(actor, task_id, TaskStatus.COMPLETED, receipt=receipt)
+
+
+def task_fail(*, actor: Actor, task_id, reason: str) -> GovernanceTask:
+    if not reason.strip():
+        raise ValidationFailed("Say what failed.", code="reason_required", field="reason")
+    return _settle(actor, task_id, TaskStatus.FAILED, failure=reason)
+
+
+def task_decline(*, actor: Actor, task_id, reason: str) -> GovernanceTask:
+    """An owner will not contribute an export bundle; the manifest says so."""
+    if not reason.strip():
+        raise ValidationFailed("Say why.", code="reason_required", field="reason")
+    return _settle(actor, task_id, TaskStatus.DECLINED, failure=reason)
+
+
+def task_retry(*, actor: Actor, task_id) -> GovernanceTask:
+    """An operator issues a failed task again (a new attempt, a new due date)."""
+    if not (actor.user and actor.user.is_operator):
+        raise NotAllowed("Only an operator may retry a governance task.")
+    with tenant_scope(_task_tenant(task_id)), transaction.atomic():
+        task = _owned_task(actor, task_id)
+        order = (
+            GovernanceOrder.objects.select_for_update().get(pk=task.order_id)
+            if task.order_id
+            else None
+        )
+        if task.status != TaskStatus.FAILED:
+            raise InvalidTransition("Only a failed task can be retried.", status=task.status)
+        if order is not None and not order.in_progress:
+            raise InvalidTransition(f"The order is {order.status}.", status=order.status)
+        task.status = TaskStatus.ISSUED
+        task.attempt += 1
+        task.issued_at = timezone.now()
+        task.due_at = _due()
+        task.acknowledged_at = task.settled_at = task.overdue_at = None
+        task.failure = ""
+        task.receipt = {}
+        task.save()
+        if order is not None:
+            evidence.append(order, "task_retried", task=str(task.pk), by=actor.label)
+        _announce(task)
+        audit_record(
+            actor=actor, action="governance.task.retry", instance=task, tenant=task.tenant_id
+        )
+    return task
+
+
+# --------------------------------------------------------------------------- overdue
+
+
+def flag_overdue() -> int:
+    """Mark every open task past its due date overdue, once: evidence, an event, an
+    email to the order's requester, and the order Overdue. Nothing is skipped."""
+    now = timezone.now()
+    with system_scope():
+        late = list(
+            GovernanceTask.objects.filter(
+                status__in=GovernanceTask.OPEN, overdue_at=None, due_at__lt=now
+            ).values_list("pk", "tenant_id")
+        )
+    flagged = 0
+    for task_id, tenant_id in late:
+        with tenant_scope(tenant_id), transaction.atomic():
+            task = (
+                GovernanceTask.objects.select_for_update(of=("self",))
+                .select_related("order")
+                .get(pk=task_id)
+            )
+            if not task.is_open or task.overdue_at is not None:
+                continue
+            order = (
+                GovernanceOrder.objects.select_for_update().get(pk=task.order_id)
+                if task.order_id
+                else None
+            )
+            task.overdue_at = now
+            task.save(update_fields=["overdue_at"])
+            payload = {**_task_payload(task), "overdue_since": task.due_at.isoformat()}
+            emit(
+                topic=ORDER_TOPIC,
+                event_type="GovernanceTaskOverdue",
+                aggregate_type="governance.order" if order else "governance.task",
+                aggregate_id=str(order.pk if order else task.pk),
+                payload=payload,
+                tenant=tenant_id,
+            )
+            if order is not None:
+                evidence.append(
+                    order,
+                    "task_overdue",
+                    task=str(task.pk),
+                    owner=task.owner,
+                    due_at=payload["due_at"],
+                )
+                _advance(order)
+                _notify_requester(
+                    order,
+                    f"{order.get_kind_display()} overdue",
+                    f"The {task.get_kind_display().lower()} task of {task.owner} for tenant "
+                    f"{order.tenant.slug} was due at {task.due_at:%Y-%m-%d %H:%M} UTC and has "
+                    "not completed. The order keeps waiting for it.",
+                )
+            flagged += 1
+    return flagged

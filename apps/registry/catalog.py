@@ -20,6 +20,11 @@ STEWARD_TOPICS = [
         "Store bindings: StoreBindingChanged (every status change, references only), "
         "ResidencyViolationDetected.",
     ),
+    (
+        "governance.order",
+        "Governance orders: GovernanceTaskOverdue, DeletionOrderCompleted, ExportCompleted. "
+        "Tasks go to each owner on governance.tasks.<owner>: GovernanceTaskIssued.",
+    ),
 ]
 
 

@@ -1,0 +1,158 @@
+"""The governance console: orders with their phases as a progress bar, their tasks and
+receipts, the approve/reject/cancel/retry actions, evidence and export downloads."""
+
+from __future__ import annotations
+
+import django_filters
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+from django.views.generic import DetailView
+
+from apps.console.listing import Column, ListPage
+from apps.console.manage_views import _submitted
+from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
+from apps.core.errors import DomainError
+from apps.governance import evidence, selectors, services
+from apps.governance.forms import OrderForm
+from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask
+
+GOVERNORS = (OPERATOR, TENANT_ADMIN)
+RELATED = (("Orders", "governance:order-list"),)
+
+
+def _require_governor(request) -> None:
+    if caller_kind(request) not in GOVERNORS:
+        raise PermissionDenied
+
+
+class OrderFilterSet(django_filters.FilterSet):
+    kind = django_filters.ChoiceFilter(choices=GovernanceOrder.Kind.choices)
+    status = django_filters.ChoiceFilter(choices=GovernanceOrder.Status.choices)
+
+    class Meta:
+        model = GovernanceOrder
+        fields = ["kind", "status"]
+
+
+class OrderListView(ListPage):
+    title = "Governance orders"
+    steward_scope = "system"  # operators see every tenant's orders
+    filterset_class = OrderFilterSet
+    search_fields = ("tenant__slug", "reason", "requested_by__username")
+    default_ordering = "-created_at"
+    related_pages = RELATED
+    create = ("New order", "governance:order-new", set(GOVERNORS))
+    columns = (
+        Column("Order", "get_kind_display", sort="kind", link=True),
+        Column("Tenant", "tenant.slug", sort="tenant__slug"),
+        Column("Status", "get_status_display", sort="status"),
+        Column("Phase", "phase"),
+        Column("Requested by", "requested_by.username"),
+        Column("Requested", "created_at", sort="created_at"),
+    )
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated:
+            _require_governor(request)
+        return super().dispatch(request, *args, **kwargs)
+
+    def get_base_queryset(self):
+        return selectors.order_list()
+
+
+class OrderDetailView(LoginRequiredMixin, DetailView):
+    template_name = "governance/order_detail.html"
+    context_object_name = "order"
+    steward_scope = "system"
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated:
+            _require_governor(request)
+        return super().dispatch(request, *args, **kwargs)
+
+    def get_queryset(self):
+        return selectors.order_list()
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        order = self.object
+        document = evidence.document(order)
+        user = self.request.user
+        decided = {a.approver_id for a in order.approvals.all()}
+        context.update(
+            related_pages=RELATED,
+            phases=selectors.progress(order),
+            percent=selectors.percent_done(order),
+            tasks=sorted(order.tasks.all(), key=lambda t: (t.phase or 0, t.owner)),
+            entries=document["entries"],
+            verified=evidence.verify(document)[0],
+            final_digest=document["final_digest"],
+            starts_at=services.starts_at(order),
+            artifact=ExportArtifact.objects.filter(order=order).first(),
+            may_decide=order.status == GovernanceOrder.Status.REQUESTED
+            and order.requested_by_id != user.pk
+            and user.pk not in decided,
+            may_cancel=order.status
+            in (GovernanceOrder.Status.REQUESTED, GovernanceOrder.Status.APPROVED),
+            may_retry=user.is_operator and order.in_progress,
+        )
+        return context
+
+
+@login_required
+def order_new(request):
+    from apps.tenancy.selectors import tenants_visible_to
+
+    _require_governor(request)
+    form = OrderForm(request.POST or None, initial={"tenant": request.tenant})
+    form.fields["tenant"].queryset = tenants_visible_to(
+        platform_wide=request.platform_wide, tenant=request.tenant
+    ).order_by("slug")
+    order = _submitted(
+        request,
+        form,
+        lambda data: services.order_request(actor=request.actor, **data),
+    )
+    if order is not None:
+        messages.success(request, "Order requested; it waits for approval.")
+        return redirect(order)
+    return render(request, "console/form.html", {"form": form, "title": "New governance order"})
+
+
+@require_POST
+@login_required
+def order_act(request, pk, act):
+    _require_governor(request)
+    order = get_object_or_404(selectors.order_list(), pk=pk)
+    comment = request.POST.get("comment", "")
+    try:
+        if act in ("approve", "reject"):
+            services.order_decide(
+                actor=request.actor, order=order, approve=act == "approve", comment=comment
+            )
+        elif act == "cancel":
+            services.order_cancel(actor=request.actor, order=order, reason=comment)
+        else:
+            raise PermissionDenied
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+    return HttpResponseRedirect(order.get_absolute_url())
+
+
+@require_POST
+@login_required
+def task_retry(request, pk):
+    task = get_object_or_404(GovernanceTask.objects.all(), pk=pk)
+    try:
+        services.task_retry(actor=request.actor, task_id=task.pk)
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+    return HttpResponseRedirect(task.order.get_absolute_url() if task.order_id else "/")
+
+
+task_retry.steward_scope = "system"

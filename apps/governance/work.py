@@ -1,0 +1,55 @@
+"""What Steward's workers do for governance: its own tasks, and the minute's round
+(start orders whose cooling-off has passed, flag overdue tasks)."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from django.conf import settings
+
+from apps.core.context import SYSTEM_ACTOR
+from apps.governance import own, services
+from apps.governance.models import GovernanceTask
+from apps.registry.catalog import STEWARD_SERVICE
+from apps.tenancy.scope import system_scope
+
+logger = logging.getLogger(__name__)
+
+
+def run_steward_task(*, task_id) -> str:
+    """Do one of Steward's own tasks and complete it with its receipt, or report it
+    failed with the reason (an operator retries it). Running it twice does nothing
+    the second time: a settled task is left alone, and deleting is idempotent."""
+    with system_scope():
+        task = (
+            GovernanceTask.objects.select_related("order")
+            .filter(pk=task_id, owner=STEWARD_SERVICE)
+            .first()
+        )
+    if task is None or not task.is_open:
+        return "nothing to do"
+    if task.status == GovernanceTask.Status.ISSUED:
+        services.task_acknowledge(actor=SYSTEM_ACTOR, task_id=task.pk)
+    try:
+        if task.kind == GovernanceTask.Kind.EXPORT:
+            directory = Path(settings.STEWARD_EXPORT_DIR) / "bundles" / str(task.order_id)
+            shutil.rmtree(directory / "steward", ignore_errors=True)
+            (directory / "steward").mkdir(parents=True)
+            receipt = {"bundles": own.export_bundles(task, directory / "steward")}
+        else:
+            items = own.perform(task)
+            receipt = {"items": items, "digest": own.receipt_digest(items)}
+    except Exception as exc:
+        logger.exception("governance task %s failed", task.pk)
+        services.task_fail(
+            actor=SYSTEM_ACTOR, task_id=task.pk, reason=f"{type(exc).__name__}: {exc}"
+        )
+        return "failed"
+    services.task_complete(actor=SYSTEM_ACTOR, task_id=task.pk, receipt=receipt)
+    return "completed"
+
+
+def advance_orders() -> dict:
+    return {"started": services.start_due_orders(), "overdue": services.flag_overdue()}

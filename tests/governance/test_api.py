@@ -1,0 +1,263 @@
+"""Orders and tasks through the API; an export archive checked byte by byte."""
+
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from rest_framework.test import APIClient
+
+from apps.governance import evidence, exports, work
+from apps.governance.models import GovernanceTask
+from apps.registry.models import Service
+from apps.stores.models import Store, StoreBinding
+from apps.tenancy.models import AuditEvent
+from apps.tenancy.scope import system_scope, tenant_scope
+from tests.factories import member, service_token
+from tests.governance.conftest import fresh, open_tasks
+
+pytestmark = pytest.mark.django_db
+
+ORDERS = "/api/v1/governance/orders/"
+TASKS = "/api/v1/governance/tasks/"
+
+
+def signed_in(user) -> APIClient:
+    client = APIClient()
+    client.force_login(user)
+    return client
+
+
+def as_owner(name) -> APIClient:
+    issued = service_token(name=name, scopes=("governance:write",))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.secret}")
+    return client
+
+
+TYPES = {"jsonl": "application/jsonl", "parquet": "application/vnd.apache.parquet"}
+
+
+def put_bundle(client, task_id, body: bytes, fmt: str, sha256=None):
+    return client.generic(
+        "PUT",
+        f"{TASKS}{task_id}/bundle/",
+        body,
+        content_type=TYPES.get(fmt, "text/csv"),
+        HTTP_CONTENT_SHA256=sha256 or hashlib.sha256(body).hexdigest(),
+    )
+
+
+@pytest.fixture
+def export_order(bound, tenant_a):
+    """An approved export of tenant_a, requested and approved through the API."""
+    requester = member(tenant_a, role="admin", username="req", email="req@example.com")
+    approver = member(tenant_a, role="admin", username="appr")
+    answer = signed_in(requester).post(
+        ORDERS, {"kind": "export", "reason": "customer asked"}, format="json"
+    )
+    assert answer.status_code == 201, answer.json()
+    order_id = answer.json()["id"]
+    own = signed_in(requester).post(f"{ORDERS}{order_id}/approve/", {}, format="json")
+    assert own.status_code == 409 and own.json()["code"] == "requester_cannot_decide"
+    answer = signed_in(approver).post(f"{ORDERS}{order_id}/approve/", {}, format="json")
+    assert answer.status_code == 200
+    assert answer.json()["status"] == "running"  # an export starts at once
+    return answer.json()
+
+
+def parquet_bytes() -> bytes:
+    table = pa.table({"order_id": [1, 2, 3], "customer": ["ada", "bob", "cy"]})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def test_an_export_archive_holds_every_bundle_byte_for_byte_with_a_manifest(
+    export_order, tenant_a, bound, region
+):
+    # a fourth owner that will decline
+    crm = Store.objects.create(
+        slug="crm-sql",
+        name="CRM",
+        owning_service=Service.objects.get_or_create(name="crm")[0],
+        data_class=bound["orders"].data_class,
+        category=Store.Category.AUTHORITATIVE,
+        workload_class="catalog",
+    )
+    with tenant_scope(tenant_a):
+        StoreBinding.objects.create(
+            tenant=tenant_a,
+            store=crm,
+            profile=StoreBinding.objects.first().profile,
+            region=region,
+            status=StoreBinding.Status.ACTIVE,
+        )
+    # the crm binding came after the start: only the owners bound then were asked
+    tasks = {t.owner: t for t in open_tasks(export_order["id"])}
+    assert set(tasks) == {"audit-log", "orders", "steward"}
+    assert {t.kind for t in tasks.values()} == {"export"}
+
+    orders_bytes = parquet_bytes()
+    audit_bytes = b'{"at": "2026-01-01", "who": "[redacted]"}\n{"at": "2026-01-02"}\n'
+    orders = as_owner("orders")
+    answer = put_bundle(orders, tasks["orders"].pk, orders_bytes, "parquet")
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["status"] == "completed"
+    assert answer.json()["receipt"]["bundles"][0]["rows"] == 3
+    assert (
+        put_bundle(as_owner("audit-log"), tasks["audit-log"].pk, audit_bytes, "jsonl").status_code
+        == 200
+    )
+    with tenant_scope(tenant_a):
+        audit_ids = set(AuditEvent.objects.filter(tenant=tenant_a).values_list("id", flat=True))
+    assert work.run_steward_task(task_id=tasks["steward"].pk) == "completed"
+    assert exports.assemble(order_id=export_order["id"]) == "assembled"
+    assert exports.assemble(order_id=export_order["id"]) == "nothing to do"
+
+    order = signed_in(member(tenant_a, role="admin", username="reader")).get(
+        f"{ORDERS}{export_order['id']}/"
+    )
+    body = order.json()
+    assert body["status"] == "completed" and body["artifact"]["available"]
+    download = signed_in(member(tenant_a, role="admin", username="dl")).get(
+        f"{ORDERS}{export_order['id']}/export/"
+    )
+    assert download.status_code == 200
+    archive_bytes = b"".join(download.streaming_content)
+    assert hashlib.sha256(archive_bytes).hexdigest() == body["artifact"]["sha256"]
+    archive = zipfile.ZipFile(io.BytesIO(archive_bytes))
+    manifest = json.loads(archive.read("manifest.json"))
+    included = {(e["owner"], e["name"]): e for e in manifest["included"]}
+    # the owners' bundles, byte for byte, and what the manifest says of them
+    parquet = included[("orders", "orders-sql")]
+    assert archive.read(parquet["file"]) == orders_bytes
+    assert parquet == {
+        "owner": "orders",
+        "store": "orders-sql",
+        "name": "orders-sql",
+        "format": "parquet",
+        "file": "bundles/orders/orders-sql.parquet",
+        "rows": 3,
+        "bytes": len(orders_bytes),
+        "sha256": hashlib.sha256(orders_bytes).hexdigest(),
+    }
+    assert archive.read(included[("audit-log", "audit-archive")]["file"]) == audit_bytes
+    read_back = pq.read_table(io.BytesIO(archive.read(parquet["file"])))
+    assert read_back.column("customer").to_pylist() == ["ada", "bob", "cy"]
+    # every member's checksum and size holds
+    for entry in manifest["included"]:
+        data = archive.read(entry["file"])
+        assert (hashlib.sha256(data).hexdigest(), len(data)) == (entry["sha256"], entry["bytes"])
+    assert sorted(archive.namelist()) == sorted(
+        ["manifest.json", *(e["file"] for e in manifest["included"])]
+    )
+    # Steward's own tables, as JSON Lines that read back, the audit trail redacted
+    audit_file = included[("steward", "tenancy.AuditEvent")]["file"]
+    rows = [json.loads(line) for line in archive.read(audit_file).splitlines()]
+    assert {r["id"] for r in rows} == audit_ids
+    assert rows and {r["actor_label"] for r in rows} == {"[redacted]"}
+    assert manifest["not_included"] == []
+    # the evidence verifies and names the archive
+    with system_scope():
+        document = evidence.document(fresh_order(export_order["id"]))
+    assert evidence.verify(document) == (True, None)
+    assert any(e["kind"] == "archive_assembled" for e in document["entries"])
+
+
+def fresh_order(order_id):
+    from apps.governance.models import GovernanceOrder
+
+    with system_scope():
+        return GovernanceOrder.objects.get(pk=order_id)
+
+
+def test_owners_not_included_are_listed_with_the_reason(export_order, tenant_a):
+    tasks = {t.owner: t for t in open_tasks(export_order["id"])}
+    answer = as_owner("orders").post(
+        f"{TASKS}{tasks['orders'].pk}/decline/", {"reason": "no personal data here"}, format="json"
+    )
+    assert answer.status_code == 200
+    answer = as_owner("audit-log").post(
+        f"{TASKS}{tasks['audit-log'].pk}/fail/", {"reason": "archive offline"}, format="json"
+    )
+    assert answer.status_code == 200
+    work.run_steward_task(task_id=tasks["steward"].pk)
+    assert exports.assemble(order_id=export_order["id"]) == "assembled"
+    order = fresh_order(export_order["id"])
+    with system_scope():
+        path = Path(exports._root()) / order.artifact.path
+    manifest = json.loads(zipfile.ZipFile(path).read("manifest.json"))
+    assert manifest["not_included"] == [
+        {
+            "owner": "audit-log",
+            "store": "audit-archive",
+            "reason": "failed",
+            "detail": "archive offline",
+        },
+        {
+            "owner": "orders",
+            "store": "orders-sql",
+            "reason": "declined",
+            "detail": "no personal data here",
+        },
+    ]
+
+
+def test_bad_bundles_are_refused_and_leave_nothing(export_order, settings, tmp_path):
+    tasks = {t.owner: t for t in open_tasks(export_order["id"])}
+    orders = as_owner("orders")
+    task = tasks["orders"].pk
+    body = b'{"a": 1}\n'
+    cases = [
+        (put_bundle(orders, task, body, "jsonl", sha256="0" * 64), 400, "checksum_mismatch"),
+        (put_bundle(orders, task, body, "jsonl", sha256="nope"), 400, "checksum_required"),
+        (put_bundle(orders, task, b"not json\n", "jsonl"), 400, "bundle_unreadable"),
+        (put_bundle(orders, task, b"PAR1 broken", "parquet"), 400, "bundle_unreadable"),
+        (put_bundle(orders, task, body, "csv"), 400, "unsupported_bundle_type"),
+        (put_bundle(as_owner("audit-log"), task, body, "jsonl"), 403, "not_allowed"),
+    ]
+    settings.STEWARD_EXPORT_BUNDLE_MAX_BYTES = 4
+    cases.append((put_bundle(orders, task, body, "jsonl"), 413, "bundle_too_large"))
+    for answer, status, code in cases:
+        assert (answer.status_code, answer.json()["code"]) == (status, code), answer.json()
+    fresh(tasks["orders"])
+    assert tasks["orders"].status == "issued"
+    leftovers = [p for p in Path(settings.STEWARD_EXPORT_DIR).rglob("*") if p.is_file()]
+    assert leftovers == []
+
+
+def test_owners_see_and_answer_only_their_own_tasks(bound, tenant_a, operator, settings):
+    from tests.governance.conftest import approved
+
+    settings.STEWARD_DELETION_GRACE_HOURS = 0
+    order = approved(tenant_a)
+    search = as_owner("search")
+    listed = search.get(TASKS).json()["results"]
+    assert [t["owner"] for t in listed] == ["search"]
+    task = listed[0]["id"]
+    assert search.post(f"{TASKS}{task}/acknowledge/").json()["status"] == "acknowledged"
+    bad = search.post(f"{TASKS}{task}/complete/", {"items": [], "digest": "x"}, format="json")
+    assert bad.status_code == 400
+    steward_task = next(t for t in open_tasks(order) if t.owner == "steward")
+    other = search.post(f"{TASKS}{steward_task.pk}/acknowledge/")
+    assert other.status_code == 404  # another owner's task is not even visible
+    good = search.post(
+        f"{TASKS}{task}/complete/",
+        {"items": [{"what": "index", "action": "deleted", "count": 12}], "digest": "c" * 64},
+        format="json",
+    )
+    assert good.status_code == 200 and good.json()["receipt"]["items"][0]["count"] == 12
+    with system_scope():
+        assert GovernanceTask.objects.get(pk=task).status == "completed"
+    # the evidence document downloads and verifies through the API
+    ops = signed_in(operator)
+    document = ops.get(f"{ORDERS}{order.pk}/evidence/").json()
+    assert ops.post("/api/v1/governance/evidence/verify/", document, format="json").json()["valid"]
+    document["entries"][1]["data"]["by"] = "someone else"
+    verdict = ops.post("/api/v1/governance/evidence/verify/", document, format="json").json()
+    assert (verdict["valid"], verdict["first_bad_entry"]) == (False, 2)

@@ -1,0 +1,63 @@
+"""The governance console: the order page's progress, tasks and actions, by role."""
+
+import pytest
+from django.test import Client
+
+from apps.governance import services
+from tests.factories import member
+from tests.governance.conftest import approved, complete, open_tasks, owner
+
+pytestmark = pytest.mark.django_db
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_an_order_page_shows_phases_tasks_and_evidence_and_its_actions_work(
+    bound, tenant_a, settings
+):
+    settings.STEWARD_DELETION_GRACE_HOURS = 0
+    requester = member(tenant_a, role="admin", username="requester")
+    approver = signed_in(member(tenant_a, role="admin", username="approver"))
+    answer = signed_in(requester).post(
+        "/governance/orders/new/",
+        {"tenant": tenant_a.slug, "kind": "deletion", "reason": "contract ended"},
+    )
+    assert answer.status_code == 302
+    page_url = answer["Location"]
+    page = approver.get("/").content.decode()
+    assert "waiting for your approval" in page  # the dashboard says so
+    approver.post(f"{page_url}approve/", {"comment": "checked the contract"})
+    page = approver.get(page_url).content.decode()
+    assert "Running" in page and "Derived stores</strong> — current" in page
+    assert "search-index" in page and "chain <strong>verified</strong>" in page
+    # a receipt moves the bar
+    order_id = page_url.rstrip("/").rsplit("/", 1)[-1]
+    search, steward = open_tasks(order_id, 1)
+    complete(search)
+    complete(steward)
+    page = approver.get(page_url).content.decode()
+    assert "Derived stores</strong> — done" in page
+    assert "Artifacts and authoritative stores</strong> — current" in page
+    assert 'value="25"' in page  # one of four phases
+
+
+def test_only_governors_see_orders_and_operators_retry_failed_tasks(
+    bound, tenant_a, operator, settings
+):
+    settings.STEWARD_DELETION_GRACE_HOURS = 0
+    order = approved(tenant_a)
+    plain = signed_in(member(tenant_a, role="member", username="plain"))
+    assert plain.get("/governance/").status_code == 403
+    assert plain.get(f"/governance/orders/{order.pk}/").status_code == 403
+    search = open_tasks(order, 1)[0]
+    services.task_fail(actor=owner("search"), task_id=search.pk, reason="disk full")
+    ops = signed_in(operator)
+    page = ops.get(f"/governance/orders/{order.pk}/").content.decode()
+    assert "disk full" in page and "Retry" in page
+    ops.post(f"/governance/tasks/{search.pk}/retry/")
+    retried = open_tasks(order, 1)[0]
+    assert (retried.status, retried.attempt) == ("issued", 2)
