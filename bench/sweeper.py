@@ -9,10 +9,12 @@ of which a third are past their window.
 - max_lock_ms: the longest batch transaction, i.e. the longest any row lock was held.
 - baseline_rows_per_s: the same rows (refilled) deleted directly with psycopg: one
   statement per batch of 5,000 claimed with SKIP LOCKED, tenant by tenant under the same
-  row-level security, autocommit per batch.
+  row-level security, autocommit per batch, with the same API reads running meanwhile
+  (their p99 is `p99_during_baseline_ms`).
 - ratio: rows_per_s / baseline_rows_per_s.
 - p99_without_ms / p99_during_ms: p99 latency of `GET /api/v1/eventing/recent-events/`
-  (a platform token, through the whole stack) issued back to back from a thread, with
+  (a platform token, through the whole stack) issued back to back from another process
+  (as the web tier is apart from the Celery worker that sweeps), with
   no sweep running and while the sweep runs, after 30 unmeasured warm-up reads. Recent
   events are one of the swept tables. The filled tables are vacuumed and analysed
   before anything is measured.
@@ -20,15 +22,14 @@ of which a third are past their window.
 
 from __future__ import annotations
 
+import multiprocessing
 import statistics
-import threading
 import time
 from datetime import timedelta
 
 import psycopg
 from django.conf import settings
 from django.db import connection
-from django.test import Client
 from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR
@@ -38,7 +39,8 @@ from apps.governance import retention_services
 from apps.tenancy import services
 from apps.tenancy.models import Region, Tenant
 from apps.tenancy.scope import tenant_scope
-from bench.harness import dsn
+from bench.harness import database_url, dsn
+from bench.readers import read_api
 
 TENANTS = 8
 INBOX = InboxEntry._meta.db_table
@@ -46,7 +48,6 @@ RECENT = RecentEvent._meta.db_table
 IDEMPOTENCY = IdempotencyRecord._meta.db_table
 BASELINE_BATCH = 5000
 READS_WITHOUT = 300
-WARM_UP = 30  # reads before any is measured: connections, caches, first compilations
 
 
 def _fill(tenants, total: int, as_of, *, expired_only: bool = False) -> int:
@@ -117,29 +118,30 @@ def _fill(tenants, total: int, as_of, *, expired_only: bool = False) -> int:
     return expired
 
 
-class Reader(threading.Thread):
-    """API reads back to back until stopped; latencies in ms."""
+class Reader:
+    """Runs `read_api` in a spawned process; `latencies` and `failures` once joined."""
 
     def __init__(self, secret: str, limit: int | None = None):
-        super().__init__(daemon=True)
-        self.secret = secret
-        self.limit = limit
+        context = multiprocessing.get_context("spawn")
+        self.ready, self.stop = context.Event(), context.Event()
+        self.receive, send = context.Pipe(duplex=False)
+        self.process = context.Process(
+            target=read_api,
+            args=(database_url(), secret, limit, self.ready, self.stop, send),
+            daemon=True,
+        )
         self.latencies: list[float] = []
-        self.stop = threading.Event()
         self.failures = 0
 
-    def run(self):
-        client = Client(HTTP_AUTHORIZATION=f"Bearer {self.secret}")
-        try:
-            while not self.stop.is_set() and (
-                self.limit is None or len(self.latencies) < self.limit
-            ):
-                started = time.perf_counter()
-                response = client.get("/api/v1/eventing/recent-events/?page_size=50")
-                self.latencies.append((time.perf_counter() - started) * 1000)
-                self.failures += response.status_code != 200
-        finally:
-            connection.close()
+    def start(self) -> None:
+        self.process.start()
+        if not self.ready.wait(120):
+            raise RuntimeError("the reader process did not start")
+
+    def join(self) -> None:
+        self.stop.set()
+        self.latencies, self.failures = self.receive.recv()
+        self.process.join(30)
 
 
 def p99(values: list[float]) -> float:
@@ -170,7 +172,7 @@ def _baseline(tenants, as_of) -> tuple[int, float]:
                         f"WITH batch AS MATERIALIZED (SELECT id FROM {table}"  # noqa: S608
                         f" WHERE {column} < %(cut)s{owned} LIMIT {BASELINE_BATCH}"
                         " FOR UPDATE SKIP LOCKED)"
-                        f" DELETE FROM {table} AS x USING batch WHERE x.id = batch.id",
+                        f" DELETE FROM {table} WHERE id = ANY(ARRAY(SELECT id FROM batch))",
                         {"cut": cut, "t": tenant},
                     ).rowcount
                 deleted += count
@@ -190,31 +192,30 @@ def run(*, quick: bool) -> dict:
     issued = services.api_token_issue(
         actor=SYSTEM_ACTOR, service_account=account, name="bench", scopes=["eventing:read"]
     )
-    settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["caller"] = "100000000/min"
     as_of = timezone.now()
     filled_started = time.perf_counter()
     expired = _fill(tenants, total, as_of)
     fill_s = time.perf_counter() - filled_started
 
-    warm = Reader(issued.secret, limit=WARM_UP)
-    warm.start()
-    warm.join()
     alone = Reader(issued.secret, limit=READS_WITHOUT // (3 if quick else 1))
     alone.start()
+    alone.process.join()  # it stops by itself after its reads
     alone.join()
 
     during = Reader(issued.secret)
     during.start()
-    time.sleep(0.5)  # the reader is warm before the sweep starts
     started = time.perf_counter()
     sweep = retention_services.sweep_run(now=as_of)
     sweep_s = time.perf_counter() - started
-    during.stop.set()
     during.join()
     purged = sweep.results["rows_purged"]
 
     _fill(tenants, total, as_of, expired_only=True)
+    # The baseline deletes under the same concurrent reads as the sweep did.
+    beside_baseline = Reader(issued.secret)
+    beside_baseline.start()
     baseline_rows, baseline_s = _baseline(tenants, as_of)
+    beside_baseline.join()
 
     rows_per_s = purged / sweep_s
     baseline_per_s = baseline_rows / baseline_s
@@ -232,10 +233,26 @@ def run(*, quick: bool) -> dict:
         "ratio": round(rows_per_s / baseline_per_s, 3),
         "p99_without_ms": round(p99(alone.latencies), 1),
         "p99_during_ms": round(p99(during.latencies), 1),
+        "p99_during_baseline_ms": round(p99(beside_baseline.latencies), 1),
         "median_without_ms": round(statistics.median(alone.latencies), 1),
         "median_during_ms": round(statistics.median(during.latencies or [0]), 1),
         "reads_without": len(alone.latencies),
         "reads_during": len(during.latencies),
         "read_failures": alone.failures + during.failures,
         "fill_s": round(fill_s, 1),
+        "tables": {
+            label: {
+                key: table[key]
+                for key in (
+                    "rows",
+                    "batches",
+                    "max_lock_ms",
+                    "longest_batch_rows",
+                    "lookup_ms",
+                    "duration_ms",
+                )
+            }
+            for label, table in sweep.results["tables"].items()
+            if table["rows"]
+        },
     }

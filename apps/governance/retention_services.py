@@ -352,8 +352,10 @@ def _merge_tables(previous: dict, now: dict) -> dict:
             **result,
             "rows": before.get("rows", 0) + result["rows"],
             "batches": before.get("batches", 0) + result["batches"],
-            "max_lock_ms": max(before.get("max_lock_ms", 0), result["max_lock_ms"]),
         }
+        if before.get("max_lock_ms", 0) > result["max_lock_ms"]:
+            merged[label]["max_lock_ms"] = before["max_lock_ms"]
+            merged[label]["longest_batch_rows"] = before.get("longest_batch_rows", 0)
         if "files_removed" in result:
             merged[label]["files_removed"] = (
                 before.get("files_removed", 0) + result["files_removed"]

@@ -10,7 +10,7 @@ from django.db import DatabaseError, connection, transaction
 from apps.core.context import Actor
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import IdempotencyRecord
-from apps.eventing.models import DeadLetter, InboxEntry, RecentEvent
+from apps.eventing.models import DeadLetter, InboxEntry, OutboxEvent, RecentEvent
 from apps.governance import retention_services as services
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
 from apps.governance.retention import RuleLocked
@@ -256,6 +256,10 @@ def test_the_sweep_issues_purge_tasks_to_owning_services_with_due_dates(
         assert task.status == "issued" and task.due_at == NIGHT + timedelta(hours=48)
         assert task.detail["rule"] == "knowledge-400" and task.detail["action"] == "redact"
         assert task.detail["cutoff"] == (NIGHT - timedelta(days=400)).isoformat()
+    with system_scope():  # each owner is told, on its task topic
+        announced = OutboxEvent.objects.filter(event_type="GovernanceTaskIssued")
+        assert sorted(e.payload["task"] for e in announced) == sorted(str(t.pk) for t in tasks)
+        assert {e.topic for e in announced} == {"governance.tasks.knowledge"}
     assert sweep.status == "succeeded" and sweep.night == NIGHT.date()
     assert sweep.results["purge_tasks"]["issued"] == 2 and sweep.results["uncovered"] == 1
     assert "30 days" in sweep.results["traces"]
