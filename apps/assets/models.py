@@ -51,6 +51,10 @@ class Asset(models.Model):
         ordering = ["-created_at"]
         indexes = [
             models.Index(fields=["workflow_instance_id"], name="IX_Assets_WorkflowInstance"),
+            # Lists page newest first, within a tenant (console, tenant callers) or
+            # across tenants (platform callers): without these every page sorted them all.
+            models.Index(fields=["tenant", "created_at", "id"], name="asset_tenant_newest"),
+            models.Index(fields=["created_at", "id"], name="asset_newest"),
         ]
         constraints = [
             # A workflow reference only on an asset that went through a request.

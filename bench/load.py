@@ -1,0 +1,226 @@
+"""`load`: the main list endpoints under concurrent load, as deployed, with a big dataset.
+
+1,000,000 assets over ten tenants (a tenth of them waiting on the Workflow Service)
+and 100,000 events waiting in the outbox (100,000 / 10,000 with --quick). gunicorn
+serves as docker-compose deploys it (three sync workers); wrk (Debian's `wrk`,
+installed when missing and run as root) drives each endpoint from two threads and 16
+connections on the same machine, so client and server share the two cores.
+
+For each endpoint: requests/s and p50/p95/p99 latency (ms), and non-2xx answers
+(must be 0). baseline_rps is /healthz in the same run (the stack's floor: no
+authentication, no query), and each endpoint's ratio is its requests/s over it.
+The API is read with a platform service's token (system scope: all ten tenants); the
+console's asset list with a tenant admin's session (one tenant's rows), its eventing
+overview (the outbox backlog among it) with an operator's. API rate limiting is
+lifted for the run (STEWARD_API_RATE), as it would be for a trusted load test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.sessions.backends.db import SessionStore
+from django.db import connection
+
+from apps.assets.models import Asset
+from apps.core.context import SYSTEM_ACTOR
+from apps.eventing.models import OutboxEvent
+from apps.tenancy import services
+from apps.tenancy.models import Region, Tenant
+from bench.assets import _free_port, _wait_until_serving
+from bench.harness import database_url
+
+ROOT = Path(__file__).resolve().parent.parent
+TENANTS = 10
+WEB_WORKERS = 3
+
+ENDPOINTS = [
+    ("api_assets", "/api/v1/assets/assets/", "token"),
+    ("api_assets_waiting", "/api/v1/assets/assets/?workflow_managed=true", "token"),
+    ("api_assets_approved", "/api/v1/assets/assets/?status=approved", "token"),
+    ("api_tenants", "/api/v1/tenancy/tenants/", "token"),
+    ("api_recent_events", "/api/v1/eventing/recent-events/", "token"),
+    ("console_assets", "/assets/", "admin"),
+    ("console_eventing", "/eventing/", "operator"),
+]
+
+# wrk's summary as one JSON line; latencies in microseconds.
+REPORT = """
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests": %d, "duration_us": %d, "errors": %d, "non_2xx": %d, '
+    .. '"p50": %d, "p95": %d, "p99": %d}\\n',
+    summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout,
+    e.status, latency:percentile(50), latency:percentile(95), latency:percentile(99)))
+end
+"""
+
+
+def _wrk() -> str:
+    found = shutil.which("wrk")
+    if found:
+        return found
+    if os.geteuid() == 0:
+        subprocess.run(  # noqa: S603
+            ["apt-get", "install", "-y", "-qq", "wrk"],  # noqa: S607
+            check=True,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+            stdout=subprocess.DEVNULL,
+        )
+        return shutil.which("wrk") or "wrk"
+    raise SystemExit(
+        "The load case needs wrk: install Debian's package with `apt-get install wrk`."
+    )
+
+
+def _seed(assets: int, events: int) -> tuple[str, dict]:
+    region = Region.objects.get_or_create(slug="load-region", defaults={"name": "Load"})[0]
+    tenants = Tenant.objects.bulk_create(
+        Tenant(slug=f"load-{n:02d}", name=f"Load {n}", home_region=region) for n in range(TENANTS)
+    )
+    per_tenant = assets // TENANTS
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('steward.system', 'on', false)")
+        for tenant in tenants:
+            cursor.execute("SELECT set_config('steward.tenant_id', %s, false)", [str(tenant.pk)])
+            cursor.execute(
+                f"""
+                INSERT INTO {Asset._meta.db_table} (id, tenant_id, name, description, status,
+                    workflow_instance_id, approval_request_id, decided_by, decision_reason,
+                    created_at, updated_at)
+                SELECT gen_random_uuid(), %s, 'asset-' || g, '',
+                    (ARRAY['draft','requested','approved','rejected','retired'])[1 + g %% 5],
+                    CASE WHEN g %% 10 = 1 THEN gen_random_uuid() END, NULL, '', '',
+                    now() - (g || ' seconds')::interval, now()
+                FROM generate_series(1, %s) AS g
+                """,  # noqa: S608 - table name only
+                [tenant.pk, per_tenant],
+            )
+            cursor.execute(
+                f"""
+                INSERT INTO {OutboxEvent._meta.db_table} (event_id, topic, event_type,
+                    schema_version, tenant_id, aggregate_type, aggregate_id, lane,
+                    occurred_at, correlation_id, causation_id, payload)
+                SELECT gen_random_uuid(), 'assets.asset', 'AssetApproved', 1, %s,
+                    'assets.asset', 'a' || g, g %% 16, now(), 'load', '', '{{}}'::jsonb
+                FROM generate_series(1, %s) AS g
+                """,  # noqa: S608 - table name only
+                [tenant.pk, events // TENANTS],
+            )
+        cursor.execute("SELECT set_config('steward.tenant_id', '', false)")
+        cursor.execute("SELECT set_config('steward.system', '', false)")
+        cursor.execute(f"ANALYZE {Asset._meta.db_table}")
+        cursor.execute(f"ANALYZE {OutboxEvent._meta.db_table}")
+    account = services.service_account_create(actor=SYSTEM_ACTOR, name="load")
+    token = services.api_token_issue(
+        actor=SYSTEM_ACTOR,
+        service_account=account,
+        name="load",
+        scopes=["assets:read", "tenancy:read", "eventing:read"],
+    ).secret
+    admin = services.user_create(actor=SYSTEM_ACTOR, username="load-admin", password="x" * 20)
+    services.membership_set(actor=SYSTEM_ACTOR, tenant=tenants[0], user=admin, role="admin")
+    operator = services.user_create(
+        actor=SYSTEM_ACTOR, username="load-operator", password="x" * 20, is_operator=True
+    )
+    return token, {"admin": _session(admin), "operator": _session(operator)}
+
+
+def _session(user) -> str:
+    """A signed-in console session, as the login page would leave it."""
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.save()
+    return session.session_key
+
+
+def _drive(wrk: str, url: str, header: str, seconds: int) -> dict:
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(REPORT)
+    try:
+        answer = subprocess.run(  # noqa: S603
+            [wrk, "-t2", "-c16", f"-d{seconds}s", "-s", script.name]
+            + (["-H", header] if header else [])
+            + [url],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    finally:
+        os.unlink(script.name)
+    summary = json.loads(answer.stdout.strip().splitlines()[-1])
+    return {
+        "rps": round(summary["requests"] / (summary["duration_us"] / 1e6), 1),
+        "p50_ms": round(summary["p50"] / 1000, 1),
+        "p95_ms": round(summary["p95"] / 1000, 1),
+        "p99_ms": round(summary["p99"] / 1000, 1),
+        "non_2xx": summary["non_2xx"],
+        "errors": summary["errors"],
+    }
+
+
+def run(*, quick: bool) -> dict:
+    wrk = _wrk()
+    assets, events = (100_000, 10_000) if quick else (1_000_000, 100_000)
+    seconds = 5 if quick else 15
+    started = time.monotonic()
+    token, sessions = _seed(assets, events)
+    print(
+        f"load: seeded {assets} assets, {events} events in {time.monotonic() - started:.0f} s",
+        file=sys.stderr,
+    )
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "STEWARD_LOG_LEVEL": "WARNING",
+        "STEWARD_DEBUG": "false",
+        "STEWARD_API_RATE": "100000000/min",
+        "STEWARD_KICK_ON_COMMIT": "false",
+    }
+    gunicorn = str(Path(sys.executable).parent / "gunicorn")
+    proc = subprocess.Popen(  # noqa: S603
+        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}"]
+        + ["--workers", str(WEB_WORKERS), "--log-level", "warning"],
+        cwd=ROOT,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_serving(port, proc)
+        baseline = _drive(wrk, f"{base}/healthz", "", seconds)
+        figures = {}
+        for name, path, caller in ENDPOINTS:
+            header = (
+                f"Authorization: Bearer {token}"
+                if caller == "token"
+                else f"Cookie: {settings.SESSION_COOKIE_NAME}={sessions[caller]}"
+            )
+            figures[name] = _drive(wrk, base + path, header, seconds)
+            figures[name]["ratio"] = round(figures[name]["rps"] / baseline["rps"], 3)
+            print(f"load: {name} {figures[name]}", file=sys.stderr)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return {
+        "name": "load",
+        "assets": assets,
+        "outbox_events": events,
+        "web_workers": WEB_WORKERS,
+        "seconds_per_endpoint": seconds,
+        "baseline_rps": baseline["rps"],
+        "baseline": baseline,
+        "endpoints": figures,
+    }
