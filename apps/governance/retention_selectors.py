@@ -29,6 +29,26 @@ def sweep_list() -> QuerySet[RetentionSweep]:
     return RetentionSweep.objects.all()
 
 
+def purge_outcomes(nights) -> dict[str, dict[str, int]]:
+    """How the purge tasks each night issued stand now, by status ({night: {status:
+    count}}), in one query: the owners' receipts settle them as completed."""
+    from django.db.models import Count
+
+    from apps.governance.models import GovernanceTask
+
+    wanted = [night.isoformat() for night in nights]
+    rows = (
+        GovernanceTask.objects.filter(kind=GovernanceTask.Kind.PURGE, detail__night__in=wanted)
+        .values_list("detail__night", "status")
+        .annotate(count=Count("id"))
+        .order_by()
+    )
+    outcomes: dict[str, dict[str, int]] = {night: {} for night in wanted}
+    for night, status, count in rows:
+        outcomes.setdefault(night, {})[status] = count
+    return outcomes
+
+
 def sweep_schedule() -> dict:
     """The crontab line the nightly sweep runs on (the installed schedule, which an
     operator may have changed, else the setting) and whether it is enabled."""

@@ -52,13 +52,17 @@ def overview(request):
         moment = selectors.next_sweep_at(moment, schedule["crontab"])
         upcoming.append(moment)
         moment += timedelta(minutes=1)
+    sweeps = list(selectors.sweep_list()[:14])
+    outcomes = selectors.purge_outcomes([sweep.night for sweep in sweeps])
+    for sweep in sweeps:
+        sweep.outcomes = sorted(outcomes.get(sweep.night.isoformat(), {}).items())
     return render(
         request,
         "governance/retention_overview.html",
         {
             "schedule": schedule,
             "upcoming": upcoming,
-            "sweeps": list(selectors.sweep_list()[:14]),
+            "sweeps": sweeps,
             "related_pages": RELATED,
         },
     )

@@ -1,15 +1,18 @@
 """The retention API and console: who may do what, refusals with stable codes that
 change nothing, the preview, the sweeps, and list pages whose query count stays put."""
 
+from datetime import date, timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.core.context import Actor
 from apps.governance import retention_services as services
-from apps.governance.models import GovernanceTask, LegalHold, RetentionRule
+from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
 from apps.tenancy.scope import system_scope, tenant_scope
 from tests.conftest import bearer
 from tests.factories import member, service_token
@@ -160,6 +163,17 @@ def test_the_preview_shows_tonight_and_changes_nothing(
     sweeps = logged_in(operator).get(SWEEPS).json()["results"]
     assert sweeps[0]["status"] == "succeeded"
     assert sweeps[0]["results"]["purge_tasks"]["issued"] == 1
+    assert sweeps[0]["purge_tasks_now"] == {"issued": 1}
+    # the owner's receipt settles it, and the sweep shows it
+    from apps.governance import services as governance
+    from tests.governance.conftest import owner
+
+    with system_scope():
+        task = GovernanceTask.objects.get()
+    receipt = {"items": [{"what": "documents", "action": "redacted", "count": 12}]}
+    governance.task_complete(actor=owner("knowledge"), task_id=task.pk, receipt=receipt)
+    sweeps = logged_in(operator).get(SWEEPS).json()["results"]
+    assert sweeps[0]["purge_tasks_now"] == {"completed": 1}
 
 
 # --------------------------------------------------------------------------- console
@@ -250,12 +264,17 @@ def test_the_api_lists_query_count_does_not_grow(operator, tenant_a, personal):
             assert api.get(url).status_code == 200
         return len(ctx.captured_queries)
 
-    services.hold_place(actor=op, tenant=tenant_a, reason="h0")
-    services.rule_create(actor=op, name="r0", data_class=personal, period_days=1, action="delete")
-    few = {url: count(url) for url in (RULES, HOLDS)}
-    for i in range(1, 6):
+    def add(i):
         services.hold_place(actor=op, tenant=tenant_a, reason=f"h{i}")
         services.rule_create(
             actor=op, name=f"r{i}", data_class=personal, period_days=i + 1, action="delete"
         )
-    assert {url: count(url) for url in (RULES, HOLDS)} == few
+        RetentionSweep.objects.create(
+            night=date(2026, 1, 1) + timedelta(days=i), as_of=timezone.now(), status="succeeded"
+        )
+
+    add(0)
+    few = {url: count(url) for url in (RULES, HOLDS, SWEEPS)}
+    for i in range(1, 6):
+        add(i)
+    assert {url: count(url) for url in (RULES, HOLDS, SWEEPS)} == few

@@ -100,6 +100,10 @@ class ReleaseLegalHoldSerializer(StrictSerializer):
 
 
 class RetentionSweepSerializer(StrictModelSerializer):
+    purge_tasks_now = serializers.SerializerMethodField(
+        help_text="The night's purge tasks by status now; receipts complete them."
+    )
+
     class Meta:
         model = RetentionSweep
         fields = [
@@ -111,9 +115,16 @@ class RetentionSweepSerializer(StrictModelSerializer):
             "status",
             "runs",
             "results",
+            "purge_tasks_now",
             "error",
         ]
         read_only_fields = fields
+
+    def get_purge_tasks_now(self, sweep) -> dict[str, int]:
+        outcomes = self.context.get("purge_outcomes")
+        if outcomes is None:  # one sweep: ask for it alone
+            outcomes = selectors.purge_outcomes([sweep.night])
+        return outcomes.get(sweep.night.isoformat(), {})
 
 
 class RetentionRuleViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
@@ -204,6 +215,14 @@ class RetentionSweepViewSet(StewardReadOnlyViewSet):
     filterset_fields = ["status"]
     ordering = "-night"
     read_access = PLATFORM
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        context = self.get_serializer_context()
+        context["purge_outcomes"] = selectors.purge_outcomes([sweep.night for sweep in page])
+        return self.get_paginated_response(
+            RetentionSweepSerializer(page, many=True, context=context).data
+        )
 
 
 class RetentionPreviewView(StewardAccessMixin, APIView):
