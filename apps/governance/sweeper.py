@@ -234,17 +234,10 @@ def expired_counts(*, as_of: datetime, held_tenants: frozenset) -> dict[str, int
     return counts
 
 
-def export_dir() -> Path:
-    # STEWARD_EXPORT_DIR comes with the export phase; until it is set, where exports go.
-    return Path(
-        getattr(settings, "STEWARD_EXPORT_DIR", None) or settings.BASE_DIR / ".data" / "exports"
-    )
-
-
 def _remove_export_file(path: str) -> bool:
     """Remove an artifact's file if it lies under the export directory; False when it
     was already gone or points elsewhere (never followed)."""
-    root = export_dir().resolve()
+    root = Path(settings.STEWARD_EXPORT_DIR).resolve()
     file = (root / path).resolve()
     if root not in file.parents:
         return False

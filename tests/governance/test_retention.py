@@ -452,17 +452,30 @@ def test_expired_export_artifacts_lose_their_file_and_keep_their_record(
 ):
     from apps.governance.models import ExportArtifact
 
-    settings.STEWARD_EXPORT_DIR = str(tmp_path)
-    expired = export_artifact(tenant_a, op.user, tmp_path, expired=True, name="a-old.tar.gz")
-    fresh = export_artifact(tenant_a, op.user, tmp_path, expired=False, name="a-new.tar.gz")
-    held = export_artifact(tenant_b, op.user, tmp_path, expired=True, name="b-old.tar.gz")
+    exports = tmp_path / "exports"
+    exports.mkdir(exist_ok=True)
+    settings.STEWARD_EXPORT_DIR = str(exports)
+    expired = export_artifact(tenant_a, op.user, exports, expired=True, name="a-old.tar.gz")
+    fresh = export_artifact(tenant_a, op.user, exports, expired=False, name="a-new.tar.gz")
+    held = export_artifact(tenant_b, op.user, exports, expired=True, name="b-old.tar.gz")
+    # a record pointing outside the export directory never deletes what it points at
+    (tmp_path / "elsewhere.txt").write_bytes(b"not an export")
+    with tenant_scope(tenant_a):
+        ExportArtifact.objects.filter(pk=expired.pk).update(path="../elsewhere.txt")
+    outside = export_artifact(tenant_a, op.user, exports, expired=True, name="a-2.tar.gz")
     services.hold_place(actor=op, tenant=tenant_b, reason="b is in litigation")
 
     sweep = services.sweep_run(now=NIGHT)
 
     result = sweep.results["tables"]["governance.ExportArtifact"]
-    assert (result["rows"], result["files_removed"], result["held_tenants"]) == (1, 1, 1)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-new.tar.gz", "b-old.tar.gz"]
+    assert (result["rows"], result["files_removed"], result["held_tenants"]) == (2, 1, 1)
+    assert sorted(p.name for p in exports.iterdir()) == [
+        "a-new.tar.gz",
+        "a-old.tar.gz",
+        "b-old.tar.gz",
+    ]
+    assert (tmp_path / "elsewhere.txt").exists()
     with system_scope():
         marked = dict(ExportArtifact.objects.values_list("pk", "deleted_at"))
-    assert marked[expired.pk] == NIGHT and marked[fresh.pk] is None and marked[held.pk] is None
+    assert marked[expired.pk] == marked[outside.pk] == NIGHT
+    assert marked[fresh.pk] is None and marked[held.pk] is None
