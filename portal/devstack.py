@@ -294,7 +294,7 @@ def command_run(stack: Stack) -> int:
     }
     print(
         f"\nSteward is running at http://{host}:{port}/\n"
-        "  operator      operator / steward-demo\n"
+        "  operator      operator / steward-demo (sets up a TOTP authenticator at first sign-in)\n"
         "  tenant admin  acme-admin / steward-demo\n"
         "  member        globex-member / steward-demo\n"
         "  service token printed once by steward_setup above (demo service account)\n"

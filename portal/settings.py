@@ -70,6 +70,11 @@ if not SECRET_KEY:
     if PRODUCTION:
         raise ImproperlyConfigured("STEWARD_SECRET_KEY must be set in production.")
     SECRET_KEY = "steward-development-only-secret-key-do-not-use-in-production"  # noqa: S105
+# Former keys, still accepted while a rotation settles: sessions and the TOTP seeds
+# sealed under them stay readable (apps.tenancy.totp).
+SECRET_KEY_FALLBACKS = [
+    k.strip() for k in (env("STEWARD_SECRET_KEY_FALLBACKS", "") or "").split(",") if k.strip()
+]
 
 DATABASE_URL = env("DATABASE_URL")
 REDIS_URL = env("REDIS_URL")
@@ -117,6 +122,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "apps.core.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Above WhiteNoise, so static files carry the policy too.
+    "apps.core.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "apps.core.middleware.RequestIdMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -124,6 +131,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "apps.tenancy.middleware.ApiTokenMiddleware",
+    # Operators without a second factor reach only enrolment (docs/operations.md).
+    "apps.console.twofactor.TwoFactorMiddleware",
     "apps.tenancy.middleware.TenantScopeMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -177,23 +186,48 @@ LOGOUT_REDIRECT_URL = "console:login"
 # Repeated failed logins lock the account for a while (apps.tenancy.services.login_attempt).
 STEWARD_LOGIN_MAX_FAILURES = env_int("STEWARD_LOGIN_MAX_FAILURES", 5)
 STEWARD_LOGIN_LOCKOUT = timedelta(seconds=env_int("STEWARD_LOGIN_LOCKOUT_SECONDS", 900))
+# Between the password and the code of a two-step login: the password step is redone after.
+STEWARD_LOGIN_CODE_SECONDS = env_int("STEWARD_LOGIN_CODE_SECONDS", 300)
 
 # Guardian's anonymous user is not used: anonymous requests are denied by default.
 ANONYMOUS_USER_NAME = None
 GUARDIAN_MONKEY_PATCH_USER = False
 
+# Cookies and transport (docs/operations.md, "Console security").
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_AGE = env_int("STEWARD_SESSION_SECONDS", 8 * 3600)
+# Shared workstations: end the session when the browser closes, whatever its age.
+SESSION_EXPIRE_AT_BROWSER_CLOSE = env_bool("STEWARD_SESSION_EXPIRE_AT_BROWSER_CLOSE", False)
 SESSION_COOKIE_SECURE = PRODUCTION
 CSRF_COOKIE_SECURE = PRODUCTION
+# No script of Steward's reads the CSRF cookie: forms carry the token in a hidden field.
+CSRF_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = "Lax"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 if PRODUCTION:
+    # The __Host- prefix makes browsers refuse the cookies unless they are Secure, sent
+    # for the whole site and not set by a sibling domain.
+    SESSION_COOKIE_NAME = "__Host-steward_session"
+    CSRF_COOKIE_NAME = "__Host-steward_csrftoken"
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("STEWARD_SSL_REDIRECT", True)
     SECURE_HSTS_SECONDS = env_int("STEWARD_HSTS_SECONDS", 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("STEWARD_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = env_bool("STEWARD_HSTS_PRELOAD", False)
+
+# Content-Security-Policy of every answer (apps.core.middleware): only Steward's own
+# static files; no inline script or style, no plugins, no framing, forms post here only.
+STEWARD_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+# The Swagger UI page alone: its bundle sets inline styles as it renders
+# (swagger-api/swagger-ui#10655), so styles may be inline there; scripts may not.
+STEWARD_CSP_API_DOCS = STEWARD_CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -2,8 +2,10 @@ import uuid
 
 import pytest
 from django.conf import settings
+from django.test import Client
 from rest_framework.test import APIClient
 
+from apps.console.twofactor import mark_verified
 from apps.core.context import SYSTEM_ACTOR
 from apps.tenancy import services
 from tests.factories import RegionFactory, TenantFactory, UserFactory, member, service_token
@@ -11,6 +13,24 @@ from tests.factories import RegionFactory, TenantFactory, UserFactory, member, s
 # Each test run gets its own cache keys (throttle counters, cached look-ups), so runs
 # never see each other's state and a developer's running stack is left alone.
 settings.CACHES["default"]["KEY_PREFIX"] = f"steward-test-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(autouse=True)
+def _force_login_gives_the_second_factor(monkeypatch):
+    """Sessions made by `force_login` (Django's and DRF's test clients) count as
+    two-factor verified, as after a password-and-code sign-in; operators in tests are
+    otherwise held at the enrolment page. The tests of two-factor sign-in itself
+    (tests/console/test_two_factor.py) sign in through the login pages instead.
+    """
+    original = Client._login
+
+    def _login(self, user, backend=None):
+        original(self, user, backend)
+        session = self.session
+        mark_verified(session)
+        session.save()
+
+    monkeypatch.setattr(Client, "_login", _login)
 
 
 @pytest.fixture(autouse=True)

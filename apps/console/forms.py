@@ -6,6 +6,20 @@ class LoginForm(forms.Form):
     password = forms.CharField(widget=forms.PasswordInput)
 
 
+class CodeForm(forms.Form):
+    code = forms.CharField(
+        max_length=32,
+        widget=forms.TextInput(
+            attrs={"autofocus": True, "autocomplete": "one-time-code", "spellcheck": "false"}
+        ),
+        help_text="The six digits your authenticator app shows, or one of your recovery codes.",
+    )
+
+
+class UsernameForm(forms.Form):
+    username = forms.CharField(max_length=150)
+
+
 class TenantForm(forms.Form):
     slug = forms.SlugField(max_length=64)
     name = forms.CharField(max_length=200)

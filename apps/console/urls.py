@@ -1,13 +1,32 @@
 from django.urls import path
 
-from apps.console import manage_views, views
+from apps.console import account_views, manage_views, views
 
 app_name = "console"
 
 urlpatterns = [
     path("", views.DashboardView.as_view(), name="dashboard"),
     path("login/", views.login_view, name="login"),
+    path("login/code/", views.login_code_view, name="login-code"),
     path("logout/", views.logout_view, name="logout"),
+    path("account/two-factor/", account_views.two_factor, name="two-factor"),
+    path("account/two-factor/start/", account_views.two_factor_start, name="two-factor-start"),
+    path(
+        "account/two-factor/confirm/",
+        account_views.two_factor_confirm,
+        name="two-factor-confirm",
+    ),
+    path(
+        "account/two-factor/recovery-codes/",
+        account_views.recovery_codes_regenerate,
+        name="two-factor-recovery-codes",
+    ),
+    path(
+        "account/two-factor/disable/",
+        account_views.two_factor_disable,
+        name="two-factor-disable",
+    ),
+    path("account/two-factor/reset/", account_views.two_factor_reset, name="two-factor-reset"),
     path("switch-tenant/", views.switch_tenant, name="switch-tenant"),
     path("theme/", views.set_theme, name="theme"),
     path("tenants/", views.TenantListView.as_view(), name="tenant-list"),

@@ -1,14 +1,23 @@
+import time
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import login, logout
 from django.contrib.auth.mixins import LoginRequiredMixin, UserPassesTestMixin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
+from django.http import HttpResponseRedirect
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView, TemplateView
 
-from apps.console.forms import LoginForm, MembershipForm
+from apps.console import twofactor
+from apps.console.forms import CodeForm, LoginForm, MembershipForm
 from apps.console.listing import Column, ListPage
 from apps.console.redirects import redirect_next
+from apps.console.twofactor import PENDING_LOGIN_SESSION_KEY, two_factor_exempt
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.tenancy import selectors, services
@@ -17,6 +26,7 @@ from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY, unscoped
 from apps.tenancy.models import Tenant
 
 
+@two_factor_exempt
 @unscoped
 def login_view(request):
     form = LoginForm(request.POST or None)
@@ -31,12 +41,68 @@ def login_view(request):
         except DomainError as exc:
             error = exc.detail
         else:
+            if selectors.has_second_factor(user):
+                # Not signed in yet: the session only remembers whose code to ask for.
+                request.session[PENDING_LOGIN_SESSION_KEY] = {
+                    "user": user.pk,
+                    "backend": user.backend,
+                    "at": time.time(),
+                }
+                # A session id planted before the password must not carry the code step.
+                request.session.cycle_key()
+                return _with_next(request, "console:login-code")
             login(request, user)
+            twofactor.mark_password_only(request.session)
+            if user.is_operator:
+                return _with_next(request, "console:two-factor")
             return redirect_next(request)
     status = 401 if error else 200
     return render(request, "console/login.html", {"form": form, "error": error}, status=status)
 
 
+def _with_next(request, name: str) -> HttpResponseRedirect:
+    target = request.POST.get("next") or request.GET.get("next", "")
+    url = reverse(name)
+    return HttpResponseRedirect(f"{url}?{urlencode({'next': target})}" if target else url)
+
+
+@two_factor_exempt
+@unscoped
+def login_code_view(request):
+    """The second step of a two-step login: the authenticator's code or a recovery code."""
+    pending = request.session.get(PENDING_LOGIN_SESSION_KEY)
+    if not pending or time.time() - pending["at"] > settings.STEWARD_LOGIN_CODE_SECONDS:
+        request.session.pop(PENDING_LOGIN_SESSION_KEY, None)
+        return redirect("console:login")
+    form = CodeForm(request.POST or None)
+    error = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            user, method = services.login_second_factor(
+                user_id=pending["user"], code=form.cleaned_data["code"]
+            )
+        except DomainError as exc:
+            error = exc.detail
+            if exc.code in {"account_locked", "login_expired"}:
+                # The password step starts again once the lock ends.
+                request.session.pop(PENDING_LOGIN_SESSION_KEY, None)
+        else:
+            request.session.pop(PENDING_LOGIN_SESSION_KEY, None)
+            login(request, user, backend=pending["backend"])
+            twofactor.mark_verified(request.session)
+            if method == "recovery_code":
+                left = selectors.recovery_codes_left(user)
+                messages.warning(
+                    request,
+                    f"You signed in with a recovery code; {left} left. "
+                    "Make new ones on the two-factor page if you are running out.",
+                )
+            return redirect_next(request)
+    status = 401 if error else 200
+    return render(request, "console/login_code.html", {"form": form, "error": error}, status=status)
+
+
+@two_factor_exempt
 @require_POST
 def logout_view(request):
     logout(request)
@@ -70,7 +136,15 @@ def set_theme(request):
     theme = request.POST.get("theme", "auto")
     response = redirect_next(request)
     if theme in {"light", "dark", "auto"}:
-        response.set_cookie("steward_theme", theme, max_age=365 * 86400, samesite="Lax")
+        # Read by the server only; Secure whenever the console is served over HTTPS.
+        response.set_cookie(
+            "steward_theme",
+            theme,
+            max_age=365 * 86400,
+            samesite="Lax",
+            secure=request.is_secure(),
+            httponly=True,
+        )
     return response
 
 

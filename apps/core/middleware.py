@@ -1,5 +1,8 @@
+import functools
 import re
 import uuid
+
+from django.conf import settings
 
 from apps.core.context import request_id
 
@@ -24,3 +27,38 @@ class RequestIdMiddleware:
             request_id.reset(token)
         response["X-Request-ID"] = rid
         return response
+
+
+class ContentSecurityPolicyMiddleware:
+    """Send STEWARD_CSP on every answer that has no policy of its own.
+
+    Placed above WhiteNoise so static files carry it too. A view that needs another
+    policy sets the header itself (see `content_security_policy`); the header it set
+    is kept. Django 5.2 has no CSP support of its own, and one fixed policy does not
+    justify django-csp's nonce and report machinery.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.policy = settings.STEWARD_CSP
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = self.policy
+        return response
+
+
+def content_security_policy(policy_setting: str):
+    """Decorate a view to answer under the policy in settings.`policy_setting` instead."""
+
+    def decorate(view):
+        @functools.wraps(view)
+        def wrapped(request, *args, **kwargs):
+            response = view(request, *args, **kwargs)
+            response["Content-Security-Policy"] = getattr(settings, policy_setting)
+            return response
+
+        return wrapped
+
+    return decorate

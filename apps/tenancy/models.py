@@ -100,6 +100,36 @@ class User(AbstractUser):
         return self.is_active and self.is_staff
 
 
+class TotpDevice(models.Model):
+    """A person's authenticator (RFC 6238). Unconfirmed until they type a first code.
+
+    The seed is stored sealed (apps.tenancy.totp.seal), never in clear.
+    """
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="totp_device")
+    sealed_seed = models.TextField()
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    # The time step of the last code accepted: no code of that step or before is taken
+    # again, so a code seen over someone's shoulder cannot be replayed.
+    last_used_step = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    def __str__(self) -> str:
+        return f"authenticator of {self.user}"
+
+
+class RecoveryCode(models.Model):
+    """A single-use code for signing in without the authenticator. Only its digest is kept."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="recovery_codes")
+    digest = models.CharField(max_length=64, unique=True)
+    used_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    def __str__(self) -> str:
+        return f"recovery code of {self.user}"
+
+
 class Membership(models.Model):
     class Role(models.TextChoices):
         ADMIN = "admin", "Tenant admin"

@@ -7,14 +7,17 @@ import uuid
 
 from django.db.models import Count, QuerySet
 
+from apps.tenancy import totp
 from apps.tenancy.models import (
     ApiToken,
     AuditEvent,
     DataClass,
     Membership,
+    RecoveryCode,
     Region,
     ServiceAccount,
     Tenant,
+    TotpDevice,
     User,
 )
 from apps.tenancy.scope import system_scope
@@ -79,3 +82,31 @@ def service_account_list() -> QuerySet[ServiceAccount]:
 
 def api_token_list() -> QuerySet[ApiToken]:
     return ApiToken.objects.select_related("service_account", "service_account__tenant")
+
+
+def totp_device_of(user: User) -> TotpDevice | None:
+    return TotpDevice.objects.filter(user=user).first()
+
+
+def has_second_factor(user: User) -> bool:
+    return TotpDevice.objects.filter(user=user, confirmed_at__isnull=False).exists()
+
+
+def recovery_codes_left(user: User) -> int:
+    return RecoveryCode.objects.filter(user=user, used_at__isnull=True).count()
+
+
+def totp_pending_enrolment(user: User) -> totp.Enrolment | None:
+    """The seed of an enrolment waiting for its first code, to show it again; or None."""
+    device = totp_device_of(user)
+    if device is None or device.confirmed_at is not None:
+        return None
+    try:
+        seed = totp.unseal(device.sealed_seed)
+    except totp.SeedUnreadable:
+        return None
+    return totp.enrolment(seed, account=user.username)
+
+
+def user_by_username(username: str) -> User | None:
+    return User.objects.filter(username=username).first()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import secrets
 from dataclasses import dataclass
@@ -17,15 +18,18 @@ from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
 from apps.core.context import Actor
-from apps.core.errors import Conflict, DomainError, ValidationFailed
+from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
+from apps.tenancy import totp
 from apps.tenancy.audit import audit_record, diff, snapshot
 from apps.tenancy.models import (
     TOKEN_SCOPES,
     ApiToken,
     Membership,
+    RecoveryCode,
     Region,
     ServiceAccount,
     Tenant,
+    TotpDevice,
     User,
 )
 from apps.tenancy.scope import owner_scope, system_scope, tenant_scope
@@ -292,7 +296,9 @@ def login_attempt(*, request, username: str, password: str) -> User:
                 refusal = LoginRefused("Wrong username or password.", code="invalid_credentials")
                 if user is not None:
                     _count_failure(user, now)
-            elif user.failed_login_count or user.locked_until:
+            elif (user.failed_login_count or user.locked_until) and not _has_second_factor(user):
+                # With two factors, only the code step clears the count: otherwise the
+                # password, once known, would buy fresh guesses at the code forever.
                 user.failed_login_count = 0
                 user.locked_until = None
                 user.save(update_fields=["failed_login_count", "locked_until"])
@@ -389,3 +395,225 @@ def catalog_delete(*, actor: Actor, instance) -> None:
             raise Conflict(
                 f"{instance} is still in use and cannot be deleted.", code="in_use"
             ) from None
+
+
+# --------------------------------------------------------------------------- two-factor sign-in
+
+RECOVERY_CODE_COUNT = 10
+
+
+def _has_second_factor(user: User) -> bool:
+    return TotpDevice.objects.filter(user=user, confirmed_at__isnull=False).exists()
+
+
+def totp_enrol_begin(*, actor: Actor, user: User) -> totp.Enrolment:
+    """Give `user` a new, unconfirmed authenticator seed (replacing an unconfirmed one)."""
+    seed = totp.new_seed()
+    with transaction.atomic():
+        device = TotpDevice.objects.select_for_update().filter(user=user).first()
+        if device is not None and device.confirmed_at is not None:
+            raise Conflict(
+                "Two-factor sign-in is already on; turn it off or have it reset first.",
+                code="totp_already_enabled",
+            )
+        device = device or TotpDevice(user=user)
+        device.sealed_seed = totp.seal(seed)
+        device.last_used_step = None
+        device.created_at = timezone.now()
+        device.save()
+        audit_record(actor=actor, action="user.totp_enrol_start", instance=user)
+    return totp.enrolment(seed, account=user.username)
+
+
+def totp_enrol_confirm(*, actor: Actor, user: User, code: str) -> list[str]:
+    """Switch two-factor sign-in on once `code` proves the app has the seed; returns the
+    recovery codes, which are shown once and kept only as digests."""
+    now = timezone.now()
+    with transaction.atomic():
+        device = TotpDevice.objects.select_for_update().filter(user=user).first()
+        if device is None or device.confirmed_at is not None:
+            raise Conflict("There is no enrolment waiting for a code.", code="totp_not_pending")
+        step = totp.matching_step(
+            _seed_of(device), code, now.timestamp(), after=device.last_used_step
+        )
+        if step is None:
+            raise ValidationFailed(
+                "That is not the authenticator's current code; check the phone's clock "
+                "and try again.",
+                code="invalid_code",
+            )
+        device.confirmed_at = now
+        device.last_used_step = step
+        device.save(update_fields=["confirmed_at", "last_used_step"])
+        codes = _recovery_codes_issue(user)
+        audit_record(
+            actor=actor,
+            action="user.totp_enable",
+            instance=user,
+            changes={"two_factor": [False, True], "recovery_codes": [None, len(codes)]},
+        )
+    return codes
+
+
+def login_second_factor(*, user_id: int, code: str) -> tuple[User, str]:
+    """Check the code step of a two-step login: an authenticator code, or a recovery code.
+
+    Returns the user and how they proved it (`totp` or `recovery_code`). Wrong and
+    replayed codes count towards the lockout like wrong passwords do.
+    """
+    now = timezone.now()
+    refusal = None
+    with transaction.atomic():
+        user = User.objects.select_for_update().filter(pk=user_id, is_active=True).first()
+        if user is None:
+            raise LoginRefused("Sign in again.", code="login_expired")
+        if user.locked_until and user.locked_until > now:
+            refusal = LoginRefused(
+                "Too many failed logins; the account is locked for a while.",
+                code="account_locked",
+            )
+            method = None
+        else:
+            method, problem = _second_factor_check(user, code, now)
+            if method is None:
+                refusal = LoginRefused(
+                    "That code was used already; wait for the next one."
+                    if problem == "code_reused"
+                    else "Wrong code.",
+                    code=problem,
+                )
+                _count_failure(user, now)
+            elif user.failed_login_count or user.locked_until:
+                user.failed_login_count = 0
+                user.locked_until = None
+                user.save(update_fields=["failed_login_count", "locked_until"])
+    if refusal is not None:
+        raise refusal
+    return user, method
+
+
+def totp_disable(*, actor: Actor, user: User, code: str) -> None:
+    """Switch two-factor sign-in off, proven with a current or recovery code. Operators
+    may not: the console requires it of them."""
+    if user.is_operator:
+        raise Conflict("Operators must keep two-factor sign-in on.", code="totp_required")
+    with transaction.atomic():
+        User.objects.select_for_update().filter(pk=user.pk).first()
+        if not _has_second_factor(user):
+            raise Conflict("Two-factor sign-in is not on.", code="totp_not_enabled")
+        method, problem = _second_factor_check(user, code, timezone.now())
+        if method is None:
+            raise ValidationFailed("Wrong code.", code=problem)
+        _second_factor_remove(user)
+        audit_record(
+            actor=actor,
+            action="user.totp_disable",
+            instance=user,
+            changes={"two_factor": [True, False]},
+        )
+
+
+def totp_reset(*, actor: Actor, user: User) -> None:
+    """Remove `user`'s authenticator and recovery codes, for someone who lost the device.
+    An operator then enrols again at their next sign-in."""
+    with transaction.atomic():
+        device = TotpDevice.objects.select_for_update().filter(user=user).first()
+        if device is None:
+            raise NotFound(f"{user.username} has no authenticator.", code="totp_not_enabled")
+        _second_factor_remove(user)
+        audit_record(
+            actor=actor,
+            action="user.totp_reset",
+            instance=user,
+            changes={"two_factor": [device.confirmed_at is not None, False]},
+        )
+
+
+def recovery_codes_regenerate(*, actor: Actor, user: User, code: str) -> list[str]:
+    """New recovery codes for a current authenticator code; the old ones stop working."""
+    with transaction.atomic():
+        User.objects.select_for_update().filter(pk=user.pk).first()
+        if not _has_second_factor(user):
+            raise Conflict("Two-factor sign-in is not on.", code="totp_not_enabled")
+        method, problem = _second_factor_check(user, code, timezone.now(), recovery=False)
+        if method is None:
+            raise ValidationFailed("Wrong code.", code=problem)
+        codes = _recovery_codes_issue(user)
+        audit_record(
+            actor=actor,
+            action="user.recovery_codes_regenerate",
+            instance=user,
+            changes={"recovery_codes": [None, len(codes)]},
+        )
+    return codes
+
+
+def _seed_of(device: TotpDevice) -> bytes:
+    try:
+        return totp.unseal(device.sealed_seed)
+    except totp.SeedUnreadable:
+        raise Conflict(
+            "The authenticator was sealed under a secret key Steward no longer has; "
+            "an operator must reset it.",
+            code="totp_unreadable",
+        ) from None
+
+
+def _second_factor_check(
+    user: User, code: str, now: datetime, *, recovery: bool = True
+) -> tuple[str | None, str]:
+    """(`totp` | `recovery_code`, "") when `code` passes, else (None, problem code).
+
+    Called under the user's row lock, so two requests cannot both use one code.
+    """
+    device = TotpDevice.objects.filter(user=user, confirmed_at__isnull=False).first()
+    if device is None:
+        return None, "totp_not_enabled"
+    seed = _seed_of(device)
+    step = totp.matching_step(seed, code, now.timestamp(), after=None)
+    if step is not None:
+        if device.last_used_step is not None and step <= device.last_used_step:
+            return None, "code_reused"
+        device.last_used_step = step
+        device.save(update_fields=["last_used_step"])
+        return "totp", ""
+    if recovery:
+        used = RecoveryCode.objects.filter(
+            user=user, digest=_recovery_digest(code), used_at__isnull=True
+        ).update(used_at=now)
+        if used:
+            audit_record(
+                actor=Actor(user=user),
+                action="user.recovery_code_use",
+                instance=user,
+                changes={
+                    "recovery_codes_left": [
+                        None,
+                        RecoveryCode.objects.filter(user=user, used_at__isnull=True).count(),
+                    ]
+                },
+            )
+            return "recovery_code", ""
+    return None, "invalid_code"
+
+
+def _recovery_digest(code: str) -> str:
+    return hashlib.sha256(totp.normalize_code(code).encode()).hexdigest()
+
+
+def _recovery_codes_issue(user: User) -> list[str]:
+    RecoveryCode.objects.filter(user=user).delete()
+    # 80 random bits each, in four groups people can read out and type.
+    codes = []
+    for _ in range(RECOVERY_CODE_COUNT):
+        raw = base64.b32encode(secrets.token_bytes(10)).decode()
+        codes.append("-".join(raw[i : i + 4] for i in range(0, 16, 4)))
+    RecoveryCode.objects.bulk_create(
+        RecoveryCode(user=user, digest=_recovery_digest(c)) for c in codes
+    )
+    return codes
+
+
+def _second_factor_remove(user: User) -> None:
+    TotpDevice.objects.filter(user=user).delete()
+    RecoveryCode.objects.filter(user=user).delete()

@@ -1,11 +1,14 @@
 """`make run`'s stack, for real: four processes that carry an event from a console write to
 a consumer, and Ctrl-C stops them all."""
 
+import base64
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import psycopg
 import pytest
 from django.db import connection
 
+from apps.tenancy import totp
 from tests.core.test_setup_and_probes import database_url
 from tests.support import wait_for
 
@@ -83,7 +87,22 @@ def test_make_run_serves_carries_events_and_stops_on_ctrl_c(scratch_database):
                 },
                 headers={"Referer": f"{base}/login/"},
             )
+            # The demo operator has no authenticator yet: operators enrol one first.
             token = browser.cookies["csrftoken"]  # signing in rotates it
+            browser.post(
+                "/account/two-factor/start/",
+                data={"csrfmiddlewaretoken": token},
+                headers={"Referer": f"{base}/account/two-factor/"},
+            )
+            page = browser.get("/account/two-factor/").text
+            seed = re.search(r'<code id="totp-secret">([A-Z2-7]+)</code>', page).group(1)
+            code = totp.totp(base64.b32decode(seed + "=" * (-len(seed) % 8)), time.time())
+            confirmed = browser.post(
+                "/account/two-factor/confirm/",
+                data={"code": code, "csrfmiddlewaretoken": token},
+                headers={"Referer": f"{base}/account/two-factor/"},
+            )
+            assert "Recovery codes" in confirmed.text
             slug = f"run-{uuid.uuid4().hex[:6]}"
             created = browser.post(
                 "/tenants/new/",
