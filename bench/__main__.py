@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-CASES = ("api", "eventing", "compute", "assets", "registry", "load")
+CASES = ("api", "eventing", "compute", "assets", "registry", "sweeper", "load")
 
 
 def main(argv: list[str] | None = None) -> int:

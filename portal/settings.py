@@ -353,6 +353,23 @@ STEWARD_SECRET_BROKER_DIR = env("STEWARD_SECRET_BROKER_DIR", str(BASE_DIR / ".da
 # Webhook signing secrets are referenced as env:NAME, NAME starting with this prefix.
 STEWARD_SECRET_ENV_PREFIX = env("STEWARD_SECRET_ENV_PREFIX", "STEWARD_WEBHOOK_SECRET_")
 
+# ----------------------------------------------------------------------------- Retention
+
+# The nightly retention sweep (apps.governance.retention_services.sweep_run): when it
+# runs (a crontab line: minute hour day-of-month month day-of-week, UTC), how long an
+# owning service has to report a purge task's receipt, and how Steward's own tables are
+# swept: rows per batch to start with, adapted so a batch (its row locks) lasts about
+# the target.
+STEWARD_RETENTION_SWEEP_CRONTAB = env("STEWARD_RETENTION_SWEEP_CRONTAB", "30 2 * * *")
+STEWARD_RETENTION_TASK_DUE_HOURS = env_int("STEWARD_RETENTION_TASK_DUE_HOURS", 72)
+STEWARD_RETENTION_SWEEP_BATCH = env_int("STEWARD_RETENTION_SWEEP_BATCH", 2000)
+STEWARD_RETENTION_SWEEP_BATCH_MAX = env_int("STEWARD_RETENTION_SWEEP_BATCH_MAX", 50_000)
+STEWARD_RETENTION_BATCH_TARGET_MS = env_int("STEWARD_RETENTION_BATCH_TARGET_MS", 50)
+# Replayed or discarded dead letters are kept this long after they were resolved.
+STEWARD_RETENTION_DEAD_LETTERS_DAYS = env_int("STEWARD_RETENTION_DEAD_LETTERS_DAYS", 30)
+# Traces expire in their own backend; shown with each sweep for information only.
+STEWARD_TRACE_RETENTION_DAYS = env_int("STEWARD_TRACE_RETENTION_DAYS", 30)
+
 # ----------------------------------------------------------------------------- Celery
 
 CELERY_BROKER_URL = celery_url(REDIS_URL)

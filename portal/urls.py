@@ -23,6 +23,7 @@ api_v1 = [
     path("compute/", include("apps.compute.api.urls")),
     path("assets/", include("apps.assets.api.urls")),
     path("stores/", include("apps.stores.api.urls")),
+    path("governance/retention/", include("apps.governance.api.retention_urls")),
     path("governance/", include("apps.governance.api.urls")),
     path("whoami/", WhoAmIView.as_view(), name="whoami"),
 ]
@@ -52,6 +53,7 @@ urlpatterns = [
     path("compute/", include("apps.compute.urls")),
     path("assets/", include("apps.assets.urls")),
     path("stores/", include("apps.stores.urls")),
+    path("governance/retention/", include("apps.governance.retention_urls")),
     path("governance/", include("apps.governance.urls")),
     path("", include("apps.console.urls")),
 ]

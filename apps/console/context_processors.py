@@ -10,6 +10,7 @@ NAVIGATION = (
     ("Registry", "registry:topic-list"),
     ("Stores", "stores:binding-list"),
     ("Governance", "governance:order-list"),
+    ("Retention", "retention:overview"),
     ("Compute", "compute:batch-list"),
     ("Audit", "console:audit-list"),
 )

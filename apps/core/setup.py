@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import connection, transaction
-from django_celery_beat.models import IntervalSchedule, PeriodicTask
+from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.tenancy import services
@@ -54,6 +55,10 @@ SCHEDULES = [
 # Installed disabled: an operator turns them on (console or admin) when wanted.
 OPT_IN_SCHEDULES = [
     ("assets.periodic_reconcile_workflows", 15, IntervalSchedule.MINUTES, "periodic"),
+]
+# (task, the setting holding its crontab line, queue): jobs that run at a time of day.
+CRONTAB_SCHEDULES = [
+    ("governance.periodic_retention_sweep", "STEWARD_RETENTION_SWEEP_CRONTAB", "periodic"),
 ]
 DEMO_PASSWORD = "steward-demo"  # noqa: S105 - documented demo login, development only
 
@@ -108,6 +113,58 @@ def install_schedules(report: SetupReport) -> None:
         )
         if created:
             report.created.append(f"schedule {task}")
+    for task, setting, queue in CRONTAB_SCHEDULES:
+        minute, hour, day_of_month, month_of_year, day_of_week = crontab_fields(
+            getattr(settings, setting), setting
+        )
+        crontab, _ = CrontabSchedule.objects.get_or_create(
+            minute=minute,
+            hour=hour,
+            day_of_month=day_of_month,
+            month_of_year=month_of_year,
+            day_of_week=day_of_week,
+            timezone="UTC",
+        )
+        # Created once: an operator's later change in the console or admin is kept.
+        _, created = PeriodicTask.objects.get_or_create(
+            name=task,
+            defaults={
+                "task": task,
+                "crontab": crontab,
+                "queue": queue,
+                "kwargs": json.dumps({}),
+                "enabled": True,
+            },
+        )
+        if created:
+            report.created.append(f"schedule {task} ({getattr(settings, setting)})")
+
+
+def crontab_fields(line: str, setting: str) -> list[str]:
+    """The five fields of a crontab line; a malformed line stops the set-up, naming it."""
+    from celery.schedules import crontab
+    from django.core.exceptions import ImproperlyConfigured
+
+    fields = (line or "").split()
+    problem = "" if len(fields) == 5 else "it has not five fields"
+    if not problem:
+        try:
+            minute, hour, day_of_month, month_of_year, day_of_week = fields
+            crontab(
+                minute=minute,
+                hour=hour,
+                day_of_month=day_of_month,
+                month_of_year=month_of_year,
+                day_of_week=day_of_week,
+            )
+        except ValueError as exc:
+            problem = str(exc)
+    if problem:
+        raise ImproperlyConfigured(
+            f"{setting} must be a crontab line (minute hour day-of-month month "
+            f"day-of-week), and {line!r} is not: {problem}."
+        )
+    return fields
 
 
 def install_demo_data(report: SetupReport) -> None:

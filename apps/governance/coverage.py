@@ -58,6 +58,7 @@ EXEMPT: dict[str, str] = {
     "governance.EvidenceEntry": "the order's hash-chained evidence, kept as proof",
     "governance.GovernanceTask": "the tasks and their receipts are the order's proof",
     "governance.ExportArtifact": "the record of an export; its file is deleted with the tenant",
+    "governance.LegalHold": "a legal hold is evidence that outlives the data it held",
 }
 
 

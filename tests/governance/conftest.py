@@ -92,3 +92,53 @@ def fresh(obj):
     with system_scope():
         obj.refresh_from_db()
     return obj
+
+
+# --------------------------------------------------------------------------- retention
+
+
+@pytest.fixture
+def personal(db):
+    return DataClass.objects.get_or_create(slug="personal", defaults={"name": "Personal"})[0]
+
+
+@pytest.fixture
+def telemetry(db):
+    return DataClass.objects.get_or_create(slug="telemetry", defaults={"name": "Telemetry"})[0]
+
+
+def make_store(slug, data_class, owner="knowledge"):
+    return Store.objects.create(
+        slug=slug,
+        name=slug,
+        owning_service=Service.objects.get_or_create(name=owner)[0],
+        data_class=data_class,
+        category=Store.Category.AUTHORITATIVE,
+        workload_class="catalog",
+    )
+
+
+@pytest.fixture
+def store(personal):
+    return make_store("knowledge-sql", personal)
+
+
+@pytest.fixture
+def profile(db):
+    return StoreProfile.objects.get_or_create(
+        slug="postgres-dedicated",
+        defaults={"name": "PostgreSQL", "engine": "postgresql", "shape": "dedicated_tables"},
+    )[0]
+
+
+def live_binding(tenant, store, profile, *, status="active"):
+    """A tenant's binding as provisioning leaves it (the path there is the stores tests')."""
+    with tenant_scope(tenant):
+        return StoreBinding.objects.create(
+            tenant=tenant, store=store, profile=profile, region=tenant.home_region, status=status
+        )
+
+
+@pytest.fixture
+def op(operator):
+    return Actor(user=operator)
