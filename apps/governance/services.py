@@ -303,6 +303,8 @@ def order_start(*, order: GovernanceOrder) -> GovernanceOrder:
         order = GovernanceOrder.objects.select_for_update().get(pk=order.pk)
         if order.status != Status.APPROVED:
             return order
+        if order.kind == GovernanceOrder.Kind.DELETION and _held(order, "waiting_for_legal_hold"):
+            return order
         order.status = Status.RUNNING
         order.started_at = timezone.now()
         order.save(update_fields=["status", "started_at"])
@@ -360,11 +362,51 @@ def _advance(order: GovernanceOrder) -> None:
         order.save(update_fields=["status"])
     if any(t.status != TaskStatus.COMPLETED for t in tasks):
         return
+    if _held(order, "paused_by_legal_hold"):
+        return  # the finished phase's successor waits; resume_held_orders goes on
     evidence.append(order, "phase_completed", phase=order.phase)
     if order.phase < len(phases.phases_of(order.kind)):
         _issue_phase(order, order.phase + 1)
     else:
         _complete(order)
+
+
+def active_holds(tenant_id):
+    """The tenant's legal holds not yet released. Any of them, whatever its scope,
+    holds a deletion: deleting the tenant would destroy the data it keeps."""
+    from apps.governance.models import LegalHold
+
+    return LegalHold.objects.filter(tenant_id=tenant_id, released_at__isnull=True)
+
+
+def _held(order: GovernanceOrder, kind: str) -> bool:
+    """True while a legal hold keeps the deletion from going on; the first time, the
+    evidence says so with the holds' ids (the order is locked)."""
+    holds = list(active_holds(order.tenant_id).values_list("pk", flat=True))
+    if not holds:
+        return False
+    last = order.evidence.order_by("-sequence").values_list("kind", flat=True).first()
+    if last != kind:
+        evidence.append(order, kind, holds=[str(pk) for pk in holds], phase=order.phase)
+    return True
+
+
+def resume_held_orders() -> int:
+    """Go on with deletions a legal hold paused after a phase, once every hold on their
+    tenant is released (the minute's round calls it)."""
+    with system_scope():
+        paused = [
+            (o.pk, o.tenant_id)
+            for o in GovernanceOrder.objects.filter(
+                kind=GovernanceOrder.Kind.DELETION, status__in=[Status.RUNNING, Status.OVERDUE]
+            )
+            if not active_holds(o.tenant_id).exists()
+            and not o.tasks.filter(phase=o.phase).exclude(status=TaskStatus.COMPLETED).exists()
+        ]
+    for order_id, tenant_id in paused:
+        with tenant_scope(tenant_id), transaction.atomic():
+            _advance(GovernanceOrder.objects.select_for_update().get(pk=order_id))
+    return len(paused)
 
 
 def _enqueue_assembly(order_id) -> None:

@@ -94,6 +94,9 @@ class OrderDetailView(LoginRequiredMixin, DetailView):
             final_digest=document["final_digest"],
             starts_at=services.starts_at(order),
             artifact=ExportArtifact.objects.filter(order=order).first(),
+            holds=list(services.active_holds(order.tenant_id))
+            if order.kind == GovernanceOrder.Kind.DELETION and order.status != "completed"
+            else [],
             may_decide=order.status == GovernanceOrder.Status.REQUESTED
             and order.requested_by_id != user.pk
             and user.pk not in decided,

@@ -52,4 +52,8 @@ def run_steward_task(*, task_id) -> str:
 
 
 def advance_orders() -> dict:
-    return {"started": services.start_due_orders(), "overdue": services.flag_overdue()}
+    return {
+        "started": services.start_due_orders(),
+        "resumed": services.resume_held_orders(),
+        "overdue": services.flag_overdue(),
+    }

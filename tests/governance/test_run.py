@@ -250,3 +250,38 @@ def test_a_real_worker_does_stewards_own_tasks_phase_after_phase(tenant_a):
     assert closing.status == "issued"
     with system_scope():
         assert not Asset.objects.filter(tenant=tenant_a).exists()
+
+
+def test_a_legal_hold_keeps_a_deletion_from_starting_and_from_its_next_phase(
+    bound, tenant_a, operator
+):
+    from apps.governance import retention_services
+
+    hold = retention_services.hold_place(
+        actor=Actor(user=operator), tenant=tenant_a, reason="litigation 2026-17"
+    )
+    order = approved(tenant_a)
+    assert order.status == "approved" and open_tasks(order) == []
+    assert services.start_due_orders() == 1  # tried: still held
+    fresh(order)
+    assert order.status == "approved"
+    with tenant_scope(tenant_a):
+        kinds = list(order.evidence.values_list("kind", flat=True))
+    assert kinds.count("waiting_for_legal_hold") == 1  # said once, not every minute
+    retention_services.hold_release(actor=Actor(user=operator), hold=hold, reason="settled")
+    services.start_due_orders()
+    fresh(order)
+    assert order.status == "running" and order.phase == 1
+    # a hold placed during a phase lets it finish, and keeps the next from starting
+    second = retention_services.hold_place(
+        actor=Actor(user=operator), tenant=tenant_a, reason="regulator's request"
+    )
+    for task in open_tasks(order, 1):
+        complete(task)
+    fresh(order)
+    assert order.phase == 1 and open_tasks(order, 2) == []
+    assert services.resume_held_orders() == 0
+    retention_services.hold_release(actor=Actor(user=operator), hold=second, reason="closed")
+    assert services.resume_held_orders() == 1
+    fresh(order)
+    assert order.phase == 2 and len(open_tasks(order, 2)) == 2
