@@ -6,6 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from apps.tenancy.models import Tenant
@@ -166,6 +167,15 @@ class GovernanceTask(models.Model):
                 condition=models.Q(status__in=["issued", "acknowledged"], overdue_at=None),
                 name="governance_task_due",
             ),
+        ]
+        constraints = [
+            # The sweeper's key (night, tenant, store, rule): a purge is issued once,
+            # whatever runs the sweep twice.
+            models.UniqueConstraint(
+                KT("detail__key"),
+                condition=models.Q(kind="purge"),
+                name="one_purge_task_per_key",
+            )
         ]
 
     def __str__(self) -> str:

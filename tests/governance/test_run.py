@@ -285,3 +285,21 @@ def test_a_legal_hold_keeps_a_deletion_from_starting_and_from_its_next_phase(
     assert services.resume_held_orders() == 1
     fresh(order)
     assert order.phase == 2 and len(open_tasks(order, 2)) == 2
+
+
+def test_the_database_refuses_a_second_purge_task_of_the_same_key(tenant_a):
+    from django.db import IntegrityError
+
+    due = timezone.now() + timedelta(days=1)
+    with tenant_scope(tenant_a):
+        services.task_issue(
+            tenant_id=tenant_a.pk, owner="search", kind="purge", detail={"key": "k1"}, due_at=due
+        )
+        with pytest.raises(IntegrityError):
+            services.task_issue(
+                tenant_id=tenant_a.pk,
+                owner="search",
+                kind="purge",
+                detail={"key": "k1"},
+                due_at=due,
+            )

@@ -187,22 +187,18 @@ class TaskViewSet(
     @action(detail=True, methods=["post"])
     @idempotent
     def fail(self, request, pk=None):
-        payload = serializers.ReasonSerializer(data=request.data)
-        payload.is_valid(raise_exception=True)
-        task = services.task_fail(
-            actor=request.actor,
-            task_id=self.get_object().pk,
-            reason=payload.validated_data["reason"],
-        )
-        return self._answer(task)
+        return self._with_reason(request, services.task_fail)
 
     @extend_schema(request=serializers.ReasonSerializer, responses=serializers.TaskSerializer)
     @action(detail=True, methods=["post"])
     @idempotent
     def decline(self, request, pk=None):
+        return self._with_reason(request, services.task_decline)
+
+    def _with_reason(self, request, settle):
         payload = serializers.ReasonSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        task = services.task_decline(
+        task = settle(
             actor=request.actor,
             task_id=self.get_object().pk,
             reason=payload.validated_data["reason"],
