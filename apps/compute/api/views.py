@@ -13,14 +13,14 @@ from apps.core.api.permissions import (
     TENANT_ADMIN,
     TENANT_SERVICE,
 )
-from apps.core.api.views import StewardViewSetMixin, tenant_for_write
+from apps.core.api.views import ReadShapeUpdateMixin, StewardViewSetMixin, tenant_for_write
 
 
 class ComputeBatchViewSet(
     StewardViewSetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
+    ReadShapeUpdateMixin,
     viewsets.GenericViewSet,
 ):
     """Compute batches. The workflow engine submits them (`submit_compute`), compute
