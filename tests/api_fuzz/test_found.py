@@ -107,3 +107,31 @@ def test_verifying_evidence_echoes_the_digest_as_text(platform, tenant_a):
     answer = platform.post("/api/v1/governance/evidence/verify/", document, format="json")
     assert answer.status_code == 200, answer.content
     assert answer.json()["final_digest"] == "0"
+
+
+def test_a_batch_status_report_without_a_status_is_bad_input(platform, tenant_a):
+    from apps.compute.services import batch_submit
+
+    batch, _ = batch_submit(
+        actor=SYSTEM_ACTOR,
+        tenant=tenant_a,
+        idempotency_key="fuzz",
+        workflow_instance_id="wf-1",
+        workflow_step_id="step-1",
+    )
+    answer = platform.patch(f"/api/v1/compute/batches/{batch.pk}/", {}, format="json")
+    assert answer.status_code == 400, answer.content
+    assert "status" in answer.json()["errors"]
+
+
+def test_the_schema_documents_the_idempotency_and_precondition_headers():
+    from drf_spectacular.generators import SchemaGenerator
+
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+
+    def headers(path, method):
+        return {p["name"] for p in paths[path][method].get("parameters", []) if p["in"] == "header"}
+
+    assert "Idempotency-Key" in headers("/api/v1/tenancy/tenants/", "post")
+    assert "If-Match" in headers("/api/v1/tenancy/tenants/{id}/", "patch")
+    assert not headers("/api/v1/tenancy/tenants/", "get")

@@ -10,6 +10,7 @@ documents its own.
 from __future__ import annotations
 
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
 from apps.core.api.exceptions import PROBLEM_CONTENT_TYPE
@@ -41,7 +42,35 @@ class ProblemSerializer(serializers.Serializer):
     )
 
 
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    {"type": "string", "minLength": 1, "maxLength": 255},
+    OpenApiParameter.HEADER,
+    description="The same key and body again get the stored answer; another body, 409.",
+)
+IF_MATCH = OpenApiParameter(
+    "If-Match",
+    str,
+    OpenApiParameter.HEADER,
+    description="The `ETag` of the object as read: the change is refused (412) if it moved on.",
+)
+
+
 class StewardAutoSchema(AutoSchema):
+    def get_override_parameters(self):
+        from apps.core.api.views import StewardViewSetMixin
+
+        parameters = list(super().get_override_parameters())
+        # What the request reaches: a viewset's action, or an APIView's get/post/….
+        handler = getattr(self.view, getattr(self.view, "action", None) or "", None) or getattr(
+            self.view, self.method.lower(), None
+        )
+        if self.method == "POST" and getattr(handler, "idempotent", False):
+            parameters.append(IDEMPOTENCY_KEY)
+        if self.method in ("PUT", "PATCH", "DELETE") and isinstance(self.view, StewardViewSetMixin):
+            parameters.append(IF_MATCH)
+        return parameters
+
     def get_operation(self, path, path_regex, path_prefix, method, registry):
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
         if operation is None or not getattr(self.view, "problem_responses", True):
