@@ -135,3 +135,18 @@ def test_the_schema_documents_the_idempotency_and_precondition_headers():
     assert "Idempotency-Key" in headers("/api/v1/tenancy/tenants/", "post")
     assert "If-Match" in headers("/api/v1/tenancy/tenants/{id}/", "patch")
     assert not headers("/api/v1/tenancy/tenants/", "get")
+
+
+def test_a_slug_with_a_nul_character_is_bad_input(platform):
+    answer = platform.post(
+        "/api/v1/stores/residency/evaluate/", {"store": "a\x00b", "region": "x"}, format="json"
+    )
+    assert answer.status_code == 400, answer.content
+    assert answer.json()["errors"]["store"][0]["code"] == "null_characters_not_allowed"
+
+
+def test_an_audit_filter_offset_postgresql_does_not_take_still_filters(platform):
+    answer = platform.get(
+        "/api/v1/tenancy/audit-events/", {"occurred_after": "2026-06-02T07:37:49-18:50"}
+    )
+    assert answer.status_code == 200, answer.content
