@@ -1,14 +1,13 @@
 """How gunicorn serves Steward: read by `gunicorn` from the working directory, so the
-image (docker-compose.yml, Dockerfile) and `python -m bench assets` run the same.
+image (docker-compose.yml, Dockerfile) and the benchmarks run the same.
 
-Three processes of four threads each. A request spends much of its time waiting for
-PostgreSQL (a commit waits for its WAL flush) and for the client; with sync workers
-each process sat idle meanwhile. On two busy cores, four threads a process took the
-accepted callbacks from about 300/s to 520/s; two threads, 460/s (docs/performance.md).
-Django and Steward are thread-safe (`make run` serves with the threaded runserver);
-each thread keeps its own database connection, so a web container holds up to
-workers × threads of them.
+Four sync processes on two cores. A request spends much of its time waiting for
+PostgreSQL (a commit waits for its WAL flush) and for the client, so one process per
+core leaves the cores idle; four keep them busy. Threads (3 processes x 4 threads)
+did as well only on a machine busy with other work; on a quieter one, alternated
+runs of `bench assets --quick` gave 4 sync processes 747 and 759 accepted callbacks/s
+against 507 and 729 for the threads (docs/performance.md). Raise `workers` with the
+cores (about two per core); each holds one database connection.
 """
 
-workers = 3
-threads = 4  # the gthread worker
+workers = 4

@@ -4,7 +4,7 @@
 Workflow Service sends one signed callback per asset plus identical duplicates of a
 random fifth of them, shuffled.
 - accept_per_s: callbacks accepted (202) by `POST /api/v1/assets/workflow-callbacks/`
-  through gunicorn as deployed (gunicorn.conf.py: three processes of four threads; the
+  through gunicorn as deployed (gunicorn.conf.py: four sync processes; the
   whole middleware stack, signature check, receipt, kick), from concurrent clients in
   other processes. No worker runs meanwhile, so the figure is the web tier's alone.
 - apply_per_s: receipts settled by a Celery worker (`--concurrency 2`) started on the

@@ -217,7 +217,7 @@ def run(*, quick: bool) -> dict:
         "name": "load",
         "assets": assets,
         "outbox_events": events,
-        "web": "gunicorn.conf.py (3 processes x 4 threads)",
+        "web": "gunicorn.conf.py (4 sync processes)",
         "seconds_per_endpoint": seconds,
         "baseline_rps": baseline["rps"],
         "baseline": baseline,

@@ -267,7 +267,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["apps.core.api.throttling.CallerRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"caller": env("STEWARD_API_RATE", "1200/min")},
     "EXCEPTION_HANDLER": "apps.core.api.exceptions.problem_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "apps.core.api.schema.StewardAutoSchema",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 

@@ -28,6 +28,8 @@ api_v1 = [
     path("whoami/", WhoAmIView.as_view(), name="whoami"),
 ]
 
+handler404 = "apps.core.views.not_found"
+
 urlpatterns = [
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("healthz", core_views.healthz, name="healthz"),

@@ -4,6 +4,7 @@ from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 from django.http import JsonResponse
+from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -57,3 +58,16 @@ def readyz(request):
             if j.late
         ]
     return JsonResponse(answer, status=200 if ready else 503)
+
+
+def not_found(request, exception):
+    """Django's 404 for URLs no route matches: API clients get the API's error shapes,
+    not an HTML page (an identifier with a dot, say, matches no API route)."""
+    if request.path.startswith("/api/schema-registry/"):
+        return JsonResponse({"error_code": 404, "message": "Not found."}, status=404)
+    if request.path.startswith("/api/"):
+        from apps.core.api.exceptions import PROBLEM_CONTENT_TYPE, problem_body
+
+        body = problem_body(status_code=404, code="not_found", title="Not found.")
+        return JsonResponse(body, status=404, content_type=PROBLEM_CONTENT_TYPE)
+    return defaults.page_not_found(request, exception)

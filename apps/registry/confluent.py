@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from django.http import Http404
+from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
@@ -60,9 +61,22 @@ class LevelIn(serializers.Serializer):
     compatibility = serializers.ChoiceField(choices=compatibility.MODES)
 
 
+class RegistryErrorSerializer(serializers.Serializer):
+    error_code = serializers.IntegerField()
+    message = serializers.CharField()
+
+
+def _error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(response=RegistryErrorSerializer, description=description)
+
+
 ERRORS = {
-    404: OpenApiResponse(description='`{"error_code": 40401|40402|40403, "message": …}`'),
-    422: OpenApiResponse(description='`{"error_code": 42201, "message": …}`'),
+    400: _error("Malformed request: the body is not a JSON object (error_code 400)."),
+    401: _error("No credentials, or a bad token (error_code 40101)."),
+    403: _error("The caller may not use the registry (error_code 40301)."),
+    404: _error("Subject (40401), version (40402) or schema (40403) not found."),
+    422: _error("Invalid schema (42201) or compatibility level (42203)."),
+    429: _error("Too many requests (error_code 429); `Retry-After` says when to retry."),
 }
 TAG = ["schema-registry (Confluent-compatible)"]
 
@@ -73,6 +87,7 @@ class SchemaRegistryJSONParser(JSONParser):
 
 class ConfluentView(StewardAccessMixin, APIView):
     parser_classes = [JSONParser, SchemaRegistryJSONParser]
+    problem_responses = False  # the registry's own error shape, documented in ERRORS
     scope_app = "registry"
     steward_scope = "system"
     read_access = PLATFORM
@@ -93,7 +108,23 @@ class ConfluentView(StewardAccessMixin, APIView):
             return Response({"error_code": 400, "message": str(exc.detail)}, status=400)
         if isinstance(exc, Http404):
             return Response({"error_code": 404, "message": "Not found."}, status=404)
+        if isinstance(exc, exceptions.APIException):
+            # The rest (throttling, media types…) in the registry's shape too: clients
+            # of this API read no other.
+            headers = {"Retry-After": str(int(exc.wait))} if getattr(exc, "wait", None) else {}
+            message = str(exc.detail) if isinstance(exc.detail, str) else "Invalid request."
+            return Response(
+                {"error_code": exc.status_code, "message": message},
+                status=exc.status_code,
+                headers=headers,
+            )
         return super().handle_exception(exc)
+
+
+def _body(request) -> dict:
+    if not isinstance(request.data, dict):
+        raise RegistryError(400, 400, "The body must be a JSON object.")
+    return request.data
 
 
 def _topic(subject: str) -> Topic:
@@ -131,18 +162,21 @@ def _registered(version: SchemaVersion, subject: str | None = None) -> dict:
 
 
 def _schema_of(request) -> dict | bool:
-    if request.data.get("schemaType", "JSON") != "JSON":
+    body = _body(request)
+    if body.get("schemaType", "JSON") != "JSON":
         raise RegistryError(422, 42201, "Steward's registry keeps JSON Schema only.")
-    if request.data.get("references"):
+    if body.get("references"):
         raise RegistryError(422, 42201, "Schema references are not supported.")
     try:
-        return compatibility.parse_schema(request.data.get("schema", ""))
+        return compatibility.parse_schema(body.get("schema", ""))
     except compatibility.InvalidSchema as exc:
         raise RegistryError(422, 42201, f"Invalid schema: {exc.reason}") from None
 
 
 class Subjects(ConfluentView):
-    @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        tags=TAG, responses={200: build_array_type(build_basic_type(OpenApiTypes.STR)), **ERRORS}
+    )
     def get(self, request):
         names = (
             Topic.objects.filter(schema_versions__state=SchemaVersion.State.PUBLISHED)
@@ -169,7 +203,7 @@ class SubjectVersions(ConfluentView):
     @extend_schema(
         tags=TAG,
         operation_id="schema_registry_subject_version_numbers",
-        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        responses={200: build_array_type(build_basic_type(OpenApiTypes.INT)), **ERRORS},
     )
     def get(self, request, subject):
         return Response(list(_published(_topic(subject)).values_list("version", flat=True)))
@@ -179,7 +213,7 @@ class SubjectVersions(ConfluentView):
         request=SchemaIn,
         responses={
             200: Registered,
-            409: OpenApiResponse(description="Breaking: waits for the named consumers."),
+            409: _error("Breaking: waits for the named consumers (error_code 409)."),
             **ERRORS,
         },
     )
@@ -265,7 +299,9 @@ class Compatibility(ConfluentView):
 class Config(ConfluentView):
     """The default compatibility level (set in Steward's configuration)."""
 
-    @extend_schema(tags=TAG, operation_id="schema_registry_default_config", responses=Level)
+    @extend_schema(
+        tags=TAG, operation_id="schema_registry_default_config", responses={200: Level, **ERRORS}
+    )
     def get(self, request):
         return Response({"compatibilityLevel": schemas.default_mode()})
 
@@ -277,7 +313,7 @@ class SubjectConfig(ConfluentView):
 
     @extend_schema(tags=TAG, request=LevelIn, responses={200: LevelIn, **ERRORS})
     def put(self, request, subject):
-        level = str(request.data.get("compatibility", "")).upper()
+        level = str(_body(request).get("compatibility", "")).upper()
         if level not in compatibility.MODES:
             raise RegistryError(422, 42203, f"Invalid compatibility level '{level}'.")
         schemas.set_mode(actor=request.actor, topic=_topic(subject), mode=level)

@@ -1,8 +1,29 @@
 """One FilterSet per model, shared by the console lists and the API."""
 
+from datetime import UTC
+
 import django_filters
+from django.core.exceptions import ValidationError
+from django_filters.fields import IsoDateTimeField
 
 from apps.tenancy.models import AuditEvent, Membership, ServiceAccount, Tenant
+
+
+class InstantField(IsoDateTimeField):
+    def to_python(self, value):
+        parsed = super().to_python(value)
+        if parsed is None or parsed.tzinfo is None:
+            return parsed
+        # In UTC: Python reads offsets up to ±23:59, PostgreSQL takes ±15:59, and a
+        # wider one failed in the database (500) instead of naming the same instant.
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:
+            raise ValidationError(self.error_messages["invalid"], code="invalid") from None
+
+
+class InstantFilter(django_filters.IsoDateTimeFilter):
+    field_class = InstantField
 
 
 class TenantFilterSet(django_filters.FilterSet):
@@ -34,8 +55,8 @@ class AuditEventFilterSet(django_filters.FilterSet):
     tenant = django_filters.CharFilter(field_name="tenant__slug")
     action = django_filters.CharFilter(lookup_expr="startswith")
     actor = django_filters.CharFilter(field_name="actor_label")
-    occurred_after = django_filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="gte")
-    occurred_before = django_filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="lt")
+    occurred_after = InstantFilter(field_name="occurred_at", lookup_expr="gte")
+    occurred_before = InstantFilter(field_name="occurred_at", lookup_expr="lt")
 
     class Meta:
         model = AuditEvent

@@ -17,7 +17,7 @@ from apps.core.api.permissions import (
     TENANT_SERVICE,
     caller_kind,
 )
-from apps.core.api.views import StewardViewSetMixin
+from apps.core.api.views import IdempotentCreateMixin, StewardViewSetMixin
 from apps.core.errors import ValidationFailed
 
 
@@ -25,7 +25,7 @@ class AssetViewSet(
     StewardViewSetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
+    IdempotentCreateMixin,
     viewsets.GenericViewSet,
 ):
     """Assets of the tenant the caller acts for, and their approval."""

@@ -13,14 +13,14 @@ from apps.core.api.permissions import (
     TENANT_ADMIN,
     TENANT_SERVICE,
 )
-from apps.core.api.views import StewardViewSetMixin, tenant_for_write
+from apps.core.api.views import ReadShapeUpdateMixin, StewardViewSetMixin, tenant_for_write
 
 
 class ComputeBatchViewSet(
     StewardViewSetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
+    ReadShapeUpdateMixin,
     viewsets.GenericViewSet,
 ):
     """Compute batches. The workflow engine submits them (`submit_compute`), compute
@@ -64,7 +64,9 @@ class ComputeBatchViewSet(
         request=serializers.BatchStatusSerializer, responses=serializers.ComputeBatchSerializer
     )
     def partial_update(self, request, *args, **kwargs):
-        return super().partial_update(request, *args, **kwargs)
+        # A status report always names the status: the body is validated whole, not as
+        # a partial update (an empty PATCH answered 500).
+        return self.update(request, *args, **kwargs)
 
     def perform_update(self, serializer):
         serializer.instance = services.batch_set_status(

@@ -36,10 +36,14 @@ _DRF_CODES = {
 }
 
 
-def problem(
-    *, status_code: int, code: str, title: str, detail: str = "", headers=None, **extra
-) -> Response:
-    body = {
+PROBLEM_MEMBERS = ("type", "title", "status", "code", "detail")
+
+
+def problem_body(*, status_code: int, code: str, title: str, detail: str = "", **extra) -> dict:
+    # A domain error's extras may be named like a problem member (an object's `status`
+    # when a transition is refused); they must not replace it, so they are renamed.
+    extra = {(f"current_{k}" if k in PROBLEM_MEMBERS else k): v for k, v in extra.items()}
+    return {
         "type": PROBLEM_TYPE_BASE + code,
         "title": title,
         "status": status_code,
@@ -47,6 +51,12 @@ def problem(
         "detail": detail or title,
         **extra,
     }
+
+
+def problem(
+    *, status_code: int, code: str, title: str, detail: str = "", headers=None, **extra
+) -> Response:
+    body = problem_body(status_code=status_code, code=code, title=title, detail=detail, **extra)
     return Response(body, status=status_code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
 
 
@@ -61,7 +71,8 @@ def _flatten(value) -> list:
     if isinstance(value, list):
         return [item for entry in value for item in _flatten(entry)]
     if isinstance(value, dict):
-        return [{"field": key, "errors": _flatten(inner)} for key, inner in value.items()]
+        # Keys are names, or the indexes of a list's items (ints): always strings out.
+        return [{"field": str(key), "errors": _flatten(inner)} for key, inner in value.items()]
     return [{"code": getattr(value, "code", "invalid"), "message": str(value)}]
 
 

@@ -83,4 +83,5 @@ def idempotent(view_method):
             )
         return response
 
+    wrapper.idempotent = True  # the OpenAPI schema documents the header (core.api.schema)
     return wrapper

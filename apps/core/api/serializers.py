@@ -1,9 +1,21 @@
 from rest_framework import serializers
 
 
+def _has_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
+
+
 class StrictFieldsMixin:
     """Refuse fields the serializer does not know, instead of silently dropping them:
-    a typo in a field name must not look like a successful change."""
+    a typo in a field name must not look like a successful change. Refuse NUL
+    characters too: PostgreSQL stores none in text or JSON, and a look-up by a slug
+    that holds one fails in the database rather than finding nothing."""
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
@@ -14,6 +26,15 @@ class StrictFieldsMixin:
                     {
                         name: [serializers.ErrorDetail("Unknown field.", code="unknown_field")]
                         for name in unknown
+                    }
+                )
+            with_nul = sorted(name for name, value in data.items() if _has_nul(value))
+            if with_nul:
+                message = "Null characters are not allowed."
+                raise serializers.ValidationError(
+                    {
+                        name: [serializers.ErrorDetail(message, code="null_characters_not_allowed")]
+                        for name in with_nul
                     }
                 )
         return super().to_internal_value(data)

@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import json
 
-from rest_framework import viewsets
+from rest_framework import mixins, viewsets
 from rest_framework.response import Response
 
 from apps.core.api.idempotency import idempotent
@@ -70,13 +70,6 @@ class StewardViewSetMixin(StewardAccessMixin):
         get_serializer_class(); ETags and update answers always use the read shape."""
         return self.serializer_class(obj, context=self.get_serializer_context()).data
 
-    def update(self, request, *args, **kwargs):
-        partial = kwargs.pop("partial", False)
-        serializer = self.get_serializer(self.get_object(), data=request.data, partial=partial)
-        serializer.is_valid(raise_exception=True)
-        self.perform_update(serializer)
-        return Response(self.read_representation(serializer.instance))
-
     def get_object(self):
         if self.request.method not in UNSAFE_OBJECT_METHODS:
             return super().get_object()
@@ -114,16 +107,38 @@ class StewardViewSetMixin(StewardAccessMixin):
             response["ETag"] = etag
         return response
 
+
+# Create and update are mixins of their own rather than methods of StewardViewSetMixin:
+# a router routes POST and PUT to every viewset that has `create` and `update`, so
+# methods there gave read-only viewsets write routes that could only fail.
+
+
+class IdempotentCreateMixin(mixins.CreateModelMixin):
+    """DRF's create, with Idempotency-Key."""
+
     @idempotent
     def create(self, request, *args, **kwargs):
         return super().create(request, *args, **kwargs)
+
+
+class ReadShapeUpdateMixin(mixins.UpdateModelMixin):
+    """DRF's update, answering with the read shape (see read_representation)."""
+
+    def update(self, request, *args, **kwargs):
+        partial = kwargs.pop("partial", False)
+        serializer = self.get_serializer(self.get_object(), data=request.data, partial=partial)
+        serializer.is_valid(raise_exception=True)
+        self.perform_update(serializer)
+        return Response(self.read_representation(serializer.instance))
 
 
 class StewardReadOnlyViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     pass
 
 
-class StewardCatalogViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
+class StewardCatalogViewSet(
+    StewardViewSetMixin, IdempotentCreateMixin, ReadShapeUpdateMixin, viewsets.ModelViewSet
+):
     """Platform catalog rows (regions, stores, profiles…): everyone reads; operators
     and platform services write, through one audited service. Subclasses set
     `scope_app`, the serializer and the queryset."""

@@ -36,7 +36,8 @@ class ArtifactSerializer(StrictModelSerializer):
 
 class TaskSerializer(StrictModelSerializer):
     tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    store = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    # Tasks of a whole tenant (an export, a subscription to close) name no store.
+    store = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     overdue = serializers.BooleanField(source="is_overdue", read_only=True)
 
     class Meta:

@@ -8,7 +8,12 @@ from rest_framework.views import APIView
 
 from apps.core.api.idempotency import idempotent
 from apps.core.api.permissions import EVERYONE, OPERATOR, PLATFORM, TENANT_ADMIN
-from apps.core.api.views import StewardAccessMixin, StewardViewSetMixin, tenant_for_write
+from apps.core.api.views import (
+    IdempotentCreateMixin,
+    StewardAccessMixin,
+    StewardViewSetMixin,
+    tenant_for_write,
+)
 from apps.core.errors import NotFound
 from apps.governance import evidence, exports, selectors, services
 from apps.governance.api import serializers
@@ -22,7 +27,7 @@ class OrderViewSet(
     StewardViewSetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
+    IdempotentCreateMixin,
     viewsets.GenericViewSet,
 ):
     """Tenant deletion and export orders: requested by a tenant's admin, approved by
@@ -135,7 +140,7 @@ class VerifyEvidenceView(StewardAccessMixin, APIView):
             {
                 "valid": valid,
                 "first_bad_entry": first_bad,
-                "final_digest": request.data["final_digest"],
+                "final_digest": payload.validated_data["final_digest"],
             }
         )
 

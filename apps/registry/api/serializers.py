@@ -1,10 +1,18 @@
 from rest_framework import serializers
+from rest_framework.validators import UniqueValidator
 
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
 from apps.registry.models import SchemaVersion, Service, Subscription, Topic
 
 
 class ServiceSerializer(StrictModelSerializer):
+    # Dotted names too, as Steward's own services have (`steward.recent-events`).
+    name = serializers.RegexField(
+        r"^[-a-zA-Z0-9_.]+$",
+        max_length=100,
+        validators=[UniqueValidator(queryset=Service.objects.all())],
+    )
+
     class Meta:
         model = Service
         fields = ["id", "name", "description", "created_at"]

@@ -7,7 +7,12 @@ from rest_framework.views import APIView
 
 from apps.core.api.idempotency import idempotent
 from apps.core.api.permissions import PLATFORM
-from apps.core.api.views import StewardAccessMixin, StewardViewSetMixin
+from apps.core.api.views import (
+    IdempotentCreateMixin,
+    ReadShapeUpdateMixin,
+    StewardAccessMixin,
+    StewardViewSetMixin,
+)
 from apps.registry import schemas, selectors, services
 from apps.registry.api import serializers
 from apps.registry.filters import SubscriptionFilterSet, TopicFilterSet
@@ -18,7 +23,7 @@ class ServiceViewSet(
     StewardViewSetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
+    IdempotentCreateMixin,
     viewsets.GenericViewSet,
 ):
     serializer_class = serializers.ServiceSerializer
@@ -40,7 +45,7 @@ class TopicViewSet(
     StewardViewSetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
+    IdempotentCreateMixin,
     viewsets.GenericViewSet,
 ):
     serializer_class = serializers.TopicSerializer
@@ -67,8 +72,8 @@ class SubscriptionViewSet(
     StewardViewSetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
+    IdempotentCreateMixin,
+    ReadShapeUpdateMixin,
     viewsets.GenericViewSet,
 ):
     """Who consumes what, and how. Subscriptions are deactivated, not deleted: their

@@ -14,6 +14,8 @@ from apps.core.api.permissions import (
     TENANT_SERVICE,
 )
 from apps.core.api.views import (
+    IdempotentCreateMixin,
+    ReadShapeUpdateMixin,
     StewardAccessMixin,
     StewardCatalogViewSet,
     StewardViewSetMixin,
@@ -29,7 +31,7 @@ class BindingViewSet(
     StewardViewSetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
+    IdempotentCreateMixin,
     viewsets.GenericViewSet,
 ):
     """SetStoreBinding and the binding lifecycle, in the caller's tenant scope."""
@@ -141,7 +143,7 @@ class CertificationViewSet(
     StewardViewSetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
+    IdempotentCreateMixin,
     viewsets.GenericViewSet,
 ):
     """Evidence records: who certified a profile for a workload, when, on which benchmark."""
@@ -168,7 +170,9 @@ class CertificationViewSet(
         return Response(self.read_representation(record))
 
 
-class RuleViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
+class RuleViewSet(
+    StewardViewSetMixin, IdempotentCreateMixin, ReadShapeUpdateMixin, viewsets.ModelViewSet
+):
     """Residency rules. Saving one flags the bindings it makes non-compliant."""
 
     steward_scope = "system"
@@ -196,7 +200,7 @@ class RuleViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
         serializer.instance = services.rule_save(
             actor=self.request.actor,
             rule=rule,
-            regions=regions if regions is not None else list(rule.regions.all()),
+            regions=regions if regions is not None else list(rule.regions.all()) if rule.pk else [],
         )
 
     def perform_destroy(self, instance):

@@ -49,7 +49,8 @@ class MembershipWriteSerializer(StrictSerializer):
 
 
 class AuditEventSerializer(StrictModelSerializer):
-    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    # Platform-wide changes (regions, catalog rows, people) belong to no tenant.
+    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
 
     class Meta:
         model = AuditEvent

@@ -13,6 +13,8 @@ from apps.core.api.permissions import (
     IsAuthenticatedCaller,
 )
 from apps.core.api.views import (
+    IdempotentCreateMixin,
+    ReadShapeUpdateMixin,
     StewardCatalogViewSet,
     StewardReadOnlyViewSet,
     StewardViewSetMixin,
@@ -28,8 +30,8 @@ class TenantViewSet(
     StewardViewSetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
+    IdempotentCreateMixin,
+    ReadShapeUpdateMixin,
     viewsets.GenericViewSet,
 ):
     """Tenants. Operators and platform services create and change them; tenants are
