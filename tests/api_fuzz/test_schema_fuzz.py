@@ -44,6 +44,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from apps.console.twofactor import mark_verified
 from apps.core import setup
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.registry.models import SchemaVersion
@@ -222,6 +223,23 @@ def _seed_eventing(tenant) -> None:
         )
 
 
+def _seed_retention(tenant, operator) -> None:
+    """A rule, a hold on the tenant and a night's sweep, for the retention routes."""
+    from apps.governance import retention_services
+    from apps.tenancy.models import DataClass
+
+    admin = Actor(user=operator)
+    retention_services.rule_create(
+        actor=admin,
+        name="personal-400d",
+        period_days=400,
+        action="delete",
+        data_class=DataClass.objects.get(slug="personal"),
+    )
+    retention_services.hold_place(actor=admin, tenant=tenant, reason="fuzzing hold")
+    retention_services.sweep_run()
+
+
 def _seed() -> dict[str, dict]:
     """The demo data (tenants, people, assets, batches, stores, bindings, topics…) and
     what it lacks (a governance order, a schema version, a certification), and the
@@ -274,8 +292,14 @@ def _seed() -> dict[str, dict]:
         password=get_random_string(20),
         is_operator=True,
     )
+    _seed_retention(globex, operator)
     browser = Client()
     browser.force_login(operator)
+    # As after a password-and-code sign-in (the module's seed runs before the suite's
+    # autouse fixture that does this for every force_login).
+    session = browser.session
+    mark_verified(session)
+    session.save()
     csrf = get_random_string(32)  # the CSRF cookie's secret, sent back as the header
     token = service_token(name=PLATFORM_SERVICE_NAME, scopes=TOKEN_SCOPES)
     return {

@@ -60,10 +60,13 @@ class RetentionRuleSerializer(StrictModelSerializer):
 
 class LegalHoldSerializer(StrictModelSerializer):
     tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    data_class = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    store = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    # Null when the hold is wider (a data class, or the whole tenant) or not released.
+    data_class = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    store = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    released_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    released_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     active = serializers.BooleanField(read_only=True)
     scope = serializers.CharField(source="scope_label", read_only=True)
 
