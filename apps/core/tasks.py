@@ -15,7 +15,6 @@ from __future__ import annotations
 from celery import Task, shared_task
 from celery.signals import before_task_publish
 from django.conf import settings
-from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.core.context import request_id
@@ -66,29 +65,13 @@ class ScopedTask(Task):
         raise RuntimeError(f"task {self.name} declares no scope (one of {', '.join(SCOPES)})")
 
 
-PURGE_BATCH = 500
-
-
 def purge_idempotency_records(*, older_than) -> int:
-    """Delete stored Idempotency-Key answers older than the replay window, in batches.
+    """Delete stored Idempotency-Key answers older than the replay window, in bounded
+    batches claimed with SKIP LOCKED (apps.tenancy.bulk), so two purges running at once
+    share the work instead of waiting on each other."""
+    from apps.tenancy.bulk import delete_in_owner_scopes
 
-    Each batch is claimed with FOR UPDATE SKIP LOCKED in its own short transaction, so
-    two purges running at once share the work instead of waiting on each other.
-    """
-    table = IdempotencyRecord._meta.db_table
-    total = 0
-    while True:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                f"DELETE FROM {table} WHERE id IN ("  # noqa: S608 - table name only
-                f"  SELECT id FROM {table} WHERE created_at < %s"
-                "   ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)",
-                [older_than, PURGE_BATCH],
-            )
-            deleted = cursor.rowcount
-        total += deleted
-        if deleted < PURGE_BATCH:
-            return total
+    return delete_in_owner_scopes(IdempotencyRecord, "created_at", older_than)
 
 
 @shared_task(scope="self", name="core.periodic_purge_idempotency_records")

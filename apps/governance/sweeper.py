@@ -3,11 +3,11 @@
 Each table names the retention rule (apps.governance.coverage) that expires its rows,
 the time column, and the window after which a row may go. A batch is one short
 transaction in the owning tenant's scope (row-level security lets nothing else delete
-a tenant's rows): it claims the ids of at most n expired rows once, in a CTE, with FOR
-UPDATE SKIP LOCKED, and deletes those, so concurrent sweeps share the work and a row
-someone holds is left for the next night. A batch's transaction is the longest any of
-its row locks is held; each one is timed, and the batch size adapts so that none takes
-much longer than the target.
+a tenant's rows), through apps.tenancy.bulk, the hourly purges' mechanism too: it
+claims the ids of at most n expired rows once, with FOR UPDATE SKIP LOCKED, and deletes
+those, so concurrent sweeps share the work and a row someone holds is left for later.
+A batch's transaction is the longest any of its row locks is held; each one is timed,
+and the batch size adapts so that none takes much longer than the target.
 
 Tenants under an active tenant-wide legal hold keep their rows: a hold always wins.
 """
@@ -22,22 +22,10 @@ from pathlib import Path
 
 from django.apps import apps
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 
+from apps.tenancy import bulk
 from apps.tenancy.scope import owner_scope, system_scope
-
-# One batch: its ids claimed once, in a CTE, then deleted by primary key.
-# - `DELETE … WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)` is not bounded:
-#   PostgreSQL may rescan the sub-select in a semi-join and claim n more rows each time
-#   (a test caught a batch of 10 deleting 25).
-# - `DELETE … USING batch WHERE t.id = batch.id` is bounded but slow: under the
-#   row-level security policies the planner hash-joins the batch against every row of
-#   the tenant (75,000 read for 3,000 deleted, 90 ms instead of 25).
-BATCH_DELETE = (
-    "WITH batch AS MATERIALIZED ("
-    " SELECT id FROM {table} WHERE {where} LIMIT {size} FOR UPDATE SKIP LOCKED)"
-    " DELETE FROM {table} WHERE id = ANY(ARRAY(SELECT id FROM batch))"
-)
 
 
 @dataclass(frozen=True)
@@ -151,36 +139,23 @@ def _sql(table: OwnTable) -> tuple[str, str, str]:
 
 def _owners(table: OwnTable, cutoff: datetime, held: frozenset) -> tuple[list, int]:
     """The tenants (None: platform rows) that have expired rows, and how many of them
-    a hold keeps. Read in the system scope: a read takes no row locks."""
-    if not table.tenant_owned:
-        return [None], 0
-    db_table, column, condition = _sql(table)
-    with system_scope(), connection.cursor() as cursor:
-        cursor.execute(
-            f'SELECT DISTINCT tenant_id FROM {db_table} WHERE "{column}" < %s{condition}',  # noqa: S608 - names only
-            [cutoff],
-        )
-        owners = [row[0] for row in cursor.fetchall()]
+    a hold keeps."""
+    owners = bulk.owners_with_rows_before(
+        apps.get_model(table.model), table.time_field, cutoff, table.condition
+    )
     kept = [owner for owner in owners if owner is not None and str(owner) in held]
     return [owner for owner in owners if owner not in kept], len(kept)
 
 
 def _delete_batch(table: OwnTable, owner, cutoff: datetime, size: int) -> int:
-    db_table, column, condition = _sql(table)
-    owned = ""
-    params: list = [cutoff]
-    if table.tenant_owned:
-        owned = " AND tenant_id = %s" if owner is not None else " AND tenant_id IS NULL"
-        params += [owner] if owner is not None else []
-    scope = owner_scope(owner) if table.tenant_owned else transaction.atomic()
-    with scope, connection.cursor() as cursor:
-        cursor.execute(
-            BATCH_DELETE.format(
-                table=db_table, where=f'"{column}" < %s{owned}{condition}', size=int(size)
-            ),
-            params,
-        )
-        return cursor.rowcount
+    return bulk.delete_batch(
+        apps.get_model(table.model),
+        table.time_field,
+        cutoff,
+        owner=owner,
+        size=size,
+        condition=table.condition,
+    )
 
 
 def sweep_table(
