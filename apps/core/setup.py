@@ -101,18 +101,7 @@ def install_schedules(report: SetupReport) -> None:
     schedules = [(*s, True) for s in SCHEDULES] + [(*s, False) for s in OPT_IN_SCHEDULES]
     for task, every, period, queue, enabled in schedules:
         interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=period)
-        _, created = PeriodicTask.objects.get_or_create(
-            name=task,
-            defaults={
-                "task": task,
-                "interval": interval,
-                "queue": queue,
-                "kwargs": json.dumps({}),
-                "enabled": enabled,
-            },
-        )
-        if created:
-            report.created.append(f"schedule {task}")
+        _install(report, task, queue, enabled, interval=interval)
     for task, setting, queue in CRONTAB_SCHEDULES:
         minute, hour, day_of_month, month_of_year, day_of_week = crontab_fields(
             getattr(settings, setting), setting
@@ -125,19 +114,18 @@ def install_schedules(report: SetupReport) -> None:
             day_of_week=day_of_week,
             timezone="UTC",
         )
-        # Created once: an operator's later change in the console or admin is kept.
-        _, created = PeriodicTask.objects.get_or_create(
-            name=task,
-            defaults={
-                "task": task,
-                "crontab": crontab,
-                "queue": queue,
-                "kwargs": json.dumps({}),
-                "enabled": True,
-            },
-        )
-        if created:
-            report.created.append(f"schedule {task} ({getattr(settings, setting)})")
+        _install(report, task, queue, True, f" ({getattr(settings, setting)})", crontab=crontab)
+
+
+def _install(report, task: str, queue: str, enabled: bool, note: str = "", **when) -> None:
+    # Created once: an operator's later change in the console or admin is kept.
+    _, created = PeriodicTask.objects.get_or_create(
+        name=task,
+        defaults={"task": task, "queue": queue, "kwargs": json.dumps({}), "enabled": enabled}
+        | when,
+    )
+    if created:
+        report.created.append(f"schedule {task}{note}")
 
 
 def crontab_fields(line: str, setting: str) -> list[str]:
