@@ -277,12 +277,7 @@ class RetentionRule(models.Model):
 
     @property
     def scope_label(self) -> str:
-        parts = []
-        if self.data_class_id:
-            parts.append(f"class {self.data_class.slug}")
-        if self.store_id:
-            parts.append(f"store {self.store.slug}")
-        return " and ".join(parts)
+        return _scope_label(self)
 
 
 class LegalHold(models.Model):
@@ -339,12 +334,17 @@ class LegalHold(models.Model):
 
     @property
     def scope_label(self) -> str:
-        parts = []
-        if self.data_class_id:
-            parts.append(f"class {self.data_class.slug}")
-        if self.store_id:
-            parts.append(f"store {self.store.slug}")
-        return " and ".join(parts) or "the whole tenant"
+        return _scope_label(self) or "the whole tenant"
+
+
+def _scope_label(obj) -> str:
+    """What a rule or a hold covers: its data class and/or store."""
+    parts = []
+    if obj.data_class_id:
+        parts.append(f"class {obj.data_class.slug}")
+    if obj.store_id:
+        parts.append(f"store {obj.store.slug}")
+    return " and ".join(parts)
 
 
 class RetentionSweep(models.Model):
