@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -241,7 +242,49 @@ def _require(code: int, what: str) -> None:
         raise StackError(f"{what} failed (exit {code}); see the output above.")
 
 
+CHROMIUM_PACKAGE = "chromium"
+
+
+def _chromium() -> str | None:
+    named = os.environ.get("STEWARD_CHROMIUM")
+    if named:
+        return named if os.access(named, os.X_OK) else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _apt_install(package: str) -> bool:
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", package]
+    if subprocess.call(install, **quiet) == 0:  # noqa: S603
+        return True
+    # A fresh machine may not have read its package lists yet.
+    subprocess.call(["apt-get", "update", "-q"], **quiet)  # noqa: S603, S607
+    return subprocess.call(install, **quiet) == 0  # noqa: S603
+
+
+def ensure_browser(env: dict) -> None:
+    """Find the Chromium the browser journeys drive, installing Debian's when we can.
+
+    The journeys are part of the test suite, so a machine without a browser stops the
+    run with one sentence rather than skipping them.
+    """
+    path = _chromium()
+    may_install = hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get")
+    if path is None and may_install and not os.environ.get("STEWARD_CHROMIUM"):
+        print("Installing Debian's chromium for the browser journeys...", flush=True)
+        if _apt_install(CHROMIUM_PACKAGE):
+            path = _chromium()
+    if path is None:
+        raise StackError(
+            "The browser journeys need Chromium: install Debian's package "
+            f"(sudo apt-get install {CHROMIUM_PACKAGE}) or set STEWARD_CHROMIUM "
+            "to a Chromium binary."
+        )
+    env["STEWARD_CHROMIUM"] = path
+
+
 def command_test(stack: Stack, pytest_args: list[str]) -> int:
+    ensure_browser(stack.env)
     _require(stack.call(str(BIN / "ruff"), "check", "."), "ruff check")
     _require(stack.manage("check", "--fail-level", "WARNING"), "manage.py check")
     _require(stack.manage("makemigrations", "--check", "--dry-run"), "makemigrations --check")

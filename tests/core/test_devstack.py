@@ -139,3 +139,33 @@ def test_make_run_serves_carries_events_and_stops_on_ctrl_c(scratch_database):
             ["ps", "-o", "pid,args", "-p", ",".join(leftovers())], capture_output=True, text=True
         )
         raise AssertionError(f"processes outlived Ctrl-C:\n{listing.stdout}") from None
+
+
+def test_the_browser_journeys_name_the_chromium_they_drive(monkeypatch, tmp_path):
+    from portal import devstack
+
+    binary = tmp_path / "chromium"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    monkeypatch.setenv("STEWARD_CHROMIUM", str(binary))
+    env: dict = {}
+    devstack.ensure_browser(env)
+    assert env["STEWARD_CHROMIUM"] == str(binary)
+
+
+@pytest.mark.parametrize("named", [None, "/nonexistent/chromium"])
+def test_without_chromium_the_test_run_stops_with_one_line_saying_what_to_install(
+    monkeypatch, tmp_path, named
+):
+    from portal import devstack
+
+    if named:
+        monkeypatch.setenv("STEWARD_CHROMIUM", named)
+    else:
+        monkeypatch.delenv("STEWARD_CHROMIUM", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no chromium and no apt-get to be found
+    with pytest.raises(devstack.StackError) as refused:
+        devstack.ensure_browser({})
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "apt-get install chromium" in message and "STEWARD_CHROMIUM" in message

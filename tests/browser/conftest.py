@@ -1,0 +1,132 @@
+"""Console journeys in a real browser: Debian's headless Chromium, driven by Playwright,
+against a live Steward server with the test PostgreSQL, Redis and, where the journey
+needs one, a real Celery worker.
+
+`make test` finds or installs Chromium before the run (portal/devstack.py) and names it
+in STEWARD_CHROMIUM. Each journey saves a screenshot of where it ends under
+.data/journeys/, for a person to look at after the run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = Path(os.environ.get("STEWARD_DATA_DIR", ROOT / ".data")) / "journeys"
+
+# Chromium in a sandboxless container, with nothing of its own reaching the network:
+# the machine's network is closed and its connection attempts would only slow it down.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    executable = os.environ.get("STEWARD_CHROMIUM")
+    if not executable:
+        pytest.fail(
+            "The browser journeys need Chromium: run them through `make test`, or set "
+            "STEWARD_CHROMIUM to a Chromium binary (Debian: apt-get install chromium).",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's synchronous API runs an event loop under the test, and Django refuses
+    # ORM calls from a thread that has one; the test's own ORM calls are synchronous.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=executable, headless=True, args=CHROMIUM_ARGS
+            )
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+class Journey:
+    """One person's browser tab on the live server."""
+
+    def __init__(self, browser, base_url: str, name: str, *, javascript: bool = True):
+        self.base_url = base_url
+        self.name = name
+        self.context = browser.new_context(
+            base_url=base_url, java_script_enabled=javascript, accept_downloads=True
+        )
+        self.context.set_default_timeout(15_000)
+        self.page = self.context.new_page()
+
+    def sign_in_as(self, user) -> None:
+        """Start signed in (password and second factor done), as after the login journey."""
+        client = Client()
+        client.force_login(user)
+        self.context.add_cookies(
+            [
+                {
+                    "name": settings.SESSION_COOKIE_NAME,
+                    "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                    "url": self.base_url,
+                }
+            ]
+        )
+
+    def open(self, path: str):
+        response = self.page.goto(path)
+        assert response is not None and response.ok, f"{path}: {response and response.status}"
+        return self.page
+
+    def screenshot(self, step: str) -> Path:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        path = SHOTS / f"{self.name}--{step}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def journey(chromium, live_server, request):
+    """Open browser tabs for the test; `journey()` gives one, `journey("second")` another."""
+    opened: list[Journey] = []
+    base = request.node.name.removeprefix("test_")
+
+    def open_tab(who: str = "", *, javascript: bool = True) -> Journey:
+        name = f"{base}-{who}" if who else base
+        tab = Journey(chromium, live_server.url, name, javascript=javascript)
+        opened.append(tab)
+        return tab
+
+    yield open_tab
+    for tab in opened:
+        tab.close()
+
+
+@pytest.fixture
+def celery_worker(transactional_db):
+    """A real Celery worker in this process, consuming the default queue."""
+    from celery.contrib.testing.worker import start_worker
+
+    from portal.celery import app
+
+    with start_worker(
+        app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
+    ) as worker:
+        yield worker
