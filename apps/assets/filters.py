@@ -4,7 +4,9 @@ from apps.assets.models import Asset
 
 
 class AssetFilterSet(django_filters.FilterSet):
-    workflow_managed = django_filters.BooleanFilter(method="filter_workflow_managed")
+    workflow_managed = django_filters.BooleanFilter(
+        method="filter_workflow_managed", label="Waiting on the Workflow Service"
+    )
     tenant = django_filters.CharFilter(field_name="tenant__slug")
 
     class Meta:

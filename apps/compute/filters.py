@@ -13,7 +13,7 @@ class ComputeBatchFilterSet(django_filters.FilterSet):
 
 class WorkflowBatchLinkFilterSet(django_filters.FilterSet):
     tenant = django_filters.CharFilter(field_name="tenant__slug")
-    stale = django_filters.BooleanFilter(field_name="is_stale")
+    stale = django_filters.BooleanFilter(field_name="is_stale", label="Stale")
 
     class Meta:
         model = WorkflowBatchLink

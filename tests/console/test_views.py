@@ -192,3 +192,29 @@ def test_members_do_not_see_the_audit_trail_on_the_dashboard(client, member_b, a
     assert "Recent changes" not in client.get("/").content.decode()
     client.force_login(admin_a)
     assert "Recent changes" in client.get("/").content.decode()
+
+
+def _list_pages(patterns=None, prefix=""):
+    """Every console list page without URL parameters, by its path."""
+    from django.urls import URLResolver, get_resolver
+
+    from apps.console.listing import ListPage
+
+    for pattern in get_resolver().url_patterns if patterns is None else patterns:
+        route = prefix + str(pattern.pattern)
+        if isinstance(pattern, URLResolver):
+            yield from _list_pages(pattern.url_patterns, route)
+        elif "<" not in route and issubclass(
+            getattr(pattern.callback, "view_class", object), ListPage
+        ):
+            yield "/" + route
+
+
+def test_every_list_page_names_each_of_its_filters(client, operator):
+    client.force_login(operator)
+    pages = list(_list_pages())
+    assert "/assets/" in pages and len(pages) > 10
+    for path in pages:
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert "[invalid name]" not in response.content.decode(), path
