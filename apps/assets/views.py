@@ -1,15 +1,18 @@
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
 from apps.assets import selectors, services
 from apps.assets.filters import AssetFilterSet
+from apps.assets.forms import AssetForm
 from apps.console.listing import Column, ListPage
-from apps.core.api.permissions import caller_kind
+from apps.console.manage_views import _submitted
+from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, TENANT_MEMBER, caller_kind
 from apps.core.errors import DomainError
 from apps.tenancy import selectors as tenancy_selectors
 
@@ -19,6 +22,7 @@ class AssetListView(ListPage):
     filterset_class = AssetFilterSet
     search_fields = ("name", "description")
     default_ordering = "-created_at"
+    create = ("New asset", "assets:asset-new", {OPERATOR, TENANT_ADMIN, TENANT_MEMBER})
     columns = (
         Column("Name", "name", sort="name", link=True),
         Column("Tenant", "tenant.slug", sort="tenant__slug"),
@@ -30,6 +34,25 @@ class AssetListView(ListPage):
 
     def get_base_queryset(self):
         return selectors.asset_list()
+
+
+@login_required
+def asset_new(request):
+    # As in the API: members create in the tenant they act for.
+    if caller_kind(request) not in AssetListView.create[2]:
+        raise PermissionDenied
+    form = AssetForm(request.POST or None)
+    if request.tenant is None:
+        form.add_error(None, "Choose the tenant to act for before creating assets.")
+    asset = _submitted(
+        request,
+        form,
+        lambda data: services.asset_create(actor=request.actor, tenant=request.tenant, **data),
+    )
+    if asset is not None:
+        messages.success(request, f"Asset {asset.name} created.")
+        return redirect(asset)
+    return render(request, "console/form.html", {"form": form, "title": "New asset"})
 
 
 class AssetDetailView(LoginRequiredMixin, DetailView):

@@ -54,3 +54,28 @@ def test_the_asset_list_query_count_does_not_grow(client, tenant_a, admin_a):
     for n in range(8):
         services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant_a, name=f"b{n}")
     assert list_page_queries(client, "/assets/") == few
+
+
+def test_a_member_creates_an_asset_in_the_tenant_they_act_for(client, tenant_a):
+    client.force_login(member(tenant_a, username="author"))
+    assert "/assets/new/" in client.get("/assets/").content.decode()
+    response = client.post("/assets/new/", {"name": "churn model", "description": "weekly"})
+    with tenant_scope(tenant_a):
+        created = Asset.objects.get(name="churn model")
+    assert response.status_code == 302 and response.url == created.get_absolute_url()
+    assert created.status == "draft" and created.description == "weekly"
+
+
+def test_creating_an_asset_needs_a_tenant_and_a_name(client, tenant_a, operator):
+    client.force_login(operator)  # acting for all tenants, no tenant chosen
+    page = client.post("/assets/new/", {"name": "orphan"}).content.decode()
+    assert "Choose the tenant to act for" in page
+    client.force_login(member(tenant_a, username="author"))
+    assert client.post("/assets/new/", {"name": ""}).status_code == 200
+    with tenant_scope(tenant_a):
+        assert not Asset.objects.exists()
+
+
+def test_creating_an_asset_asks_a_stranger_to_sign_in(client):
+    response = client.get("/assets/new/")
+    assert response.status_code == 302 and response.url.startswith("/login/")

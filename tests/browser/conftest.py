@@ -115,8 +115,19 @@ def journey(chromium, live_server, request):
         return tab
 
     yield open_tab
+    failed = getattr(request.node, "journey_failed", False)
     for tab in opened:
+        if failed:
+            tab.screenshot("failed")  # where it stood, for whoever reads the failure
         tab.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call" and report.failed:
+        item.journey_failed = True
+    return report
 
 
 @pytest.fixture
