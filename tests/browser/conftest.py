@@ -61,6 +61,13 @@ def chromium():
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
+@pytest.fixture(scope="session")
+def live_server(django_db_setup, live_server):
+    """pytest-django's live server, stopped before the test database is dropped (its
+    threads' connections would otherwise keep the database from being dropped)."""
+    return live_server
+
+
 class Journey:
     """One person's browser tab on the live server."""
 
