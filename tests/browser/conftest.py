@@ -10,6 +10,7 @@ in STEWARD_CHROMIUM. Each journey saves a screenshot of where it ends under
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,15 @@ class Journey:
         response = self.page.goto(path)
         assert response is not None and response.ok, f"{path}: {response and response.status}"
         return self.page
+
+    def reload_until(self, locator, *, timeout: float = 30.0) -> None:
+        """Reload until `locator` shows: the console works without JavaScript, so a
+        person follows a worker's progress by reloading."""
+        deadline = time.monotonic() + timeout
+        while not locator.is_visible():
+            assert time.monotonic() < deadline, f"not shown within {timeout}s: {locator}"
+            self.page.wait_for_timeout(250)
+            self.page.reload()
 
     def screenshot(self, step: str) -> Path:
         SHOTS.mkdir(parents=True, exist_ok=True)

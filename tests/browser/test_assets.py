@@ -64,7 +64,7 @@ def test_an_asset_approval_is_delegated_and_decided_by_a_callback(
     page.get_by_role("button", name="Request approval").click()
     # The worker asks the Workflow Service to start an instance and keeps its id.
     waiting = page.get_by_text("Requested · waiting on the Workflow Service")
-    _reload_until(page, waiting)
+    tab.reload_until(waiting)
     with tenant_scope(tenant_a):
         asset = Asset.objects.get(name="churn model")
     instance = str(asset.workflow_instance_id)
@@ -75,7 +75,7 @@ def test_an_asset_approval_is_delegated_and_decided_by_a_callback(
     # The Workflow Service decides; its callback (and a duplicate) are answered 202.
     assert call_back(live_server.url, instance, "approve").status_code == 202
     assert call_back(live_server.url, instance, "approve").status_code == 202
-    _reload_until(page, page.get_by_text("alpha · Approved"))
+    tab.reload_until(page.get_by_text("alpha · Approved"))
     callbacks = page.locator("table").first
     expect(callbacks.locator("tbody tr")).to_have_count(2)
     expect(callbacks.get_by_role("cell", name="Applied", exact=True)).to_have_count(1)
@@ -86,13 +86,3 @@ def test_an_asset_approval_is_delegated_and_decided_by_a_callback(
     expect(page.locator("dd code")).to_have_text(instance)
     expect(page.get_by_role("cell", name="asset.approved")).to_be_visible()
     tab.screenshot("2-approved")
-
-
-def _reload_until(page, locator, *, timeout: float = 30.0) -> None:
-    """Reload the page until `locator` shows: the console works without JavaScript, so
-    a person sees a worker's progress by reloading."""
-    deadline = time.monotonic() + timeout
-    while not locator.is_visible():
-        assert time.monotonic() < deadline, f"not shown within {timeout}s: {locator}"
-        page.wait_for_timeout(250)
-        page.reload()
