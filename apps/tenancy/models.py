@@ -7,6 +7,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
 # Apps a service token can be scoped to; `<app>:write` implies `<app>:read`.
@@ -94,10 +95,28 @@ class User(AbstractUser):
 
     failed_login_count = models.PositiveIntegerField(default=0)
     locked_until = models.DateTimeField(null=True, blank=True)
+    # Raised to end every open session of the person at once (an authenticator reset).
+    session_generation = models.PositiveIntegerField(default=0)
 
     @property
     def is_operator(self) -> bool:
         return self.is_active and self.is_staff
+
+    def _get_session_auth_hash(self, secret=None):
+        # Django signs each session with this hash and ends a session whose hash no longer
+        # matches, which is how a password change signs a person out everywhere. Mixing in
+        # the generation does the same without touching the password. Generation 0 keeps
+        # Django's own hash, so sessions opened before the field existed stay valid.
+        # (Django computes both its current and SECRET_KEY_FALLBACKS hashes here.)
+        stock = super()._get_session_auth_hash(secret=secret)
+        if not self.session_generation:
+            return stock
+        return salted_hmac(
+            "apps.tenancy.User.session_generation",
+            f"{stock}:{self.session_generation}",
+            secret=secret,
+            algorithm="sha256",
+        ).hexdigest()
 
 
 class TotpDevice(models.Model):

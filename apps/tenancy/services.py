@@ -13,7 +13,7 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
@@ -514,13 +514,15 @@ def totp_disable(*, actor: Actor, user: User, code: str) -> None:
 
 
 def totp_reset(*, actor: Actor, user: User) -> None:
-    """Remove `user`'s authenticator and recovery codes, for someone who lost the device.
-    An operator then enrols again at their next sign-in."""
+    """Remove `user`'s authenticator and recovery codes, for someone who lost the device,
+    and end their open sessions. An operator then enrols again at their next sign-in."""
     with transaction.atomic():
         device = TotpDevice.objects.select_for_update().filter(user=user).first()
         if device is None:
             raise NotFound(f"{user.username} has no authenticator.", code="totp_not_enabled")
         _second_factor_remove(user)
+        # The device may be in someone else's hands, and so may a session it opened.
+        User.objects.filter(pk=user.pk).update(session_generation=F("session_generation") + 1)
         audit_record(
             actor=actor,
             action="user.totp_reset",

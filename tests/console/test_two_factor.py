@@ -198,6 +198,24 @@ def test_an_operator_resets_a_lost_authenticator_and_it_is_audited(
     assert sign_in(client, "ada")["Location"] == "/"
 
 
+def test_a_reset_ends_every_open_session_of_the_person(operator, enrolled_member, clock):
+    from django.test import Client
+
+    user, seed, _ = enrolled_member
+    elsewhere = Client()  # ada's session on the lost phone
+    sign_in(elsewhere, "ada")
+    clock.advance(totp.STEP_SECONDS)
+    assert give_code(elsewhere, clock.code(seed)).status_code == 302
+    assert elsewhere.get("/tenants/").status_code == 200
+    resetter = Client()
+    resetter.force_login(operator)
+    assert resetter.post("/account/two-factor/reset/", {"username": "ada"}).status_code == 302
+    assert elsewhere.get("/tenants/")["Location"].startswith("/login/")
+    assert resetter.get("/tenants/").status_code == 200  # nobody else is signed out
+    # and ada signs in again with her password
+    assert sign_in(Client(), "ada")["Location"] == "/"
+
+
 def test_the_reset_command_removes_an_operators_authenticator(client, operator, clock):
     sign_in(client, "op")
     enrol(client)
