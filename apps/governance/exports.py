@@ -105,9 +105,9 @@ def receive_bundle(
     limit = settings.STEWARD_EXPORT_BUNDLE_MAX_BYTES
     if length is not None and length > limit:
         raise BundleTooLarge(f"A bundle may be at most {limit} bytes.", limit=limit)
-    tenant_id = services._task_tenant(task_id)
+    tenant_id = services.task_tenant(task_id)
     with tenant_scope(tenant_id), transaction.atomic():
-        task = services._owned_task(actor, task_id, for_update=False)
+        task = services.owned_task(actor, task_id, for_update=False)
         if task.kind != GovernanceTask.Kind.EXPORT or not task.is_open:
             raise services.InvalidTransition(
                 "This task does not wait for a bundle.", status=task.status

@@ -485,7 +485,7 @@ def _notify_requester(order: GovernanceOrder, subject: str, text: str) -> None:
 # --------------------------------------------------------------------------- owners
 
 
-def _owned_task(actor: Actor, task_id, *, for_update: bool = True) -> GovernanceTask:
+def owned_task(actor: Actor, task_id, *, for_update: bool = True) -> GovernanceTask:
     """The task, locked, when the caller is its owner (a service account of that name)
     or an operator; 403/404 otherwise. Opens no scope: call inside the task's."""
     query = GovernanceTask.objects.select_related("order")
@@ -505,7 +505,7 @@ def _owned_task(actor: Actor, task_id, *, for_update: bool = True) -> Governance
     return task
 
 
-def _task_tenant(task_id):
+def task_tenant(task_id):
     # Looked up in the caller's scope when it has one (a tenant's caller sees only its
     # own tasks), else across tenants.
     inside = current_scope().tenant_id is not None
@@ -520,8 +520,8 @@ def _task_tenant(task_id):
 
 def task_acknowledge(*, actor: Actor, task_id) -> GovernanceTask:
     """The owner has the task; acknowledging twice changes nothing."""
-    with tenant_scope(_task_tenant(task_id)), transaction.atomic():
-        task = _owned_task(actor, task_id)
+    with tenant_scope(task_tenant(task_id)), transaction.atomic():
+        task = owned_task(actor, task_id)
         if task.status == TaskStatus.ACKNOWLEDGED:
             return task
         if task.status != TaskStatus.ISSUED:
@@ -537,8 +537,8 @@ def task_acknowledge(*, actor: Actor, task_id) -> GovernanceTask:
 def _settle(
     actor: Actor, task_id, status: str, *, receipt=None, failure: str = ""
 ) -> GovernanceTask:
-    with tenant_scope(_task_tenant(task_id)), transaction.atomic():
-        task = _owned_task(actor, task_id)
+    with tenant_scope(task_tenant(task_id)), transaction.atomic():
+        task = owned_task(actor, task_id)
         order = (
             GovernanceOrder.objects.select_for_update().get(pk=task.order_id)
             if task.order_id
@@ -594,8 +594,8 @@ def task_retry(*, actor: Actor, task_id) -> GovernanceTask:
     """An operator issues a failed task again (a new attempt, a new due date)."""
     if not (actor.user and actor.user.is_operator):
         raise NotAllowed("Only an operator may retry a governance task.")
-    with tenant_scope(_task_tenant(task_id)), transaction.atomic():
-        task = _owned_task(actor, task_id)
+    with tenant_scope(task_tenant(task_id)), transaction.atomic():
+        task = owned_task(actor, task_id)
         order = (
             GovernanceOrder.objects.select_for_update().get(pk=task.order_id)
             if task.order_id
