@@ -33,7 +33,7 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium():
     executable = os.environ.get("STEWARD_CHROMIUM")
     if not executable:
@@ -44,22 +44,17 @@ def chromium():
         )
     from playwright.sync_api import sync_playwright
 
-    # Playwright's synchronous API runs an event loop under the test, and Django refuses
-    # ORM calls from a thread that has one; the test's own ORM calls are synchronous.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=executable, headless=True, args=CHROMIUM_ARGS
-            )
-            yield browser
-            browser.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+    # Playwright's synchronous API keeps an event loop in the test thread from here on,
+    # and Django refuses ORM calls from a thread with one; the tests' own ORM calls are
+    # synchronous. Only while the journeys run: later tests start subprocesses that
+    # must not inherit it (Django's deployment check refuses it).
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        browser = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
 
 
 @pytest.fixture(scope="session")
