@@ -61,3 +61,15 @@ def test_only_governors_see_orders_and_operators_retry_failed_tasks(
     ops.post(f"/governance/tasks/{search.pk}/retry/")
     retried = open_tasks(order, 1)[0]
     assert (retried.status, retried.attempt) == ("issued", 2)
+
+
+def test_an_export_task_shows_the_bundles_of_its_receipt(bound, tenant_a):
+    order = approved(tenant_a, kind="export")
+    tasks = {t.owner: t for t in open_tasks(order)}
+    bundle = {"name": "orders-sql", "format": "jsonl", "rows": 2}
+    services.task_complete(
+        actor=owner("orders"), task_id=tasks["orders"].pk, receipt={"bundles": [bundle]}
+    )
+    reader = signed_in(member(tenant_a, role="admin", username="reader"))
+    page = reader.get(order.get_absolute_url()).content.decode()
+    assert "orders-sql (jsonl, 2 rows)" in page  # not the receipt dict's pairs
