@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
@@ -20,9 +20,17 @@ from apps.core.errors import DomainError
 from apps.governance import evidence, selectors, services
 from apps.governance.forms import OrderForm
 from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask
+from apps.tenancy.middleware import platform_scope
 
 GOVERNORS = (OPERATOR, TENANT_ADMIN)
 RELATED = (("Orders", "governance:order-list"),)
+# While an order waits out its cooling-off period or runs, workers and owners move it
+# without anyone submitting a form: its page keeps its progress up to date itself.
+MOVING = (
+    GovernanceOrder.Status.APPROVED,
+    GovernanceOrder.Status.RUNNING,
+    GovernanceOrder.Status.OVERDUE,
+)
 
 
 def _require_governor(request) -> None:
@@ -86,8 +94,7 @@ class OrderDetailView(LoginRequiredMixin, DetailView):
         decided = {a.approver_id for a in order.approvals.all()}
         context.update(
             related_pages=RELATED,
-            phases=selectors.progress(order),
-            percent=selectors.percent_done(order),
+            **_progress(order),
             tasks=sorted(order.tasks.all(), key=lambda t: (t.phase or 0, t.owner)),
             entries=document["entries"],
             verified=evidence.verify(document)[0],
@@ -105,6 +112,30 @@ class OrderDetailView(LoginRequiredMixin, DetailView):
             may_retry=user.is_operator and order.in_progress,
         )
         return context
+
+
+def _progress(order: GovernanceOrder) -> dict:
+    return {
+        "phases": selectors.progress(order),
+        "percent": selectors.percent_done(order),
+        "moving": order.status in MOVING,
+    }
+
+
+@platform_scope
+@login_required
+def order_progress(request, pk):
+    """The order page's progress bar and phases, which the page asks for every few
+    seconds while the order moves. Once the order's status is no longer the one the
+    page shows (started, overdue, completed), the whole page is reloaded instead: its
+    status, alerts, tasks and downloads change with it."""
+    _require_governor(request)
+    order = get_object_or_404(selectors.order_list(), pk=pk)
+    if request.GET.get("status") != order.status:
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"
+        return response
+    return render(request, "governance/_order_progress.html", {"order": order, **_progress(order)})
 
 
 @login_required

@@ -3,6 +3,7 @@
 import pytest
 from django.test import Client
 
+from apps.core.context import Actor
 from apps.governance import services
 from tests.factories import member
 from tests.governance.conftest import approved, complete, open_tasks, owner
@@ -61,3 +62,42 @@ def test_only_governors_see_orders_and_operators_retry_failed_tasks(
     ops.post(f"/governance/tasks/{search.pk}/retry/")
     retried = open_tasks(order, 1)[0]
     assert (retried.status, retried.attempt) == ("issued", 2)
+
+
+def test_a_moving_orders_page_polls_its_progress_and_reloads_when_its_status_changes(
+    bound, tenant_a, settings
+):
+    settings.STEWARD_DELETION_GRACE_HOURS = 0
+    order = approved(tenant_a)
+    reader = signed_in(member(tenant_a, role="admin", username="reader"))
+    progress = f"/governance/orders/{order.pk}/progress/"
+    page = reader.get(order.get_absolute_url()).content.decode()
+    assert f'hx-get="{progress}?status=running"' in page and 'hx-trigger="every 2s"' in page
+    # the fragment follows the receipts
+    for task in open_tasks(order, 1):
+        complete(task)
+    fragment = reader.get(progress, {"status": "running"})
+    assert fragment.status_code == 200 and 'value="25"' in fragment.content.decode()
+    assert "Derived stores</strong> — done" in fragment.content.decode()
+    # a status the page does not show: the whole page reloads, the bar alone would not do
+    stale = reader.get(progress, {"status": "approved"})
+    assert (stale.status_code, stale["HX-Refresh"]) == (204, "true")
+    # only governors may ask; an order waiting for people, not work, is not polled
+    plain = signed_in(member(tenant_a, role="member", username="plain"))
+    assert plain.get(progress, {"status": "running"}).status_code == 403
+    waiting = services.order_request(
+        actor=Actor(user=order.requested_by), tenant=tenant_a, kind="export", reason="asked"
+    )
+    assert "hx-get" not in reader.get(waiting.get_absolute_url()).content.decode()
+
+
+def test_an_export_task_shows_the_bundles_of_its_receipt(bound, tenant_a):
+    order = approved(tenant_a, kind="export")
+    tasks = {t.owner: t for t in open_tasks(order)}
+    bundle = {"name": "orders-sql", "format": "jsonl", "rows": 2}
+    services.task_complete(
+        actor=owner("orders"), task_id=tasks["orders"].pk, receipt={"bundles": [bundle]}
+    )
+    reader = signed_in(member(tenant_a, role="admin", username="reader"))
+    page = reader.get(order.get_absolute_url()).content.decode()
+    assert "orders-sql (jsonl, 2 rows)" in page  # not the receipt dict's pairs
