@@ -20,17 +20,17 @@ from apps.core.errors import DomainError
 from apps.governance import evidence, selectors, services
 from apps.governance.forms import OrderForm
 from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask
-from apps.tenancy.middleware import platform_scope
 
 GOVERNORS = (OPERATOR, TENANT_ADMIN)
 RELATED = (("Orders", "governance:order-list"),)
-# While an order waits out its cooling-off period or runs, workers and owners move it
-# without anyone submitting a form: its page keeps its progress up to date itself.
-MOVING = (
-    GovernanceOrder.Status.APPROVED,
-    GovernanceOrder.Status.RUNNING,
-    GovernanceOrder.Status.OVERDUE,
-)
+# While an order runs, workers and owners move it without anyone submitting a form: its
+# page asks for its progress this often (seconds). Cooling off lasts hours, so the page
+# asks only now and then whether it has started.
+POLL_SECONDS = {
+    GovernanceOrder.Status.APPROVED: 60,
+    GovernanceOrder.Status.RUNNING: 2,
+    GovernanceOrder.Status.OVERDUE: 2,
+}
 
 
 def _require_governor(request) -> None:
@@ -118,11 +118,10 @@ def _progress(order: GovernanceOrder) -> dict:
     return {
         "phases": selectors.progress(order),
         "percent": selectors.percent_done(order),
-        "moving": order.status in MOVING,
+        "poll_seconds": POLL_SECONDS.get(order.status),
     }
 
 
-@platform_scope
 @login_required
 def order_progress(request, pk):
     """The order page's progress bar and phases, which the page asks for every few
