@@ -20,6 +20,7 @@ from apps.core.errors import DomainError
 from apps.governance import evidence, selectors, services
 from apps.governance.forms import OrderForm
 from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask
+from apps.tenancy.middleware import platform_scope
 
 GOVERNORS = (OPERATOR, TENANT_ADMIN)
 RELATED = (("Orders", "governance:order-list"),)
@@ -88,53 +89,52 @@ class OrderDetailView(LoginRequiredMixin, DetailView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        order = self.object
-        document = evidence.document(order)
-        user = self.request.user
-        decided = {a.approver_id for a in order.approvals.all()}
-        context.update(
-            related_pages=RELATED,
-            **_progress(order),
-            tasks=sorted(order.tasks.all(), key=lambda t: (t.phase or 0, t.owner)),
-            entries=document["entries"],
-            verified=evidence.verify(document)[0],
-            final_digest=document["final_digest"],
-            starts_at=services.starts_at(order),
-            artifact=ExportArtifact.objects.filter(order=order).first(),
-            holds=list(services.active_holds(order.tenant_id))
-            if order.kind == GovernanceOrder.Kind.DELETION and order.status != "completed"
-            else [],
-            may_decide=order.status == GovernanceOrder.Status.REQUESTED
-            and order.requested_by_id != user.pk
-            and user.pk not in decided,
-            may_cancel=order.status
-            in (GovernanceOrder.Status.REQUESTED, GovernanceOrder.Status.APPROVED),
-            may_retry=user.is_operator and order.in_progress,
-        )
+        context.update(_order_context(self.request, self.object), related_pages=RELATED)
         return context
 
 
-def _progress(order: GovernanceOrder) -> dict:
+def _order_context(request, order: GovernanceOrder) -> dict:
+    document = evidence.document(order)
+    user = request.user
+    decided = {a.approver_id for a in order.approvals.all()}
     return {
         "phases": selectors.progress(order),
         "percent": selectors.percent_done(order),
         "poll_seconds": POLL_SECONDS.get(order.status),
+        "tasks": sorted(order.tasks.all(), key=lambda t: (t.phase or 0, t.owner)),
+        "entries": document["entries"],
+        "verified": evidence.verify(document)[0],
+        "final_digest": document["final_digest"],
+        "starts_at": services.starts_at(order),
+        "artifact": ExportArtifact.objects.filter(order=order).first(),
+        "holds": list(services.active_holds(order.tenant_id))
+        if order.kind == GovernanceOrder.Kind.DELETION and order.status != "completed"
+        else [],
+        "may_decide": order.status == GovernanceOrder.Status.REQUESTED
+        and order.requested_by_id != user.pk
+        and user.pk not in decided,
+        "may_cancel": order.status
+        in (GovernanceOrder.Status.REQUESTED, GovernanceOrder.Status.APPROVED),
+        "may_retry": user.is_operator and order.in_progress,
     }
 
 
+@platform_scope  # as the order page itself (OrderDetailView.steward_scope)
 @login_required
-def order_progress(request, pk):
-    """The order page's progress bar and phases, which the page asks for every few
-    seconds while the order moves. Once the order's status is no longer the one the
-    page shows (started, overdue, completed), the whole page is reloaded instead: its
-    status, alerts, tasks and downloads change with it."""
+def order_body(request, pk):
+    """The part of the order page that moves while the order runs (progress, tasks and
+    receipts, evidence), which the page asks for every few seconds. Once the order's
+    status is no longer the one the page shows, the whole page is reloaded instead:
+    its status, alerts and downloads change with it."""
     _require_governor(request)
     order = get_object_or_404(selectors.order_list(), pk=pk)
     if request.GET.get("status") != order.status:
         response = HttpResponse(status=204)
         response["HX-Refresh"] = "true"
         return response
-    return render(request, "governance/_order_progress.html", {"order": order, **_progress(order)})
+    return render(
+        request, "governance/_order_body.html", {"order": order, **_order_context(request, order)}
+    )
 
 
 @login_required

@@ -131,8 +131,8 @@ def phase_states(page) -> list[str]:
     return page.locator("ol.phases > li").evaluate_all("items => items.map(i => i.dataset.state)")
 
 
-# The order page asks for its progress every 2 s while the order moves: the worker and
-# the owners move the bar without anyone reloading the page.
+# The order page asks for its moving part every 2 s while the order runs: the worker and
+# the owners move the bar and the tasks without anyone reloading the page.
 MOVES = 30_000
 
 
@@ -191,11 +191,15 @@ def test_a_production_tenant_is_deleted_phase_by_phase(journey, owner, celery_wo
         assert phase_states(page) == ["done"] * (number - 1) + ["current"] + ["waiting"] * (
             4 - number
         )
+        # The tasks table beside the bar moves with it.
+        task_row = page.locator("#order-body table").first.get_by_role("row").filter(has_text=name)
+        expect(task_row).to_contain_text("Issued")
         if number == 2:
             c.screenshot("3-mid-phase")
         owners[name].complete([{"what": what, "action": action, "count": count}])
         if number < 4:
             expect(phase).to_have_attribute("data-state", "done", timeout=MOVES)
+            expect(task_row).to_contain_text(f"{what}: {count} {action}")
             assert page.evaluate("window.sameDocument") is True
 
     # Completed: the page reloads itself to show the new status and the receipts.

@@ -70,7 +70,7 @@ def test_a_moving_orders_page_polls_its_progress_and_reloads_when_its_status_cha
     settings.STEWARD_DELETION_GRACE_HOURS = 0
     order = approved(tenant_a)
     reader = signed_in(member(tenant_a, role="admin", username="reader"))
-    progress = f"/governance/orders/{order.pk}/progress/"
+    progress = f"/governance/orders/{order.pk}/body/"
     page = reader.get(order.get_absolute_url()).content.decode()
     assert f'hx-get="{progress}?status=running"' in page and 'hx-trigger="every 2s"' in page
     # the fragment follows the receipts
@@ -79,6 +79,9 @@ def test_a_moving_orders_page_polls_its_progress_and_reloads_when_its_status_cha
     fragment = reader.get(progress, {"status": "running"})
     assert fragment.status_code == 200 and 'value="25"' in fragment.content.decode()
     assert "Derived stores</strong> — done" in fragment.content.decode()
+    # and so do the tasks and the evidence beside it
+    assert fragment.content.decode().count('<mark class="status-completed">') == 2
+    assert "task_completed" in fragment.content.decode()
     # a status the page does not show: the whole page reloads, the bar alone would not do
     stale = reader.get(progress, {"status": "approved"})
     assert (stale.status_code, stale["HX-Refresh"]) == (204, "true")
