@@ -1,7 +1,9 @@
 from celery import shared_task
 
+from apps.core.tasks import RETRY_WHILE_DATABASE_DOWN
 
-@shared_task(scope="self", name="assets.delegate_approval")
+
+@shared_task(scope="self", name="assets.delegate_approval", **RETRY_WHILE_DATABASE_DOWN)
 def delegate_approval(*, asset_id: str) -> str:
     from apps.assets import services
 

@@ -123,3 +123,25 @@ def test_the_opt_in_reconciler_applies_final_decisions_and_flags_unknown_instanc
     with system_scope():
         flagged = AuditEvent.objects.filter(action="asset.workflow_unknown").get()
     assert flagged.object_id == str(assets[forgotten].pk)
+
+
+def test_a_delegation_that_lost_the_database_goes_again(tenant_a, workflow_service, monkeypatch):
+    """Found by the chaos drill: a delegation whose worker lost PostgreSQL mid-task was
+    gone for good, because no sweep starts delegations again."""
+    from django.db import OperationalError
+
+    from apps.assets.tasks import delegate_approval
+
+    asset = requested(tenant_a)
+    real, attempts = services.asset_delegate, []
+
+    def flaky(*, asset_id):
+        attempts.append(asset_id)
+        if len(attempts) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real(asset_id=asset_id)
+
+    monkeypatch.setattr(services, "asset_delegate", flaky)
+    assert delegate_approval.apply(kwargs={"asset_id": str(asset.pk)}).get() == "succeeded"
+    assert len(attempts) == 2
+    assert reload(asset).is_workflow_managed
