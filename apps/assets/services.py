@@ -11,6 +11,7 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -202,6 +203,62 @@ def asset_decide(*, actor: Actor, asset: Asset, approve: bool, reason: str = "")
         )
         _event(asset, "AssetApproved" if approve else "AssetRejected", reason=reason)
     return asset
+
+
+def resume_lost_delegations(*, older_than: timedelta | None = None) -> int:
+    """The sweep behind lost delegations: a delegated asset still Requested without an
+    instance, untouched for a while, whose start was never made — its task died with a
+    worker (held until the broker's visibility timeout, twenty minutes) or never reached
+    the broker — is delegated again. A start already made is the reconciler's (its
+    effect record says so); only a record left pending by a dead worker goes again.
+    Delegating twice is safe: the start is keyed by the approval request."""
+    from apps.assets import workflow
+    from apps.eventing.models import UncertainEffect
+
+    if older_than is None:
+        older_than = timedelta(seconds=settings.STEWARD_STALLED_WORK_SECONDS)
+    cutoff = timezone.now() - older_than
+    with system_scope():
+        waiting = dict(
+            Asset.objects.filter(
+                status=Asset.Status.REQUESTED,
+                workflow_instance_id__isnull=True,
+                approval_request_id__isnull=False,
+                updated_at__lt=cutoff,
+            ).values_list("approval_request_id", "pk")[:1000]
+        )
+        if not waiting:
+            return 0
+        # Whether the current request was delegated is written on its audit entry.
+        latest = (
+            AuditEvent.objects.filter(
+                action="asset.request_approval", object_id__in=[str(a) for a in waiting.values()]
+            )
+            .order_by("object_id", "-occurred_at", "-id")
+            .distinct("object_id")
+            .values_list("object_id", "changes")
+        )
+        delegated = {
+            object_id for object_id, changes in latest if (changes.get("delegated") or [0, 0])[1]
+        }
+        started = set(
+            UncertainEffect.objects.filter(
+                target_system=workflow.TARGET,
+                operation=workflow.START,
+                external_ref__in=[str(k) for k in waiting],
+            )
+            .exclude(state=UncertainEffect.State.PENDING, updated_at__lt=cutoff)
+            .values_list("external_ref", flat=True)
+        )
+    lost = [
+        asset_id
+        for key, asset_id in waiting.items()
+        if str(asset_id) in delegated and str(key) not in started
+    ]
+    for asset_id in lost:
+        logger.warning("asset %s: its delegation was lost; delegating again", asset_id)
+        _start_delegation(asset_id)
+    return len(lost)
 
 
 # --------------------------------------------------------------------------- callbacks

@@ -35,3 +35,11 @@ def periodic_reconcile_workflows() -> dict:
     from apps.core.jobs import periodic_job
 
     return periodic_job("assets.reconcile_workflows")(services.reconcile_stale_delegations)()
+
+
+@shared_task(scope="self", name="assets.periodic_resume_delegations")
+def periodic_resume_delegations() -> int:
+    from apps.assets import services
+    from apps.core.jobs import periodic_job
+
+    return periodic_job("assets.resume_delegations")(services.resume_lost_delegations)()

@@ -145,3 +145,36 @@ def test_a_delegation_that_lost_the_database_goes_again(tenant_a, workflow_servi
     assert delegate_approval.apply(kwargs={"asset_id": str(asset.pk)}).get() == "succeeded"
     assert len(attempts) == 2
     assert reload(asset).is_workflow_managed
+
+
+def test_the_sweep_delegates_again_what_a_dead_worker_never_started(tenant_a, workflow_service):
+    """Found by the chaos drill: a delegation held by a SIGKILLed worker waited for the
+    broker's visibility timeout (twenty minutes) before anyone asked the Workflow Service."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from portal.celery import app
+
+    server, service = workflow_service
+    lost = requested(tenant_a)  # its on-commit task never runs here: as if lost
+    by_person = services.asset_request_approval(
+        actor=SYSTEM_ACTOR,
+        asset=services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant_a, name="manual"),
+        delegate=False,
+    )
+    fresh = requested(tenant_a)
+    with tenant_scope(tenant_a):
+        Asset.objects.exclude(pk=fresh.pk).update(updated_at=timezone.now() - timedelta(minutes=2))
+    app.conf.task_always_eager = True  # the sweep's task runs here, against the stand-in
+    try:
+        assert services.resume_lost_delegations() == 1
+        assert reload(lost).is_workflow_managed
+        assert not reload(by_person).is_workflow_managed  # a person decides that one
+        assert not reload(fresh).is_workflow_managed  # its task may still be on its way
+        with tenant_scope(tenant_a):
+            Asset.objects.update(updated_at=timezone.now() - timedelta(minutes=2))
+        assert services.resume_lost_delegations() == 1  # only `fresh` now
+    finally:
+        app.conf.task_always_eager = False
+    assert len(service.instances) == 2
