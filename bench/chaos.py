@@ -263,19 +263,6 @@ def session_auth(session_key: str) -> dict:
 # --------------------------------------------------------------------------- set-up
 
 
-def _session(user) -> str:
-    from django.conf import settings
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-    from django.contrib.sessions.backends.db import SessionStore
-
-    session = SessionStore()
-    session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
-    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-    session.save()
-    return session.session_key
-
-
 def set_up(stores: int) -> dict:
     """Tenants, service accounts, a store catalog and two tenant admins, as an operator
     would have them before the traffic; returns the secrets the traffic uses."""
@@ -287,6 +274,7 @@ def set_up(stores: int) -> dict:
     from apps.stores.models import ResidencyRule, Store, StoreProfile
     from apps.tenancy import services
     from apps.tenancy.models import DataClass, Region, Tenant
+    from bench.load import _session
 
     region = Region.objects.get(slug="israelcentral")
     tenants = [
