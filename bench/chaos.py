@@ -28,6 +28,7 @@ import json
 import os
 import random
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -457,32 +458,21 @@ class Traffic:
         self.expected.bindings.add(made.json()["id"])
         self.pending_bindings.append(made.json()["id"])
 
-    def finish_bindings(self, *, wait: bool = False) -> None:
-        """The provisioning service: migrations applied once a worker provisioned it."""
+    def finish_bindings(self) -> None:
+        """The provisioning service: migrations applied once a worker provisioned it;
+        those still Requested are looked at again next time."""
         auth = bearer(self.secrets["platform"])
         waiting = []
         for binding_id in self.pending_bindings:
             url = f"/api/v1/stores/bindings/{binding_id}/"
-
-            def status(url=url):
-                return self.api.call("GET", url, auth=auth).json()["status"]
-
-            if wait:
-                wait_until(
-                    lambda status=status: status() != "requested",
-                    timeout=120,
-                    what=f"binding {binding_id} provisioned",
-                    interval=0.5,
-                )
-            now = status()
+            now = self.api.call("GET", url, auth=auth).json()["status"]
             if now == "requested":
                 waiting.append(binding_id)
-                continue
-            if now == "provisioned":
+            elif now == "provisioned":
                 answer = self.api.call("POST", f"{url}migrations-applied/", auth=auth)
-                if answer.status_code == 409 and status() == "active":
-                    continue  # the first attempt's answer was lost
-                if answer.status_code != 200:
+                if answer.status_code == 409:
+                    waiting.append(binding_id)  # the first attempt's answer was lost
+                elif answer.status_code != 200:
                     raise DrillError(f"migrations-applied answered {answer.status_code}")
         self.pending_bindings = waiting
 
@@ -614,8 +604,6 @@ def run(*, quick: bool) -> dict:
 
 
 def _manage(env: dict, *args: str) -> None:
-    import subprocess
-
     done = subprocess.run(  # noqa: S603
         [sys.executable, "manage.py", *args],
         cwd=Path(__file__).resolve().parent.parent,
@@ -649,7 +637,6 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
     api = Api(f"http://127.0.0.1:{port}", deadline=120)
     wait_until(lambda: _get_ok(api, "/healthz"), timeout=60, what="gunicorn serving", interval=0.2)
     expected = Expected(webhook_topics=WEBHOOK_TOPICS)
-    expected.webhook_received = receiver.received
     platform = bearer(secrets["platform"])
     made = api.call(
         "POST", "/api/v1/registry/services/", auth=platform, body={"name": "chaos-receiver"}
@@ -717,16 +704,18 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
     traffic.thread.join(timeout=300)
     if traffic.error:
         raise traffic.error
-    traffic.finish_bindings(wait=True)
     traffic_seconds = time.monotonic() - traffic_started
     say(f"traffic stopped after {traffic.rounds} rounds; waiting for the stack to settle")
 
     settle_started = time.monotonic()
     deadline = settle_started + (150 if quick else 300)
     while True:
-        expected.assets.update(
-            {a: d for a, (_, d) in dict(workflow.decisions).items() if a in expected.assets}
-        )
+        # Snapshots: the stand-ins' threads go on writing while the checks read.
+        with workflow.lock:
+            decided = {a: d for a, (_, d) in workflow.decisions.items() if a in expected.assets}
+        expected.assets.update(decided)
+        with receiver.lock:
+            expected.webhook_received = Counter(receiver.received)
         summary = _db(lambda: verify(expected))
         if summary["ok"] and not workflow.waiting():
             break
