@@ -35,7 +35,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -65,44 +64,22 @@ def free_port() -> int:
 
 
 class StandIn:
-    """A small HTTP server on the loopback interface answering `respond(method, path,
-    headers, body) -> (status, body)`."""
+    """A service on the other side: the test suite's loopback HTTP server
+    (tests/support.py) answering `respond(method, path, headers, body)`."""
 
     def __init__(self):
-        outer = self
+        from tests.support import LocalServer
 
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self):
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length)
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                status, answer = outer.respond(self.command, self.path, headers, body)
-                raw = json.dumps(answer).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            do_GET = do_POST = _serve
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = LocalServer(
+            respond=lambda got: self.respond(got.method, got.path, got.headers, got.body)
+        ).__enter__()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return self.server.url
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.__exit__(None, None, None)
 
     def respond(self, method, path, headers, body) -> tuple[int, dict]:
         raise NotImplementedError
