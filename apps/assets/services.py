@@ -212,23 +212,36 @@ def resume_lost_delegations(*, older_than: timedelta | None = None) -> int:
     the broker — is delegated again. A start already made is the reconciler's (its
     effect record says so); only a record left pending by a dead worker goes again.
     Delegating twice is safe: the start is keyed by the approval request."""
-    from apps.assets import workflow
-    from apps.eventing.models import UncertainEffect
-
     if older_than is None:
         older_than = timedelta(seconds=settings.STEWARD_STALLED_WORK_SECONDS)
     cutoff = timezone.now() - older_than
     with system_scope():
-        waiting = dict(
+        # Assets a person decides wait the same way; which were delegated is read in
+        # chunks below, so however many of those there are, none is left unseen.
+        waiting = list(
             Asset.objects.filter(
                 status=Asset.Status.REQUESTED,
                 workflow_instance_id__isnull=True,
                 approval_request_id__isnull=False,
                 updated_at__lt=cutoff,
-            ).values_list("approval_request_id", "pk")[:1000]
+            ).values_list("approval_request_id", "pk")
         )
-        if not waiting:
-            return 0
+    lost = []
+    for start in range(0, len(waiting), 1000):
+        lost += _delegations_never_started(dict(waiting[start : start + 1000]), cutoff)
+    for asset_id in lost:
+        logger.warning("asset %s: its delegation was lost; delegating again", asset_id)
+        _start_delegation(asset_id)
+    return len(lost)
+
+
+def _delegations_never_started(waiting: dict, cutoff) -> list:
+    """Of {approval request id: asset id}, the assets whose current request was
+    delegated and whose start has no record (or one a dead worker left pending)."""
+    from apps.assets import workflow
+    from apps.eventing.models import UncertainEffect
+
+    with system_scope():
         # Whether the current request was delegated is written on its audit entry.
         latest = (
             AuditEvent.objects.filter(
@@ -250,15 +263,11 @@ def resume_lost_delegations(*, older_than: timedelta | None = None) -> int:
             .exclude(state=UncertainEffect.State.PENDING, updated_at__lt=cutoff)
             .values_list("external_ref", flat=True)
         )
-    lost = [
+    return [
         asset_id
         for key, asset_id in waiting.items()
         if str(asset_id) in delegated and str(key) not in started
     ]
-    for asset_id in lost:
-        logger.warning("asset %s: its delegation was lost; delegating again", asset_id)
-        _start_delegation(asset_id)
-    return len(lost)
 
 
 # --------------------------------------------------------------------------- callbacks

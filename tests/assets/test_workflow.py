@@ -178,3 +178,23 @@ def test_the_sweep_delegates_again_what_a_dead_worker_never_started(tenant_a, wo
     finally:
         app.conf.task_always_eager = False
     assert len(service.instances) == 2
+
+
+def test_the_sweep_leaves_a_start_in_doubt_to_the_reconciler(tenant_a, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.STEWARD_WORKFLOW_SERVICE_URL = "http://127.0.0.1:9"  # nobody is asked
+    asset = requested(tenant_a)
+    with tenant_scope(tenant_a):
+        UncertainEffect.objects.create(
+            tenant=tenant_a,
+            actor="assets",
+            target_system="workflow-service",
+            operation="start-approval",
+            external_ref=str(asset.approval_request_id),
+            state=UncertainEffect.State.UNCERTAIN,
+        )
+        Asset.objects.update(updated_at=timezone.now() - timedelta(minutes=2))
+    assert services.resume_lost_delegations() == 0
