@@ -9,6 +9,7 @@ Nothing here imports Django: the servers exist before Django is configured for t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -250,15 +251,18 @@ class Processes:
         return [name for name, proc in self.running.items() if proc.poll() is not None]
 
     def stop(self) -> None:
+        # A group can be gone by the time it is signalled: the drill is ending anyway.
         for proc in self.running.values():
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + 20
         for proc in self.running.values():
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
 
     def tail(self, name: str, lines: int = 15) -> str:
