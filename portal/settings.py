@@ -320,6 +320,11 @@ STEWARD_EVENTING = {
 STEWARD_COMPUTE_POLL_BATCH = env_int("STEWARD_COMPUTE_POLL_BATCH", 5000)
 STEWARD_COMPUTE_STALE_LINK_MINUTES = env_int("STEWARD_COMPUTE_STALE_LINK_MINUTES", 60)
 
+# How long a delegation or a store binding may wait on its task before the sweep starts
+# it again (a task that died with its worker is otherwise held for the broker's
+# visibility timeout).
+STEWARD_STALLED_WORK_SECONDS = env_int("STEWARD_STALLED_WORK_SECONDS", 60)
+
 # The Workflow Service that decides delegated asset approvals.
 STEWARD_WORKFLOW_SERVICE_URL = env("STEWARD_WORKFLOW_SERVICE_URL", "")
 STEWARD_WORKFLOW_TIMEOUT_SECONDS = float(env("STEWARD_WORKFLOW_TIMEOUT_SECONDS", "5"))

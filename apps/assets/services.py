@@ -11,6 +11,7 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -202,6 +203,71 @@ def asset_decide(*, actor: Actor, asset: Asset, approve: bool, reason: str = "")
         )
         _event(asset, "AssetApproved" if approve else "AssetRejected", reason=reason)
     return asset
+
+
+def resume_lost_delegations(*, older_than: timedelta | None = None) -> int:
+    """The sweep behind lost delegations: a delegated asset still Requested without an
+    instance, untouched for a while, whose start was never made — its task died with a
+    worker (held until the broker's visibility timeout, twenty minutes) or never reached
+    the broker — is delegated again. A start already made is the reconciler's (its
+    effect record says so); only a record left pending by a dead worker goes again.
+    Delegating twice is safe: the start is keyed by the approval request."""
+    if older_than is None:
+        older_than = timedelta(seconds=settings.STEWARD_STALLED_WORK_SECONDS)
+    cutoff = timezone.now() - older_than
+    with system_scope():
+        # Assets a person decides wait the same way; which were delegated is read in
+        # chunks below, so however many of those there are, none is left unseen.
+        waiting = list(
+            Asset.objects.filter(
+                status=Asset.Status.REQUESTED,
+                workflow_instance_id__isnull=True,
+                approval_request_id__isnull=False,
+                updated_at__lt=cutoff,
+            ).values_list("approval_request_id", "pk")
+        )
+    lost = []
+    for start in range(0, len(waiting), 1000):
+        lost += _delegations_never_started(dict(waiting[start : start + 1000]), cutoff)
+    for asset_id in lost:
+        logger.warning("asset %s: its delegation was lost; delegating again", asset_id)
+        _start_delegation(asset_id)
+    return len(lost)
+
+
+def _delegations_never_started(waiting: dict, cutoff) -> list:
+    """Of {approval request id: asset id}, the assets whose current request was
+    delegated and whose start has no record (or one a dead worker left pending)."""
+    from apps.assets import workflow
+    from apps.eventing.models import UncertainEffect
+
+    with system_scope():
+        # Whether the current request was delegated is written on its audit entry.
+        latest = (
+            AuditEvent.objects.filter(
+                action="asset.request_approval", object_id__in=[str(a) for a in waiting.values()]
+            )
+            .order_by("object_id", "-occurred_at", "-id")
+            .distinct("object_id")
+            .values_list("object_id", "changes")
+        )
+        delegated = {
+            object_id for object_id, changes in latest if (changes.get("delegated") or [0, 0])[1]
+        }
+        started = set(
+            UncertainEffect.objects.filter(
+                target_system=workflow.TARGET,
+                operation=workflow.START,
+                external_ref__in=[str(k) for k in waiting],
+            )
+            .exclude(state=UncertainEffect.State.PENDING, updated_at__lt=cutoff)
+            .values_list("external_ref", flat=True)
+        )
+    return [
+        asset_id
+        for key, asset_id in waiting.items()
+        if str(asset_id) in delegated and str(key) not in started
+    ]
 
 
 # --------------------------------------------------------------------------- callbacks

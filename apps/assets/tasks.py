@@ -1,7 +1,9 @@
 from celery import shared_task
 
+from apps.core.tasks import RETRY_WHILE_DATABASE_DOWN
 
-@shared_task(scope="self", name="assets.delegate_approval")
+
+@shared_task(scope="self", name="assets.delegate_approval", **RETRY_WHILE_DATABASE_DOWN)
 def delegate_approval(*, asset_id: str) -> str:
     from apps.assets import services
 
@@ -33,3 +35,11 @@ def periodic_reconcile_workflows() -> dict:
     from apps.core.jobs import periodic_job
 
     return periodic_job("assets.reconcile_workflows")(services.reconcile_stale_delegations)()
+
+
+@shared_task(scope="self", name="assets.periodic_resume_delegations")
+def periodic_resume_delegations() -> int:
+    from apps.assets import services
+    from apps.core.jobs import periodic_job
+
+    return periodic_job("assets.resume_delegations")(services.resume_lost_delegations)()

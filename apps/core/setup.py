@@ -49,6 +49,8 @@ SCHEDULES = [
     ("stores.periodic_resume_bindings", 1, IntervalSchedule.MINUTES, "periodic"),
     # Kicked when a callback is recorded; this sweep only catches lost kicks.
     ("assets.periodic_apply_workflow_callbacks", 5, IntervalSchedule.SECONDS, "periodic"),
+    # Delegations whose task died with a worker, or never reached the broker, go again.
+    ("assets.periodic_resume_delegations", 1, IntervalSchedule.MINUTES, "periodic"),
     # Starts deletions whose cooling-off has passed and flags overdue governance tasks.
     ("governance.periodic_advance_orders", 1, IntervalSchedule.MINUTES, "periodic"),
 ]

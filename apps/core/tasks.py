@@ -15,6 +15,7 @@ from __future__ import annotations
 from celery import Task, shared_task
 from celery.signals import before_task_publish
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from apps.core.context import request_id
@@ -23,6 +24,18 @@ from apps.core.models import IdempotencyRecord
 from apps.tenancy.scope import system_scope, tenant_scope
 
 SCOPES = ("system", "tenant", "self")
+
+# For one-off tasks that are safe to run twice: one that lost its database (PostgreSQL
+# restarting or failing over) goes again within seconds. Without it the task is
+# simply gone — sweeps re-drive some kinds of work, but not every kind (the chaos
+# drill lost delegated approvals this way, docs/operations.md "Chaos drill").
+RETRY_WHILE_DATABASE_DOWN = {
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": 1,
+    "retry_backoff_max": 30,
+    "retry_jitter": False,
+    "max_retries": 12,  # about five minutes
+}
 
 
 CORRELATION_HEADER = "steward_request_id"

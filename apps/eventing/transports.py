@@ -36,13 +36,36 @@ class RedisStreamTransport:
     """
 
     name = "redis_stream"
+    # Streams whose Steward consumer groups this process has made sure of. Forgotten
+    # after any Redis error: a Redis that came back empty needs them again.
+    _followed: set[str] = set()
 
     def __init__(self, client=None):
         self.client = client or get_redis()
 
+    def _steward_groups(self, topics: set[str]) -> list[tuple[str, str]]:
+        """(stream, group) of Steward's own consumers for streams not yet made sure of.
+
+        Created before the first entry, so no group starts after it: subscribing on a
+        topic's creation is an after-commit step that a Redis restart, or another
+        process's slower refresh, can leave undone until events have gone by.
+        """
+        from apps.eventing.consumers import HANDLERS
+
+        return [
+            (stream_key(topic), handler.consumer)
+            for topic in sorted(topics)
+            if stream_key(topic) not in self._followed
+            for handler in HANDLERS.values()
+            if handler.topics is None or topic in handler.topics
+        ]
+
     def publish(self, envelopes: Sequence[Envelope]) -> None:
         try:
             pipe = self.client.pipeline(transaction=False)
+            groups = self._steward_groups({envelope.topic for envelope in envelopes})
+            for stream, group in groups:
+                pipe.xgroup_create(stream, group, id="$", mkstream=True)
             for envelope in envelopes:
                 pipe.xadd(
                     stream_key(envelope.topic),
@@ -52,8 +75,12 @@ class RedisStreamTransport:
                         "event_type": envelope.event_type,
                     },
                 )
-            pipe.execute()
+            for result in pipe.execute(raise_on_error=False):
+                if isinstance(result, Exception) and "BUSYGROUP" not in str(result):
+                    raise result
+            self._followed.update(stream for stream, _ in groups)
         except REDIS_ERRORS as exc:
+            self._followed.clear()
             raise TransportError(f"Redis: {exc}") from exc
 
 

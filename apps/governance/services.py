@@ -197,10 +197,14 @@ def _ensure_owner_topic(owner: str) -> None:
         defaults={"description": f"Governance tasks for {owner}: GovernanceTaskIssued."},
     )
     if created:
+        from apps.registry.services import subscribe_steward_consumers_on_commit
+
         steward, _ = Service.objects.get_or_create(name=STEWARD_SERVICE)
         service, _ = Service.objects.get_or_create(name=owner)
         topic.producers.add(steward)
         topic.consumers.add(service)
+        # The task this topic is made for is announced in the same transaction.
+        subscribe_steward_consumers_on_commit()
 
 
 def _task_payload(task: GovernanceTask) -> dict:

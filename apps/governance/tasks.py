@@ -1,14 +1,16 @@
 from celery import shared_task
 
+from apps.core.tasks import RETRY_WHILE_DATABASE_DOWN
 
-@shared_task(scope="self", name="governance.run_steward_task")
+
+@shared_task(scope="self", name="governance.run_steward_task", **RETRY_WHILE_DATABASE_DOWN)
 def run_steward_task(*, task_id: str) -> str:
     from apps.governance import work
 
     return work.run_steward_task(task_id=task_id)
 
 
-@shared_task(scope="self", name="governance.assemble_export")
+@shared_task(scope="self", name="governance.assemble_export", **RETRY_WHILE_DATABASE_DOWN)
 def assemble_export(*, order_id: str) -> str:
     from apps.governance import exports
 

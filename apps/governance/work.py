@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.governance import own, services
@@ -41,6 +42,10 @@ def run_steward_task(*, task_id) -> str:
         else:
             items = own.perform(task)
             receipt = {"items": items, "digest": own.receipt_digest(items)}
+    except (OperationalError, InterfaceError):
+        # The database went away, not the task's work: the worker runs it again
+        # (RETRY_WHILE_DATABASE_DOWN) rather than leave it failed for an operator.
+        raise
     except Exception as exc:
         logger.exception("governance task %s failed", task.pk)
         services.task_fail(

@@ -24,6 +24,7 @@ from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
 from apps.eventing.services import emit
 from apps.registry import compatibility
 from apps.registry.models import Acknowledgement, ModelSync, SchemaVersion, Service, Topic
+from apps.registry.services import subscribe_steward_consumers_on_commit
 from apps.tenancy.audit import audit_record
 from apps.tenancy.scope import system_scope
 
@@ -167,6 +168,7 @@ class _Sync:
             topic.full_clean()
             topic.save()
             audit_record(actor=self.actor, action="topic.create", instance=topic)
+            subscribe_steward_consumers_on_commit()
             producers, consumers = set(), set()
         else:
             topic = Topic.objects.select_for_update().get(pk=known.pk)

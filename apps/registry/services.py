@@ -30,13 +30,19 @@ def topic_create(*, actor: Actor, name: str, description: str = "", producers=()
         audit_record(
             actor=actor, action="topic.create", instance=topic, changes={"name": [None, name]}
         )
-    transaction.on_commit(_subscribe_steward_consumers, robust=True)
+    subscribe_steward_consumers_on_commit()
     return topic
 
 
+def subscribe_steward_consumers_on_commit() -> None:
+    """For whoever creates a topic: Steward's catch-all consumers follow it as soon as
+    it is committed, not at the consumers process's next refresh. Their consumer groups
+    start at the end of the stream, so a group created after the topic's first events
+    were dispatched would never see them."""
+    transaction.on_commit(_subscribe_steward_consumers, robust=True)
+
+
 def _subscribe_steward_consumers() -> None:
-    # Steward's catch-all consumers follow a new topic at once, not at the consumers
-    # process's next refresh, so they miss none of its first events.
     from apps.eventing.consumers import ensure_subscription_groups, sync_consumer_subscriptions
 
     ensure_subscription_groups(sync_consumer_subscriptions())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -312,13 +313,15 @@ def binding_revoke(*, binding_id) -> str:
     return "retired"
 
 
-def resume_stalled_bindings(*, older_than: timedelta = timedelta(minutes=1)) -> int:
+def resume_stalled_bindings(*, older_than: timedelta | None = None) -> int:
     """The sweep behind lost work: a Requested binding whose issue call is not already
     being reconciled, and a Retiring one, untouched for a while, go again. Both steps
     are idempotent (the issue call is keyed by the binding; revoking twice is fine)."""
     from apps.eventing.models import UncertainEffect
     from apps.stores import brokers
 
+    if older_than is None:
+        older_than = timedelta(seconds=settings.STEWARD_STALLED_WORK_SECONDS)
     cutoff = timezone.now() - older_than
     with system_scope():
         stalled = StoreBinding.objects.filter(updated_at__lt=cutoff)

@@ -1,14 +1,16 @@
 from celery import shared_task
 
+from apps.core.tasks import RETRY_WHILE_DATABASE_DOWN
 
-@shared_task(scope="self", name="stores.provision_binding")
+
+@shared_task(scope="self", name="stores.provision_binding", **RETRY_WHILE_DATABASE_DOWN)
 def provision_binding(*, binding_id: str) -> str:
     from apps.stores import services
 
     return services.binding_provision(binding_id=binding_id)
 
 
-@shared_task(scope="self", name="stores.revoke_binding")
+@shared_task(scope="self", name="stores.revoke_binding", **RETRY_WHILE_DATABASE_DOWN)
 def revoke_binding(*, binding_id: str) -> str:
     from apps.stores import services
 

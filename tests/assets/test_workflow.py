@@ -123,3 +123,78 @@ def test_the_opt_in_reconciler_applies_final_decisions_and_flags_unknown_instanc
     with system_scope():
         flagged = AuditEvent.objects.filter(action="asset.workflow_unknown").get()
     assert flagged.object_id == str(assets[forgotten].pk)
+
+
+def test_a_delegation_that_lost_the_database_goes_again(tenant_a, workflow_service, monkeypatch):
+    """Found by the chaos drill: a delegation whose worker lost PostgreSQL mid-task was
+    gone for good, because no sweep starts delegations again."""
+    from django.db import OperationalError
+
+    from apps.assets.tasks import delegate_approval
+
+    asset = requested(tenant_a)
+    real, attempts = services.asset_delegate, []
+
+    def flaky(*, asset_id):
+        attempts.append(asset_id)
+        if len(attempts) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real(asset_id=asset_id)
+
+    monkeypatch.setattr(services, "asset_delegate", flaky)
+    assert delegate_approval.apply(kwargs={"asset_id": str(asset.pk)}).get() == "succeeded"
+    assert len(attempts) == 2
+    assert reload(asset).is_workflow_managed
+
+
+def test_the_sweep_delegates_again_what_a_dead_worker_never_started(tenant_a, workflow_service):
+    """Found by the chaos drill: a delegation held by a SIGKILLed worker waited for the
+    broker's visibility timeout (twenty minutes) before anyone asked the Workflow Service."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from portal.celery import app
+
+    server, service = workflow_service
+    lost = requested(tenant_a)  # its on-commit task never runs here: as if lost
+    by_person = services.asset_request_approval(
+        actor=SYSTEM_ACTOR,
+        asset=services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant_a, name="manual"),
+        delegate=False,
+    )
+    fresh = requested(tenant_a)
+    with tenant_scope(tenant_a):
+        Asset.objects.exclude(pk=fresh.pk).update(updated_at=timezone.now() - timedelta(minutes=2))
+    app.conf.task_always_eager = True  # the sweep's task runs here, against the stand-in
+    try:
+        assert services.resume_lost_delegations() == 1
+        assert reload(lost).is_workflow_managed
+        assert not reload(by_person).is_workflow_managed  # a person decides that one
+        assert not reload(fresh).is_workflow_managed  # its task may still be on its way
+        with tenant_scope(tenant_a):
+            Asset.objects.update(updated_at=timezone.now() - timedelta(minutes=2))
+        assert services.resume_lost_delegations() == 1  # only `fresh` now
+    finally:
+        app.conf.task_always_eager = False
+    assert len(service.instances) == 2
+
+
+def test_the_sweep_leaves_a_start_in_doubt_to_the_reconciler(tenant_a, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.STEWARD_WORKFLOW_SERVICE_URL = "http://127.0.0.1:9"  # nobody is asked
+    asset = requested(tenant_a)
+    with tenant_scope(tenant_a):
+        UncertainEffect.objects.create(
+            tenant=tenant_a,
+            actor="assets",
+            target_system="workflow-service",
+            operation="start-approval",
+            external_ref=str(asset.approval_request_id),
+            state=UncertainEffect.State.UNCERTAIN,
+        )
+        Asset.objects.update(updated_at=timezone.now() - timedelta(minutes=2))
+    assert services.resume_lost_delegations() == 0

@@ -199,3 +199,28 @@ def test_events_of_a_tenant_deleted_since_are_dropped_and_do_not_block_the_rest(
     assert "no longer exists" in caplog.text
     client = get_redis()
     assert client.xpending(f"{runner.streams[0]}", runner.group)["pending"] == 0
+
+
+def test_the_consumers_process_outlives_a_database_restart(monkeypatch):
+    """Found by the chaos drill: the refresh loop of `run_consumers` raised when
+    PostgreSQL restarted, and the whole process exited with its runner threads."""
+    import threading
+
+    from django.db import OperationalError
+
+    from apps.eventing.management.commands import run_consumers
+
+    stopping = threading.Event()
+    calls = []
+
+    def refresh(running):
+        calls.append(len(calls))
+        if len(calls) == 1:
+            raise OperationalError("the database system is shutting down")
+        stopping.set()
+
+    command = run_consumers.Command()
+    monkeypatch.setattr(command, "refresh", refresh)
+    monkeypatch.setattr(run_consumers, "RETRY_SECONDS", 0.01)
+    command.run(stopping)
+    assert calls == [0, 1]  # went on after the failed refresh, stopped when asked

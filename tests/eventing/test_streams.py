@@ -61,3 +61,16 @@ def test_over_the_cap_the_lagging_group_is_named(tenant_a, topic, settings, capl
         assert trim_streams()[topic.name] == 6
     assert "stuck-service" in caplog.text
     assert get_redis().xlen(f"steward:stream:{topic.name}") == 4
+
+
+def test_stewards_consumers_follow_a_stream_from_its_first_entry(tenant_a, topic):
+    """Subscribing Steward's consumers to a new topic is an after-commit step that a
+    Redis restart (or a slower refresh elsewhere) can leave undone; the dispatcher makes
+    their groups before it adds the topic's first entry, so none starts after it."""
+    client = get_redis()
+    assert not client.exists(f"steward:stream:{topic.name}")
+    publish(tenant_a, topic, 3)
+    read = client.xreadgroup(
+        "steward.recent-events", "probe", {f"steward:stream:{topic.name}": ">"}, count=10
+    )
+    assert [len(entries) for _, entries in read] == [3]

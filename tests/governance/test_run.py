@@ -303,3 +303,20 @@ def test_the_database_refuses_a_second_purge_task_of_the_same_key(tenant_a):
                 detail={"key": "k1"},
                 due_at=due,
             )
+
+
+def test_stewards_own_consumers_follow_a_new_owner_topic_at_once(
+    bound, tenant_a, django_capture_on_commit_callbacks
+):
+    """Found by the chaos drill: an owner's task topic made with the order's first task
+    got Steward's consumer group only at the consumers' next refresh, at the end of the
+    stream, after that task's GovernanceTaskIssued had been dispatched: never handled."""
+    from apps.core.redis import get_redis
+    from apps.eventing.transports import stream_key
+
+    stream = stream_key(services.task_topic("search"))
+    get_redis().delete(stream)
+    with django_capture_on_commit_callbacks(execute=True):
+        approved(tenant_a)
+    groups = [g["name"] for g in get_redis().xinfo_groups(stream)]
+    assert b"steward.recent-events" in groups

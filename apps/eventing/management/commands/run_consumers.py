@@ -1,11 +1,13 @@
 """The consumers process: one runner thread per Steward consumer and webhook subscription."""
 
+import logging
 import signal
 import threading
 
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 
+from apps.core.redis import REDIS_ERRORS
 from apps.eventing.consumers import (
     build_runners,
     ensure_subscription_groups,
@@ -14,6 +16,8 @@ from apps.eventing.consumers import (
 from apps.registry.selectors import active_subscriptions
 
 REFRESH_SECONDS = 10
+RETRY_SECONDS = 1
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -27,30 +31,42 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
+        self.run(stopping)
+
+    def run(self, stopping: threading.Event) -> None:
         running: dict[tuple, tuple] = {}
         while not stopping.is_set():
-            # Pick up new or removed subscriptions without a restart.
-            sync_consumer_subscriptions()
-            ensure_subscription_groups(active_subscriptions())
-            wanted = {self._key(r): r for r in build_runners()}
-            for key in list(running):
-                if key not in wanted:
-                    runner, thread = running.pop(key)
-                    runner.stop.set()
-            for key, runner in wanted.items():
-                if key not in running:
-                    thread = threading.Thread(
-                        target=runner.run_forever, name=runner.group, daemon=True
-                    )
-                    thread.start()
-                    running[key] = (runner, thread)
-                    self.stdout.write(f"consuming {', '.join(runner.streams)} as {runner.group}")
+            try:
+                self.refresh(running)
+            except (DatabaseError, *REDIS_ERRORS) as exc:
+                # PostgreSQL or Redis restarting: the runner threads wait it out on
+                # their own; this loop must too, or the whole process exits with them.
+                logger.warning("consumers: cannot refresh the subscriptions (%s); retrying", exc)
+                close_old_connections()
+                stopping.wait(RETRY_SECONDS)
+                continue
             close_old_connections()
             stopping.wait(REFRESH_SECONDS)
         for runner, _ in running.values():
             runner.stop.set()
         for _, thread in running.values():
             thread.join(timeout=15)
+
+    def refresh(self, running: dict) -> None:
+        """Pick up new or removed subscriptions without a restart."""
+        sync_consumer_subscriptions()
+        ensure_subscription_groups(active_subscriptions())
+        wanted = {self._key(r): r for r in build_runners()}
+        for key in list(running):
+            if key not in wanted:
+                runner, thread = running.pop(key)
+                runner.stop.set()
+        for key, runner in wanted.items():
+            if key not in running:
+                thread = threading.Thread(target=runner.run_forever, name=runner.group, daemon=True)
+                thread.start()
+                running[key] = (runner, thread)
+                self.stdout.write(f"consuming {', '.join(runner.streams)} as {runner.group}")
 
     @staticmethod
     def _key(runner) -> tuple:

@@ -1,0 +1,752 @@
+"""`chaos`: the whole stack under traffic while a worker dies and both servers restart.
+
+    python -m bench chaos [--quick]
+
+Brings its own PostgreSQL and Redis (bench/chaos_stack.py; no system services, no
+DATABASE_URL/REDIS_URL needed), migrates, sets up tenants and service accounts, and
+starts Steward as deployed: gunicorn (gunicorn.conf.py), two Celery workers, Celery
+beat (DatabaseScheduler) and `run_consumers`. Stand-ins for the other side run inside
+the drill: a Workflow Service (starts approval instances, sends signed decisions,
+duplicates included), a compute service (reports batches finished), a provisioning
+service (reports a binding's migrations applied) and a webhook receiver.
+
+Traffic goes through the HTTP API in every domain — assets delegated for approval,
+compute batches, store bindings, ModelSync releases, a governance export, and the
+events all of these emit to the consumers and the webhook — while the drill SIGKILLs
+a worker (a replacement starts, as a supervisor would), restarts Redis, then restarts
+PostgreSQL (`pg_ctl restart -m fast`). When the traffic has stopped it waits for the
+stack to settle and checks the database (bench/chaos_verify.py): every event handled
+once per consumer, every callback's decision applied once, every batch link resolved
+once, every binding active with each step once, every schema version published once,
+the governance order complete. The last line is one JSON object; the exit status is 1
+when anything was lost or applied twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import httpx
+
+from bench.chaos_stack import DrillError, Processes, Servers, remove, wait_until
+
+CALLBACK_SECRET = "chaos-callback-secret"  # the drill's own throwaway secrets
+WEBHOOK_SECRET = "chaos-webhook-secret"
+WEBHOOK_SECRET_VAR = "STEWARD_WEBHOOK_SECRET_CHAOS"
+DUPLICATE_CALLBACKS = 0.3
+WEBHOOK_TOPICS = ("assets.asset", "compute.step")
+RESUMING_SWEEPS = ("assets.periodic_resume_delegations", "stores.periodic_resume_bindings")
+STALLED_WORK_SECONDS = "5"
+
+
+def say(message: str) -> None:
+    print(f"chaos: {message}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --------------------------------------------------------------------------- stand-ins
+
+
+class StandIn:
+    """A service on the other side: the test suite's loopback HTTP server
+    (tests/support.py) answering `respond(method, path, headers, body)`."""
+
+    def __init__(self):
+        from tests.support import LocalServer
+
+        self.server = LocalServer(
+            respond=lambda got: self.respond(got.method, got.path, got.headers, got.body)
+        ).__enter__()
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def close(self) -> None:
+        self.server.__exit__(None, None, None)
+
+    def respond(self, method, path, headers, body) -> tuple[int, dict]:
+        raise NotImplementedError
+
+
+class WorkflowService(StandIn):
+    """Starts one approval instance per idempotency key and, a moment later, sends its
+    decision to Steward's callback endpoint, signed, retrying until Steward has recorded
+    it; a share of the decisions is sent twice, as an at-least-once sender does."""
+
+    def __init__(self, steward_url: str, rng: random.Random):
+        super().__init__()
+        self.steward = httpx.Client(base_url=steward_url, timeout=10)
+        self.rng = rng
+        self.lock = threading.Lock()
+        self.by_key: dict[str, str] = {}
+        self.decisions: dict[str, tuple[str, str]] = {}  # asset id -> (instance, decision)
+        self.outbox: list[tuple[float, str, str, str]] = []  # (due, instance, decision, id)
+        self.sent = Counter()
+        self.stop = threading.Event()
+        self.sender = threading.Thread(target=self._send_forever, daemon=True)
+        self.sender.start()
+
+    def respond(self, method, path, headers, body):
+        if method == "POST" and path == "/instances":
+            start = json.loads(body)
+            key, asset = start["idempotency_key"], start["subject"]["id"]
+            with self.lock:
+                if key not in self.by_key:
+                    instance = str(uuid.uuid4())
+                    decision = "approve" if self.rng.random() < 0.7 else "reject"
+                    self.by_key[key] = instance
+                    self.decisions[asset] = (instance, decision)
+                    # Decided a moment later, usually after Steward stored the instance.
+                    self.outbox.append((time.monotonic() + 0.3, instance, decision, "first"))
+                    if self.rng.random() < DUPLICATE_CALLBACKS:
+                        self.outbox.append((time.monotonic() + 1.5, instance, decision, "dup"))
+                return 201, {"instance_id": self.by_key[key]}
+        if method == "GET" and "idempotency_key=" in path:
+            key = path.split("idempotency_key=", 1)[1]
+            with self.lock:
+                instance = self.by_key.get(key)
+            return (200, {"instance_id": instance}) if instance else (404, {})
+        return 404, {}
+
+    def _send_forever(self) -> None:
+        from apps.eventing.transports import webhook_signature
+
+        while not self.stop.is_set():
+            now = time.monotonic()
+            with self.lock:
+                due = [item for item in self.outbox if item[0] <= now]
+                self.outbox = [item for item in self.outbox if item[0] > now]
+            for _, instance, decision, kind in due:
+                body = json.dumps({"workflow_instance_id": instance, "decision": decision})
+                callback_id, stamp = f"cb-{uuid.uuid4().hex[:12]}", int(time.time())
+                signature = webhook_signature(
+                    CALLBACK_SECRET.encode(), callback_id, stamp, body.encode()
+                )
+                try:
+                    answer = self.steward.post(
+                        "/api/v1/assets/workflow-callbacks/",
+                        content=body,
+                        headers={
+                            "content-type": "application/json",
+                            "webhook-id": callback_id,
+                            "webhook-timestamp": str(stamp),
+                            "webhook-signature": signature,
+                        },
+                    ).status_code
+                except httpx.HTTPError:
+                    answer = "unreachable"
+                self.sent[f"{kind} {answer}"] += 1
+                if answer != 202:
+                    # Not recorded (Steward down), or the asset has not stored the
+                    # instance yet (404): the decision goes again shortly.
+                    with self.lock:
+                        self.outbox.append((time.monotonic() + 0.5, instance, decision, kind))
+            self.stop.wait(0.05)
+
+    def waiting(self) -> int:
+        with self.lock:
+            return len(self.outbox)
+
+
+class WebhookReceiver(StandIn):
+    """Verifies each delivery and counts it by `webhook-id`; refuses the first attempt
+    of every tenth event, so Steward's retries are part of the drill."""
+
+    def __init__(self):
+        super().__init__()
+        self.lock = threading.Lock()
+        self.received: Counter = Counter()
+        self.refused: set[str] = set()
+        self.bad_signatures = 0
+
+    def respond(self, method, path, headers, body):
+        from apps.eventing.transports import webhook_signature
+
+        event_id = headers.get("webhook-id", "")
+        expected = webhook_signature(
+            WEBHOOK_SECRET.encode(), event_id, int(headers.get("webhook-timestamp", 0)), body
+        )
+        if expected not in headers.get("webhook-signature", "").split():
+            with self.lock:
+                self.bad_signatures += 1
+            return 401, {}
+        with self.lock:
+            if int(uuid.UUID(event_id)) % 10 == 0 and event_id not in self.refused:
+                self.refused.add(event_id)
+                return 503, {}
+            self.received[event_id] += 1
+        return 200, {}
+
+
+# --------------------------------------------------------------------------- the API
+
+
+class Api:
+    """Steward's API as a careful client uses it: every write carries an
+    Idempotency-Key and is retried, with the same key, until Steward answers."""
+
+    def __init__(self, base_url: str, *, deadline: float):
+        self.http = httpx.Client(base_url=base_url, timeout=15)
+        self.deadline = deadline
+        self.retries = 0
+
+    def call(self, method: str, path: str, *, auth: dict, body=None, key: str | None = None):
+        headers = dict(auth)
+        if key:
+            headers["Idempotency-Key"] = key
+        give_up = time.monotonic() + self.deadline
+        while True:
+            try:
+                response = self.http.request(method, path, json=body, headers=headers)
+                if response.status_code < 500:
+                    return response
+                problem = f"HTTP {response.status_code}"
+            except httpx.HTTPError as exc:
+                problem = type(exc).__name__
+            self.retries += 1
+            if time.monotonic() > give_up:
+                raise DrillError(f"{method} {path} kept failing ({problem})")
+            time.sleep(0.3)
+
+
+def bearer(secret: str) -> dict:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def session_auth(session_key: str) -> dict:
+    from django.conf import settings
+
+    csrf = uuid.uuid4().hex * 2  # any 64 characters of the right alphabet
+    cookies = f"{settings.SESSION_COOKIE_NAME}={session_key}; {settings.CSRF_COOKIE_NAME}={csrf}"
+    return {"Cookie": cookies, "X-CSRFToken": csrf}
+
+
+# --------------------------------------------------------------------------- set-up
+
+
+def set_up(stores: int) -> dict:
+    """Tenants, service accounts, a store catalog and two tenant admins, as an operator
+    would have them before the traffic; returns the secrets the traffic uses."""
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    from apps.core.context import SYSTEM_ACTOR
+    from apps.registry.models import Service
+    from apps.stores import services as store_services
+    from apps.stores.models import ResidencyRule, Store, StoreProfile
+    from apps.tenancy import services
+    from apps.tenancy.models import DataClass, Region, Tenant
+    from bench.load import _session
+
+    region = Region.objects.get(slug="israelcentral")
+    tenants = [
+        Tenant.objects.create(slug=f"chaos-{n}", name=f"Chaos {n}", home_region=region)
+        for n in range(2)
+    ]
+    leaving = Tenant.objects.create(slug="chaos-export", name="Chaos export", home_region=region)
+
+    def token(name, scopes, tenant=None):
+        account = services.service_account_create(actor=SYSTEM_ACTOR, name=name, tenant=tenant)
+        return services.api_token_issue(
+            actor=SYSTEM_ACTOR, service_account=account, name="chaos", scopes=scopes
+        ).secret
+
+    tenant_tokens = [
+        token(f"chaos-app-{n}", ["assets:write", "compute:write"], tenant)
+        for n, tenant in enumerate(tenants)
+    ]
+    platform = token("chaos-platform", ["registry:write", "stores:write"])
+    releases = token("chaos-orders", ["registry:write"])
+    owner = Service.objects.get_or_create(name="chaos-knowledge")[0]
+    data_class = DataClass.objects.get(slug="operational")
+    profile = StoreProfile.objects.create(
+        slug="chaos-pg", name="Chaos PostgreSQL", engine="postgresql", shape="dedicated_tables"
+    )
+    store_slugs = []
+    for n in range(stores):
+        store = Store.objects.create(
+            slug=f"chaos-store-{n}",
+            name=f"Chaos store {n}",
+            owning_service=owner,
+            data_class=data_class,
+            category=Store.Category.DERIVED,
+            workload_class="catalog",
+        )
+        store_slugs.append(store.slug)
+    store_services.rule_save(
+        actor=SYSTEM_ACTOR,
+        rule=ResidencyRule(effect="allow", geographies=["IL"]),
+        regions=[],
+    )
+    # As an operator may in the console: the sweeps behind lost work run every few
+    # seconds, so what a killed worker took with it is taken up within the drill.
+    every_5s = IntervalSchedule.objects.get_or_create(every=5, period=IntervalSchedule.SECONDS)
+    PeriodicTask.objects.filter(name__in=RESUMING_SWEEPS).update(interval=every_5s[0])
+    admins = []
+    for role in ("requester", "approver"):
+        user = services.user_create(
+            actor=SYSTEM_ACTOR, username=f"chaos-{role}", password=uuid.uuid4().hex
+        )
+        services.membership_set(actor=SYSTEM_ACTOR, tenant=leaving, user=user, role="admin")
+        admins.append(_session(user))
+    return {
+        "tenants": [t.slug for t in tenants],
+        "tenant_tokens": tenant_tokens,
+        "platform": platform,
+        "releases": releases,
+        "profile": profile.slug,
+        "stores": store_slugs,
+        "admins": admins,
+    }
+
+
+# --------------------------------------------------------------------------- traffic
+
+
+class Traffic:
+    """Requests in every domain, round after round, until stopped; what it asked for is
+    collected in `expected` for the checks."""
+
+    def __init__(self, api: Api, secrets: dict, expected, workflow: WorkflowService, quick):
+        self.api = api
+        self.secrets = secrets
+        self.expected = expected
+        self.workflow = workflow
+        self.assets_per_round = 3 if quick else 10
+        self.batches_per_round = 2 if quick else 6
+        self.stop = threading.Event()
+        self.rounds = 0
+        self.error: BaseException | None = None
+        self.pending_batches: list[tuple[str, dict]] = []
+        self.pending_bindings: list[str] = []
+        self.free_stores = list(secrets["stores"])
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.export_order()
+            while not self.stop.is_set():
+                self.one_round()
+                self.rounds += 1
+        except BaseException as exc:  # noqa: BLE001 - reported by the drill
+            self.error = exc
+
+    def one_round(self) -> None:
+        n = self.rounds
+        for k in range(self.assets_per_round):
+            self.asset(n % 2, f"r{n}-a{k}")
+        for k in range(self.batches_per_round):
+            self.batch(n % 2, f"r{n}-b{k}")
+        if self.free_stores:
+            self.binding(n % 2, self.free_stores.pop())
+        if n % 2 == 0:
+            self.release(n // 2 + 1)
+        self.finish_batches()
+        self.finish_bindings()
+
+    # -- assets: created, then delegated to the Workflow Service for approval
+    def asset(self, t: int, label: str) -> None:
+        auth = bearer(self.secrets["tenant_tokens"][t])
+        created = self.api.call(
+            "POST", "/api/v1/assets/assets/", auth=auth, body={"name": label}, key=f"a-{label}"
+        )
+        if created.status_code != 201:
+            raise DrillError(f"creating an asset answered {created.status_code}: {created.text}")
+        asset_id = created.json()["id"]
+        asked = self.api.call(
+            "POST",
+            f"/api/v1/assets/assets/{asset_id}/request-approval/",
+            auth=auth,
+            body={"delegate": True},
+            key=f"r-{label}",
+        )
+        if asked.status_code != 200:
+            raise DrillError(f"request-approval answered {asked.status_code}: {asked.text}")
+        self.expected.assets[asset_id] = ""  # the Workflow Service's decision, filled later
+
+    # -- compute: a workflow step submits a batch; the compute service reports it done
+    def batch(self, t: int, label: str) -> None:
+        auth = bearer(self.secrets["tenant_tokens"][t])
+        body = {
+            "idempotency_key": f"step-{label}",
+            "workflow_instance_id": f"wf-{label}",
+            "workflow_step_id": "train",
+        }
+        created = self.api.call(
+            "POST", "/api/v1/compute/batches/", auth=auth, body=body, key=f"b-{label}"
+        )
+        if created.status_code not in (200, 201):
+            raise DrillError(f"submitting a batch answered {created.status_code}: {created.text}")
+        batch_id = created.json()["id"]
+        self.expected.batches.add(batch_id)
+        self.pending_batches.append((batch_id, auth))
+
+    def finish_batches(self) -> None:
+        """The compute service: running, then succeeded. A report whose answer was lost
+        is sent again; `409` then means Steward already has it."""
+        for batch_id, auth in self.pending_batches:
+            url = f"/api/v1/compute/batches/{batch_id}/"
+            for status in ("running", "succeeded"):
+                body = {"status": status}
+                if status == "succeeded":
+                    body["result_summary"] = {"rows": 1}
+                answer = self.api.call("PATCH", url, auth=auth, body=body)
+                if answer.status_code == 409:
+                    now = self.api.call("GET", url, auth=auth).json()["status"]
+                    if status == "succeeded" and now != "succeeded":
+                        raise DrillError(f"batch {batch_id} is {now}, not succeeded")
+                elif answer.status_code != 200:
+                    raise DrillError(f"reporting a batch answered {answer.status_code}")
+        self.pending_batches = []
+
+    # -- stores: provisioning binds a store; a worker provisions it; migrations applied
+    def binding(self, t: int, store: str) -> None:
+        body = {
+            "store": store,
+            "tenant": self.secrets["tenants"][t],
+            "profile": self.secrets["profile"],
+            "region": "israelcentral",
+        }
+        made = self.api.call(
+            "POST",
+            "/api/v1/stores/bindings/",
+            auth=bearer(self.secrets["platform"]),
+            body=body,
+            key=f"bind-{store}",
+        )
+        if made.status_code not in (200, 201) or made.json()["status"] != "requested":
+            raise DrillError(f"binding {store} answered {made.status_code}: {made.text}")
+        self.expected.bindings.add(made.json()["id"])
+        self.pending_bindings.append(made.json()["id"])
+
+    def finish_bindings(self) -> None:
+        """The provisioning service: migrations applied once a worker provisioned it;
+        those still Requested are looked at again next time."""
+        auth = bearer(self.secrets["platform"])
+        waiting = []
+        for binding_id in self.pending_bindings:
+            url = f"/api/v1/stores/bindings/{binding_id}/"
+            now = self.api.call("GET", url, auth=auth).json()["status"]
+            if now == "requested":
+                waiting.append(binding_id)
+            elif now == "provisioned":
+                answer = self.api.call("POST", f"{url}migrations-applied/", auth=auth)
+                if answer.status_code == 409:
+                    waiting.append(binding_id)  # the first attempt's answer was lost
+                elif answer.status_code != 200:
+                    raise DrillError(f"migrations-applied answered {answer.status_code}")
+        self.pending_bindings = waiting
+
+    # -- registry: a release pipeline syncs a topic whose schema grows compatibly
+    def release(self, version: int) -> None:
+        properties = {f"field_{k}": {"type": "string"} for k in range(version)}
+        body = {
+            "release": f"chaos-orders-{version}",
+            "topics": [
+                {
+                    "name": "chaos.orders",
+                    "description": "Orders, as the drill's release pipeline declares them",
+                    "producers": ["chaos-orders"],
+                    "consumers": ["chaos-billing"],
+                    "schema": {
+                        "type": "object",
+                        "properties": properties,
+                        # Closed: a new optional field is then a compatible change.
+                        "additionalProperties": False,
+                    },
+                }
+            ],
+        }
+        answer = self.api.call(
+            "POST",
+            "/api/v1/registry/model-sync/",
+            auth=bearer(self.secrets["releases"]),
+            body=body,
+            key=f"sync-{version}",
+        )
+        outcome = answer.json()["topics"][0]["outcome"] if answer.status_code == 200 else None
+        if outcome != "published":
+            raise DrillError(f"release {version} answered {answer.status_code}: {answer.text}")
+        self.expected.schema_versions["chaos.orders"] = version
+
+    # -- governance: a tenant's export, requested by one admin and approved by another
+    def export_order(self) -> None:
+        requester, approver = (session_auth(s) for s in self.secrets["admins"])
+        made = self.api.call(
+            "POST",
+            "/api/v1/governance/orders/",
+            auth=requester,
+            body={"kind": "export", "reason": "chaos drill"},
+            key="export-order",
+        )
+        if made.status_code != 201:
+            raise DrillError(f"the export order answered {made.status_code}: {made.text}")
+        order_id = made.json()["id"]
+        decided = self.api.call(
+            "POST",
+            f"/api/v1/governance/orders/{order_id}/approve/",
+            auth=approver,
+            body={},
+            key="export-approve",
+        )
+        if decided.status_code != 200:
+            raise DrillError(f"approving the export answered {decided.status_code}")
+        self.expected.orders.add(order_id)
+
+
+# --------------------------------------------------------------------------- the drill
+
+
+def configure(servers: Servers, root: Path, workflow_url: str) -> dict:
+    """The environment of every process of the drill, the drill's own included."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DATABASE_URL": servers.database_url,
+        "REDIS_URL": servers.redis_url,
+        "STEWARD_DEBUG": "false",
+        "STEWARD_LOG_LEVEL": "WARNING",
+        "STEWARD_API_RATE": "100000000/min",
+        "STEWARD_WORKFLOW_SERVICE_URL": workflow_url,
+        "STEWARD_WORKFLOW_CALLBACK_SECRET": CALLBACK_SECRET,
+        WEBHOOK_SECRET_VAR: WEBHOOK_SECRET,
+        "STEWARD_EXPORT_DIR": str(root / "exports"),
+        "STEWARD_SECRET_BROKER_DIR": str(root / "secrets"),
+        # Entries a consumer read but never acknowledged (cut off by a restart) are
+        # claimed again after this long; the default minute would only slow the drill.
+        "STEWARD_RECLAIM_IDLE_SECONDS": "5",
+        "STEWARD_STALLED_WORK_SECONDS": STALLED_WORK_SECONDS,
+        "PYTHONUNBUFFERED": "1",
+    }
+    os.environ.update(env)
+    return env
+
+
+def _db(query):
+    """A read from the drill's own process, reconnecting after a PostgreSQL restart."""
+    from django.db import InterfaceError, OperationalError, connection
+
+    try:
+        return query()
+    except (OperationalError, InterfaceError):
+        connection.close()
+        return query()
+
+
+def run(*, quick: bool) -> dict:
+    started = time.monotonic()
+    root = Path(tempfile.mkdtemp(prefix="steward-chaos-"))
+    servers = Servers(root)
+    rng = random.Random(9)  # noqa: S311 - a reproducible drill, not a secret
+    processes = None
+    stand_ins: list[StandIn] = []
+    try:
+        servers.start_postgres()
+        servers.start_redis()
+        port = free_port()
+        workflow = WorkflowService(f"http://127.0.0.1:{port}", rng)
+        receiver = WebhookReceiver()
+        stand_ins += [workflow, receiver]
+        env = configure(servers, root, workflow.url)
+        processes = Processes(env, servers.logs)
+        return _drill(servers, processes, workflow, receiver, port, quick, started)
+    finally:
+        for stand_in in stand_ins:
+            if isinstance(stand_in, WorkflowService):
+                stand_in.stop.set()
+            stand_in.close()
+        if processes is not None:
+            processes.stop()
+        servers.stop()
+        if os.environ.get("STEWARD_CHAOS_KEEP") != "1":
+            remove(root)
+        else:
+            say(f"kept {root}")
+
+
+def _manage(env: dict, *args: str) -> None:
+    done = subprocess.run(  # noqa: S603
+        [sys.executable, "manage.py", *args],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise DrillError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+
+
+def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict:
+    env = processes.env
+    _manage(env, "migrate", "--no-input")
+    _manage(env, "steward_setup")
+    import django
+
+    django.setup()
+    from bench.chaos_verify import Expected, install_emitted_log, verify
+    from portal.celery import app
+
+    install_emitted_log()
+    secrets = set_up(stores=4 if quick else 10)
+    say(f"stack set up in {time.monotonic() - started:.0f} s; starting processes")
+
+    processes.web(port, workers=2 if quick else 4)
+    processes.worker("worker-1")
+    processes.worker("worker-2")
+    processes.beat()
+    processes.consumers()
+    api = Api(f"http://127.0.0.1:{port}", deadline=120)
+    wait_until(lambda: _get_ok(api, "/healthz"), timeout=60, what="gunicorn serving", interval=0.2)
+    expected = Expected(webhook_topics=WEBHOOK_TOPICS)
+    platform = bearer(secrets["platform"])
+    made = api.call(
+        "POST", "/api/v1/registry/services/", auth=platform, body={"name": "chaos-receiver"}
+    )
+    if made.status_code != 201:
+        raise DrillError(f"creating the receiver's service answered {made.status_code}")
+    for topic in WEBHOOK_TOPICS:
+        made = api.call(
+            "POST",
+            "/api/v1/registry/subscriptions/",
+            auth=platform,
+            body={
+                "consumer": "chaos-receiver",
+                "topic": topic,
+                "transport": "webhook",
+                "endpoint": receiver.url + "/events",
+                "secret_ref": f"env:{WEBHOOK_SECRET_VAR}",
+            },
+        )
+        if made.status_code != 201:
+            raise DrillError(f"subscribing answered {made.status_code}: {made.text}")
+        expected.webhook_subscription = made.json()["id"]
+    wait_until(
+        lambda: len(app.control.ping(timeout=0.5)) >= 2,
+        timeout=90,
+        what="two Celery workers answering",
+    )
+    faults: list[dict] = []
+    traffic = Traffic(api, secrets, expected, workflow, quick)
+    traffic_started = time.monotonic()
+    say(f"processes up in {traffic_started - started:.0f} s; traffic and faults")
+    traffic.thread.start()
+
+    def after_rounds(n: int) -> None:
+        wait_until(
+            lambda: traffic.rounds >= n or traffic.error or not traffic.thread.is_alive(),
+            timeout=300,
+            what=f"{n} rounds of traffic",
+        )
+        if traffic.error:
+            raise traffic.error
+
+    def fault(name: str, action) -> None:
+        began = time.monotonic()
+        action()
+        faults.append(
+            {
+                "fault": name,
+                "at_round": traffic.rounds,
+                "seconds": round(time.monotonic() - began, 1),
+            }
+        )
+        say(f"{name} (round {traffic.rounds})")
+
+    spacing = 2 if quick else 6
+    after_rounds(spacing)
+    fault("SIGKILL worker-1", lambda: processes.kill("worker-1"))
+    processes.worker("worker-3")  # the supervisor's replacement
+    after_rounds(2 * spacing)
+    fault("restart Redis", servers.restart_redis)
+    after_rounds(3 * spacing)
+    fault("restart PostgreSQL", servers.restart_postgres)
+    after_rounds(4 * spacing)
+    traffic.stop.set()
+    traffic.thread.join(timeout=300)
+    if traffic.error:
+        raise traffic.error
+    traffic_seconds = time.monotonic() - traffic_started
+    say(f"traffic stopped after {traffic.rounds} rounds; waiting for the stack to settle")
+
+    settle_started = time.monotonic()
+    deadline = settle_started + (150 if quick else 300)
+    while True:
+        # Snapshots: the stand-ins' threads go on writing while the checks read.
+        with workflow.lock:
+            decided = {a: d for a, (_, d) in workflow.decisions.items() if a in expected.assets}
+        expected.assets.update(decided)
+        with receiver.lock:
+            expected.webhook_received = Counter(receiver.received)
+        summary = _db(lambda: verify(expected))
+        if summary["ok"] and not workflow.waiting():
+            break
+        if time.monotonic() > deadline or processes.exited():
+            break
+        if traffic.pending_bindings:
+            traffic.finish_bindings()
+        time.sleep(1)
+    settle_seconds = time.monotonic() - settle_started
+    exited = processes.exited()
+    if exited:
+        summary["ok"] = False
+        summary["exited"] = {name: processes.tail(name) for name in exited}
+    return {
+        "name": "chaos",
+        "quick": quick,
+        **summary,
+        "faults": faults,
+        "traffic": {
+            "rounds": traffic.rounds,
+            "assets": len(expected.assets),
+            "batches": len(expected.batches),
+            "bindings": len(expected.bindings),
+            "schema_versions": sum(expected.schema_versions.values()),
+            "orders": len(expected.orders),
+            "api_retries": api.retries,
+            "callbacks_sent": dict(sorted(workflow.sent.items())),
+            "webhook_refused_once": len(receiver.refused),
+            "webhook_bad_signatures": receiver.bad_signatures,
+        },
+        "seconds": {
+            "set_up": round(traffic_started - started, 1),
+            "traffic": round(traffic_seconds, 1),
+            "settle": round(settle_seconds, 1),
+            "total": round(time.monotonic() - started, 1),
+        },
+    }
+
+
+def _get_ok(api: Api, path: str) -> bool:
+    try:
+        return api.http.get(path).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def main(argv: list[str]) -> int:
+    """`python -m bench chaos [--quick]`: 0 when nothing was lost or doubled, 1 when
+    something was, 2 when the drill itself could not run."""
+    quick = "--quick" in argv
+    try:
+        summary = run(quick=quick)
+    except DrillError as exc:
+        print(json.dumps({"name": "chaos", "ok": False, "error": str(exc)}))
+        return 2
+    print(json.dumps(summary))
+    return 0 if summary["ok"] else 1
