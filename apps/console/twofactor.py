@@ -12,7 +12,7 @@ from django.contrib.auth import logout
 from django.http import JsonResponse
 from django.shortcuts import redirect
 
-from apps.core.api.exceptions import PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE
+from apps.core.api.exceptions import problem_response
 from apps.tenancy import selectors
 
 SESSION_KEY = "steward_two_factor"
@@ -49,15 +49,9 @@ def _exempt(view_func) -> bool:
 
 
 def _refuse_api(code: str, detail: str) -> JsonResponse:
-    title = "Two-factor sign-in required"
-    body = {
-        "type": PROBLEM_TYPE_BASE + code,
-        "title": title,
-        "status": 403,
-        "code": code,
-        "detail": detail,
-    }
-    return JsonResponse(body, status=403, content_type=PROBLEM_CONTENT_TYPE)
+    return problem_response(
+        status_code=403, code=code, title="Two-factor sign-in required", detail=detail
+    )
 
 
 class TwoFactorMiddleware:

@@ -66,8 +66,7 @@ def not_found(request, exception):
     if request.path.startswith("/api/schema-registry/"):
         return JsonResponse({"error_code": 404, "message": "Not found."}, status=404)
     if request.path.startswith("/api/"):
-        from apps.core.api.exceptions import PROBLEM_CONTENT_TYPE, problem_body
+        from apps.core.api.exceptions import problem_response
 
-        body = problem_body(status_code=404, code="not_found", title="Not found.")
-        return JsonResponse(body, status=404, content_type=PROBLEM_CONTENT_TYPE)
+        return problem_response(status_code=404, code="not_found", title="Not found.")
     return defaults.page_not_found(request, exception)

@@ -6,6 +6,8 @@ import time
 import uuid
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from apps.assets import services
@@ -133,3 +135,74 @@ def test_an_accepted_callback_is_applied_by_a_real_worker_without_any_sweep(tena
         assert send(body).status_code == 202
         wait_for(lambda: receipts() == ["applied"], timeout=30)
     assert status_of(asset) == "rejected"
+
+
+def test_an_unusual_but_valid_body_takes_the_serializers_path_and_is_recorded(tenant_a):
+    # given an instance id as an integer, which the serializer accepts and the plain
+    # path leaves to it
+    asset, instance = delegated(tenant_a)
+    body = {"workflow_instance_id": instance.int, "decision": "approve", "reason": "  ok  "}
+    # when / then
+    assert send(body).status_code == 202
+    assert services.drain_callbacks(tenant_a.pk) == 1
+    assert status_of(asset) == "approved"
+    with tenant_scope(tenant_a):
+        assert Asset.objects.get(pk=asset.pk).decision_reason == "ok"
+
+
+TEXT = st.text(alphabet=st.sampled_from("ab \t\n\x00\ud800é-{}"), max_size=6)
+UUID_TEXT = st.uuids().flatmap(
+    lambda u: st.sampled_from([str(u), u.hex, f"{{{u}}}", f"urn:uuid:{u}", f" {u}", str(u).upper()])
+)
+VALUE = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    TEXT,
+    UUID_TEXT,
+    st.sampled_from(["approve", "reject", "Approve", ""]),
+    st.lists(TEXT, max_size=2),
+)
+BODY = st.dictionaries(
+    st.sampled_from(["workflow_instance_id", "decision", "reason", "extra"]), VALUE
+) | st.builds(
+    lambda instance, decision, reason: {
+        "workflow_instance_id": instance,
+        "decision": decision,
+        "reason": reason,
+    },
+    UUID_TEXT,
+    st.sampled_from(["approve", "reject"]),
+    TEXT,
+)
+
+
+@given(
+    body=BODY,
+    content_type=st.sampled_from(
+        [
+            "application/json",
+            "application/json; charset=utf-8",
+            "application/json; charset=latin-1",
+            "text/plain",
+        ]
+    ),
+)
+# The fixtures (the secret, the database) play no part in the comparison.
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_the_plain_path_takes_only_what_the_serializer_takes_the_same(body, content_type):
+    from django.test import RequestFactory
+
+    from apps.assets.api.callbacks import CallbackSerializer, plain_callback
+
+    request = RequestFactory().post(URL, json.dumps(body), content_type=content_type)
+    plain = plain_callback(request)
+    if plain is None:
+        return  # the serializer answers it, as it always did
+    payload = CallbackSerializer(data=body)
+    assert payload.is_valid(), payload.errors
+    data = payload.validated_data
+    assert plain == (data["workflow_instance_id"], data["decision"], data["reason"])

@@ -12,7 +12,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
@@ -58,6 +58,12 @@ def problem(
 ) -> Response:
     body = problem_body(status_code=status_code, code=code, title=title, detail=detail, **extra)
     return Response(body, status=status_code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
+
+
+def problem_response(*, status_code: int, code: str, title: str, detail: str = "", **extra):
+    """`problem` as a plain Django response, for answers given outside DRF's dispatch."""
+    body = problem_body(status_code=status_code, code=code, title=title, detail=detail, **extra)
+    return JsonResponse(body, status=status_code, content_type=PROBLEM_CONTENT_TYPE)
 
 
 def _field_errors(detail) -> dict:
