@@ -33,7 +33,8 @@ class AssetListView(ListPage):
     )
 
     def get_base_queryset(self):
-        return selectors.asset_list()
+        # The request's scope is this tenant's whenever it has one (TenantScopeMiddleware).
+        return selectors.asset_list(tenant=self.request.tenant)
 
 
 @login_required

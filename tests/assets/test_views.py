@@ -56,6 +56,21 @@ def test_the_asset_list_query_count_does_not_grow(client, tenant_a, admin_a):
     assert list_page_queries(client, "/assets/") == few
 
 
+def test_the_asset_list_shows_the_acting_tenants_assets_or_all_of_them(
+    client, tenant_a, tenant_b, admin_a, operator
+):
+    for tenant in (tenant_a, tenant_b):
+        services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant, name=f"of-{tenant.slug}")
+
+    def listed():
+        return sorted(a.name for a in client.get("/assets/").context["object_list"])
+
+    client.force_login(admin_a)
+    assert listed() == [f"of-{tenant_a.slug}"]
+    client.force_login(operator)  # acting for no tenant: all of them
+    assert listed() == sorted(f"of-{t.slug}" for t in (tenant_a, tenant_b))
+
+
 def test_a_member_creates_an_asset_in_the_tenant_they_act_for(client, tenant_a):
     client.force_login(member(tenant_a, username="author"))
     assert "/assets/new/" in client.get("/assets/").content.decode()

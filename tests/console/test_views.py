@@ -120,6 +120,28 @@ def test_tenant_list_sorts_and_paginates(client, operator, region):
     assert [t.slug for t in ignored.context["object_list"]] == sorted(slugs)
 
 
+def test_a_long_list_counts_up_to_the_cap_and_pages_up_to_it(client, operator, region, monkeypatch):
+    from apps.console.listing import CappedPaginator
+
+    # given more tenants than a (lowered) cap, and a page of two
+    monkeypatch.setattr(CappedPaginator, "cap", 5)
+    monkeypatch.setattr("apps.console.views.TenantListView.paginate_by", 2)
+    for n in range(7):
+        TenantFactory(slug=f"t{n}", home_region=region)
+    client.force_login(operator)
+    url = reverse("console:tenant-list")
+    # when the first page is read, then the last page under the cap, then one past it
+    first, last = client.get(url), client.get(url, {"page": 3})
+    # then the count says "more than", the pages end at the cap
+    assert first.context["paginator"].capped and "5+ in all" in first.content.decode()
+    assert first.context["paginator"].num_pages == 3
+    assert len(last.context["object_list"]) == 1  # the fifth; the sixth and seventh are past it
+    assert client.get(url, {"page": 4}).status_code == 404
+    # and a list under the cap is counted exactly
+    exact = client.get(url, {"q": "t1"})
+    assert not exact.context["paginator"].capped and "1 in all" in exact.content.decode()
+
+
 def list_page_queries(client, url):
     with CaptureQueriesContext(connection) as ctx:
         assert client.get(url).status_code == 200
