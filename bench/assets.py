@@ -7,6 +7,9 @@ random fifth of them, shuffled.
   through gunicorn as deployed (gunicorn.conf.py: four sync processes; the
   whole middleware stack, signature check, receipt, kick), from concurrent clients in
   other processes. No worker runs meanwhile, so the figure is the web tier's alone.
+- accept_worker_cpu_ms: CPU time (user and system, from /proc) gunicorn's workers
+  spent per accepted callback meanwhile. On a machine shared with other work it moves
+  far less than accept_per_s, which follows whatever else runs.
 - apply_per_s: receipts settled by a Celery worker (`--concurrency 2`) started on the
   accepted backlog: from kicking each tenant to no receipt pending. Each callback's
   outcome is recorded, each decision audited and announced in the outbox.
@@ -197,7 +200,20 @@ def _wait_until_serving(port: int, proc: subprocess.Popen) -> None:
     raise RuntimeError("gunicorn did not start within a minute")
 
 
-def _accept(calls: list) -> tuple[float, dict]:
+def _workers_cpu_s(master: int) -> float:
+    """CPU seconds (user and system) used so far by the children of gunicorn's master."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == master:  # fields: state, ppid, …, utime (11), stime (12)
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _accept(calls: list) -> tuple[float, float, dict]:
     port = _free_port()
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     proc = subprocess.Popen(  # noqa: S603
@@ -212,9 +228,11 @@ def _accept(calls: list) -> tuple[float, dict]:
         shares = [(port, numbered[k::CLIENT_PROCESSES]) for k in range(CLIENT_PROCESSES)]
         connection.close()  # the forked clients must not share it
         with multiprocessing.get_context("fork").Pool(CLIENT_PROCESSES) as pool:
+            cpu_before = _workers_cpu_s(proc.pid)
             started = time.perf_counter()
             results = pool.map(_client_process, shares)
             elapsed = time.perf_counter() - started
+            worker_cpu = _workers_cpu_s(proc.pid) - cpu_before
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -222,7 +240,7 @@ def _accept(calls: list) -> tuple[float, dict]:
     for result in results:
         for status, count in result.items():
             statuses[status] = statuses.get(status, 0) + count
-    return len(calls) / elapsed, statuses
+    return len(calls) / elapsed, worker_cpu / len(calls), statuses
 
 
 # --------------------------------------------------------------------------- applying
@@ -345,7 +363,7 @@ def run(*, quick: bool) -> dict:
     pipelined_calls = _callbacks(_fill(tenants, per_tenant, "c"), rng)
 
     _say(f"{len(calls)} callbacks for {per_tenant * TENANTS} assets; accepting")
-    accept_per_s, statuses = _accept(calls)
+    accept_per_s, worker_cpu_per_callback, statuses = _accept(calls)
     _say(f"accepted {accept_per_s:.0f}/s {statuses}; applying")
     apply_per_s = _apply(tenants, len(calls))
     _say(f"applied {apply_per_s:.0f}/s; baseline")
@@ -365,6 +383,7 @@ def run(*, quick: bool) -> dict:
         "assets": per_tenant * TENANTS,
         "callbacks": len(calls),
         "accept_per_s": round(accept_per_s, 1),
+        "accept_worker_cpu_ms": round(worker_cpu_per_callback * 1000, 3),
         "apply_per_s": round(apply_per_s, 1),
         "baseline_apply_per_s": round(baseline_per_s, 1),
         "ratio": round(apply_per_s / baseline_per_s, 3),
