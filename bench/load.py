@@ -9,9 +9,10 @@ connections on the same machine, so client and server share the two cores.
 For each endpoint: requests/s and p50/p95/p99 latency (ms), and non-2xx answers
 (must be 0). baseline_rps is /healthz in the same run (the stack's floor: no
 authentication, no query), and each endpoint's ratio is its requests/s over it.
-The API is read with a platform service's token (system scope: all ten tenants); the
-console's asset list with a tenant admin's session (one tenant's rows), its eventing
-overview (the outbox backlog among it) with an operator's. API rate limiting is
+The API is read with a platform service's token (system scope: all ten tenants), and
+its asset list also with one tenant's own service token; the console's asset list
+with a tenant admin's session (one tenant's rows), its eventing overview (the outbox
+backlog among it) with an operator's. API rate limiting is
 lifted for the run (STEWARD_API_RATE), as it would be for a trusted load test.
 """
 
@@ -47,6 +48,7 @@ ENDPOINTS = [
     ("api_assets", "/api/v1/assets/assets/", "token"),
     ("api_assets_waiting", "/api/v1/assets/assets/?workflow_managed=true", "token"),
     ("api_assets_approved", "/api/v1/assets/assets/?status=approved", "token"),
+    ("api_assets_one_tenant", "/api/v1/assets/assets/", "tenant_token"),
     ("api_tenants", "/api/v1/tenancy/tenants/", "token"),
     ("api_recent_events", "/api/v1/eventing/recent-events/", "token"),
     ("console_assets", "/assets/", "admin"),
@@ -83,7 +85,7 @@ def _wrk() -> str:
     )
 
 
-def _seed(assets: int, events: int) -> tuple[str, dict]:
+def _seed(assets: int, events: int) -> tuple[dict, dict]:
     region = Region.objects.get_or_create(slug="load-region", defaults={"name": "Load"})[0]
     tenants = Tenant.objects.bulk_create(
         Tenant(slug=f"load-{n:02d}", name=f"Load {n}", home_region=region) for n in range(TENANTS)
@@ -128,12 +130,22 @@ def _seed(assets: int, events: int) -> tuple[str, dict]:
         name="load",
         scopes=["assets:read", "tenancy:read", "eventing:read"],
     ).secret
+    # A tenant's own service: its scope is one tenant's rows (a tenth of them).
+    tenant_account = services.service_account_create(
+        actor=SYSTEM_ACTOR, name="load-tenant", tenant=tenants[0]
+    )
+    tenant_token = services.api_token_issue(
+        actor=SYSTEM_ACTOR, service_account=tenant_account, name="load", scopes=["assets:read"]
+    ).secret
     admin = services.user_create(actor=SYSTEM_ACTOR, username="load-admin", password="x" * 20)
     services.membership_set(actor=SYSTEM_ACTOR, tenant=tenants[0], user=admin, role="admin")
     operator = services.user_create(
         actor=SYSTEM_ACTOR, username="load-operator", password="x" * 20, is_operator=True
     )
-    return token, {"admin": _session(admin), "operator": _session(operator, code_given=True)}
+    return {"token": token, "tenant_token": tenant_token}, {
+        "admin": _session(admin),
+        "operator": _session(operator, code_given=True),
+    }
 
 
 def _session(user, *, code_given: bool = False) -> str:
@@ -195,7 +207,7 @@ def run(*, quick: bool) -> dict:
     assets, events = (100_000, 10_000) if quick else (1_000_000, 100_000)
     seconds = 5 if quick else 15
     started = time.monotonic()
-    token, sessions = _seed(assets, events)
+    tokens, sessions = _seed(assets, events)
     print(
         f"load: seeded {assets} assets, {events} events in {time.monotonic() - started:.0f} s",
         file=sys.stderr,
@@ -223,8 +235,8 @@ def run(*, quick: bool) -> dict:
         figures = {}
         for name, path, caller in ENDPOINTS:
             header = (
-                f"Authorization: Bearer {token}"
-                if caller == "token"
+                f"Authorization: Bearer {tokens[caller]}"
+                if caller in tokens
                 else f"Cookie: {settings.SESSION_COOKIE_NAME}={sessions[caller]}"
             )
             _check_answers(port, path, header)
