@@ -3,13 +3,14 @@ against a live Steward server with the test PostgreSQL, Redis and, where the jou
 needs one, a real Celery worker.
 
 `make test` finds or installs Chromium before the run (portal/devstack.py) and names it
-in STEWARD_CHROMIUM. Each journey saves a screenshot of where it ends under
-.data/journeys/, for a person to look at after the run.
+in STEWARD_CHROMIUM. Each journey saves screenshots of its steps under .data/journeys/
+(and one of where it stood, when it fails), for a person to look at after the run.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -44,6 +45,8 @@ def chromium():
         )
     from playwright.sync_api import sync_playwright
 
+    # The screenshots are this run's: a stale one, of a failure since mended, misleads.
+    shutil.rmtree(SHOTS, ignore_errors=True)
     # Playwright's synchronous API keeps an event loop in the test thread from here on,
     # and Django refuses ORM calls from a thread with one; the tests' own ORM calls are
     # synchronous. Only while the journeys run: later tests start subprocesses that
