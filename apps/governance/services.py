@@ -413,6 +413,44 @@ def resume_held_orders() -> int:
     return len(paused)
 
 
+def resume_stalled_work() -> int:
+    """The sweep behind Steward's own governance work whose Celery message was lost
+    (Redis away when it was sent) or died with its worker (otherwise held for the
+    broker's visibility timeout): Steward's open tasks issued more than
+    STEWARD_STALLED_WORK_SECONDS ago, and export orders nobody has assembled that long
+    after their last answer, go to a worker again. Sending them twice is safe: a task
+    run claims its task (work.run_steward_task) and the assembly locks its order."""
+    from django.db.models import Exists, Max, OuterRef
+
+    cutoff = timezone.now() - timedelta(seconds=settings.STEWARD_STALLED_WORK_SECONDS)
+    awaited = GovernanceTask.objects.filter(
+        order=OuterRef("pk"), phase=OuterRef("phase"), status__in=GovernanceTask.OPEN
+    ).exclude(overdue_at__isnull=False)
+    with system_scope():
+        tasks = list(
+            GovernanceTask.objects.filter(
+                owner=STEWARD_SERVICE, status__in=GovernanceTask.OPEN, issued_at__lt=cutoff
+            ).values_list("pk", flat=True)
+        )
+        orders = list(
+            GovernanceOrder.objects.filter(
+                kind=GovernanceOrder.Kind.EXPORT,
+                status__in=[Status.RUNNING, Status.OVERDUE],
+                artifact__isnull=True,
+            )
+            .exclude(Exists(awaited))
+            .annotate(answered=Max("tasks__settled_at"))
+            .filter(answered__lt=cutoff)
+            .values_list("pk", flat=True)
+        )
+    for task_id in tasks:
+        _enqueue_steward_task(task_id)
+    for order_id in orders:
+        logger.warning("export order %s: its archive was never built; building it", order_id)
+        _enqueue_assembly(order_id)
+    return len(tasks) + len(orders)
+
+
 def _enqueue_assembly(order_id) -> None:
     from apps.governance.tasks import assemble_export
 

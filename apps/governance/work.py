@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 from pathlib import Path
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connection
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.governance import own, services
@@ -22,7 +23,30 @@ logger = logging.getLogger(__name__)
 def run_steward_task(*, task_id) -> str:
     """Do one of Steward's own tasks and complete it with its receipt, or report it
     failed with the reason (an operator retries it). Running it twice does nothing
-    the second time: a settled task is left alone, and deleting is idempotent."""
+    the second time: a settled task is left alone, and deleting is idempotent. Two
+    runs at once (a redelivery, or the sweep behind a lost one) never overlap: the
+    second finds the task claimed and leaves it."""
+    with _claimed(task_id) as claimed:
+        return _run_steward_task(task_id) if claimed else "running elsewhere"
+
+
+@contextlib.contextmanager
+def _claimed(task_id):
+    """A PostgreSQL session lock on the task for as long as this worker works on it.
+    It goes with the worker's connection, so a worker that dies mid-task frees it."""
+    key = f"governance.task:{task_id}"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [key])
+        claimed = cursor.fetchone()[0]
+    try:
+        yield claimed
+    finally:
+        if claimed and connection.is_usable():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+
+
+def _run_steward_task(task_id) -> str:
     with system_scope():
         task = (
             GovernanceTask.objects.select_related("order")
@@ -60,5 +84,6 @@ def advance_orders() -> dict:
     return {
         "started": services.start_due_orders(),
         "resumed": services.resume_held_orders(),
+        "redriven": services.resume_stalled_work(),
         "overdue": services.flag_overdue(),
     }

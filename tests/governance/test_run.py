@@ -320,3 +320,68 @@ def test_stewards_own_consumers_follow_a_new_owner_topic_at_once(
         approved(tenant_a)
     groups = [g["name"] for g in get_redis().xinfo_groups(stream)]
     assert b"steward.recent-events" in groups
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stewards_own_work_whose_message_was_lost_is_sent_again(tenant_a, settings):
+    """Redis went away as the task was sent (or a worker died holding it): the minute's
+    round sends Steward's open task again, and a real worker does it."""
+    from celery.contrib.testing.worker import start_worker
+
+    from apps.governance import work
+    from portal.celery import app
+    from tests.support import wait_for
+
+    order = approved(tenant_a)
+    [task] = [t for t in open_tasks(order, 1) if t.owner == "steward"]
+    app.control.purge()  # the message is lost
+    settings.STEWARD_STALLED_WORK_SECONDS = 0
+    with start_worker(
+        app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
+    ):
+        assert work.advance_orders()["redriven"] == 1
+        wait_for(lambda: fresh(task).status == "completed", timeout=30)
+
+
+def test_a_task_another_run_has_claimed_is_left_to_it(tenant_a):
+    import psycopg
+
+    from apps.governance import work
+    from tests.core.test_setup_and_probes import database_url
+
+    order = approved(tenant_a)
+    [task] = [t for t in open_tasks(order, 1) if t.owner == "steward"]
+    key = f"governance.task:{task.pk}"
+    with psycopg.connect(database_url(), autocommit=True) as other:  # the other run
+        other.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [key])
+        assert work.run_steward_task(task_id=task.pk) == "running elsewhere"
+        assert fresh(task).status == "issued"
+    # the other run's worker died: its connection, and the claim, went with it
+    assert work.run_steward_task(task_id=task.pk) == "completed"
+    assert work.run_steward_task(task_id=task.pk) == "nothing to do"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_nobody_assembled_is_assembled_by_the_round(tenant_a, settings):
+    from celery.contrib.testing.worker import start_worker
+
+    from apps.governance import work
+    from apps.governance.models import ExportArtifact
+    from portal.celery import app
+    from tests.support import wait_for
+
+    order = approved(tenant_a, kind="export")
+    for task in open_tasks(order):  # Steward's own, done here, and nobody else's
+        complete(task)
+    app.control.purge()  # the assembly's message is lost
+    assert fresh(order).status == "running"
+    settings.STEWARD_STALLED_WORK_SECONDS = 0
+    with start_worker(
+        app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
+    ):
+        assert work.advance_orders()["redriven"] == 1
+        wait_for(lambda: fresh(order).status == "completed", timeout=30)
+    with system_scope():
+        assert ExportArtifact.objects.filter(order=order).count() == 1
+    # once built, nothing is sent again
+    assert work.advance_orders()["redriven"] == 0
