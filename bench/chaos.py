@@ -207,7 +207,18 @@ class Api:
         self.deadline = deadline
         self.retries = 0
 
-    def call(self, method: str, path: str, *, auth: dict, body=None, key: str | None = None):
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        auth: dict,
+        body=None,
+        key: str | None = None,
+        expect: tuple[int, ...] = (),
+    ):
+        """Steward's answer, sent again (same Idempotency-Key) while it is a 5xx or none;
+        an answer whose status is not in `expect` (when given) stops the drill."""
         headers = dict(auth)
         if key:
             headers["Idempotency-Key"] = key
@@ -216,6 +227,10 @@ class Api:
             try:
                 response = self.http.request(method, path, json=body, headers=headers)
                 if response.status_code < 500:
+                    if expect and response.status_code not in expect:
+                        raise DrillError(
+                            f"{method} {path} answered {response.status_code}: {response.text}"
+                        )
                     return response
                 problem = f"HTTP {response.status_code}"
             except httpx.HTTPError as exc:
@@ -364,20 +379,22 @@ class Traffic:
     def asset(self, t: int, label: str) -> None:
         auth = bearer(self.secrets["tenant_tokens"][t])
         created = self.api.call(
-            "POST", "/api/v1/assets/assets/", auth=auth, body={"name": label}, key=f"a-{label}"
+            "POST",
+            "/api/v1/assets/assets/",
+            auth=auth,
+            body={"name": label},
+            key=f"a-{label}",
+            expect=(201,),
         )
-        if created.status_code != 201:
-            raise DrillError(f"creating an asset answered {created.status_code}: {created.text}")
         asset_id = created.json()["id"]
-        asked = self.api.call(
+        self.api.call(
             "POST",
             f"/api/v1/assets/assets/{asset_id}/request-approval/",
             auth=auth,
             body={"delegate": True},
             key=f"r-{label}",
+            expect=(200,),
         )
-        if asked.status_code != 200:
-            raise DrillError(f"request-approval answered {asked.status_code}: {asked.text}")
         self.expected.assets[asset_id] = ""  # the Workflow Service's decision, filled later
 
     # -- compute: a workflow step submits a batch; the compute service reports it done
@@ -389,10 +406,13 @@ class Traffic:
             "workflow_step_id": "train",
         }
         created = self.api.call(
-            "POST", "/api/v1/compute/batches/", auth=auth, body=body, key=f"b-{label}"
+            "POST",
+            "/api/v1/compute/batches/",
+            auth=auth,
+            body=body,
+            key=f"b-{label}",
+            expect=(200, 201),
         )
-        if created.status_code not in (200, 201):
-            raise DrillError(f"submitting a batch answered {created.status_code}: {created.text}")
         batch_id = created.json()["id"]
         self.expected.batches.add(batch_id)
         self.pending_batches.append((batch_id, auth))
@@ -494,19 +514,17 @@ class Traffic:
             auth=requester,
             body={"kind": "export", "reason": "chaos drill"},
             key="export-order",
+            expect=(201,),
         )
-        if made.status_code != 201:
-            raise DrillError(f"the export order answered {made.status_code}: {made.text}")
         order_id = made.json()["id"]
-        decided = self.api.call(
+        self.api.call(
             "POST",
             f"/api/v1/governance/orders/{order_id}/approve/",
             auth=approver,
             body={},
             key="export-approve",
+            expect=(200,),
         )
-        if decided.status_code != 200:
-            raise DrillError(f"approving the export answered {decided.status_code}")
         self.expected.orders.add(order_id)
 
 
@@ -615,11 +633,13 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
     wait_until(lambda: _get_ok(api, "/healthz"), timeout=60, what="gunicorn serving", interval=0.2)
     expected = Expected(webhook_topics=WEBHOOK_TOPICS)
     platform = bearer(secrets["platform"])
-    made = api.call(
-        "POST", "/api/v1/registry/services/", auth=platform, body={"name": "chaos-receiver"}
+    api.call(
+        "POST",
+        "/api/v1/registry/services/",
+        auth=platform,
+        body={"name": "chaos-receiver"},
+        expect=(201,),
     )
-    if made.status_code != 201:
-        raise DrillError(f"creating the receiver's service answered {made.status_code}")
     for topic in WEBHOOK_TOPICS:
         made = api.call(
             "POST",
@@ -632,9 +652,8 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
                 "endpoint": receiver.url + "/events",
                 "secret_ref": f"env:{WEBHOOK_SECRET_VAR}",
             },
+            expect=(201,),
         )
-        if made.status_code != 201:
-            raise DrillError(f"subscribing answered {made.status_code}: {made.text}")
         expected.webhook_subscription = made.json()["id"]
     wait_until(
         lambda: len(app.control.ping(timeout=0.5)) >= 2,
