@@ -12,15 +12,15 @@ night in RetentionSweep. Everything a person changes is audited.
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, NotFound, ValidationFailed
+from apps.core.locks import session_lock
 from apps.governance import retention, sweeper
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
 from apps.governance.services import NotAllowed, _require_governor, task_issue
@@ -28,7 +28,6 @@ from apps.tenancy.audit import audit_record, diff, snapshot
 from apps.tenancy.scope import system_scope, tenant_scope
 
 logger = logging.getLogger(__name__)
-SWEEP_LOCK = 7_246_101  # arbitrary, fixed: the advisory lock one sweep holds at a time
 RULE_FIELDS = ["name", "data_class", "store", "period_days", "action", "locked", "enabled"]
 Action = RetentionRule.Action
 
@@ -363,24 +362,13 @@ def _merge_tables(previous: dict, now: dict) -> dict:
     return merged
 
 
-@contextmanager
-def _one_sweep_at_a_time():
-    """A session advisory lock for the whole sweep: a second sweep started meanwhile
-    waits, then finds the night's tasks issued and its rows gone."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s)", [SWEEP_LOCK])
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [SWEEP_LOCK])
-
-
 def sweep_run(*, now: datetime | None = None) -> RetentionSweep:
     """Tonight's sweep. The night's record fixes `as_of` at the first run, so running it
     again the same night (a retry, a second beat) plans the same purges, finds their tasks
     issued, and finds nothing more expired in Steward's tables."""
-    with _one_sweep_at_a_time():
+    # A second sweep started meanwhile waits, then finds the night's tasks issued and
+    # its rows gone.
+    with session_lock("governance.retention_sweep"):
         return _sweep_night(now or timezone.now())
 
 

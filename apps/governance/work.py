@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
 from pathlib import Path
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.locks import session_lock
 from apps.governance import own, services
 from apps.governance.models import GovernanceTask
 from apps.registry.catalog import STEWARD_SERVICE
@@ -26,24 +26,8 @@ def run_steward_task(*, task_id) -> str:
     the second time: a settled task is left alone, and deleting is idempotent. Two
     runs at once (a redelivery, or the sweep behind a lost one) never overlap: the
     second finds the task claimed and leaves it."""
-    with _claimed(task_id) as claimed:
+    with session_lock(f"governance.task:{task_id}", wait=False) as claimed:
         return _run_steward_task(task_id) if claimed else "running elsewhere"
-
-
-@contextlib.contextmanager
-def _claimed(task_id):
-    """A PostgreSQL session lock on the task for as long as this worker works on it.
-    It goes with the worker's connection, so a worker that dies mid-task frees it."""
-    key = f"governance.task:{task_id}"
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [key])
-        claimed = cursor.fetchone()[0]
-    try:
-        yield claimed
-    finally:
-        if claimed and connection.is_usable():
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
 
 
 def _run_steward_task(task_id) -> str:
