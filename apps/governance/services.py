@@ -576,16 +576,20 @@ def task_acknowledge(*, actor: Actor, task_id) -> GovernanceTask:
     return task
 
 
+def _locked_order(task: GovernanceTask) -> GovernanceOrder | None:
+    """The task's order, locked after the task (always in that order), if it has one; a
+    purge task of the retention sweep has none."""
+    if not task.order_id:
+        return None
+    return GovernanceOrder.objects.select_for_update().get(pk=task.order_id)
+
+
 def _settle(
     actor: Actor, task_id, status: str, *, receipt=None, failure: str = ""
 ) -> GovernanceTask:
     with tenant_scope(task_tenant(task_id)), transaction.atomic():
         task = owned_task(actor, task_id)
-        order = (
-            GovernanceOrder.objects.select_for_update().get(pk=task.order_id)
-            if task.order_id
-            else None
-        )
+        order = _locked_order(task)
         if task.status == status and task.receipt == (receipt or {}) and task.failure == failure:
             return task  # the same answer again: a retried request
         if not task.is_open:
@@ -638,11 +642,7 @@ def task_retry(*, actor: Actor, task_id) -> GovernanceTask:
         raise NotAllowed("Only an operator may retry a governance task.")
     with tenant_scope(task_tenant(task_id)), transaction.atomic():
         task = owned_task(actor, task_id)
-        order = (
-            GovernanceOrder.objects.select_for_update().get(pk=task.order_id)
-            if task.order_id
-            else None
-        )
+        order = _locked_order(task)
         if task.status != TaskStatus.FAILED:
             raise InvalidTransition("Only a failed task can be retried.", status=task.status)
         if order is not None and not order.in_progress:
@@ -687,11 +687,7 @@ def flag_overdue() -> int:
             )
             if not task.is_open or task.overdue_at is not None:
                 continue
-            order = (
-                GovernanceOrder.objects.select_for_update().get(pk=task.order_id)
-                if task.order_id
-                else None
-            )
+            order = _locked_order(task)
             task.overdue_at = now
             task.save(update_fields=["overdue_at"])
             payload = {**_task_payload(task), "overdue_since": task.due_at.isoformat()}
