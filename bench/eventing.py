@@ -27,10 +27,10 @@ import psycopg
 from django.conf import settings
 from django.db import connection
 
+from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
 from apps.eventing import dispatcher
 from apps.eventing.models import OutboxEvent, RecentEvent
-from apps.eventing.services import NewEvent, emit_many
 from apps.eventing.transports import stream_key
 from apps.registry.models import Topic
 from apps.tenancy.models import Region, Tenant

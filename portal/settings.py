@@ -295,6 +295,9 @@ STEWARD_IDEMPOTENCY_TTL = timedelta(hours=env_int("STEWARD_IDEMPOTENCY_TTL_HOURS
 
 # ----------------------------------------------------------------------------- Eventing
 
+# The outbox every app writes its events to (apps.core.outbox); eventing provides it.
+STEWARD_OUTBOX_EMITTER = "apps.eventing.services.emit_many"
+
 STEWARD_EVENTING = {
     # Envelopes claimed per dispatcher batch, and how long a lane lease lasts before
     # another dispatcher may take the lane over from one that died.

@@ -7,7 +7,10 @@ from rest_framework.test import APIClient
 
 from apps.console.twofactor import mark_verified
 from apps.core.context import SYSTEM_ACTOR
+from apps.registry.models import Service
+from apps.stores.models import Store, StoreProfile
 from apps.tenancy import services
+from apps.tenancy.models import DataClass
 from tests.factories import RegionFactory, TenantFactory, UserFactory, member, service_token
 
 # Each test run gets its own cache keys (throttle counters, cached look-ups), so runs
@@ -107,3 +110,34 @@ def bearer(client: APIClient, issued) -> APIClient:
 
 
 __all__ = ["bearer", "UserFactory"]
+
+
+# The stores and governance tests share one store of personal data and one profile.
+@pytest.fixture
+def personal(db):
+    return DataClass.objects.get_or_create(slug="personal", defaults={"name": "Personal"})[0]
+
+
+@pytest.fixture
+def store(db, personal):
+    return Store.objects.create(
+        slug="knowledge-sql",
+        name="Knowledge SQL",
+        owning_service=Service.objects.get_or_create(name="knowledge")[0],
+        data_class=personal,
+        category=Store.Category.AUTHORITATIVE,
+        workload_class="catalog",
+    )
+
+
+@pytest.fixture
+def profile(db):
+    return StoreProfile.objects.get_or_create(
+        slug="postgres-dedicated",
+        defaults={
+            "name": "PostgreSQL, dedicated tables",
+            "engine": "postgresql",
+            "shape": "dedicated_tables",
+            "provides_retention_cleanup": True,
+        },
+    )[0]

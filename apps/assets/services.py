@@ -19,8 +19,10 @@ from django.utils import timezone
 
 from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import Actor
+from apps.core.enqueue import enqueue_on_commit, send_task
 from apps.core.errors import InvalidTransition
-from apps.eventing.services import NewEvent, aggregate_lock_key, emit_many
+from apps.core.outbox import NewEvent, emit_many
+from apps.eventing.services import aggregate_lock_key
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import AuditEvent
 from apps.tenancy.scope import system_scope, tenant_scope
@@ -104,14 +106,8 @@ def asset_request_approval(*, actor: Actor, asset: Asset, delegate: bool) -> Ass
             approval_request_id=str(asset.approval_request_id),
         )
         if delegate:
-            transaction.on_commit(lambda: _start_delegation(asset.pk), robust=True)
+            enqueue_on_commit("assets.delegate_approval", asset_id=str(asset.pk))
     return asset
-
-
-def _start_delegation(asset_id) -> None:
-    from apps.assets.tasks import delegate_approval
-
-    delegate_approval.delay(asset_id=str(asset_id))
 
 
 def asset_delegate(*, asset_id) -> str:
@@ -231,7 +227,7 @@ def resume_lost_delegations(*, older_than: timedelta | None = None) -> int:
         lost += _delegations_never_started(dict(waiting[start : start + 1000]), cutoff)
     for asset_id in lost:
         logger.warning("asset %s: its delegation was lost; delegating again", asset_id)
-        _start_delegation(asset_id)
+        send_task("assets.delegate_approval", asset_id=str(asset_id))
     return len(lost)
 
 
@@ -310,11 +306,10 @@ def callback_kick_key(tenant_id) -> str:
 
 
 def kick_callback_worker(tenant_id) -> None:
-    from apps.assets.tasks import apply_workflow_callbacks
     from apps.core.kick import kick
 
     kick(
-        apply_workflow_callbacks,
+        "assets.apply_workflow_callbacks",
         callback_kick_key(tenant_id),
         kwargs={"tenant_id": str(tenant_id)},
         # A busy endpoint records hundreds of a tenant's callbacks a second: one kick

@@ -11,7 +11,7 @@ from apps.assets import selectors, services
 from apps.assets.filters import AssetFilterSet
 from apps.assets.forms import AssetForm
 from apps.console.listing import Column, ListPage
-from apps.console.manage_views import _submitted
+from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, TENANT_MEMBER, caller_kind
 from apps.core.errors import DomainError
 from apps.tenancy import selectors as tenancy_selectors
@@ -45,7 +45,7 @@ def asset_new(request):
     form = AssetForm(request.POST or None)
     if request.tenant is None:
         form.add_error(None, "Choose the tenant to act for before creating assets.")
-    asset = _submitted(
+    asset = submit_form(
         request,
         form,
         lambda data: services.asset_create(actor=request.actor, tenant=request.tenant, **data),

@@ -13,7 +13,7 @@ from django.utils import timezone
 from apps.compute.models import BatchCompletion, ComputeBatch, WorkflowBatchLink
 from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition
-from apps.eventing.services import NewEvent, emit_many
+from apps.core.outbox import NewEvent, emit_many
 from apps.tenancy.audit import audit_record
 from apps.tenancy.scope import system_scope, tenant_scope
 
@@ -134,10 +134,9 @@ def _set_status(*, actor, batch: ComputeBatch, status: str, summary) -> ComputeB
 
 
 def kick_poller() -> None:
-    from apps.compute.tasks import poll_batch_links
     from apps.core.kick import kick
 
-    kick(poll_batch_links, POLL_KICK_KEY)
+    kick("compute.poll_batch_links", POLL_KICK_KEY)
 
 
 def _step_completed(link: tuple, outcome: str, summary: dict) -> NewEvent:

@@ -27,7 +27,7 @@ def _refused(form, exc) -> None:
         form.add_error(None, getattr(exc, "detail", None) or exc.messages)
 
 
-def _submitted(request, form, call):
+def submit_form(request, form, call):
     """For a valid POSTed form, what `call(cleaned_data)` returns; None when there is no
     valid submission or the service refused it (its reasons then show on the form)."""
     if request.method != "POST" or not form.is_valid():
@@ -61,7 +61,7 @@ def _may_manage(request, tenant) -> bool:
 def tenant_create(request):
     _require(request, OPERATOR)
     form = TenantForm(request.POST or None)
-    tenant = _submitted(
+    tenant = submit_form(
         request, form, lambda data: services.tenant_create(actor=request.actor, **data)
     )
     if tenant is not None:
@@ -81,7 +81,7 @@ def tenant_edit(request, pk):
         "status": tenant.status,
     }
     form = TenantForm(request.POST or None, initial=initial, editing=True)
-    saved = _submitted(
+    saved = submit_form(
         request,
         form,
         lambda data: services.tenant_update(actor=request.actor, tenant=tenant, **data),
@@ -132,7 +132,7 @@ def service_account_create(request):
     # A tenant admin's accounts belong to their tenant; an operator's to the tenant
     # they act for, or to the platform when they act for none.
     tenant = request.tenant
-    account = _submitted(
+    account = submit_form(
         request,
         form,
         lambda data: services.service_account_create(actor=request.actor, tenant=tenant, **data),
@@ -153,7 +153,7 @@ def _account(request, pk):
 def service_account_detail(request, pk):
     account = _account(request, pk)
     form = TokenForm(request.POST or None)
-    issued = _submitted(
+    issued = submit_form(
         request,
         form,
         lambda data: services.api_token_issue(actor=request.actor, service_account=account, **data),

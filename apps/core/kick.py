@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import threading
 import time
 
+from apps.core.enqueue import send_task
+from apps.core.redis import get_redis
+
 logger = logging.getLogger(__name__)
 
 
 def kick(
-    task, key: str, *, window_ms: int = 2000, kwargs: dict | None = None, coalesce_ms: int = 0
+    task: str, key: str, *, window_ms: int = 2000, kwargs: dict | None = None, coalesce_ms: int = 0
 ) -> None:
-    """Enqueue `task` unless a kick under `key` is already pending.
+    """Enqueue the task named `task` unless a kick under `key` is already pending.
 
     The flag collapses a burst of commits into one task; the task clears it (see
     `clear_kick`) before it looks for work, so a commit after that kicks again. A
@@ -33,21 +37,15 @@ def kick(
         _send(task, key, window_ms=window_ms, kwargs=kwargs)
 
 
-def _send(task, key: str, *, window_ms: int, kwargs: dict | None) -> None:
-    from apps.core.redis import get_redis
-
+def _send(task: str, key: str, *, window_ms: int, kwargs: dict | None) -> None:
     try:
         if get_redis().set(key, "1", nx=True, px=window_ms):
-            task.apply_async(kwargs=kwargs)
+            send_task(task, **(kwargs or {}))
     except Exception as exc:  # noqa: BLE001 - redis-py and kombu both raise on a lost Redis
-        logger.warning("could not kick %s (%s); its sweep will run it", task.name, exc)
+        logger.warning("could not kick %s (%s); its sweep will run it", task, exc)
 
 
 def clear_kick(key: str) -> None:
-    import contextlib
-
-    from apps.core.redis import get_redis
-
     with contextlib.suppress(Exception):  # without Redis the sweep covers it
         get_redis().delete(key)
 

@@ -8,7 +8,6 @@ import logging
 import math
 import uuid
 import zlib
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -16,7 +15,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.core.context import request_id
+from apps.core.enqueue import enqueue_on_commit
 from apps.core.errors import ValidationFailed
+from apps.core.outbox import NewEvent
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import LANES, OutboxEvent
 from apps.registry.selectors import resolve_topic
@@ -42,18 +43,6 @@ def _check_payload(payload: Any) -> None:
         raise PayloadNotJson("The payload must be a JSON object.")
 
 
-@dataclass(frozen=True)
-class NewEvent:
-    topic: str
-    event_type: str
-    aggregate_type: str
-    aggregate_id: str
-    payload: dict
-    tenant: Any = None  # a Tenant, a tenant id, or None for a platform-wide event
-    correlation_id: str = ""
-    causation_id: str = ""
-
-
 def _envelope(event: NewEvent, topics: dict, now) -> Envelope:
     if event.topic not in topics:
         topics[event.topic] = resolve_topic(event.topic)
@@ -76,38 +65,6 @@ def _envelope(event: NewEvent, topics: dict, now) -> Envelope:
         payload=event.payload,
     )
     return envelope
-
-
-def emit(
-    *,
-    topic: str,
-    event_type: str,
-    aggregate_type: str,
-    aggregate_id: str,
-    payload: dict,
-    tenant=None,
-    correlation_id: str = "",
-    causation_id: str = "",
-) -> Envelope:
-    """Write one envelope to the outbox in the caller's transaction.
-
-    The caller's scope must own the event's tenant (row-level security refuses the
-    row otherwise): producers emit from inside the service that makes the change.
-    """
-    return emit_many(
-        [
-            NewEvent(
-                topic=topic,
-                event_type=event_type,
-                aggregate_type=aggregate_type,
-                aggregate_id=aggregate_id,
-                payload=payload,
-                tenant=tenant,
-                correlation_id=correlation_id,
-                causation_id=causation_id,
-            )
-        ]
-    )[0]
 
 
 def aggregate_lock_key(aggregate_type: str, aggregate_id: str) -> int:
@@ -183,9 +140,8 @@ KICK_KEY = "steward:dispatch:kick"
 def kick_dispatcher() -> None:
     """Ask for a dispatcher run now, unless one is already asked for."""
     from apps.core.kick import kick
-    from apps.eventing.tasks import dispatch_outbox
 
-    kick(dispatch_outbox, KICK_KEY)
+    kick("eventing.dispatch_outbox", KICK_KEY)
 
 
 def backoff_seconds(attempt: int, *, base: float, cap: float) -> float:
@@ -233,7 +189,6 @@ def dead_letter_replay(*, actor, dead_letter):
     killed), so a replay an operator asked for is never forgotten.
     """
     from apps.eventing.models import DeadLetter
-    from apps.eventing.tasks import replay_dead_letter
 
     dead_letter = _resolve_dead_letter(
         actor=actor,
@@ -241,9 +196,7 @@ def dead_letter_replay(*, actor, dead_letter):
         state=DeadLetter.State.REPLAYING,
         action="dead_letter.replay",
     )
-    transaction.on_commit(
-        lambda: replay_dead_letter.delay(dead_letter_id=dead_letter.pk), robust=True
-    )
+    enqueue_on_commit("eventing.replay_dead_letter", dead_letter_id=dead_letter.pk)
     return dead_letter
 
 

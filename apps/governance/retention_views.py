@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.console.listing import Column, ListPage
-from apps.console.manage_views import _submitted
+from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.governance import retention_selectors as selectors
@@ -136,7 +136,7 @@ def rule_edit(request, pk=None):
             return services.rule_create(actor=request.actor, **data)
         return services.rule_update(actor=request.actor, rule=rule, **data)
 
-    if _submitted(request, form, save):
+    if submit_form(request, form, save):
         messages.success(request, "Rule saved; tonight's sweep applies it.")
         return redirect("retention:rule-list")
     return render(
@@ -215,7 +215,7 @@ def hold_new(request):
     _require(request, *GOVERNORS)
     form = HoldForm(request.POST or None, initial={"tenant": request.tenant})
     form.fields["tenant"].queryset = _governable_tenants(request).order_by("slug")
-    hold = _submitted(request, form, lambda data: services.hold_place(actor=request.actor, **data))
+    hold = submit_form(request, form, lambda data: services.hold_place(actor=request.actor, **data))
     if hold is not None:
         messages.success(request, "Hold placed: nothing it covers is purged until it is released.")
         return redirect(hold)
@@ -232,7 +232,7 @@ def hold_detail(request, pk):
     _require(request, *GOVERNORS)
     hold = get_object_or_404(selectors.hold_list(), pk=pk)
     form = ReleaseForm(request.POST or None)
-    if hold.active and _submitted(
+    if hold.active and submit_form(
         request,
         form,
         lambda data: services.hold_release(actor=request.actor, hold=hold, reason=data["reason"]),

@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR, Actor
+from apps.core.enqueue import enqueue_on_commit, send_task
 from apps.core.errors import (
     Conflict,
     DomainError,
@@ -24,7 +25,7 @@ from apps.core.errors import (
     NotFound,
     ValidationFailed,
 )
-from apps.eventing.services import emit
+from apps.core.outbox import emit
 from apps.governance import evidence, phases
 from apps.governance.models import GovernanceOrder, GovernanceTask, OrderApproval
 from apps.registry.catalog import STEWARD_SERVICE
@@ -268,13 +269,7 @@ def _announce(task: GovernanceTask) -> None:
         )
     if task.owner == STEWARD_SERVICE:
         task_id = task.pk
-        transaction.on_commit(lambda: _enqueue_steward_task(task_id), robust=True)
-
-
-def _enqueue_steward_task(task_id) -> None:
-    from apps.governance.tasks import run_steward_task
-
-    run_steward_task.delay(task_id=str(task_id))
+        enqueue_on_commit("governance.run_steward_task", task_id=str(task_id))
 
 
 def _due() -> timezone.datetime:
@@ -358,7 +353,7 @@ def _advance(order: GovernanceOrder) -> None:
         order.status = Status.RUNNING
         order.save(update_fields=["status"])
         order_id = order.pk
-        transaction.on_commit(lambda: _enqueue_assembly(order_id), robust=True)
+        enqueue_on_commit("governance.assemble_export", order_id=str(order_id))
         return
     status = Status.OVERDUE if any(t.is_overdue for t in tasks) else Status.RUNNING
     if status != order.status:
@@ -444,17 +439,11 @@ def resume_stalled_work() -> int:
             .values_list("pk", flat=True)
         )
     for task_id in tasks:
-        _enqueue_steward_task(task_id)
+        send_task("governance.run_steward_task", task_id=str(task_id))
     for order_id in orders:
         logger.warning("export order %s: its archive was never built; building it", order_id)
-        _enqueue_assembly(order_id)
+        send_task("governance.assemble_export", order_id=str(order_id))
     return len(tasks) + len(orders)
-
-
-def _enqueue_assembly(order_id) -> None:
-    from apps.governance.tasks import assemble_export
-
-    assemble_export.delay(order_id=str(order_id))
 
 
 def _complete(order: GovernanceOrder, **payload) -> None:

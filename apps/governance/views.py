@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
 from apps.console.listing import Column, ListPage
-from apps.console.manage_views import _submitted
+from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.governance import evidence, selectors, services
@@ -146,7 +146,7 @@ def order_new(request):
     form.fields["tenant"].queryset = tenants_visible_to(
         platform_wide=request.platform_wide, tenant=request.tenant
     ).order_by("slug")
-    order = _submitted(
+    order = submit_form(
         request,
         form,
         lambda data: services.order_request(actor=request.actor, **data),

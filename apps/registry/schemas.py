@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
-from apps.eventing.services import emit
+from apps.core.outbox import emit
 from apps.registry import compatibility
 from apps.registry.models import Acknowledgement, ModelSync, SchemaVersion, Service, Topic
 from apps.registry.services import subscribe_steward_consumers_on_commit

@@ -19,8 +19,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.core.context import Actor
+from apps.core.enqueue import enqueue_on_commit
 from apps.core.errors import Conflict, InvalidTransition
-from apps.eventing.services import emit
+from apps.core.outbox import emit
 from apps.stores import residency
 from apps.stores.gating import WorkloadVerdict, evaluate_workload
 from apps.stores.models import (
@@ -164,14 +165,8 @@ def binding_set(*, actor: Actor, tenant, store, profile, region) -> StoreBinding
         )
         _event(binding)
         if binding.status == Status.REQUESTED:
-            transaction.on_commit(lambda: _enqueue("provision_binding", binding.pk), robust=True)
+            enqueue_on_commit("stores.provision_binding", binding_id=str(binding.pk))
     return binding
-
-
-def _enqueue(task_name: str, binding_id) -> None:
-    from apps.stores import tasks
-
-    getattr(tasks, task_name).delay(binding_id=str(binding_id))
 
 
 def _transition(
@@ -283,7 +278,7 @@ def binding_retire(*, actor: Actor, binding: StoreBinding, reason: str = "") -> 
         reason=reason or "Retirement requested; revoking the credentials.",
         actor_label=actor.label,
     )
-    transaction.on_commit(lambda: _enqueue("revoke_binding", binding.pk), robust=True)
+    enqueue_on_commit("stores.revoke_binding", binding_id=str(binding.pk))
     return binding
 
 

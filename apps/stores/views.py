@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
 from apps.console.listing import Column, ListPage
-from apps.console.manage_views import _submitted
+from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.stores import selectors, services
@@ -157,7 +157,7 @@ def rule_edit(request, pk=None):
                 setattr(target, name, value)
             return services.rule_save(actor=request.actor, rule=target, regions=regions)
 
-        if _submitted(request, form, save):
+        if submit_form(request, form, save):
             messages.success(request, "Rule saved; bindings it no longer allows are flagged.")
             return redirect("stores:rule-list")
     return render(

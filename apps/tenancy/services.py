@@ -19,6 +19,7 @@ from guardian.shortcuts import assign_perm, remove_perm
 
 from apps.core.context import Actor
 from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
+from apps.core.outbox import emit
 from apps.tenancy import totp
 from apps.tenancy.audit import audit_record, diff, snapshot
 from apps.tenancy.models import (
@@ -67,8 +68,6 @@ def tenant_create(
 
 
 def _emit_tenant_event(tenant: Tenant, event_type: str, payload: dict) -> None:
-    from apps.eventing.services import emit
-
     with tenant_scope(tenant):
         emit(
             topic="tenancy.tenant",

@@ -20,9 +20,9 @@ from apps.assets.models import Asset
 from apps.core.context import request_id
 from apps.core.logs import JsonFormatter, mask
 from apps.core.models import ScheduledJob
+from apps.core.outbox import emit
 from apps.core.schedules import schedule_health
 from apps.eventing.models import OutboxEvent
-from apps.eventing.services import emit
 from apps.tenancy.scope import system_scope, tenant_scope
 from portal.celery import app
 from tests.factories import service_token

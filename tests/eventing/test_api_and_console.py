@@ -5,12 +5,12 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
 from apps.eventing import dispatcher
 from apps.eventing.consumers import dead_letter, redeliver
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import DeadLetter
-from apps.eventing.services import NewEvent, emit_many
 from apps.registry.models import Subscription
 from apps.tenancy.scope import system_scope, tenant_scope
 from tests.conftest import bearer

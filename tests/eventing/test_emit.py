@@ -3,8 +3,9 @@
 import pytest
 from django.db import DatabaseError, transaction
 
+from apps.core.outbox import emit
 from apps.eventing.models import OutboxEvent
-from apps.eventing.services import PayloadNotJson, UnknownTopic, emit
+from apps.eventing.services import PayloadNotJson, UnknownTopic
 from apps.registry.selectors import resolve_topic
 from apps.tenancy.scope import system_scope, tenant_scope
 

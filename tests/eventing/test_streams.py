@@ -4,9 +4,9 @@ import logging
 
 import pytest
 
+from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
 from apps.eventing import dispatcher
-from apps.eventing.services import NewEvent, emit_many
 from apps.eventing.streams import trim_streams
 from apps.tenancy.scope import tenant_scope
 from tests.eventing.conftest import recent_events_runner, subscribe

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
 from apps.eventing import dispatcher
 from apps.eventing.consumers import webhook_runner
-from apps.eventing.services import NewEvent, emit_many
 from apps.registry.models import Subscription
 from apps.tenancy.scope import tenant_scope
 from tests.eventing.conftest import subscribe

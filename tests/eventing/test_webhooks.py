@@ -8,11 +8,11 @@ import threading
 
 import pytest
 
+from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
 from apps.eventing import dispatcher
 from apps.eventing.consumers import webhook_runner
 from apps.eventing.models import DeadLetter, DeliveryCount
-from apps.eventing.services import NewEvent, emit_many
 from apps.registry.models import Subscription
 from apps.tenancy.scope import system_scope, tenant_scope
 from tests.eventing.conftest import subscribe

@@ -98,11 +98,6 @@ def fresh(obj):
 
 
 @pytest.fixture
-def personal(db):
-    return DataClass.objects.get_or_create(slug="personal", defaults={"name": "Personal"})[0]
-
-
-@pytest.fixture
 def telemetry(db):
     return DataClass.objects.get_or_create(slug="telemetry", defaults={"name": "Telemetry"})[0]
 
@@ -116,19 +111,6 @@ def make_store(slug, data_class, owner="knowledge"):
         category=Store.Category.AUTHORITATIVE,
         workload_class="catalog",
     )
-
-
-@pytest.fixture
-def store(personal):
-    return make_store("knowledge-sql", personal)
-
-
-@pytest.fixture
-def profile(db):
-    return StoreProfile.objects.get_or_create(
-        slug="postgres-dedicated",
-        defaults={"name": "PostgreSQL", "engine": "postgresql", "shape": "dedicated_tables"},
-    )[0]
 
 
 def live_binding(tenant, store, profile, *, status="active"):

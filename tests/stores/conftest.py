@@ -1,8 +1,7 @@
 import pytest
 
-from apps.registry.models import Service
-from apps.stores.models import ProfileCertification, ResidencyRule, Store, StoreProfile
-from apps.tenancy.models import DataClass, Region
+from apps.stores.models import ProfileCertification, ResidencyRule
+from apps.tenancy.models import Region
 
 
 @pytest.fixture(autouse=True)
@@ -20,35 +19,6 @@ def regions(db):
             slug=slug, defaults={"name": slug, "jurisdiction": jurisdiction}
         )
     return made
-
-
-@pytest.fixture
-def personal(db):
-    return DataClass.objects.get_or_create(slug="personal", defaults={"name": "Personal"})[0]
-
-
-@pytest.fixture
-def store(db, personal):
-    service = Service.objects.get_or_create(name="knowledge")[0]
-    return Store.objects.create(
-        slug="knowledge-sql",
-        name="Knowledge SQL",
-        owning_service=service,
-        data_class=personal,
-        category=Store.Category.AUTHORITATIVE,
-        workload_class="catalog",
-    )
-
-
-@pytest.fixture
-def profile(db):
-    return StoreProfile.objects.create(
-        slug="postgres-dedicated",
-        name="PostgreSQL, dedicated tables",
-        engine="postgresql",
-        shape="dedicated_tables",
-        provides_retention_cleanup=True,
-    )
 
 
 def certify(profile, workload, by="perf-team"):

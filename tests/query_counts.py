@@ -1,0 +1,31 @@
+"""Query-count assertions shared by every list test: a list page or endpoint must cost
+the same number of statements whatever the number of rows (NetBox's
+`utilities/testing/query_counts.py` has the same idea)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+
+def queries_for(fetch: Callable[[], object], *, status: int = 200) -> int:
+    """The statements `fetch()` ran; its response must answer `status`."""
+    with CaptureQueriesContext(connection) as ctx:
+        response = fetch()
+    assert response.status_code == status, getattr(response, "content", b"")[:500]
+    return len(ctx.captured_queries)
+
+
+def assert_flat_query_count(
+    add_rows: Callable[[int], object], fetch: Callable[[], object], *, few: int = 2, more: int = 8
+) -> int:
+    """Add `few` rows, count `fetch()`'s statements, add `more` rows, count again: the
+    two counts must be equal. Returns the count, for a test that also bounds it."""
+    add_rows(few)
+    before = queries_for(fetch)
+    add_rows(more)
+    after = queries_for(fetch)
+    assert before == after, f"{before} statements with {few} rows, {after} with {few + more}"
+    return after
