@@ -1,0 +1,34 @@
+"""What each app contributes to the shared parts of Steward, found by module name.
+
+The ground (core, tenancy) and the console shell must not import the domain apps, yet
+the set-up installs every app's demo data, `/metrics` serves every app's gauges and
+governance covers every app's tables. Each app contributes through a module of its
+own with a fixed name, found as Django's admin finds `admin.py`:
+
+| module       | holds                                                          |
+|--------------|----------------------------------------------------------------|
+| `demo.py`    | `install_demo_data(report, ...)`: the app's demo rows          |
+| `gauges.py`  | `collect()`: the app's Prometheus metric families              |
+| `governed.py`| `GOVERNED` and `EXEMPT`: what governance does with its tables  |
+| `dashboard.py` | the app's figures on the console dashboard                   |
+
+An app without the module contributes nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+from django.apps import apps
+
+
+def app_modules(name: str) -> list[ModuleType]:
+    """Every installed app's `<app>.<name>` module, in INSTALLED_APPS order."""
+    found = []
+    for config in apps.get_app_configs():
+        dotted = f"{config.name}.{name}"
+        if importlib.util.find_spec(dotted) is not None:
+            found.append(importlib.import_module(dotted))
+    return found
