@@ -170,7 +170,8 @@ class AvroSchema:
     `parsed` is fastavro's parsed form (for fastavro's readers and writers), `canonical`
     the Parsing Canonical Form, `fingerprint` its SHA-256 (hex), `name` the full name of
     the top-level named type (None for a primitive, an array, a map or a union), `names`
-    the named types the schema defines and `external` those it uses from `named`.
+    the named types the schema defines and `external` those of `named` it reaches
+    (directly or through another referenced type), sorted.
     """
 
     __slots__ = (
@@ -436,7 +437,8 @@ def _parse(value, table, external, validate_defaults) -> AvroSchema:
     _Shape().type(value, "", 1, False)
     before = dict(table)
     try:
-        parsed = _fastavro.parse_schema(value, table, _ignore_default_error=not validate_defaults)
+        # defaults are checked below, by the reference's rules and with the field's path
+        parsed = _fastavro.parse_schema(value, table, _ignore_default_error=True)
     except RecursionError:
         raise SchemaTooComplex("the schema nests too deeply to parse") from None
     except _fastavro.UnknownType as exc:
@@ -517,7 +519,7 @@ class _Shape:
         if type(typ) is not str:
             raise InvalidSchema(
                 f"'type' of a schema object must be a type name, not {_json_type(typ)}, "
-                f"at {_at(path)}/type (only a field's 'type' holds a whole schema)"
+                f"at {path}/type (only a field's 'type' holds a whole schema)"
             )
         if typ in ("record", "error"):
             self.named(node, path, typ)
@@ -540,7 +542,9 @@ class _Shape:
                         "(a letter or _, then letters, digits or _)"
                     )
                 if symbol in seen_symbols:
-                    raise InvalidSchema(f"enum symbol {symbol!r} appears twice at {_at(path)}")
+                    raise InvalidSchema(
+                        f"enum symbol {symbol!r} appears twice in enum {node['name']!r}"
+                    )
                 seen_symbols.add(symbol)
             default = node.get("default", _MISSING)
             if default is not _MISSING and default not in seen_symbols:
