@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 import statistics
@@ -446,7 +447,7 @@ def _check_json(value) -> None:
 
 
 def _parse(value, table, external, validate_defaults) -> AvroSchema:
-    _Shape().type(value, "", 1, False)
+    value = _Shape().type(value, "", 1, False)
     before = dict(table)
     try:
         # defaults are checked below, by the reference's rules and with the field's path
@@ -494,7 +495,11 @@ def _merge_named(table: dict, parsed) -> None:
 
 class _Shape:
     """The structural rules the reference registry's parser applies and fastavro does not,
-    checked on the JSON as written, so that the reason names the place."""
+    checked on the JSON as written, so that the reason names the place.
+
+    `type()` returns the schema to give fastavro: the same object, or a copy without the
+    malformed `decimal` logical types, which the reference reads as their underlying type
+    and fastavro would refuse."""
 
     def type(self, node, path, depth, in_union):
         if depth > MAX_DEPTH:
@@ -503,14 +508,15 @@ class _Shape:
         if kind is str:
             if not node:
                 raise InvalidSchema(f"an empty type name at {_at(path)}")
-            return
+            return node
         if kind is list:
             if in_union:
                 raise InvalidSchema(f"a union directly inside a union at {_at(path)}")
             seen: dict = {}
+            branches = []
             for n, branch in enumerate(node):
                 where = f"{path}/{n}"
-                self.type(branch, where, depth + 1, True)
+                branches.append(self.type(branch, where, depth + 1, True))
                 unnamed = _unnamed_kind(branch)
                 if unnamed is not None:
                     if unnamed in seen:
@@ -519,7 +525,7 @@ class _Shape:
                             f"({seen[unnamed]} and {n})"
                         )
                     seen[unnamed] = n
-            return
+            return node if all(a is b for a, b in zip(branches, node, strict=True)) else branches
         if kind is not dict:
             raise InvalidSchema(
                 f"a type is a name, an object or an array (a union), not {_json_type(node)}, "
@@ -539,8 +545,12 @@ class _Shape:
             if type(fields) is not list:
                 raise InvalidSchema(f"record {node['name']!r} needs a 'fields' array")
             names: dict = {}
-            for pos, field in enumerate(fields):
+            checked = [
                 self.field(field, f"{path}/fields/{pos}", depth, names, pos)
+                for pos, field in enumerate(fields)
+            ]
+            if not all(a is b for a, b in zip(checked, fields, strict=True)):
+                node = {**node, "fields": checked}
         elif typ == "enum":
             self.named(node, path, typ)
             symbols = node.get("symbols", _MISSING)
@@ -570,14 +580,18 @@ class _Shape:
                 raise InvalidSchema(
                     f"fixed {node['name']!r} needs a 'size', a non-negative integer, at {_at(path)}"
                 )
-        elif typ == "array":
-            if "items" not in node:
-                raise InvalidSchema(f"an array without 'items' at {_at(path)}")
-            self.type(node["items"], f"{path}/items", depth + 1, False)
-        elif typ == "map":
-            if "values" not in node:
-                raise InvalidSchema(f"a map without 'values' at {_at(path)}")
-            self.type(node["values"], f"{path}/values", depth + 1, False)
+        elif typ in ("array", "map"):
+            key = "items" if typ == "array" else "values"
+            if key not in node:
+                raise InvalidSchema(
+                    f"{'an array' if key == 'items' else 'a map'} without '{key}' at {_at(path)}"
+                )
+            inner = self.type(node[key], f"{path}/{key}", depth + 1, False)
+            if inner is not node[key]:
+                node = {**node, key: inner}
+        if node.get("logicalType") == "decimal" and not _decimal_ok(node):
+            node = {k: v for k, v in node.items() if k != "logicalType"}
+        return node
 
     def named(self, node, path, typ):
         name = node.get("name", _MISSING)
@@ -623,7 +637,22 @@ class _Shape:
                 "descending or ignore"
             )
         self.aliases(field, f"field {name!r}")
-        self.type(field["type"], f"{path}/type", depth + 1, False)
+        inner = self.type(field["type"], f"{path}/type", depth + 1, False)
+        return field if inner is field["type"] else {**field, "type": inner}
+
+
+def _decimal_ok(node) -> bool:
+    """A decimal the reference honours: a positive precision (that a fixed's size can hold)
+    and a scale from 0 to the precision, on bytes or fixed."""
+    precision = node.get("precision")
+    scale = node.get("scale", 0)
+    if type(precision) is not int or precision <= 0 or type(scale) is not int:
+        return False
+    if not 0 <= scale <= precision:
+        return False
+    if node["type"] == "fixed":
+        return precision <= int(math.floor(math.log10(2) * (8 * node["size"] - 1)))
+    return node["type"] == "bytes"
 
 
 def _unnamed_kind(branch):

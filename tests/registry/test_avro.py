@@ -463,6 +463,25 @@ def test_logical_types_resolve_as_their_underlying_type():
     assert "bytes (decimal)" in verdict.breaking[0].message
 
 
+def test_a_malformed_decimal_is_read_as_its_underlying_type():
+    # the reference ignores a logical type it finds invalid; fastavro alone would refuse it
+    malformed = [
+        {"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 5},
+        {"type": "bytes", "logicalType": "decimal", "precision": "9"},
+        fixed("Small", 1, logicalType="decimal", precision=5),
+    ]
+    for decimal in malformed:
+        document = one_field(decimal)
+        before = json.dumps(document)
+        schema = parse_schema(document)
+        assert "logicalType" not in json.dumps(schema.parsed)
+        assert json.dumps(document) == before  # the caller's document is left as it was
+    good = {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}
+    assert parse_schema(one_field(good)).parsed["fields"][0]["type"]["logicalType"] == "decimal"
+    unknown = {"type": "long", "logicalType": "epoch-fortnights"}
+    assert check(one_field(unknown), [one_field("int")]).compatible
+
+
 def test_a_changed_logical_type_alone_is_not_a_resolution_difference():
     millis = {"type": "long", "logicalType": "timestamp-millis"}
     micros = {"type": "long", "logicalType": "timestamp-micros"}
