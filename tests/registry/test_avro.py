@@ -660,6 +660,7 @@ def test_a_different_schema_has_a_different_fingerprint():
     assert fingerprint(reordered) != fingerprint(ORDER)
     assert fingerprint(dict(ORDER, name="Sale")) != fingerprint(ORDER)
     assert rabin_fingerprint('"int"') != rabin_fingerprint('"long"')
+    assert rabin_fingerprint('{"type": "int"}') == "8f5c393f1ad57572"  # Avro's own value
 
 
 def test_normal_form_keeps_what_the_canonical_form_drops():
@@ -724,6 +725,10 @@ def test_named_types_may_come_from_references():
     )
     listed = parse_schema(customer, [ADDRESS])
     assert listed.canonical == schema.canonical
+    streamed = parse_schema(json.dumps(customer), (ref for ref in [json.dumps(ADDRESS)]))
+    assert streamed.external == ("common.Address",)
+    with pytest.raises(InvalidSchema, match="references are a mapping"):
+        parse_schema(customer, json.dumps(ADDRESS))
 
 
 def test_a_later_reference_may_use_an_earlier_one():
