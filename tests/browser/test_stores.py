@@ -7,10 +7,10 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.factories import service_token
-from tests.stores.conftest import local_broker, personal, profile, regions, rule, store
+from tests.stores.conftest import local_broker, regions, rule
 
 pytestmark = pytest.mark.django_db(transaction=True)
-__all__ = ["local_broker", "personal", "profile", "regions", "store"]  # fixtures used here
+__all__ = ["local_broker", "regions"]  # fixtures used here
 
 
 @pytest.fixture
