@@ -77,7 +77,7 @@ class AssetDetailView(LoginRequiredMixin, DetailView):
                 self.request.user, asset, caller_kind=caller_kind(self.request)
             )
         )
-        context["may_request"] = asset.status in (asset.Status.DRAFT, asset.Status.REJECTED)
+        context["may_request"] = selectors.may_request_approval(asset)
         return context
 
 
