@@ -13,6 +13,7 @@ from django.utils import timezone
 from apps.compute.models import BatchCompletion, ComputeBatch, WorkflowBatchLink
 from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition
+from apps.core.kick import kick
 from apps.core.outbox import NewEvent, emit_many
 from apps.tenancy.audit import audit_record
 from apps.tenancy.scope import system_scope, tenant_scope
@@ -71,12 +72,14 @@ def batch_submit(
 def _create_batch(
     *, actor, tenant, idempotency_key, workflow_instance_id, workflow_step_id
 ) -> ComputeBatch:
-    batch = ComputeBatch.objects.create(
+    batch = ComputeBatch(
         tenant=tenant,
         idempotency_key=idempotency_key,
         workflow_instance_id=workflow_instance_id,
         workflow_step_id=workflow_step_id,
     )
+    _validate(batch)
+    batch.save(force_insert=True)
     WorkflowBatchLink.objects.create(
         batch_id=batch.pk,
         workflow_step_id=workflow_step_id,
@@ -102,40 +105,41 @@ def batch_set_status(
         # Decide on the row as it is now, locked: a caller's stale copy must not turn a
         # finished batch into another outcome.
         batch = ComputeBatch.objects.select_for_update().get(pk=batch.pk)
-        return _set_status(actor=actor, batch=batch, status=status, summary=result_summary)
-
-
-def _set_status(*, actor, batch: ComputeBatch, status: str, summary) -> ComputeBatch:
-    if status == batch.status and summary in (None, batch.result_summary):
-        return batch
-    allowed = ComputeBatch.TRANSITIONS.get(batch.status, set())
-    if status not in allowed:
-        raise InvalidTransition(
-            f"A {batch.status} batch cannot become {status}.", allowed=sorted(allowed)
+        if status == batch.status and result_summary in (None, batch.result_summary):
+            return batch
+        allowed = ComputeBatch.TRANSITIONS.targets(batch.status)
+        if status not in allowed:
+            raise InvalidTransition(
+                f"A {batch.status} batch cannot become {status}.", allowed=sorted(allowed)
+            )
+        before, batch.status = batch.status, status
+        if result_summary is not None:
+            batch.result_summary = result_summary
+        terminal = status in ComputeBatch.TERMINAL
+        if terminal:
+            batch.finished_at = timezone.now()
+        _validate(batch)
+        batch.save()
+        if terminal:
+            BatchCompletion.objects.get_or_create(batch_id=batch.pk, tenant_id=batch.tenant_id)
+            transaction.on_commit(kick_poller, robust=True)
+        audit_record(
+            actor=actor,
+            action="compute_batch.status",
+            instance=batch,
+            tenant=batch.tenant_id,
+            changes={"status": [before, status]},
         )
-    before, batch.status = batch.status, status
-    if summary is not None:
-        batch.result_summary = summary
-    terminal = status in ComputeBatch.TERMINAL
-    if terminal:
-        batch.finished_at = timezone.now()
-    batch.save()
-    if terminal:
-        BatchCompletion.objects.get_or_create(batch_id=batch.pk, tenant_id=batch.tenant_id)
-        transaction.on_commit(kick_poller, robust=True)
-    audit_record(
-        actor=actor,
-        action="compute_batch.status",
-        instance=batch,
-        tenant=batch.tenant_id,
-        changes={"status": [before, status]},
-    )
-    return batch
+        return batch
+
+
+def _validate(batch: ComputeBatch) -> None:
+    """The batch's own fields. The database guards the tenant and the key's uniqueness:
+    a racing submission of the same key must reach batch_submit's IntegrityError path."""
+    batch.full_clean(exclude=["tenant"], validate_unique=False, validate_constraints=False)
 
 
 def kick_poller() -> None:
-    from apps.core.kick import kick
-
     kick("compute.poll_batch_links", POLL_KICK_KEY)
 
 
