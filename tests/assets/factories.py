@@ -13,6 +13,17 @@ def new_asset(tenant, name="model-weights"):
     return services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant, name=name)
 
 
+def assets_added_to(*tenants):
+    """`add_rows` for tests.query_counts: n more assets in each of these tenants."""
+
+    def add_rows(n):
+        for tenant in tenants:
+            for _ in range(n):
+                new_asset(tenant, f"asset-{uuid.uuid4().hex[:6]}")
+
+    return add_rows
+
+
 def requested(tenant, name="dataset", *, delegate=True):
     return services.asset_request_approval(
         actor=SYSTEM_ACTOR, asset=new_asset(tenant, name), delegate=delegate

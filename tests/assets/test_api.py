@@ -1,7 +1,5 @@
 """The assets API: CRUD in the caller's tenant, approval actions, filters."""
 
-import uuid
-
 import pytest
 from guardian.shortcuts import assign_perm
 
@@ -9,7 +7,7 @@ from apps.assets import services
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
 from apps.tenancy.scope import tenant_scope
-from tests.assets.factories import delegated, new_asset
+from tests.assets.factories import assets_added_to, delegated, new_asset
 from tests.factories import member
 from tests.query_counts import assert_flat_query_count
 
@@ -79,10 +77,4 @@ def test_another_tenants_asset_is_not_there(api, tenant_b, admin_a):
 @pytest.mark.parametrize("caller", ["admin_a", "operator"])
 def test_the_asset_list_query_count_does_not_grow(request, api, tenant_a, tenant_b, caller):
     api.force_login(request.getfixturevalue(caller))
-
-    def add_rows(n):
-        for tenant in (tenant_a, tenant_b):
-            for _ in range(n):
-                new_asset(tenant, f"a{uuid.uuid4().hex[:6]}")
-
-    assert_flat_query_count(add_rows, lambda: api.get(ASSETS))
+    assert_flat_query_count(assets_added_to(tenant_a, tenant_b), lambda: api.get(ASSETS))

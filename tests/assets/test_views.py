@@ -1,12 +1,10 @@
-import uuid
-
 import pytest
 
 from apps.assets import services
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
 from apps.tenancy.scope import tenant_scope
-from tests.assets.factories import delegated, new_asset
+from tests.assets.factories import assets_added_to, delegated
 from tests.factories import member
 from tests.query_counts import assert_flat_query_count
 
@@ -44,13 +42,7 @@ def test_deciding_in_the_console_needs_the_permission(client, tenant_a, admin_a)
 @pytest.mark.parametrize("caller", ["admin_a", "operator"])
 def test_the_asset_list_query_count_does_not_grow(request, client, tenant_a, tenant_b, caller):
     client.force_login(request.getfixturevalue(caller))
-
-    def add_rows(n):
-        for tenant in (tenant_a, tenant_b):
-            for _ in range(n):
-                new_asset(tenant, f"a{uuid.uuid4().hex[:6]}")
-
-    assert_flat_query_count(add_rows, lambda: client.get("/assets/"))
+    assert_flat_query_count(assets_added_to(tenant_a, tenant_b), lambda: client.get("/assets/"))
 
 
 def test_the_asset_list_shows_the_acting_tenants_assets_or_all_of_them(

@@ -20,6 +20,17 @@ def submit(tenant, step="step-1", instance=None):
     return batch
 
 
+def batches_added_to(*tenants):
+    """`add_rows` for tests.query_counts: n more batches in each of these tenants."""
+
+    def add_rows(n):
+        for tenant in tenants:
+            for _ in range(n):
+                submit(tenant)
+
+    return add_rows
+
+
 def finish(batch, status="succeeded", summary=None):
     return services.batch_set_status(
         actor=SYSTEM_ACTOR, batch=batch, status=status, result_summary=summary or {"rows": 3}

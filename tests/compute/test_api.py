@@ -3,7 +3,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from tests.compute.factories import submit
+from tests.compute.factories import batches_added_to
 from tests.conftest import bearer
 from tests.factories import service_token
 from tests.query_counts import assert_flat_query_count
@@ -12,9 +12,19 @@ from tests.support import run_concurrently
 BATCHES = "/api/v1/compute/batches/"
 
 
+def platform_engine(name):
+    """The workflow engine, a platform-wide service naming each batch's tenant."""
+    return bearer(APIClient(), service_token(scopes=["compute:write"], name=name))
+
+
+def submit_compute(tenant, **fields):
+    """The `submit_compute` step's body."""
+    return {"workflow_instance_id": "wf", "workflow_step_id": "s", "tenant": tenant.slug, **fields}
+
+
 @pytest.mark.django_db
 def test_the_engine_submits_idempotently_and_workers_report_status(tenant_a):
-    engine = bearer(APIClient(), service_token(scopes=["compute:write"], name="engine"))
+    engine = platform_engine("engine")
     body = {
         "idempotency_key": "step-77",
         "workflow_instance_id": "wf-9",
@@ -46,16 +56,8 @@ def test_there_is_no_public_api_for_links(api, operator):
 
 @pytest.mark.django_db
 def test_platform_wide_workers_report_status_too(tenant_a):
-    engine = bearer(APIClient(), service_token(scopes=["compute:write"], name="platform-engine"))
-    created = engine.post(
-        BATCHES,
-        {
-            "idempotency_key": "k-plat",
-            "workflow_instance_id": "wf",
-            "workflow_step_id": "s",
-            "tenant": tenant_a.slug,
-        },
-    )
+    engine = platform_engine("platform-engine")
+    created = engine.post(BATCHES, submit_compute(tenant_a, idempotency_key="k-plat"))
     url = f"{BATCHES}{created.json()['id']}/"
     etag = engine.get(url)["ETag"]
     done = engine.patch(url, {"status": "succeeded"}, HTTP_IF_MATCH=etag)
@@ -65,15 +67,9 @@ def test_platform_wide_workers_report_status_too(tenant_a):
 
 @pytest.mark.django_db
 def test_workflow_ids_longer_than_an_event_aggregate_id_are_refused(tenant_a):
-    engine = bearer(APIClient(), service_token(scopes=["compute:write"], name="engine-long"))
+    engine = platform_engine("engine-long")
     response = engine.post(
-        BATCHES,
-        {
-            "idempotency_key": "k-long",
-            "workflow_instance_id": "w" * 65,
-            "workflow_step_id": "s",
-            "tenant": tenant_a.slug,
-        },
+        BATCHES, submit_compute(tenant_a, idempotency_key="k-long", workflow_instance_id="w" * 65)
     )
     assert response.status_code == 400
     assert "workflow_instance_id" in response.json()["errors"]
@@ -92,23 +88,11 @@ def test_two_identical_submissions_at_once_get_the_same_batch(tenant_a):
 @pytest.mark.django_db
 def test_the_batch_list_query_count_does_not_grow(api, operator, tenant_a, tenant_b):
     api.force_login(operator)
-
-    def add_rows(n):
-        for tenant in (tenant_a, tenant_b):
-            for _ in range(n):
-                submit(tenant)
-
-    assert_flat_query_count(add_rows, lambda: api.get(BATCHES))
+    assert_flat_query_count(batches_added_to(tenant_a, tenant_b), lambda: api.get(BATCHES))
 
 
 @pytest.mark.django_db
 def test_a_tenant_workers_batch_list_query_count_does_not_grow(tenant_a, tenant_b):
     worker = bearer(APIClient(), service_token(tenant=tenant_a, scopes=["compute:read"]))
     worker.get(BATCHES)  # a token's first use is recorded on it once, not per request
-
-    def add_rows(n):
-        for tenant in (tenant_a, tenant_b):
-            for _ in range(n):
-                submit(tenant)
-
-    assert_flat_query_count(add_rows, lambda: worker.get(BATCHES))
+    assert_flat_query_count(batches_added_to(tenant_a, tenant_b), lambda: worker.get(BATCHES))
