@@ -36,7 +36,7 @@ TOPIC = "assets.asset"
 logger = logging.getLogger(__name__)
 
 
-def _new_event(tenant_id, asset_id, status: str, event_type: str, **payload) -> NewEvent:
+def _asset_event(tenant_id, asset_id, status: str, event_type: str, **payload) -> NewEvent:
     """An asset event: the asset, its status now, and what else the event says."""
     return NewEvent(
         tenant=tenant_id,
@@ -48,8 +48,8 @@ def _new_event(tenant_id, asset_id, status: str, event_type: str, **payload) -> 
     )
 
 
-def _event(asset: Asset, event_type: str, **payload) -> None:
-    emit_many([_new_event(asset.tenant_id, asset.pk, asset.status, event_type, **payload)])
+def _emit_asset_event(asset: Asset, event_type: str, **payload) -> None:
+    emit_many([_asset_event(asset.tenant_id, asset.pk, asset.status, event_type, **payload)])
 
 
 def asset_create(*, actor: Actor, tenant, name: str, description: str = "") -> Asset:
@@ -105,7 +105,7 @@ def asset_request_approval(*, actor: Actor, asset: Asset, delegate: bool) -> Ass
             tenant=asset.tenant_id,
             changes={"delegated": [None, delegate]},
         )
-        _event(
+        _emit_asset_event(
             asset,
             "AssetApprovalRequested",
             delegated=delegate,
@@ -173,7 +173,9 @@ def asset_record_delegation(
         ).update(workflow_instance_id=workflow_instance_id, updated_at=timezone.now())
         if updated:
             asset.refresh_from_db()
-            _event(asset, "AssetApprovalDelegated", workflow_instance_id=str(workflow_instance_id))
+            _emit_asset_event(
+                asset, "AssetApprovalDelegated", workflow_instance_id=str(workflow_instance_id)
+            )
     return bool(updated)
 
 
@@ -199,7 +201,7 @@ def asset_decide(*, actor: Actor, asset: Asset, approve: bool, reason: str = "")
             tenant=asset.tenant_id,
             changes={"status": [Asset.Status.REQUESTED, status]},
         )
-        _event(asset, "AssetApproved" if approve else "AssetRejected", reason=reason)
+        _emit_asset_event(asset, "AssetApproved" if approve else "AssetRejected", reason=reason)
     return asset
 
 
@@ -423,7 +425,7 @@ def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | Non
                 asset_id, status = applied[receipt_id]
                 event_type = "AssetApproved" if status == Asset.Status.APPROVED else "AssetRejected"
                 events.append(
-                    _new_event(
+                    _asset_event(
                         tenant_id,
                         asset_id,
                         status,
@@ -436,7 +438,7 @@ def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | Non
             elif instance in current:
                 asset_id, status = current[instance]
                 events.append(
-                    _new_event(
+                    _asset_event(
                         tenant_id,
                         asset_id,
                         status,

@@ -168,7 +168,7 @@ def _delete_links(batch_ids: list) -> None:
         cursor.execute(f"DELETE FROM {COMPLETION} WHERE batch_id = ANY(%s)", [batch_ids])  # noqa: S608
 
 
-def _complete(tenant_id, candidates: dict) -> int:
+def _complete_waiting_steps(tenant_id, candidates: dict) -> int:
     """In the owning tenant's scope and one transaction: claim the links (SKIP LOCKED, so
     a concurrent poller skips them), write each step_completed, delete the links."""
     with tenant_scope(tenant_id), connection.cursor() as cursor:
@@ -228,7 +228,7 @@ def poll_batch_links(limit: int | None = None) -> int:
     completed = 0
     for tenant_id, candidates in by_tenant.items():
         try:
-            completed += _complete(tenant_id, candidates)
+            completed += _complete_waiting_steps(tenant_id, candidates)
         except Exception:  # one tenant's failure must not hold back the others
             logger.exception("completing batch links of tenant %s failed", tenant_id)
     for tenant_id, batch_ids in without_link.items():
@@ -251,7 +251,9 @@ def resolve_orphan_links(limit: int = 500) -> int:
     by_tenant: dict = defaultdict(dict)
     for batch_id, tenant_id in rows:
         by_tenant[tenant_id][batch_id] = ("batch_missing", {})
-    resolved = sum(_complete(tenant_id, links) for tenant_id, links in by_tenant.items())
+    resolved = sum(
+        _complete_waiting_steps(tenant_id, links) for tenant_id, links in by_tenant.items()
+    )
     if resolved:
         logger.warning("resolved %s workflow batch links whose batch is missing", resolved)
     return resolved
