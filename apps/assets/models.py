@@ -31,7 +31,8 @@ class Asset(models.Model):
         RETIRED = "retired", "Retired"
 
     # A person or the Workflow Service decides a request; a rejected asset may be asked
-    # for again. Nothing retires an asset yet: the move is the one its status implies.
+    # for again. No service retires an asset yet: the table names the move the Retired
+    # status stands for, so that every status is reachable.
     TRANSITIONS = Transitions(
         initial=[Status.DRAFT],
         moves={

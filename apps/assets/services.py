@@ -321,8 +321,9 @@ RECEIPT = WorkflowCallback._meta.db_table
 ASSET = Asset._meta.db_table
 AUDIT = AuditEvent._meta.db_table
 DECIDED = {"approve": Asset.Status.APPROVED, "reject": Asset.Status.REJECTED}
-# The one status a decision moves an asset from, read from Asset.TRANSITIONS: the
-# statement below is the callbacks' conditional UPDATE (it fails to import otherwise).
+# The status a decision moves an asset from, read from Asset.TRANSITIONS for the
+# callbacks' conditional UPDATE below. Should the table ever let a decision start from
+# more than one status, which that statement cannot express, this fails at import.
 (DECIDED_FROM,) = {
     source for status in DECIDED.values() for source in Asset.TRANSITIONS.sources(status)
 }
