@@ -7,4 +7,4 @@ class AssetsConfig(AppConfig):
     verbose_name = "Assets"
 
     def ready(self):
-        from apps.assets import workflow  # noqa: F401 - registers the start reconciler
+        from apps.assets import effects  # noqa: F401 - registers the start reconciler

@@ -4,9 +4,11 @@ import uuid
 
 from django.db import models
 from django.db.models import Q, QuerySet
+from django.urls import reverse
 from django.utils import timezone
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from apps.core.transitions import Transitions
 from apps.tenancy.models import Tenant
 
 
@@ -27,6 +29,20 @@ class Asset(models.Model):
         APPROVED = "approved", "Approved"
         REJECTED = "rejected", "Rejected"
         RETIRED = "retired", "Retired"
+
+    # A person or the Workflow Service decides a request; a rejected asset may be asked
+    # for again. No service retires an asset yet: the table names the move the Retired
+    # status stands for, so that every status is reachable.
+    TRANSITIONS = Transitions(
+        initial=[Status.DRAFT],
+        moves={
+            Status.DRAFT: {Status.REQUESTED},
+            Status.REQUESTED: {Status.APPROVED, Status.REJECTED},
+            Status.REJECTED: {Status.REQUESTED},
+            Status.APPROVED: {Status.RETIRED},
+            Status.RETIRED: set(),
+        },
+    )
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
@@ -69,8 +85,6 @@ class Asset(models.Model):
         return self.name
 
     def get_absolute_url(self) -> str:
-        from django.urls import reverse
-
         return reverse("assets:asset-detail", args=[self.pk])
 
     @property

@@ -1,6 +1,7 @@
 from django.db.models import QuerySet
 
 from apps.assets.models import Asset, WorkflowCallback
+from apps.core.api.permissions import OPERATOR, TENANT_ADMIN
 
 
 def asset_list(*, tenant=None) -> QuerySet[Asset]:
@@ -20,10 +21,12 @@ def callbacks_of(asset: Asset) -> QuerySet[WorkflowCallback]:
 
 def may_decide(user, asset: Asset, *, caller_kind: str) -> bool:
     """Operators and tenant admins decide; anyone else needs the object permission."""
-    from apps.core.api.permissions import OPERATOR, TENANT_ADMIN
-
     if caller_kind in (OPERATOR, TENANT_ADMIN):
         return True
     return bool(
         user is not None and user.is_authenticated and user.has_perm("assets.approve_asset", asset)
     )
+
+
+def may_request_approval(asset: Asset) -> bool:
+    return Asset.TRANSITIONS.allows(asset.status, Asset.Status.REQUESTED)

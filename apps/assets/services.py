@@ -1,8 +1,9 @@
 """Asset approval: by a person, or delegated to the Workflow Service.
 
-Every transition is a conditional UPDATE on the status it expects, so concurrent
-requests (two operators, fifty duplicate callbacks) change an asset at most once and
-the losers learn it, instead of a read-then-write race deciding twice.
+Every transition is a conditional UPDATE on the statuses `Asset.TRANSITIONS` lets
+move to the new one, so concurrent requests (two operators, fifty duplicate callbacks)
+change an asset at most once and the losers learn it, instead of a read-then-write race
+deciding twice.
 """
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from apps.assets import workflow
 from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import Actor
 from apps.core.enqueue import enqueue_on_commit, send_task
 from apps.core.errors import InvalidTransition
+from apps.core.kick import kick
 from apps.core.outbox import NewEvent, emit_many
+from apps.eventing.effects import perform_effect
+from apps.eventing.models import UncertainEffect
 from apps.eventing.services import aggregate_lock_key
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import AuditEvent
@@ -31,7 +36,7 @@ TOPIC = "assets.asset"
 logger = logging.getLogger(__name__)
 
 
-def _new_event(tenant_id, asset_id, status: str, event_type: str, **payload) -> NewEvent:
+def _asset_event(tenant_id, asset_id, status: str, event_type: str, **payload) -> NewEvent:
     """An asset event: the asset, its status now, and what else the event says."""
     return NewEvent(
         tenant=tenant_id,
@@ -43,8 +48,8 @@ def _new_event(tenant_id, asset_id, status: str, event_type: str, **payload) -> 
     )
 
 
-def _event(asset: Asset, event_type: str, **payload) -> None:
-    emit_many([_new_event(asset.tenant_id, asset.pk, asset.status, event_type, **payload)])
+def _emit_asset_event(asset: Asset, event_type: str, **payload) -> None:
+    emit_many([_asset_event(asset.tenant_id, asset.pk, asset.status, event_type, **payload)])
 
 
 def asset_create(*, actor: Actor, tenant, name: str, description: str = "") -> Asset:
@@ -62,10 +67,12 @@ def asset_create(*, actor: Actor, tenant, name: str, description: str = "") -> A
     return asset
 
 
-def _transition(asset: Asset, *, expect: set[str], **changes) -> Asset:
-    """UPDATE … WHERE status IN expect; InvalidTransition when the asset had moved on."""
+def _transition(asset: Asset, *, status: str, **changes) -> Asset:
+    """UPDATE … SET status WHERE status IN (the statuses that may move to it);
+    InvalidTransition when the asset had moved on."""
+    expect = Asset.TRANSITIONS.sources(status)
     updated = Asset.objects.filter(pk=asset.pk, status__in=expect).update(
-        updated_at=timezone.now(), **changes
+        status=status, updated_at=timezone.now(), **changes
     )
     if not updated:
         asset.refresh_from_db()
@@ -83,7 +90,6 @@ def asset_request_approval(*, actor: Actor, asset: Asset, delegate: bool) -> Ass
     with tenant_scope(asset.tenant_id):
         asset = _transition(
             asset,
-            expect={Asset.Status.DRAFT, Asset.Status.REJECTED},
             status=Asset.Status.REQUESTED,
             approval_request_id=uuid.uuid4(),
             # A new request starts a new decision: the previous workflow link is history.
@@ -99,7 +105,7 @@ def asset_request_approval(*, actor: Actor, asset: Asset, delegate: bool) -> Ass
             tenant=asset.tenant_id,
             changes={"delegated": [None, delegate]},
         )
-        _event(
+        _emit_asset_event(
             asset,
             "AssetApprovalRequested",
             delegated=delegate,
@@ -116,9 +122,6 @@ def asset_delegate(*, asset_id) -> str:
     The call is an uncertain effect keyed by the approval request: answered, the id is
     stored at once; unanswered, the reconciler finds the instance by that key later.
     """
-    from apps.assets import workflow
-    from apps.eventing.effects import perform_effect
-
     with system_scope():
         asset = Asset.objects.filter(pk=asset_id).first()
     if asset is None or asset.status != Asset.Status.REQUESTED or asset.workflow_instance_id:
@@ -170,7 +173,9 @@ def asset_record_delegation(
         ).update(workflow_instance_id=workflow_instance_id, updated_at=timezone.now())
         if updated:
             asset.refresh_from_db()
-            _event(asset, "AssetApprovalDelegated", workflow_instance_id=str(workflow_instance_id))
+            _emit_asset_event(
+                asset, "AssetApprovalDelegated", workflow_instance_id=str(workflow_instance_id)
+            )
     return bool(updated)
 
 
@@ -184,7 +189,6 @@ def asset_decide(*, actor: Actor, asset: Asset, approve: bool, reason: str = "")
         status = Asset.Status.APPROVED if approve else Asset.Status.REJECTED
         asset = _transition(
             asset,
-            expect={Asset.Status.REQUESTED},
             status=status,
             decided_at=timezone.now(),
             decided_by=actor.label[:150],
@@ -197,7 +201,7 @@ def asset_decide(*, actor: Actor, asset: Asset, approve: bool, reason: str = "")
             tenant=asset.tenant_id,
             changes={"status": [Asset.Status.REQUESTED, status]},
         )
-        _event(asset, "AssetApproved" if approve else "AssetRejected", reason=reason)
+        _emit_asset_event(asset, "AssetApproved" if approve else "AssetRejected", reason=reason)
     return asset
 
 
@@ -234,9 +238,6 @@ def resume_lost_delegations(*, older_than: timedelta | None = None) -> int:
 def _delegations_never_started(waiting: dict, cutoff) -> list:
     """Of {approval request id: asset id}, the assets whose current request was
     delegated and whose start has no record (or one a dead worker left pending)."""
-    from apps.assets import workflow
-    from apps.eventing.models import UncertainEffect
-
     with system_scope():
         # Whether the current request was delegated is written on its audit entry.
         latest = (
@@ -306,8 +307,6 @@ def callback_kick_key(tenant_id) -> str:
 
 
 def kick_callback_worker(tenant_id) -> None:
-    from apps.core.kick import kick
-
     kick(
         "assets.apply_workflow_callbacks",
         callback_kick_key(tenant_id),
@@ -321,6 +320,13 @@ def kick_callback_worker(tenant_id) -> None:
 RECEIPT = WorkflowCallback._meta.db_table
 ASSET = Asset._meta.db_table
 AUDIT = AuditEvent._meta.db_table
+DECIDED = {"approve": Asset.Status.APPROVED, "reject": Asset.Status.REJECTED}
+# The status a decision moves an asset from, read from Asset.TRANSITIONS for the
+# callbacks' conditional UPDATE below. Should the table ever let a decision start from
+# more than one status, which that statement cannot express, this fails at import.
+(DECIDED_FROM,) = {
+    source for status in DECIDED.values() for source in Asset.TRANSITIONS.sources(status)
+}
 
 # One statement decides every candidate of a batch: the conditional UPDATE (still
 # Requested under this instance) and, for the rows it changed, their audit events.
@@ -333,14 +339,14 @@ WITH decision AS (
     SET status = d.status, decided_at = now(), decided_by = 'workflow-service',
         decision_reason = d.reason, updated_at = now()
     FROM decision AS d
-    WHERE a.workflow_instance_id = d.instance AND a.status = 'requested'
+    WHERE a.workflow_instance_id = d.instance AND a.status = '{DECIDED_FROM}'
     RETURNING a.id, a.tenant_id, a.name, a.status, d.receipt
 ), audit AS (
     INSERT INTO {AUDIT} (occurred_at, tenant_id, actor_label, action, object_type,
         object_id, object_repr, changes, request_id)
     SELECT now(), tenant_id, 'workflow-service', 'asset.' || status, 'assets.asset',
         id::text, left(name, 200),
-        jsonb_build_object('status', jsonb_build_array('requested', status),
+        jsonb_build_object('status', jsonb_build_array('{DECIDED_FROM}', status),
                            'decided_by', jsonb_build_array(NULL, 'workflow-service'),
                            'callback', jsonb_build_array(NULL, receipt)),
         ''
@@ -420,7 +426,7 @@ def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | Non
                 asset_id, status = applied[receipt_id]
                 event_type = "AssetApproved" if status == Asset.Status.APPROVED else "AssetRejected"
                 events.append(
-                    _new_event(
+                    _asset_event(
                         tenant_id,
                         asset_id,
                         status,
@@ -433,7 +439,7 @@ def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | Non
             elif instance in current:
                 asset_id, status = current[instance]
                 events.append(
-                    _new_event(
+                    _asset_event(
                         tenant_id,
                         asset_id,
                         status,
@@ -449,9 +455,6 @@ def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | Non
             emit_many(events)
         cursor.execute(RECORD_OUTCOMES, [[row[0] for row in claimed], outcomes])
     return len(claimed)
-
-
-DECIDED = {"approve": Asset.Status.APPROVED, "reject": Asset.Status.REJECTED}
 
 
 def has_pending_callbacks(tenant_id) -> bool:
@@ -500,16 +503,10 @@ def reconcile_stale_delegations(*, limit: int = 100) -> dict[str, int]:
     in the asset's history and the log, and left for a person. Running instances are
     left alone. It never starts, cancels or changes anything on the other side.
     """
-    from datetime import timedelta
-
-    from django.conf import settings
-
-    from apps.assets.workflow import WorkflowServiceClient
-
     cutoff = timezone.now() - timedelta(minutes=settings.STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES)
     with system_scope():
         stale = list(Asset.objects.workflow_managed().filter(updated_at__lt=cutoff)[:limit])
-    client = WorkflowServiceClient()
+    client = workflow.WorkflowServiceClient()
     counts = {"applied": 0, "running": 0, "unknown": 0}
     for asset in stale:
         state = client.instance_state(asset.workflow_instance_id)

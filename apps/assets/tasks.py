@@ -1,12 +1,13 @@
 from celery import shared_task
 
+from apps.assets import services
+from apps.core.jobs import periodic_job
+from apps.core.kick import clear_kick
 from apps.core.tasks import RETRY_WHILE_DATABASE_DOWN
 
 
 @shared_task(scope="self", name="assets.delegate_approval", **RETRY_WHILE_DATABASE_DOWN)
 def delegate_approval(*, asset_id: str) -> str:
-    from apps.assets import services
-
     return services.asset_delegate(asset_id=asset_id)
 
 
@@ -14,9 +15,6 @@ def delegate_approval(*, asset_id: str) -> str:
 def apply_workflow_callbacks(*, tenant_id: str) -> int:
     """Kicked when a tenant's callback is recorded. Not acknowledged late: a lost run
     loses nothing, the receipts stay pending for the next kick or the sweep."""
-    from apps.assets import services
-    from apps.core.kick import clear_kick
-
     # Cleared before looking: a callback recorded after this point kicks again.
     clear_kick(services.callback_kick_key(tenant_id))
     return services.drain_callbacks(tenant_id)
@@ -24,22 +22,14 @@ def apply_workflow_callbacks(*, tenant_id: str) -> int:
 
 @shared_task(scope="self", name="assets.periodic_apply_workflow_callbacks")
 def periodic_apply_workflow_callbacks() -> int:
-    from apps.assets import services
-
     return services.drain_all_callbacks()
 
 
 @shared_task(scope="self", name="assets.periodic_reconcile_workflows")
 def periodic_reconcile_workflows() -> dict:
-    from apps.assets import services
-    from apps.core.jobs import periodic_job
-
     return periodic_job("assets.reconcile_workflows")(services.reconcile_stale_delegations)()
 
 
 @shared_task(scope="self", name="assets.periodic_resume_delegations")
 def periodic_resume_delegations() -> int:
-    from apps.assets import services
-    from apps.core.jobs import periodic_job
-
     return periodic_job("assets.resume_delegations")(services.resume_lost_delegations)()

@@ -77,11 +77,11 @@ class AssetDetailView(LoginRequiredMixin, DetailView):
                 self.request.user, asset, caller_kind=caller_kind(self.request)
             )
         )
-        context["may_request"] = asset.status in (asset.Status.DRAFT, asset.Status.REJECTED)
+        context["may_request"] = selectors.may_request_approval(asset)
         return context
 
 
-def _act(request, pk, act):
+def _act_on_asset(request, pk, act):
     asset = get_object_or_404(selectors.asset_list(), pk=pk)
     try:
         act(asset)
@@ -95,7 +95,7 @@ def asset_request_approval(request, pk):
     if not request.user.is_authenticated:
         raise PermissionDenied
     delegate = request.POST.get("delegate") == "on"
-    return _act(
+    return _act_on_asset(
         request,
         pk,
         lambda asset: services.asset_request_approval(
@@ -111,7 +111,7 @@ def asset_decide(request, pk, verdict):
     asset = get_object_or_404(selectors.asset_list(), pk=pk)
     if not selectors.may_decide(request.user, asset, caller_kind=caller_kind(request)):
         raise PermissionDenied
-    return _act(
+    return _act_on_asset(
         request,
         pk,
         lambda asset: services.asset_decide(

@@ -4,7 +4,8 @@ Steward asks it to start an approval instance for an asset and keeps only the
 instance's identifier. The start carries an idempotency key (the asset's approval
 request id), so a retry, by this client or by the reconciler, never creates a second
 instance; a start whose answer never came is recorded as an uncertain effect and
-settled by looking the instance up by that key. Formats: docs/workflow-service.md.
+settled by looking the instance up by that key (apps/assets/effects.py).
+Formats: docs/workflow-service.md.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ import uuid
 import httpx
 from django.conf import settings
 
-from apps.eventing.effects import Outcome, OutcomeUnknown, register_adapter
-from apps.eventing.models import UncertainEffect
+from apps.eventing.effects import OutcomeUnknown
 
 logger = logging.getLogger(__name__)
 TARGET = "workflow-service"
@@ -85,23 +85,3 @@ class WorkflowServiceClient:
             return None
         response.raise_for_status()
         return uuid.UUID(response.json()["instance_id"])
-
-
-class StartReconciler:
-    """Settles uncertain starts by asking the Workflow Service for the instance by key,
-    and records the delegation once it is known."""
-
-    def check(self, effect: UncertainEffect) -> Outcome:
-        instance = WorkflowServiceClient().find_by_key(effect.external_ref)
-        if instance is None:
-            return Outcome("unknown")
-        return Outcome(UncertainEffect.State.SUCCEEDED, {"instance_id": str(instance)})
-
-    def settled(self, effect: UncertainEffect) -> None:
-        from apps.assets.services import record_started_instance
-
-        if effect.state == UncertainEffect.State.SUCCEEDED:
-            record_started_instance(effect)
-
-
-register_adapter(TARGET, StartReconciler())

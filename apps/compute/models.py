@@ -5,6 +5,7 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from apps.core.transitions import Transitions
 from apps.tenancy.models import Tenant
 
 
@@ -19,10 +20,15 @@ class ComputeBatch(models.Model):
         CANCELLED = "cancelled", "Cancelled"
 
     TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED})
-    TRANSITIONS = {
-        Status.QUEUED: {Status.RUNNING, Status.SUCCEEDED, Status.FAILED, Status.CANCELLED},
-        Status.RUNNING: {Status.SUCCEEDED, Status.FAILED, Status.CANCELLED},
-    }
+    # Terminal states are final: the poller completes the waiting step once.
+    TRANSITIONS = Transitions(
+        initial=[Status.QUEUED],
+        moves={
+            Status.QUEUED: {Status.RUNNING, *TERMINAL},
+            Status.RUNNING: TERMINAL,
+            **dict.fromkeys(TERMINAL, frozenset()),
+        },
+    )
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")

@@ -13,6 +13,7 @@ from django.utils import timezone
 from apps.compute.models import BatchCompletion, ComputeBatch, WorkflowBatchLink
 from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition
+from apps.core.kick import kick
 from apps.core.outbox import NewEvent, emit_many
 from apps.tenancy.audit import audit_record
 from apps.tenancy.scope import system_scope, tenant_scope
@@ -71,12 +72,14 @@ def batch_submit(
 def _create_batch(
     *, actor, tenant, idempotency_key, workflow_instance_id, workflow_step_id
 ) -> ComputeBatch:
-    batch = ComputeBatch.objects.create(
+    batch = ComputeBatch(
         tenant=tenant,
         idempotency_key=idempotency_key,
         workflow_instance_id=workflow_instance_id,
         workflow_step_id=workflow_step_id,
     )
+    _validate(batch)
+    batch.save(force_insert=True)
     WorkflowBatchLink.objects.create(
         batch_id=batch.pk,
         workflow_step_id=workflow_step_id,
@@ -102,40 +105,41 @@ def batch_set_status(
         # Decide on the row as it is now, locked: a caller's stale copy must not turn a
         # finished batch into another outcome.
         batch = ComputeBatch.objects.select_for_update().get(pk=batch.pk)
-        return _set_status(actor=actor, batch=batch, status=status, summary=result_summary)
-
-
-def _set_status(*, actor, batch: ComputeBatch, status: str, summary) -> ComputeBatch:
-    if status == batch.status and summary in (None, batch.result_summary):
-        return batch
-    allowed = ComputeBatch.TRANSITIONS.get(batch.status, set())
-    if status not in allowed:
-        raise InvalidTransition(
-            f"A {batch.status} batch cannot become {status}.", allowed=sorted(allowed)
+        if status == batch.status and result_summary in (None, batch.result_summary):
+            return batch
+        allowed = ComputeBatch.TRANSITIONS.targets(batch.status)
+        if status not in allowed:
+            raise InvalidTransition(
+                f"A {batch.status} batch cannot become {status}.", allowed=sorted(allowed)
+            )
+        before, batch.status = batch.status, status
+        if result_summary is not None:
+            batch.result_summary = result_summary
+        terminal = status in ComputeBatch.TERMINAL
+        if terminal:
+            batch.finished_at = timezone.now()
+        _validate(batch)
+        batch.save()
+        if terminal:
+            BatchCompletion.objects.get_or_create(batch_id=batch.pk, tenant_id=batch.tenant_id)
+            transaction.on_commit(kick_poller, robust=True)
+        audit_record(
+            actor=actor,
+            action="compute_batch.status",
+            instance=batch,
+            tenant=batch.tenant_id,
+            changes={"status": [before, status]},
         )
-    before, batch.status = batch.status, status
-    if summary is not None:
-        batch.result_summary = summary
-    terminal = status in ComputeBatch.TERMINAL
-    if terminal:
-        batch.finished_at = timezone.now()
-    batch.save()
-    if terminal:
-        BatchCompletion.objects.get_or_create(batch_id=batch.pk, tenant_id=batch.tenant_id)
-        transaction.on_commit(kick_poller, robust=True)
-    audit_record(
-        actor=actor,
-        action="compute_batch.status",
-        instance=batch,
-        tenant=batch.tenant_id,
-        changes={"status": [before, status]},
-    )
-    return batch
+        return batch
+
+
+def _validate(batch: ComputeBatch) -> None:
+    """The batch's own fields. The database guards the tenant and the key's uniqueness:
+    a racing submission of the same key must reach batch_submit's IntegrityError path."""
+    batch.full_clean(exclude=["tenant"], validate_unique=False, validate_constraints=False)
 
 
 def kick_poller() -> None:
-    from apps.core.kick import kick
-
     kick("compute.poll_batch_links", POLL_KICK_KEY)
 
 
@@ -164,7 +168,7 @@ def _delete_links(batch_ids: list) -> None:
         cursor.execute(f"DELETE FROM {COMPLETION} WHERE batch_id = ANY(%s)", [batch_ids])  # noqa: S608
 
 
-def _complete(tenant_id, candidates: dict) -> int:
+def _complete_waiting_steps(tenant_id, candidates: dict) -> int:
     """In the owning tenant's scope and one transaction: claim the links (SKIP LOCKED, so
     a concurrent poller skips them), write each step_completed, delete the links."""
     with tenant_scope(tenant_id), connection.cursor() as cursor:
@@ -224,7 +228,7 @@ def poll_batch_links(limit: int | None = None) -> int:
     completed = 0
     for tenant_id, candidates in by_tenant.items():
         try:
-            completed += _complete(tenant_id, candidates)
+            completed += _complete_waiting_steps(tenant_id, candidates)
         except Exception:  # one tenant's failure must not hold back the others
             logger.exception("completing batch links of tenant %s failed", tenant_id)
     for tenant_id, batch_ids in without_link.items():
@@ -247,7 +251,9 @@ def resolve_orphan_links(limit: int = 500) -> int:
     by_tenant: dict = defaultdict(dict)
     for batch_id, tenant_id in rows:
         by_tenant[tenant_id][batch_id] = ("batch_missing", {})
-    resolved = sum(_complete(tenant_id, links) for tenant_id, links in by_tenant.items())
+    resolved = sum(
+        _complete_waiting_steps(tenant_id, links) for tenant_id, links in by_tenant.items()
+    )
     if resolved:
         logger.warning("resolved %s workflow batch links whose batch is missing", resolved)
     return resolved

@@ -2,6 +2,13 @@ from apps.compute import selectors
 from apps.compute.filters import ComputeBatchFilterSet, WorkflowBatchLinkFilterSet
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin
 
+# The workflow step a batch serves, and whose tenant it is: on both pages.
+STEP_COLUMNS = (
+    Column("Tenant", "tenant.slug", sort="tenant__slug"),
+    Column("Workflow instance", "workflow_instance_id", sort="workflow_instance_id"),
+    Column("Step", "workflow_step_id"),
+)
+
 
 class BatchListView(ListPage):
     title = "Compute batches"
@@ -11,9 +18,7 @@ class BatchListView(ListPage):
     default_ordering = "-created_at"
     columns = (
         Column("Created", "created_at", sort="created_at"),
-        Column("Tenant", "tenant.slug", sort="tenant__slug"),
-        Column("Workflow instance", "workflow_instance_id", sort="workflow_instance_id"),
-        Column("Step", "workflow_step_id"),
+        *STEP_COLUMNS,
         Column("Status", "get_status_display", sort="status"),
         Column("Finished", "finished_at", sort="finished_at"),
     )
@@ -31,9 +36,7 @@ class LinkListView(OperatorRequiredMixin, ListPage):
     default_ordering = "created_at"
     columns = (
         Column("Waiting since", "created_at", sort="created_at"),
-        Column("Tenant", "tenant.slug", sort="tenant__slug"),
-        Column("Workflow instance", "workflow_instance_id", sort="workflow_instance_id"),
-        Column("Step", "workflow_step_id"),
+        *STEP_COLUMNS,
         Column("Batch", "batch_id"),
         Column("Stale", "is_stale", sort="is_stale"),
     )

@@ -1,7 +1,5 @@
 """The assets API: CRUD in the caller's tenant, approval actions, filters."""
 
-import uuid
-
 import pytest
 from guardian.shortcuts import assign_perm
 
@@ -9,7 +7,9 @@ from apps.assets import services
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
 from apps.tenancy.scope import tenant_scope
+from tests.assets.factories import assets_added_to, delegated, new_asset
 from tests.factories import member
+from tests.query_counts import assert_flat_query_count
 
 ASSETS = "/api/v1/assets/assets/"
 pytestmark = pytest.mark.django_db
@@ -45,28 +45,15 @@ def test_the_object_permission_lets_a_member_decide_one_asset(api, tenant_a):
 
 
 def test_a_workflow_managed_asset_cannot_be_decided_by_hand(api, tenant_a, admin_a):
-    asset = services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant_a, name="wf")
-    asset = services.asset_request_approval(actor=SYSTEM_ACTOR, asset=asset, delegate=True)
-    services.asset_record_delegation(
-        asset=asset,
-        approval_request_id=asset.approval_request_id,
-        workflow_instance_id=uuid.uuid4(),
-    )
+    asset, _ = delegated(tenant_a, "wf")
     api.force_login(admin_a)
     response = api.post(f"{ASSETS}{asset.pk}/approve/", {})
     assert response.status_code == 409 and response.json()["code"] == "workflow_managed"
 
 
 def test_filters_by_status_workflow_managed_and_instance(api, tenant_a, admin_a):
-    waiting = services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant_a, name="waiting")
-    waiting = services.asset_request_approval(actor=SYSTEM_ACTOR, asset=waiting, delegate=True)
-    instance = uuid.uuid4()
-    services.asset_record_delegation(
-        asset=waiting,
-        approval_request_id=waiting.approval_request_id,
-        workflow_instance_id=instance,
-    )
-    services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant_a, name="draft")
+    _, instance = delegated(tenant_a, "waiting")
+    new_asset(tenant_a, "draft")
     api.force_login(admin_a)
 
     def names(**params):
@@ -87,20 +74,7 @@ def test_another_tenants_asset_is_not_there(api, tenant_b, admin_a):
         assert Asset.objects.get(pk=foreign.pk).status == "draft"
 
 
-def test_the_asset_list_query_count_does_not_grow(api, tenant_a, admin_a):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    api.force_login(admin_a)
-
-    def count():
-        with CaptureQueriesContext(connection) as ctx:
-            assert api.get(ASSETS).status_code == 200
-        return len(ctx.captured_queries)
-
-    for n in range(2):
-        services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant_a, name=f"a{n}")
-    few = count()
-    for n in range(8):
-        services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant_a, name=f"b{n}")
-    assert count() == few
+@pytest.mark.parametrize("caller", ["admin_a", "operator"])
+def test_the_asset_list_query_count_does_not_grow(request, api, tenant_a, tenant_b, caller):
+    api.force_login(request.getfixturevalue(caller))
+    assert_flat_query_count(assets_added_to(tenant_a, tenant_b), lambda: api.get(ASSETS))

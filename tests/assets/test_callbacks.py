@@ -6,15 +6,20 @@ import time
 import uuid
 
 import pytest
+from celery.contrib.testing.worker import start_worker
+from django.test import RequestFactory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from apps.assets import services
-from apps.assets.models import Asset, WorkflowCallback
-from apps.core.context import SYSTEM_ACTOR
+from apps.assets.api.callbacks import CallbackSerializer, plain_callback
+from apps.assets.models import Asset
 from apps.eventing.transports import webhook_signature
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.tenancy.scope import tenant_scope
+from portal.celery import app
+from tests.assets.factories import delegated, outcomes, status_of
+from tests.support import wait_for
 
 URL = "/api/v1/assets/workflow-callbacks/"
 SECRET = "wf-callback-secret"
@@ -24,16 +29,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def callback_secret(settings):
     settings.STEWARD_WORKFLOW_CALLBACK_SECRET = SECRET
-
-
-def delegated(tenant):
-    asset = services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant, name="a")
-    asset = services.asset_request_approval(actor=SYSTEM_ACTOR, asset=asset, delegate=True)
-    instance = uuid.uuid4()
-    services.asset_record_delegation(
-        asset=asset, approval_request_id=asset.approval_request_id, workflow_instance_id=instance
-    )
-    return asset, instance
 
 
 def send(body, *, secret=SECRET, stamp=None, raw=None, callback_id=None):
@@ -52,16 +47,6 @@ def send(body, *, secret=SECRET, stamp=None, raw=None, callback_id=None):
     )
 
 
-def status_of(asset):
-    with tenant_scope(asset.tenant_id):
-        return Asset.objects.get(pk=asset.pk).status
-
-
-def receipts():
-    with system_scope():
-        return list(WorkflowCallback.objects.values_list("outcome", flat=True))
-
-
 def test_a_signed_callback_is_recorded_answered_202_and_applied_once(tenant_a):
     asset, instance = delegated(tenant_a)
     body = {"workflow_instance_id": str(instance), "decision": "approve", "reason": "ok"}
@@ -71,7 +56,7 @@ def test_a_signed_callback_is_recorded_answered_202_and_applied_once(tenant_a):
     assert first.json()["receipt"] != duplicate.json()["receipt"]
     assert services.drain_callbacks(tenant_a.pk) == 2
     assert status_of(asset) == "approved"
-    assert sorted(receipts()) == ["applied", "ignored"]
+    assert sorted(outcomes()) == ["applied", "ignored"]
     assert services.drain_callbacks(tenant_a.pk) == 0
 
 
@@ -86,7 +71,7 @@ def test_bad_signatures_and_stale_timestamps_are_refused_and_change_nothing(tena
     asset, instance = delegated(tenant_a)
     response = send({"workflow_instance_id": str(instance), "decision": "approve"}, **tamper)
     assert response.status_code == 401 and response.json()["code"] == code
-    assert status_of(asset) == "requested" and receipts() == []
+    assert status_of(asset) == "requested" and outcomes() == []
 
 
 def test_an_unsigned_callback_is_refused(tenant_a):
@@ -110,30 +95,25 @@ def test_an_unsigned_callback_is_refused(tenant_a):
 def test_malformed_bodies_are_refused_and_change_nothing(tenant_a, raw, code):
     response = send(None, raw=raw)
     assert response.status_code == 400 and response.json()["code"] == code
-    assert receipts() == []
+    assert outcomes() == []
 
 
 def test_an_unknown_instance_is_answered_404_and_recorded_for_operators(tenant_a):
     response = send({"workflow_instance_id": str(uuid.uuid4()), "decision": "reject"})
     assert response.status_code == 404
     assert response.json()["code"] == "unknown_workflow_instance"
-    assert receipts() == ["unknown_instance"]
+    assert outcomes() == ["unknown_instance"]
 
 
 @pytest.mark.django_db(transaction=True)
 def test_an_accepted_callback_is_applied_by_a_real_worker_without_any_sweep(tenant_a):
-    from celery.contrib.testing.worker import start_worker
-
-    from portal.celery import app
-    from tests.support import wait_for
-
     asset, instance = delegated(tenant_a)
     with start_worker(
         app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
     ):
         body = {"workflow_instance_id": str(instance), "decision": "reject", "reason": "late"}
         assert send(body).status_code == 202
-        wait_for(lambda: receipts() == ["applied"], timeout=30)
+        wait_for(lambda: outcomes() == ["applied"], timeout=30)
     assert status_of(asset) == "rejected"
 
 
@@ -194,10 +174,6 @@ BODY = st.dictionaries(
     max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 def test_the_plain_path_takes_only_what_the_serializer_takes_the_same(body, content_type):
-    from django.test import RequestFactory
-
-    from apps.assets.api.callbacks import CallbackSerializer, plain_callback
-
     request = RequestFactory().post(URL, json.dumps(body), content_type=content_type)
     plain = plain_callback(request)
     if plain is None:

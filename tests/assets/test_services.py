@@ -4,41 +4,17 @@ import threading
 import uuid
 
 import pytest
-from django.db import connection, connections
+from django.db import DatabaseError, connection, connections
 
 from apps.assets import services
 from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import InvalidTransition
-from apps.eventing.models import OutboxEvent
+from apps.eventing.services import aggregate_lock_key
 from apps.tenancy.models import AuditEvent
 from apps.tenancy.scope import system_scope, tenant_scope
+from tests.assets.factories import delegated, events, new_asset, outcomes, status_of
 from tests.support import run_concurrently
-
-
-def new_asset(tenant, name="model-weights"):
-    return services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant, name=name)
-
-
-def delegated(tenant):
-    asset = services.asset_request_approval(
-        actor=SYSTEM_ACTOR, asset=new_asset(tenant), delegate=True
-    )
-    instance = uuid.uuid4()
-    assert services.asset_record_delegation(
-        asset=asset, approval_request_id=asset.approval_request_id, workflow_instance_id=instance
-    )
-    with tenant_scope(tenant):
-        asset.refresh_from_db()
-    return asset, instance
-
-
-def events(event_type=None):
-    with system_scope():
-        qs = OutboxEvent.objects.filter(topic="assets.asset").order_by("id")
-        if event_type:
-            qs = qs.filter(event_type=event_type)
-        return list(qs.values_list("event_type", "payload"))
 
 
 @pytest.mark.django_db
@@ -60,17 +36,6 @@ def callback(instance, approve=True, reason="", callback_id="cb"):
     return services.callback_receive(
         workflow_instance_id=instance, approve=approve, reason=reason, callback_id=callback_id
     )
-
-
-def outcomes():
-    with system_scope():
-        return list(WorkflowCallback.objects.order_by("id").values_list("outcome", flat=True))
-
-
-def status_of(asset):
-    with tenant_scope(asset.tenant_id):
-        asset.refresh_from_db()
-    return asset.status
 
 
 @pytest.mark.django_db
@@ -141,8 +106,6 @@ def test_a_callback_whose_asset_was_deleted_before_it_applied_is_unknown(tenant_
 
 @pytest.mark.django_db(transaction=True)
 def test_a_tenant_held_by_another_worker_is_left_to_it(tenant_a):
-    from apps.eventing.services import aggregate_lock_key
-
     asset, instance = delegated(tenant_a)
     callback(instance)
     held, release = threading.Event(), threading.Event()
@@ -248,8 +211,6 @@ def test_the_workflow_managed_filter_uses_the_index_and_returns_exactly_those(te
 
 @pytest.mark.django_db
 def test_a_receipt_belongs_to_the_assets_tenant_and_no_other(tenant_a, tenant_b):
-    from django.db import DatabaseError
-
     _, instance = delegated(tenant_a)
     receipt = callback(instance)
     with tenant_scope(tenant_a):
@@ -259,3 +220,27 @@ def test_a_receipt_belongs_to_the_assets_tenant_and_no_other(tenant_a, tenant_b)
     # Recording looks across tenants: from inside one tenant's scope that would widen it.
     with pytest.raises(DatabaseError), tenant_scope(tenant_b):
         callback(instance)
+
+
+@pytest.mark.django_db
+def test_an_asset_moves_only_as_its_transition_table_allows(tenant_a):
+    manual = services.asset_request_approval(
+        actor=SYSTEM_ACTOR, asset=new_asset(tenant_a), delegate=False
+    )
+    approved = services.asset_decide(actor=SYSTEM_ACTOR, asset=manual, approve=True)
+    with pytest.raises(InvalidTransition) as asked_again:
+        services.asset_request_approval(actor=SYSTEM_ACTOR, asset=approved, delegate=False)
+    assert asked_again.value.detail == "The asset is approved; this needs it draft or rejected."
+    assert asked_again.value.extra == {"status": "approved"}
+    with pytest.raises(InvalidTransition) as decided_again:
+        services.asset_decide(actor=SYSTEM_ACTOR, asset=approved, approve=False)
+    assert decided_again.value.detail == "The asset is approved; this needs it requested."
+    rejected = services.asset_decide(
+        actor=SYSTEM_ACTOR,
+        asset=services.asset_request_approval(
+            actor=SYSTEM_ACTOR, asset=new_asset(tenant_a, "again"), delegate=False
+        ),
+        approve=False,
+    )
+    again = services.asset_request_approval(actor=SYSTEM_ACTOR, asset=rejected, delegate=False)
+    assert again.status == "requested" and again.decision_reason == ""

@@ -1,55 +1,23 @@
-"""Delegation through a real (local) Workflow Service over HTTP."""
+"""The Workflow Service client (apps/assets/workflow.py) as delegation and the opt-in
+reconciler use it, against a real (local) Workflow Service over HTTP."""
 
 import uuid
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from apps.assets import services
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
-from apps.eventing.effects import reconcile_due
 from apps.eventing.models import UncertainEffect
+from apps.tenancy.models import AuditEvent
 from apps.tenancy.scope import system_scope, tenant_scope
+from portal.celery import app
+from tests.assets.factories import reload, requested
 from tests.support import LocalServer
 
 pytestmark = pytest.mark.django_db
-
-
-class FakeWorkflowService:
-    """Starts one instance per idempotency key, as a real one must."""
-
-    def __init__(self):
-        self.instances = {}
-
-    def __call__(self, received):
-        if received.method == "POST":
-            import json
-
-            key = json.loads(received.body)["idempotency_key"]
-            assert received.headers["idempotency-key"] == key
-            self.instances.setdefault(key, str(uuid.uuid4()))
-            return 201, {"instance_id": self.instances[key]}
-        key = received.path.split("idempotency_key=")[-1]
-        return (200, {"instance_id": self.instances[key]}) if key in self.instances else (404, {})
-
-
-@pytest.fixture
-def workflow_service(settings):
-    service = FakeWorkflowService()
-    with LocalServer(respond=service) as server:
-        settings.STEWARD_WORKFLOW_SERVICE_URL = server.url
-        settings.STEWARD_WORKFLOW_RETRIES = 0
-        yield server, service
-
-
-def requested(tenant):
-    asset = services.asset_create(actor=SYSTEM_ACTOR, tenant=tenant, name="dataset")
-    return services.asset_request_approval(actor=SYSTEM_ACTOR, asset=asset, delegate=True)
-
-
-def reload(asset):
-    with tenant_scope(asset.tenant_id):
-        return Asset.objects.get(pk=asset.pk)
 
 
 def test_delegation_starts_one_instance_and_stores_its_id(tenant_a, workflow_service):
@@ -63,35 +31,9 @@ def test_delegation_starts_one_instance_and_stores_its_id(tenant_a, workflow_ser
     assert len([r for r in server.received if r.method == "POST"]) == 1
 
 
-def test_a_start_that_times_out_is_uncertain_then_reconciled_by_key(
-    tenant_a, workflow_service, settings
-):
-    server, service = workflow_service
-    settings.STEWARD_WORKFLOW_TIMEOUT_SECONDS = 0.2
-    server.delay = 0.5  # it starts the instance, but answers too late
-    asset = requested(tenant_a)
-    assert services.asset_delegate(asset_id=asset.pk) == "uncertain"
-    assert reload(asset).workflow_instance_id is None
-    server.delay = 0
-    with tenant_scope(tenant_a):
-        UncertainEffect.objects.update(next_check_at=asset.created_at)
-    assert reconcile_due() == 1
-    stored = reload(asset)
-    assert str(stored.workflow_instance_id) == service.instances[str(asset.approval_request_id)]
-    assert len(service.instances) == 1  # never two instances for one request
-    with system_scope():
-        assert UncertainEffect.objects.get().state == "succeeded"
-
-
 def test_the_opt_in_reconciler_applies_final_decisions_and_flags_unknown_instances(
     tenant_a, settings
 ):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from apps.tenancy.models import AuditEvent
-
     decided_there, still_running, forgotten = (uuid.uuid4() for _ in range(3))
     states = {
         str(decided_there): {"state": "completed", "decision": "reject", "reason": "no"},
@@ -125,37 +67,9 @@ def test_the_opt_in_reconciler_applies_final_decisions_and_flags_unknown_instanc
     assert flagged.object_id == str(assets[forgotten].pk)
 
 
-def test_a_delegation_that_lost_the_database_goes_again(tenant_a, workflow_service, monkeypatch):
-    """Found by the chaos drill: a delegation whose worker lost PostgreSQL mid-task was
-    gone for good, because no sweep starts delegations again."""
-    from django.db import OperationalError
-
-    from apps.assets.tasks import delegate_approval
-
-    asset = requested(tenant_a)
-    real, attempts = services.asset_delegate, []
-
-    def flaky(*, asset_id):
-        attempts.append(asset_id)
-        if len(attempts) == 1:
-            raise OperationalError("server closed the connection unexpectedly")
-        return real(asset_id=asset_id)
-
-    monkeypatch.setattr(services, "asset_delegate", flaky)
-    assert delegate_approval.apply(kwargs={"asset_id": str(asset.pk)}).get() == "succeeded"
-    assert len(attempts) == 2
-    assert reload(asset).is_workflow_managed
-
-
 def test_the_sweep_delegates_again_what_a_dead_worker_never_started(tenant_a, workflow_service):
     """Found by the chaos drill: a delegation held by a SIGKILLed worker waited for the
     broker's visibility timeout (twenty minutes) before anyone asked the Workflow Service."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from portal.celery import app
-
     server, service = workflow_service
     lost = requested(tenant_a)  # its on-commit task never runs here: as if lost
     by_person = services.asset_request_approval(
@@ -181,10 +95,6 @@ def test_the_sweep_delegates_again_what_a_dead_worker_never_started(tenant_a, wo
 
 
 def test_the_sweep_leaves_a_start_in_doubt_to_the_reconciler(tenant_a, settings):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
     settings.STEWARD_WORKFLOW_SERVICE_URL = "http://127.0.0.1:9"  # nobody is asked
     asset = requested(tenant_a)
     with tenant_scope(tenant_a):

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from apps.assets.models import Asset
 from apps.eventing.transports import webhook_signature
 from apps.tenancy.scope import tenant_scope
-from tests.assets.test_workflow import FakeWorkflowService
+from tests.assets.fakes import FakeWorkflowService
 from tests.support import LocalServer
 
 SECRET = "journey-callback-secret"

@@ -2,7 +2,7 @@ from rest_framework import serializers
 
 from apps.compute.models import ComputeBatch
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
-from apps.tenancy.models import Tenant
+from apps.tenancy import selectors as tenancy_selectors
 
 
 class ComputeBatchSerializer(StrictModelSerializer):
@@ -33,8 +33,11 @@ class BatchSubmitSerializer(StrictSerializer):
     # 64: the workflow instance is the step_completed event's aggregate id.
     workflow_instance_id = serializers.CharField(max_length=64)
     workflow_step_id = serializers.CharField(max_length=64)
+    # Any tenant by its slug; tenant_for_write decides whether the caller may name it.
     tenant = serializers.SlugRelatedField(
-        slug_field="slug", queryset=Tenant.objects.all(), required=False
+        slug_field="slug",
+        queryset=tenancy_selectors.tenants_visible_to(platform_wide=True, tenant=None),
+        required=False,
     )
 
 

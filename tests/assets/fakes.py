@@ -1,0 +1,20 @@
+"""A stand-in for the external Workflow Service, served by tests.support.LocalServer."""
+
+import json
+import uuid
+
+
+class FakeWorkflowService:
+    """Starts one instance per idempotency key, as a real one must."""
+
+    def __init__(self):
+        self.instances = {}
+
+    def __call__(self, received):
+        if received.method == "POST":
+            key = json.loads(received.body)["idempotency_key"]
+            assert received.headers["idempotency-key"] == key
+            self.instances.setdefault(key, str(uuid.uuid4()))
+            return 201, {"instance_id": self.instances[key]}
+        key = received.path.split("idempotency_key=")[-1]
+        return (200, {"instance_id": self.instances[key]}) if key in self.instances else (404, {})
