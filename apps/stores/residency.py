@@ -40,6 +40,31 @@ class RuleView:
             label=str(rule),
         )
 
+    @classmethod
+    def proposed(
+        cls,
+        *,
+        effect: str,
+        tenant=None,
+        data_class=None,
+        regions=(),
+        geographies=(),
+        is_exception: bool = False,
+        reason: str = "",
+    ) -> RuleView:
+        """A rule not saved yet, from the fields a rule is created with."""
+        return cls(
+            id=None,
+            tenant_id=tenant.pk if tenant else None,
+            data_class_id=data_class.pk if data_class else None,
+            effect=effect,
+            region_ids=frozenset(r.pk for r in regions),
+            geographies=frozenset(geographies),
+            is_exception=is_exception,
+            reason=reason,
+            label="the proposed rule",
+        )
+
     @property
     def specificity(self) -> int:
         return (2 if self.tenant_id is not None else 0) + (1 if self.data_class_id else 0)
