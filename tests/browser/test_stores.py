@@ -6,8 +6,10 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.conftest import personal, profile, store
 from tests.factories import service_token
-from tests.stores.conftest import local_broker, personal, profile, regions, rule, store
+from tests.stores.conftest import local_broker, regions
+from tests.stores.factories import rule
 
 pytestmark = pytest.mark.django_db(transaction=True)
 __all__ = ["local_broker", "personal", "profile", "regions", "store"]  # fixtures used here
