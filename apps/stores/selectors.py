@@ -9,6 +9,7 @@ from apps.registry.models import Service
 from apps.stores import residency
 from apps.stores.gating import WorkloadVerdict, evaluate_workload
 from apps.stores.models import (
+    LIVE_STATUSES,
     ProfileCertification,
     ResidencyRule,
     Store,
@@ -31,6 +32,14 @@ def binding_list() -> QuerySet[StoreBinding]:
     return StoreBinding.objects.select_related(
         "tenant", "store", "profile", "region"
     ).prefetch_related("history")
+
+
+def live_binding_list() -> QuerySet[StoreBinding]:
+    """The bindings that hold or may come to hold a tenant's data (Requested,
+    Provisioned, Active, Retiring), with their store, its owner and data class."""
+    return StoreBinding.objects.filter(status__in=LIVE_STATUSES).select_related(
+        "tenant", "store", "store__owning_service", "store__data_class", "region"
+    )
 
 
 def rule_list() -> QuerySet[ResidencyRule]:

@@ -29,3 +29,13 @@ def test_a_rule_preview_names_the_bindings_a_proposal_would_refuse(
     assert everywhere == []  # added beside the rule in force, it refuses nothing
     with system_scope():
         assert StoreBinding.objects.get(pk=in_eu.pk).violation == ""
+
+
+def test_the_live_bindings_leave_out_the_refused_and_the_retired(
+    tenant_a, tenant_b, store, profile, regions
+):
+    rule("allow", geographies=["IL"])
+    live = provisioned(tenant_a, store, profile, regions["israelcentral"])
+    provisioned(tenant_b, store, profile, regions["eastus"])  # refused
+    with system_scope():
+        assert [b.pk for b in selectors.live_binding_list()] == [live.pk]
