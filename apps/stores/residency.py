@@ -41,27 +41,19 @@ class RuleView:
         )
 
     @classmethod
-    def proposed(
-        cls,
-        *,
-        effect: str,
-        tenant=None,
-        data_class=None,
-        regions=(),
-        geographies=(),
-        is_exception: bool = False,
-        reason: str = "",
-    ) -> RuleView:
-        """A rule not saved yet, from the fields a rule is created with."""
+    def proposed(cls, fields: dict) -> RuleView:
+        """A rule not saved yet, from the fields it would be created with (those of
+        services.rule_create; only `effect` is required)."""
+        tenant, data_class = fields.get("tenant"), fields.get("data_class")
         return cls(
             id=None,
             tenant_id=tenant.pk if tenant else None,
             data_class_id=data_class.pk if data_class else None,
-            effect=effect,
-            region_ids=frozenset(r.pk for r in regions),
-            geographies=frozenset(geographies),
-            is_exception=is_exception,
-            reason=reason,
+            effect=fields["effect"],
+            region_ids=frozenset(r.pk for r in fields.get("regions", ())),
+            geographies=frozenset(fields.get("geographies", ())),
+            is_exception=fields.get("is_exception", False),
+            reason=fields.get("reason", ""),
             label="the proposed rule",
         )
 

@@ -163,5 +163,5 @@ def rule_preview(
     """The live bindings a rule as proposed (the fields of rule_create), replacing
     `replacing` if given, would make non-compliant. Changes nothing."""
     return would_violate(
-        proposed_rules(replacing=replacing, proposal=residency.RuleView.proposed(**proposal))
+        proposed_rules(replacing=replacing, proposal=residency.RuleView.proposed(proposal))
     )
