@@ -7,5 +7,6 @@ class StoresConfig(AppConfig):
     verbose_name = "Store bindings"
 
     def ready(self) -> None:
-        # The secret broker's reconciler must be registered wherever effects settle.
-        from apps.stores import brokers  # noqa: F401
+        # The secret broker's reconciler must be registered wherever effects settle;
+        # importing it needs the models loaded, so it waits for ready().
+        from apps.stores import reconciler  # noqa: F401

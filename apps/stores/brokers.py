@@ -16,9 +16,6 @@ from typing import Protocol
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from apps.eventing.effects import Outcome, register_adapter
-from apps.eventing.models import UncertainEffect
-
 TARGET = "secret-broker"
 ISSUE = "issue_credentials"
 
@@ -88,25 +85,3 @@ class LocalFileBroker:
 
 def get_broker() -> SecretBroker:
     return import_string(settings.STEWARD_SECRET_BROKER)()
-
-
-class IssueReconciler:
-    """Settles an issue call that timed out by asking the broker what it holds."""
-
-    def check(self, effect: UncertainEffect) -> Outcome:
-        found = get_broker().find(effect.external_ref)
-        if found is None:
-            return Outcome(UncertainEffect.State.FAILED, {"error": "the broker issued nothing"})
-        key, connection = found
-        return Outcome(
-            UncertainEffect.State.SUCCEEDED,
-            {"key_reference": key, "connection_reference": connection},
-        )
-
-    def settled(self, effect: UncertainEffect) -> None:
-        from apps.stores.services import binding_record_credentials
-
-        binding_record_credentials(effect)
-
-
-register_adapter(TARGET, IssueReconciler())

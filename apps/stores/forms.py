@@ -1,22 +1,25 @@
 from django import forms
 
 from apps.stores.models import ResidencyRule, Store, StoreProfile
-from apps.tenancy.models import DataClass, Region, Tenant
+from apps.tenancy import selectors as tenancy
+
+
+def _tenants():
+    return tenancy.tenants_visible_to(platform_wide=True, tenant=None).order_by("slug")
 
 
 class RuleForm(forms.Form):
+    """The fields of services.rule_create, as an operator enters them."""
+
     tenant = forms.ModelChoiceField(
-        Tenant.objects.order_by("slug"),
-        required=False,
-        empty_label="All tenants",
-        to_field_name="slug",
+        _tenants(), required=False, empty_label="All tenants", to_field_name="slug"
     )
     data_class = forms.ModelChoiceField(
-        DataClass.objects.all(), required=False, empty_label="All data", to_field_name="slug"
+        tenancy.data_class_list(), required=False, empty_label="All data", to_field_name="slug"
     )
     effect = forms.ChoiceField(choices=ResidencyRule.Effect.choices)
     regions = forms.ModelMultipleChoiceField(
-        Region.objects.all(), required=False, to_field_name="slug"
+        tenancy.region_list(), required=False, to_field_name="slug"
     )
     geographies = forms.CharField(
         required=False, help_text="Jurisdictions, comma-separated (EU, IL, US)."
@@ -30,9 +33,11 @@ class RuleForm(forms.Form):
 
 
 class WhatIfForm(forms.Form):
-    tenant = forms.ModelChoiceField(Tenant.objects.order_by("slug"), to_field_name="slug")
+    """The tenant's choices are the caller's visible tenants (set by the view)."""
+
+    tenant = forms.ModelChoiceField(_tenants(), to_field_name="slug")
     store = forms.ModelChoiceField(Store.objects.all(), to_field_name="slug")
     profile = forms.ModelChoiceField(
         StoreProfile.objects.all(), required=False, to_field_name="slug"
     )
-    region = forms.ModelChoiceField(Region.objects.all(), to_field_name="slug")
+    region = forms.ModelChoiceField(tenancy.region_list(), to_field_name="slug")

@@ -7,8 +7,10 @@ import uuid
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 
+from apps.core.transitions import Transitions
 from apps.tenancy.models import DataClass, Region, Tenant
 
 
@@ -142,8 +144,6 @@ class ResidencyRule(models.Model):
         return f"{self.effect} {who} / {what}"
 
     def get_absolute_url(self) -> str:
-        from django.urls import reverse
-
         return reverse("stores:rule-edit", args=[self.pk])
 
 
@@ -161,6 +161,21 @@ class StoreBinding(models.Model):
         RETIRING = "retiring", "Retiring"
         RETIRED = "retired", "Retired"
         FAILED = "failed", "Failed"
+
+    # The only moves a binding makes (the services check them; anything else
+    # is a 409). SetStoreBinding records a binding Requested, or Refused with the verdict.
+    TRANSITIONS = Transitions(
+        initial=[Status.REQUESTED, Status.REFUSED],
+        moves={
+            Status.REQUESTED: {Status.PROVISIONED, Status.FAILED},
+            Status.PROVISIONED: {Status.ACTIVE, Status.RETIRING, Status.FAILED},
+            Status.ACTIVE: {Status.RETIRING},
+            Status.RETIRING: {Status.RETIRED, Status.FAILED},
+            Status.REFUSED: set(),
+            Status.RETIRED: set(),
+            Status.FAILED: set(),
+        },
+    )
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
@@ -194,8 +209,6 @@ class StoreBinding(models.Model):
         return f"{self.store} for {self.tenant_id} ({self.status})"
 
     def get_absolute_url(self) -> str:
-        from django.urls import reverse
-
         return reverse("stores:binding-detail", args=[self.pk])
 
 

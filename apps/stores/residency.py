@@ -40,6 +40,23 @@ class RuleView:
             label=str(rule),
         )
 
+    @classmethod
+    def proposed(cls, fields: dict) -> RuleView:
+        """A rule not saved yet, from the fields it would be created with (those of
+        services.rule_create; only `effect` is required)."""
+        tenant, data_class = fields.get("tenant"), fields.get("data_class")
+        return cls(
+            id=None,
+            tenant_id=tenant.pk if tenant else None,
+            data_class_id=data_class.pk if data_class else None,
+            effect=fields["effect"],
+            region_ids=frozenset(r.pk for r in fields.get("regions", ())),
+            geographies=frozenset(fields.get("geographies", ())),
+            is_exception=fields.get("is_exception", False),
+            reason=fields.get("reason", ""),
+            label="the proposed rule",
+        )
+
     @property
     def specificity(self) -> int:
         return (2 if self.tenant_id is not None else 0) + (1 if self.data_class_id else 0)

@@ -1,7 +1,31 @@
+"""Reads of the stores app: the lists pages and endpoints show, and the residency and
+workload evaluations that decide nothing by themselves (services act on them)."""
+
+from __future__ import annotations
+
 from django.db.models import QuerySet
 
-from apps.stores import services
-from apps.stores.models import ResidencyRule, StoreBinding
+from apps.registry.models import Service
+from apps.stores import residency
+from apps.stores.gating import WorkloadVerdict, evaluate_workload
+from apps.stores.models import (
+    LIVE_STATUSES,
+    ProfileCertification,
+    ResidencyRule,
+    Store,
+    StoreBinding,
+    StoreProfile,
+)
+from apps.tenancy.scope import system_scope
+
+Status = StoreBinding.Status
+
+# The live bindings a rule change is checked against: Requested ones too, which
+# would otherwise become Provisioned under a rule that no longer allows them.
+CHECKED = [Status.REQUESTED, Status.PROVISIONED, Status.ACTIVE]
+
+
+# --------------------------------------------------------------------------- lists
 
 
 def binding_list() -> QuerySet[StoreBinding]:
@@ -10,23 +34,77 @@ def binding_list() -> QuerySet[StoreBinding]:
     ).prefetch_related("history")
 
 
+def live_binding_list() -> QuerySet[StoreBinding]:
+    """The bindings that hold or may come to hold a tenant's data (Requested,
+    Provisioned, Active, Retiring), with their store, its owner and data class."""
+    return StoreBinding.objects.filter(status__in=LIVE_STATUSES).select_related(
+        "tenant", "store", "store__owning_service", "store__data_class", "region"
+    )
+
+
 def rule_list() -> QuerySet[ResidencyRule]:
     return ResidencyRule.objects.select_related("tenant", "data_class").prefetch_related("regions")
+
+
+def store_list() -> QuerySet[Store]:
+    return Store.objects.select_related("owning_service", "data_class")
+
+
+def profile_list() -> QuerySet[StoreProfile]:
+    return StoreProfile.objects.prefetch_related("certifications")
+
+
+def certification_list() -> QuerySet[ProfileCertification]:
+    return ProfileCertification.objects.select_related("profile")
+
+
+def owning_services() -> QuerySet[Service]:
+    """The registry's services, any of which may own a store. The registry has no
+    selector of its services yet; this one reads them until it has."""
+    return Service.objects.all()
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def rule_views(**filters) -> list[residency.RuleView]:
+    """The residency rules the current scope sees (its tenant's and all tenants')."""
+    rules = ResidencyRule.objects.filter(**filters).prefetch_related("regions")
+    rules = rules.select_related("tenant", "data_class")
+    return [residency.RuleView.of(rule) for rule in rules]
+
+
+def live_certification(profile, workload: str) -> ProfileCertification | None:
+    return ProfileCertification.objects.filter(
+        profile=profile, workload_class=workload, revoked_at__isnull=True
+    ).first()
+
+
+def binding_verdicts(
+    *, tenant_id, store, profile, region, rules=None
+) -> tuple[residency.ResidencyVerdict, WorkloadVerdict]:
+    """Both verdicts for binding `store` for the tenant on `profile` in `region`."""
+    rules = rule_views() if rules is None else rules
+    where = residency.evaluate_residency(
+        rules, tenant_id=tenant_id, data_class_id=store.data_class_id, region=region
+    )
+    how = evaluate_workload(
+        store.workload_class, profile, live_certification(profile, store.workload_class)
+    )
+    return where, how
 
 
 def what_if(*, tenant, store, region, profile=None) -> dict:
     """Both verdicts for a binding nobody has asked for yet, explained (residency
     alone when no profile is named)."""
-    from apps.stores import residency
-
     how = None
     if profile is not None:
-        where, how = services.evaluate(
+        where, how = binding_verdicts(
             tenant_id=tenant.pk, store=store, profile=profile, region=region
         )
     else:
         where = residency.evaluate_residency(
-            services.rule_views(),
+            rule_views(),
             tenant_id=tenant.pk,
             data_class_id=store.data_class_id,
             region=region,
@@ -40,3 +118,50 @@ def what_if(*, tenant, store, region, profile=None) -> dict:
         "workload": how.as_dict() if how else None,
         "allowed": where.allowed and (how is None or how.allows),
     }
+
+
+# --------------------------------------------------------------------------- rule changes
+
+
+def checked_bindings(rules):
+    """Each live binding (by tenant and store) with what `rules` say of it."""
+    with system_scope():
+        bindings = list(
+            StoreBinding.objects.filter(status__in=CHECKED)
+            .select_related("store", "profile", "region", "tenant")
+            .order_by("tenant__slug", "store__slug")
+        )
+    for binding in bindings:
+        yield (
+            binding,
+            residency.evaluate_residency(
+                rules,
+                tenant_id=binding.tenant_id,
+                data_class_id=binding.store.data_class_id,
+                region=binding.region,
+            ),
+        )
+
+
+def would_violate(rules) -> list[tuple[StoreBinding, residency.ResidencyVerdict]]:
+    """The live bindings `rules` would not allow (a preview)."""
+    return [(b, verdict) for b, verdict in checked_bindings(rules) if not verdict.allowed]
+
+
+def proposed_rules(
+    *, replacing: ResidencyRule | None = None, proposal: residency.RuleView | None
+) -> list[residency.RuleView]:
+    """Every rule in force, with `replacing` swapped for `proposal` (or dropped)."""
+    with system_scope():
+        rules = [r for r in rule_views() if replacing is None or r.id != replacing.pk]
+    return rules + ([proposal] if proposal is not None else [])
+
+
+def rule_preview(
+    *, replacing: ResidencyRule | None = None, **proposal
+) -> list[tuple[StoreBinding, residency.ResidencyVerdict]]:
+    """The live bindings a rule as proposed (the fields of rule_create), replacing
+    `replacing` if given, would make non-compliant. Changes nothing."""
+    return would_violate(
+        proposed_rules(replacing=replacing, proposal=residency.RuleView.proposed(proposal))
+    )

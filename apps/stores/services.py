@@ -6,7 +6,8 @@ recorded as Refused with the verdict that refused it and nothing is provisioned.
 Allowed, it is Requested and a worker asks the secret broker for credentials; the
 references make it Provisioned. Provisioning reports the migrations applied (Active);
 retiring revokes the credentials (Retiring → Retired). Every status change is a
-conditional UPDATE along TRANSITIONS, a history row and a StoreBindingChanged event.
+conditional UPDATE along StoreBinding.TRANSITIONS, a history row and a
+StoreBindingChanged event.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from django.utils import timezone
 
 from apps.core.context import Actor
 from apps.core.enqueue import enqueue_on_commit
-from apps.core.errors import Conflict, InvalidTransition
+from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
 from apps.core.outbox import emit
-from apps.stores import residency
-from apps.stores.gating import WorkloadVerdict, evaluate_workload
+from apps.eventing.effects import perform_effect
+from apps.eventing.models import UncertainEffect
+from apps.stores import brokers, selectors
 from apps.stores.models import (
     LIVE_STATUSES,
     ProfileCertification,
@@ -31,53 +33,12 @@ from apps.stores.models import (
     StoreBinding,
     StoreBindingChange,
 )
-from apps.tenancy.audit import audit_record
+from apps.tenancy.audit import audit_record, diff, snapshot
 from apps.tenancy.scope import owner_scope, system_scope, tenant_scope
 
 TOPIC = "stores.binding"
 logger = logging.getLogger(__name__)
 Status = StoreBinding.Status
-
-# The only moves a binding makes; anything else is refused with 409.
-TRANSITIONS = {
-    Status.REQUESTED: {Status.PROVISIONED, Status.FAILED},
-    Status.PROVISIONED: {Status.ACTIVE, Status.RETIRING, Status.FAILED},
-    Status.ACTIVE: {Status.RETIRING},
-    Status.RETIRING: {Status.RETIRED, Status.FAILED},
-    Status.REFUSED: set(),
-    Status.RETIRED: set(),
-    Status.FAILED: set(),
-}
-
-
-# --------------------------------------------------------------------------- evaluation
-
-
-def rule_views(**filters) -> list[residency.RuleView]:
-    """The residency rules the current scope sees (its tenant's and all tenants')."""
-    rules = ResidencyRule.objects.filter(**filters).prefetch_related("regions")
-    rules = rules.select_related("tenant", "data_class")
-    return [residency.RuleView.of(rule) for rule in rules]
-
-
-def live_certification(profile, workload: str):
-    return ProfileCertification.objects.filter(
-        profile=profile, workload_class=workload, revoked_at__isnull=True
-    ).first()
-
-
-def evaluate(
-    *, tenant_id, store, profile, region, rules=None
-) -> tuple[residency.ResidencyVerdict, WorkloadVerdict]:
-    """Both verdicts for binding `store` for the tenant on `profile` in `region`."""
-    rules = rule_views() if rules is None else rules
-    where = residency.evaluate_residency(
-        rules, tenant_id=tenant_id, data_class_id=store.data_class_id, region=region
-    )
-    how = evaluate_workload(
-        store.workload_class, profile, live_certification(profile, store.workload_class)
-    )
-    return where, how
 
 
 # --------------------------------------------------------------------------- bindings
@@ -133,7 +94,9 @@ def binding_set(*, actor: Actor, tenant, store, profile, region) -> StoreBinding
                 code="binding_exists",
                 binding=str(live.pk),
             )
-        where, how = evaluate(tenant_id=tenant.pk, store=store, profile=profile, region=region)
+        where, how = selectors.binding_verdicts(
+            tenant_id=tenant.pk, store=store, profile=profile, region=region
+        )
         refusals = ([] if where.allowed else [where.explanation]) + (
             [] if how.allows else list(how.reasons)
         )
@@ -172,22 +135,22 @@ def binding_set(*, actor: Actor, tenant, store, profile, region) -> StoreBinding
 def _transition(
     binding: StoreBinding, to: str, *, reason: str, actor_label: str, **changes
 ) -> StoreBinding:
-    """Move along TRANSITIONS, conditionally on the status it was in; 409 otherwise.
-    In the binding's tenant scope, which the caller holds or gets here."""
-    sources = [status for status, targets in TRANSITIONS.items() if to in targets]
+    """Move along StoreBinding.TRANSITIONS, conditionally on the status it was in; 409
+    otherwise. In the binding's tenant scope, which the caller holds or gets here."""
     with owner_scope(binding.tenant_id):
         binding.refresh_from_db()
         before = binding.status
-        updated = StoreBinding.objects.filter(pk=binding.pk, status=before).update(
-            status=to, status_reason=reason, updated_at=timezone.now(), **changes
-        )
-        if before not in sources or not updated:
-            binding.refresh_from_db()
+        moved = 0
+        if before in StoreBinding.TRANSITIONS.sources(to):
+            moved = StoreBinding.objects.filter(pk=binding.pk, status=before).update(
+                status=to, status_reason=reason, updated_at=timezone.now(), **changes
+            )
+        binding.refresh_from_db()
+        if not moved:  # not a move the table has, or another one won the race
             raise InvalidTransition(
                 f"The binding is {binding.status}; it cannot become {to}.",
                 status=binding.status,
             )
-        binding.refresh_from_db()
         _history(binding, before, actor_label)
         _event(binding)
     return binding
@@ -200,9 +163,6 @@ def binding_provision(*, binding_id) -> str:
     at once; timed out, the reconciler asks the broker what it holds and settles the
     binding either way, so no binding stays half-provisioned unexplained.
     """
-    from apps.eventing.effects import perform_effect
-    from apps.stores import brokers
-
     with system_scope():
         binding = (
             StoreBinding.objects.select_related("store", "profile", "region", "tenant")
@@ -284,8 +244,6 @@ def binding_retire(*, actor: Actor, binding: StoreBinding, reason: str = "") -> 
 
 def binding_revoke(*, binding_id) -> str:
     """Revoke a retiring binding's credentials at the broker, then mark it Retired."""
-    from apps.stores import brokers
-
     with system_scope():
         binding = StoreBinding.objects.filter(pk=binding_id, status=Status.RETIRING).first()
     if binding is None:
@@ -312,9 +270,6 @@ def resume_stalled_bindings(*, older_than: timedelta | None = None) -> int:
     """The sweep behind lost work: a Requested binding whose issue call is not already
     being reconciled, and a Retiring one, untouched for a while, go again. Both steps
     are idempotent (the issue call is keyed by the binding; revoking twice is fine)."""
-    from apps.eventing.models import UncertainEffect
-    from apps.stores import brokers
-
     if older_than is None:
         older_than = timedelta(seconds=settings.STEWARD_STALLED_WORK_SECONDS)
     cutoff = timezone.now() - older_than
@@ -341,11 +296,6 @@ def resume_stalled_bindings(*, older_than: timedelta | None = None) -> int:
 # --------------------------------------------------------------------------- residency rules
 
 
-# The live bindings a rule change is checked against: Requested ones too, which
-# would otherwise become Provisioned under a rule that no longer allows them.
-CHECKED = [Status.REQUESTED, Status.PROVISIONED, Status.ACTIVE]
-
-
 def flag_violations(rules=None) -> list[StoreBinding]:
     """Check every Requested, Provisioned and Active binding against the rules now in force.
 
@@ -355,9 +305,9 @@ def flag_violations(rules=None) -> list[StoreBinding]:
     """
     if rules is None:
         with system_scope():
-            rules = rule_views()
+            rules = selectors.rule_views()
     flagged = []
-    for binding, verdict in _checked_bindings(rules):
+    for binding, verdict in selectors.checked_bindings(rules):
         with tenant_scope(binding.tenant_id):
             if not verdict.allowed and not binding.violation:
                 flagged_now = StoreBinding.objects.filter(pk=binding.pk, violation="").update(
@@ -380,64 +330,78 @@ def flag_violations(rules=None) -> list[StoreBinding]:
     return flagged
 
 
-def would_violate(rules) -> list[tuple[StoreBinding, residency.ResidencyVerdict]]:
-    """The live bindings `rules` would not allow (a preview)."""
-    return [(b, verdict) for b, verdict in _checked_bindings(rules) if not verdict.allowed]
+# The fields a rule is written with, and what the audit trail records of it.
+RULE_FIELDS = ["tenant", "data_class", "effect", "geographies", "is_exception", "reason"]
 
 
-def _checked_bindings(rules):
-    """Each live binding (by tenant and store) with what `rules` say of it."""
-    with system_scope():
-        bindings = list(
-            StoreBinding.objects.filter(status__in=CHECKED)
-            .select_related("store", "profile", "region", "tenant")
-            .order_by("tenant__slug", "store__slug")
-        )
-    for binding in bindings:
-        yield (
-            binding,
-            residency.evaluate_residency(
-                rules,
-                tenant_id=binding.tenant_id,
-                data_class_id=binding.store.data_class_id,
-                region=binding.region,
-            ),
-        )
+def _rule_snapshot(rule: ResidencyRule, regions) -> dict:
+    return {
+        "rule": str(rule),
+        **snapshot(rule, RULE_FIELDS),
+        "regions": sorted(region.slug for region in regions),
+    }
 
 
-def proposed_rules(
-    *, replacing: ResidencyRule | None = None, proposal: residency.RuleView | None
-) -> list[residency.RuleView]:
-    """Every rule in force, with `replacing` swapped for `proposal` (or dropped)."""
-    with system_scope():
-        rules = [r for r in rule_views() if replacing is None or r.id != replacing.pk]
-    return rules + ([proposal] if proposal is not None else [])
-
-
-def rule_save(
-    *, actor: Actor, rule: ResidencyRule, regions, changes: dict | None = None
+def rule_create(
+    *,
+    actor: Actor,
+    effect: str,
+    tenant=None,
+    data_class=None,
+    regions=(),
+    geographies=(),
+    is_exception: bool = False,
+    reason: str = "",
 ) -> ResidencyRule:
-    """Create or change a rule (in its tenant's scope, or the system scope for all
-    tenants), then flag the bindings it now makes non-compliant."""
-    if rule.is_exception and not rule.reason.strip():
-        from apps.core.errors import ValidationFailed
+    """Create a rule (in its tenant's scope, or the system scope for all tenants), then
+    flag the bindings it makes non-compliant."""
+    rule = ResidencyRule(
+        tenant=tenant,
+        data_class=data_class,
+        effect=effect,
+        geographies=list(geographies),
+        is_exception=is_exception,
+        reason=reason,
+    )
+    _require_reason(rule)
+    return _rule_write(actor=actor, rule=rule, regions=list(regions), before={})
 
+
+def rule_update(*, actor: Actor, rule: ResidencyRule, **changes) -> ResidencyRule:
+    """Change a rule's fields (any of rule_create's; without `regions` its regions stay),
+    then flag the bindings it now makes non-compliant. A rule's tenant never changes."""
+    unknown = set(changes) - {*RULE_FIELDS, "regions"}
+    if unknown:
+        raise TypeError(f"rule_update() got fields it does not change: {sorted(unknown)}")
+    with system_scope():
+        stored = selectors.rule_list().get(pk=rule.pk)
+    before = _rule_snapshot(stored, stored.regions.all())
+    regions = list(changes.pop("regions", stored.regions.all()))
+    tenant_id = stored.tenant_id
+    for name, value in changes.items():
+        setattr(stored, name, value)
+    _require_reason(stored)
+    if stored.tenant_id != tenant_id:
+        raise ValidationFailed(
+            "A rule's tenant cannot change; create a rule for the other tenant.",
+            code="tenant_immutable",
+            field="tenant",
+        )
+    return _rule_write(actor=actor, rule=stored, regions=regions, before=before)
+
+
+def _require_reason(rule: ResidencyRule) -> None:
+    if rule.is_exception and not rule.reason.strip():
         raise ValidationFailed(
             "An exception needs a reason.", code="reason_required", field="reason"
         )
-    creating = rule.pk is None
-    if not creating:
-        with system_scope():
-            stored = ResidencyRule.objects.filter(pk=rule.pk).values_list("tenant_id", flat=True)
-            if stored.first() != rule.tenant_id:
-                from apps.core.errors import ValidationFailed
 
-                raise ValidationFailed(
-                    "A rule's tenant cannot change; create a rule for the other tenant.",
-                    code="tenant_immutable",
-                    field="tenant",
-                )
+
+def _rule_write(*, actor: Actor, rule: ResidencyRule, regions: list, before: dict):
+    """Validate, save and audit a rule in its owner's scope, then flag what it changes."""
+    creating = rule.pk is None
     with owner_scope(rule.tenant_id):
+        rule.full_clean()
         rule.save()
         rule.regions.set(regions)
         audit_record(
@@ -445,10 +409,20 @@ def rule_save(
             action="residency_rule.create" if creating else "residency_rule.update",
             instance=rule,
             tenant=rule.tenant_id,
-            changes=changes or {"rule": [None, str(rule)]},
+            changes=diff(before, _rule_snapshot(rule, regions)),
         )
     flag_violations()
     return rule
+
+
+def rule_save(*, actor: Actor, rule: ResidencyRule, regions) -> ResidencyRule:
+    """rule_create or rule_update from a rule whose fields the caller set. Kept for the
+    callers outside stores that still build rules so (the demo data, the chaos drill);
+    new code calls rule_create or rule_update."""
+    fields = {name: getattr(rule, name) for name in RULE_FIELDS}
+    if rule.pk is None:
+        return rule_create(actor=actor, regions=regions, **fields)
+    return rule_update(actor=actor, rule=rule, regions=regions, **fields)
 
 
 def rule_delete(*, actor: Actor, rule: ResidencyRule) -> None:
@@ -472,8 +446,6 @@ def certification_record(
 ) -> ProfileCertification:
     """Certify a profile for a workload on recorded benchmark evidence (one live record
     per profile and workload: revoke the old one to re-certify)."""
-    from apps.core.errors import ValidationFailed
-
     if not benchmark_reference.strip():
         raise ValidationFailed(
             "Certification needs the benchmark evidence.", code="evidence_required"

@@ -3,7 +3,6 @@ evaluator and the profiles' certification records."""
 
 from __future__ import annotations
 
-import django_filters
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
@@ -18,10 +17,14 @@ from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.stores import selectors, services
-from apps.stores.api.views import proposal_view
+from apps.stores.filters import (
+    ProfileCertificationFilterSet,
+    ResidencyRuleFilterSet,
+    StoreBindingFilterSet,
+)
 from apps.stores.forms import RuleForm, WhatIfForm
-from apps.stores.models import ProfileCertification, ResidencyRule, StoreBinding
 from apps.tenancy.middleware import platform_scope
+from apps.tenancy.selectors import tenants_visible_to
 
 RELATED = (
     ("Bindings", "stores:binding-list"),
@@ -32,22 +35,9 @@ RELATED = (
 MANAGERS = (OPERATOR, TENANT_ADMIN, PLATFORM_SERVICE)
 
 
-class BindingFilterSet(django_filters.FilterSet):
-    status = django_filters.ChoiceFilter(choices=StoreBinding.Status.choices)
-    store = django_filters.CharFilter(field_name="store__slug", label="Store")
-    flagged = django_filters.BooleanFilter(label="Residency violation", method="filter_flagged")
-
-    class Meta:
-        model = StoreBinding
-        fields = ["status", "store", "flagged"]
-
-    def filter_flagged(self, queryset, name, value):
-        return queryset.exclude(violation="") if value else queryset.filter(violation="")
-
-
 class BindingListView(ListPage):
     title = "Store bindings"
-    filterset_class = BindingFilterSet
+    filterset_class = StoreBindingFilterSet
     search_fields = ("store__slug", "tenant__slug", "status_reason")
     default_ordering = "-created_at"
     related_pages = RELATED
@@ -105,6 +95,7 @@ def binding_act(request, pk, act):
 
 class RuleListView(ListPage):
     title = "Residency rules"
+    filterset_class = ResidencyRuleFilterSet
     default_ordering = "id"
     related_pages = RELATED
     create = ("New rule", "stores:rule-new", {OPERATOR})
@@ -145,17 +136,13 @@ def rule_edit(request, pk=None):
     affected = None
     if request.method == "POST" and "preview" in request.POST:
         if form.is_valid():
-            affected = services.would_violate(
-                services.proposed_rules(replacing=rule, proposal=proposal_view(form.cleaned_data))
-            )
+            affected = selectors.rule_preview(replacing=rule, **form.cleaned_data)
     else:
 
         def save(data):
-            target = rule or ResidencyRule()
-            regions = data.pop("regions")
-            for name, value in data.items():
-                setattr(target, name, value)
-            return services.rule_save(actor=request.actor, rule=target, regions=regions)
+            if rule is None:
+                return services.rule_create(actor=request.actor, **data)
+            return services.rule_update(actor=request.actor, rule=rule, **data)
 
         if submit_form(request, form, save):
             messages.success(request, "Rule saved; bindings it no longer allows are flagged.")
@@ -170,8 +157,6 @@ def rule_edit(request, pk=None):
 @platform_scope
 @login_required
 def what_if(request):
-    from apps.tenancy.selectors import tenants_visible_to
-
     form = WhatIfForm(request.GET or None)
     form.fields["tenant"].queryset = tenants_visible_to(
         platform_wide=request.platform_wide, tenant=request.tenant
@@ -189,6 +174,7 @@ def what_if(request):
 
 class CertificationListView(ListPage):
     title = "Profile certifications"
+    filterset_class = ProfileCertificationFilterSet
     default_ordering = "-certified_at"
     related_pages = RELATED
     columns = (
@@ -203,4 +189,4 @@ class CertificationListView(ListPage):
     )
 
     def get_base_queryset(self):
-        return ProfileCertification.objects.select_related("profile")
+        return selectors.certification_list()

@@ -7,7 +7,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.factories import service_token
-from tests.stores.conftest import local_broker, regions, rule
+from tests.stores.conftest import local_broker, regions
+from tests.stores.factories import rule
 
 pytestmark = pytest.mark.django_db(transaction=True)
 __all__ = ["local_broker", "regions"]  # fixtures used here

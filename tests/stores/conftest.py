@@ -1,7 +1,9 @@
 import pytest
 
-from apps.stores.models import ProfileCertification, ResidencyRule
+from apps.eventing.models import OutboxEvent
+from apps.stores.models import StoreBinding
 from apps.tenancy.models import Region
+from apps.tenancy.scope import system_scope, tenant_scope
 
 
 @pytest.fixture(autouse=True)
@@ -21,34 +23,18 @@ def regions(db):
     return made
 
 
-def certify(profile, workload, by="perf-team"):
-    return ProfileCertification.objects.create(
-        profile=profile, workload_class=workload, certified_by=by, benchmark_reference="BM-1"
-    )
+def reload(binding):
+    """The binding as stored now, read in its tenant's scope."""
+    with tenant_scope(binding.tenant_id):
+        return StoreBinding.objects.get(pk=binding.pk)
 
 
-def rule(effect, *, regions=(), geographies=(), tenant=None, data_class=None, **extra):
-    from apps.core.context import SYSTEM_ACTOR
-    from apps.stores import services
-
-    made = ResidencyRule(
-        tenant=tenant, data_class=data_class, effect=effect, geographies=list(geographies), **extra
-    )
-    return services.rule_save(actor=SYSTEM_ACTOR, rule=made, regions=list(regions))
-
-
-def bind(tenant, store, profile, region):
-    from apps.core.context import SYSTEM_ACTOR
-    from apps.stores import services
-
-    return services.binding_set(
-        actor=SYSTEM_ACTOR, tenant=tenant, store=store, profile=profile, region=region
-    )
-
-
-def provisioned(tenant, store, profile, region):
-    from apps.stores import services
-
-    binding = bind(tenant, store, profile, region)
-    services.binding_provision(binding_id=binding.pk)
-    return binding
+def events(event_type="StoreBindingChanged"):
+    """The payloads of the binding events written so far, oldest first."""
+    with system_scope():
+        return [
+            e.payload
+            for e in OutboxEvent.objects.filter(
+                topic="stores.binding", event_type=event_type
+            ).order_by("id")
+        ]

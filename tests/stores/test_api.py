@@ -2,17 +2,24 @@
 rules with their preview, and who may do what."""
 
 import pytest
+from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
 
-from apps.stores.models import StoreBinding
+from apps.stores.models import ResidencyRule, StoreBinding
+from apps.tenancy.models import AuditEvent
 from apps.tenancy.scope import system_scope
+from portal.celery import app
 from tests.conftest import bearer
-from tests.factories import service_token
-from tests.stores.conftest import bind, provisioned, rule
+from tests.factories import member, service_token
+from tests.query_counts import assert_flat_query_count
+from tests.stores.factories import another_profile, bind, certify, provisioned, rule, stores_like
 from tests.support import wait_for
 
 BINDINGS = "/api/v1/stores/bindings/"
 RULES = "/api/v1/stores/residency/rules/"
+STORES = "/api/v1/stores/stores/"
+PROFILES = "/api/v1/stores/profiles/"
+CERTIFICATIONS = "/api/v1/stores/certifications/"
 
 
 def platform():
@@ -28,10 +35,6 @@ def status_of(binding_id):
 def test_set_store_binding_end_to_end_through_a_real_worker(
     tenant_a, store, profile, regions, local_broker
 ):
-    from celery.contrib.testing.worker import start_worker
-
-    from portal.celery import app
-
     rule("allow", geographies=["IL"])
     client = platform()
     body = {
@@ -130,7 +133,6 @@ def test_the_what_if_evaluator_explains_both_verdicts(tenant_a, store, profile, 
 def test_operators_edit_rules_with_a_preview_and_tenants_only_read(
     client, operator, tenant_a, store, profile, regions
 ):
-
     allow = rule("allow", geographies=["IL", "EU"])
     binding = provisioned(tenant_a, store, profile, regions["westeurope"])
     ops = APIClient()
@@ -156,8 +158,6 @@ def test_operators_edit_rules_with_a_preview_and_tenants_only_read(
 def test_operators_keep_the_catalog_audited_and_in_use_rows_cannot_go(
     client, operator, tenant_a, store, profile
 ):
-    from apps.tenancy.models import AuditEvent
-
     ops = APIClient()
     ops.force_login(operator)
     made = ops.post(
@@ -186,7 +186,6 @@ def test_operators_keep_the_catalog_audited_and_in_use_rows_cannot_go(
 
 @pytest.mark.django_db
 def test_only_provisioning_reports_migrations_applied(tenant_a, store, profile, regions):
-
     rule("allow", geographies=["IL"])
     binding = provisioned(tenant_a, store, profile, regions["israelcentral"])
     tenant_service = bearer(
@@ -203,7 +202,6 @@ def test_only_provisioning_reports_migrations_applied(tenant_a, store, profile, 
 def test_one_tenants_token_neither_sees_nor_touches_anothers_bindings_or_rules(
     tenant_a, tenant_b, store, profile, regions
 ):
-
     rule("allow", geographies=["IL"])
     private = rule("deny", tenant=tenant_a, geographies=["EU"], reason="a's own")
     binding = bind(tenant_a, store, profile, regions["israelcentral"])
@@ -224,3 +222,74 @@ def test_one_tenants_token_neither_sees_nor_touches_anothers_bindings_or_rules(
     )
     assert mismatch.status_code == 400 and mismatch.json()["code"] == "tenant_mismatch"
     assert status_of(binding.pk) == "requested"
+
+
+# --------------------------------------------------------------------------- the same answer
+
+
+@pytest.mark.django_db
+def test_the_console_and_the_api_refuse_the_same_rule_acts_alike(client, operator, tenant_a):
+    """A member may not edit residency rules, and an exception needs a reason: the
+    console and the API give the same refusal, and neither saves anything."""
+    allow = rule("allow", geographies=["IL"])
+    someone = member(tenant_a, username="someone")
+    client.force_login(someone)
+    api = APIClient()
+    api.force_login(someone)
+    assert client.post(f"/stores/rules/{allow.pk}/", {"effect": "deny"}).status_code == 403
+    refused = api.patch(f"{RULES}{allow.pk}/", {"effect": "deny"}, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "permission_denied"
+
+    exception = {"effect": "allow", "tenant": tenant_a.slug, "is_exception": True}
+    client.force_login(operator)
+    api.force_login(operator)
+    page = client.post("/stores/rules/new/", {**exception, "geographies": "US", "save": "1"})
+    answer = api.post(RULES, {**exception, "geographies": ["US"]}, format="json")
+    assert answer.status_code == 400 and answer.json()["code"] == "reason_required"
+    assert page.status_code == 200 and answer.json()["detail"] in page.content.decode()
+    with system_scope():
+        assert list(ResidencyRule.objects.values_list("effect", flat=True)) == ["allow"]
+
+
+# --------------------------------------------------------------------------- query counts
+
+
+@pytest.mark.django_db
+def test_the_binding_list_costs_the_same_queries_for_more_bindings(
+    api, admin_a, tenant_a, store, profile, regions
+):
+    rule("allow", geographies=["IL"])
+    api.force_login(admin_a)
+
+    def add_rows(n):
+        for more in stores_like(store, n):
+            provisioned(tenant_a, more, profile, regions["israelcentral"])
+
+    assert_flat_query_count(add_rows, lambda: api.get(BINDINGS))
+    assert len(api.get(BINDINGS).json()["results"]) == 10
+
+
+@pytest.mark.django_db
+def test_the_rule_list_costs_the_same_queries_for_more_rules(api, operator, tenant_a, regions):
+    api.force_login(operator)
+
+    def add_rows(n):
+        for _ in range(n):
+            rule("allow", tenant=tenant_a, regions=list(regions.values()), reason="more")
+
+    assert_flat_query_count(add_rows, lambda: api.get(RULES))
+
+
+@pytest.mark.django_db
+def test_the_catalog_lists_cost_the_same_queries_for_more_rows(api, operator, store, profile):
+    api.force_login(operator)
+
+    def add_profiles(n):
+        for _ in range(n):
+            more = another_profile(engine="mongodb", shape="dedicated_collections")
+            certify(more, "hot_lookup")
+            certify(more, "catalog")
+
+    assert_flat_query_count(lambda n: stores_like(store, n), lambda: api.get(STORES))
+    assert_flat_query_count(add_profiles, lambda: api.get(PROFILES))
+    assert_flat_query_count(add_profiles, lambda: api.get(CERTIFICATIONS))

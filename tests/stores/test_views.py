@@ -4,9 +4,9 @@ import pytest
 
 from apps.stores.models import ResidencyRule, StoreBinding
 from apps.tenancy.scope import system_scope
-from tests.console.test_views import list_page_queries
 from tests.factories import member
-from tests.stores.conftest import provisioned, rule
+from tests.query_counts import assert_flat_query_count, queries_for
+from tests.stores.factories import another_profile, certify, provisioned, rule
 
 pytestmark = pytest.mark.django_db
 
@@ -33,9 +33,9 @@ def test_the_list_costs_the_same_queries_for_more_bindings(
     rule("allow", geographies=["IL"])
     client.force_login(operator)
     provisioned(tenant_a, store, profile, regions["israelcentral"])
-    few = list_page_queries(client, "/stores/")
+    few = queries_for(lambda: client.get("/stores/"))
     provisioned(tenant_b, store, profile, regions["israelcentral"])
-    assert list_page_queries(client, "/stores/") == few
+    assert queries_for(lambda: client.get("/stores/")) == few
 
 
 def test_the_rule_editor_previews_without_saving_then_saves_and_flags(
@@ -81,3 +81,38 @@ def test_what_if_explains_and_only_managers_act(client, tenant_a, store, profile
     binding = provisioned(tenant_a, store, profile, regions["israelcentral"])
     assert client.post(f"/stores/bindings/{binding.pk}/retire/").status_code == 403
     assert client.get("/stores/rules/new/").status_code == 403
+
+
+def test_the_rule_and_certification_lists_cost_the_same_queries_for_more_rows(
+    client, operator, tenant_a, regions
+):
+    client.force_login(operator)
+
+    def add_rules(n):
+        for _ in range(n):
+            rule("allow", tenant=tenant_a, regions=list(regions.values()), reason="more")
+
+    def add_certifications(n):
+        for _ in range(n):
+            more = another_profile()
+            certify(more, "queue")
+
+    assert_flat_query_count(add_rules, lambda: client.get("/stores/rules/"))
+    assert_flat_query_count(add_certifications, lambda: client.get("/stores/certifications/"))
+
+
+def test_each_list_filters_with_its_models_filterset(
+    client, operator, tenant_a, store, profile, regions
+):
+    rule("allow", geographies=["IL"])
+    mine = rule("deny", tenant=tenant_a, geographies=["EU"], reason="a's own")
+    binding = provisioned(tenant_a, store, profile, regions["israelcentral"])
+    certify(profile, "queue")
+    client.force_login(operator)
+    flagged = client.get("/stores/", {"flagged": "false", "store": store.slug})
+    assert [b.pk for b in flagged.context["object_list"]] == [binding.pk]
+    assert not client.get("/stores/", {"flagged": "true"}).context["object_list"]
+    denies = client.get("/stores/rules/", {"effect": "deny"}).context["object_list"]
+    assert [r.pk for r in denies] == [mine.pk]
+    queues = client.get("/stores/certifications/", {"workload_class": "queue"})
+    assert [c.profile_id for c in queues.context["object_list"]] == [profile.pk]

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
-from apps.registry.models import Service
+from apps.stores import selectors
 from apps.stores.models import (
     ProfileCertification,
     ResidencyRule,
@@ -10,11 +10,15 @@ from apps.stores.models import (
     StoreBindingChange,
     StoreProfile,
 )
-from apps.tenancy.models import DataClass, Region, Tenant
+from apps.tenancy import selectors as tenancy
+
+# Every tenant may be named: a caller acting for one tenant that names another is told
+# so (tenant_for_write), rather than that the tenant does not exist.
+ANY_TENANT = tenancy.tenants_visible_to(platform_wide=True, tenant=None)
 
 
-def slug_of(model, field="slug", **kwargs):
-    return serializers.SlugRelatedField(slug_field=field, queryset=model.objects.all(), **kwargs)
+def slug_of(queryset, field="slug", **kwargs):
+    return serializers.SlugRelatedField(slug_field=field, queryset=queryset, **kwargs)
 
 
 class BindingChangeSerializer(StrictModelSerializer):
@@ -54,11 +58,11 @@ class BindingSerializer(StrictModelSerializer):
 
 
 class SetBindingSerializer(StrictSerializer):
-    store = slug_of(Store)
-    profile = slug_of(StoreProfile)
-    region = slug_of(Region)
+    store = slug_of(Store.objects.all())
+    profile = slug_of(StoreProfile.objects.all())
+    region = slug_of(tenancy.region_list())
     tenant = slug_of(
-        Tenant,
+        ANY_TENANT,
         required=False,
         help_text="For platform callers; a tenant's own callers bind for their tenant.",
     )
@@ -69,15 +73,15 @@ class RetireSerializer(StrictSerializer):
 
 
 class EvaluateSerializer(StrictSerializer):
-    store = slug_of(Store)
-    region = slug_of(Region)
-    profile = slug_of(StoreProfile, required=False)
-    tenant = slug_of(Tenant, required=False)
+    store = slug_of(Store.objects.all())
+    region = slug_of(tenancy.region_list())
+    profile = slug_of(StoreProfile.objects.all(), required=False)
+    tenant = slug_of(ANY_TENANT, required=False)
 
 
 class StoreSerializer(StrictModelSerializer):
-    owning_service = serializers.SlugRelatedField(slug_field="name", queryset=Service.objects.all())
-    data_class = slug_of(DataClass)
+    owning_service = slug_of(selectors.owning_services(), field="name")
+    data_class = slug_of(tenancy.data_class_list())
 
     class Meta:
         model = Store
@@ -94,7 +98,7 @@ class StoreSerializer(StrictModelSerializer):
 
 
 class CertificationSerializer(StrictModelSerializer):
-    profile = slug_of(StoreProfile)
+    profile = slug_of(StoreProfile.objects.all())
 
     class Meta:
         model = ProfileCertification
@@ -134,9 +138,9 @@ class ProfileSerializer(StrictModelSerializer):
 
 
 class RuleSerializer(StrictModelSerializer):
-    tenant = slug_of(Tenant, required=False, allow_null=True)
-    data_class = slug_of(DataClass, required=False, allow_null=True)
-    regions = slug_of(Region, many=True, required=False)
+    tenant = slug_of(ANY_TENANT, required=False, allow_null=True)
+    data_class = slug_of(tenancy.data_class_list(), required=False, allow_null=True)
+    regions = slug_of(tenancy.region_list(), many=True, required=False)
 
     class Meta:
         model = ResidencyRule

@@ -23,8 +23,13 @@ from apps.core.api.views import (
 )
 from apps.stores import selectors, services
 from apps.stores.api import serializers
-from apps.stores.models import ProfileCertification, ResidencyRule, Store, StoreProfile
-from apps.stores.residency import RuleView
+from apps.stores.filters import (
+    ProfileCertificationFilterSet,
+    ResidencyRuleFilterSet,
+    StoreBindingFilterSet,
+    StoreFilterSet,
+    StoreProfileFilterSet,
+)
 
 
 class BindingViewSet(
@@ -37,7 +42,7 @@ class BindingViewSet(
     """SetStoreBinding and the binding lifecycle, in the caller's tenant scope."""
 
     serializer_class = serializers.BindingSerializer
-    filterset_fields = ["status", "store__slug", "region__slug", "tenant__slug"]
+    filterset_class = StoreBindingFilterSet
     search_fields = ["store__slug", "status_reason"]
     ordering_fields = ["created_at", "status"]
     ordering = "-created_at"
@@ -123,20 +128,24 @@ class StoreViewSet(StewardCatalogViewSet):
     scope_app = "stores"
     lookup_field = "slug"
     serializer_class = serializers.StoreSerializer
-    queryset = Store.objects.select_related("owning_service", "data_class")
-    filterset_fields = ["workload_class", "category"]
+    filterset_class = StoreFilterSet
     search_fields = ["slug", "name"]
     ordering = "slug"
+
+    def get_queryset(self):
+        return selectors.store_list()
 
 
 class ProfileViewSet(StewardCatalogViewSet):
     scope_app = "stores"
     lookup_field = "slug"
     serializer_class = serializers.ProfileSerializer
-    queryset = StoreProfile.objects.prefetch_related("certifications")
-    filterset_fields = ["engine", "shape"]
+    filterset_class = StoreProfileFilterSet
     search_fields = ["slug", "name"]
     ordering = "slug"
+
+    def get_queryset(self):
+        return selectors.profile_list()
 
 
 class CertificationViewSet(
@@ -150,12 +159,14 @@ class CertificationViewSet(
 
     steward_scope = "system"
     serializer_class = serializers.CertificationSerializer
-    queryset = ProfileCertification.objects.select_related("profile")
-    filterset_fields = ["workload_class", "profile__slug"]
+    filterset_class = ProfileCertificationFilterSet
     ordering = "-certified_at"
     scope_app = "stores"
     read_access = EVERYONE
     write_access = PLATFORM
+
+    def get_queryset(self):
+        return selectors.certification_list()
 
     def perform_create(self, serializer):
         serializer.instance = services.certification_record(
@@ -177,7 +188,7 @@ class RuleViewSet(
 
     steward_scope = "system"
     serializer_class = serializers.RuleSerializer
-    filterset_fields = ["effect", "is_exception", "tenant__slug", "data_class__slug"]
+    filterset_class = ResidencyRuleFilterSet
     ordering = "id"
     scope_app = "stores"
     read_access = EVERYONE
@@ -187,20 +198,13 @@ class RuleViewSet(
         return selectors.rule_list()
 
     def perform_create(self, serializer):
-        self._save(serializer, ResidencyRule())
+        serializer.instance = services.rule_create(
+            actor=self.request.actor, **serializer.validated_data
+        )
 
     def perform_update(self, serializer):
-        self._save(serializer, serializer.instance)
-
-    def _save(self, serializer, rule):
-        data = dict(serializer.validated_data)
-        regions = data.pop("regions", None)
-        for name, value in data.items():
-            setattr(rule, name, value)
-        serializer.instance = services.rule_save(
-            actor=self.request.actor,
-            rule=rule,
-            regions=regions if regions is not None else list(rule.regions.all()) if rule.pk else [],
+        serializer.instance = services.rule_update(
+            actor=self.request.actor, rule=serializer.instance, **serializer.validated_data
         )
 
     def perform_destroy(self, instance):
@@ -216,11 +220,7 @@ class RuleViewSet(
         replacing = None
         if request.query_params.get("replacing", "").isdigit():
             replacing = self.get_queryset().filter(pk=request.query_params["replacing"]).first()
-        affected = services.would_violate(
-            services.proposed_rules(
-                replacing=replacing, proposal=proposal_view(payload.validated_data)
-            )
-        )
+        affected = selectors.rule_preview(replacing=replacing, **payload.validated_data)
         return Response(
             {
                 "affected": [
@@ -236,18 +236,3 @@ class RuleViewSet(
                 ]
             }
         )
-
-
-def proposal_view(data: dict) -> RuleView:
-    tenant, data_class = data.get("tenant"), data.get("data_class")
-    return RuleView(
-        id=None,
-        tenant_id=tenant.pk if tenant else None,
-        data_class_id=data_class.pk if data_class else None,
-        effect=data["effect"],
-        region_ids=frozenset(r.pk for r in data.get("regions", [])),
-        geographies=frozenset(data.get("geographies", [])),
-        is_exception=data.get("is_exception", False),
-        reason=data.get("reason", ""),
-        label="the proposed rule",
-    )

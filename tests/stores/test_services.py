@@ -1,35 +1,23 @@
-"""The binding lifecycle: residency and workload first, credentials by reference only."""
+"""The stores services: the binding lifecycle (residency and workload first,
+credentials by reference only) and residency rules with the bindings they flag."""
 
-import logging
+from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.core.exceptions import ValidationError as DjangoValidationError
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.core.errors import Conflict, InvalidTransition
-from apps.eventing.effects import OutcomeUnknown, reconcile_due
-from apps.eventing.models import OutboxEvent, UncertainEffect
-from apps.stores import brokers, services
-from apps.stores.models import StoreBinding, StoreProfile
+from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
+from apps.eventing.models import UncertainEffect
+from apps.stores import brokers, selectors, services
+from apps.stores.models import ResidencyRule, StoreBinding, StoreProfile
+from apps.stores.residency import RuleView
+from apps.tenancy.models import AuditEvent
 from apps.tenancy.scope import system_scope, tenant_scope
-from tests.stores.conftest import bind, rule
+from tests.stores.conftest import events, reload
+from tests.stores.factories import bind, rule
 
 pytestmark = pytest.mark.django_db
-
-
-def events(event_type="StoreBindingChanged"):
-    with system_scope():
-        return [
-            e.payload
-            for e in OutboxEvent.objects.filter(
-                topic="stores.binding", event_type=event_type
-            ).order_by("id")
-        ]
-
-
-def reload(binding):
-    with tenant_scope(binding.tenant_id):
-        return StoreBinding.objects.get(pk=binding.pk)
 
 
 def test_the_whole_lifecycle_keeps_references_and_history(
@@ -114,39 +102,6 @@ def test_illegal_transitions_are_refused(tenant_a, store, profile, regions):
     assert reload(binding).status == "requested"
 
 
-class TimingOutBroker(brokers.LocalFileBroker):
-    """Issues the credentials, then the answer is lost (a remote failure mode)."""
-
-    def issue_credentials(self, binding):
-        super().issue_credentials(binding)
-        raise OutcomeUnknown("the broker did not answer in time")
-
-
-class SilentBroker(brokers.LocalFileBroker):
-    def issue_credentials(self, binding):
-        raise OutcomeUnknown("the broker did not answer in time")
-
-
-@pytest.mark.parametrize(
-    ("broker", "settled_as"), [(TimingOutBroker, "provisioned"), (SilentBroker, "failed")]
-)
-def test_a_broker_timeout_is_reconciled_never_left_unexplained(
-    tenant_a, store, profile, regions, settings, broker, settled_as
-):
-    rule("allow", geographies=["IL"])
-    settings.STEWARD_SECRET_BROKER = f"{__name__}.{broker.__name__}"
-    binding = bind(tenant_a, store, profile, regions["israelcentral"])
-    assert services.binding_provision(binding_id=binding.pk) == "uncertain"
-    assert "timed out" in reload(binding).status_reason
-    settings.STEWARD_SECRET_BROKER = "apps.stores.brokers.LocalFileBroker"
-    with tenant_scope(tenant_a):
-        UncertainEffect.objects.update(next_check_at=binding.created_at)
-    assert reconcile_due() == 1
-    binding = reload(binding)
-    assert binding.status == settled_as
-    assert bool(binding.key_reference) == (settled_as == "provisioned")
-
-
 def test_a_rule_change_flags_violating_bindings_and_changes_none(
     tenant_a, tenant_b, store, profile, regions
 ):
@@ -156,7 +111,7 @@ def test_a_rule_change_flags_violating_bindings_and_changes_none(
     for binding in (in_eu, in_il):
         services.binding_provision(binding_id=binding.pk)
     services.binding_migrations_applied(actor=SYSTEM_ACTOR, binding=in_eu)
-    proposal = services.residency.RuleView(
+    proposal = RuleView(
         id=None,
         tenant_id=None,
         data_class_id=None,
@@ -164,10 +119,11 @@ def test_a_rule_change_flags_violating_bindings_and_changes_none(
         region_ids=frozenset(),
         geographies=frozenset({"IL"}),
     )
-    preview = services.would_violate(services.proposed_rules(replacing=allow_eu, proposal=proposal))
+    preview = selectors.would_violate(
+        selectors.proposed_rules(replacing=allow_eu, proposal=proposal)
+    )
     assert [b.pk for b, _ in preview] == [in_eu.pk]
-    allow_eu.geographies = ["IL"]
-    services.rule_save(actor=SYSTEM_ACTOR, rule=allow_eu, regions=[])
+    services.rule_update(actor=SYSTEM_ACTOR, rule=allow_eu, geographies=["IL"], regions=[])
     flagged, kept = reload(in_eu), reload(in_il)
     assert flagged.status == "active" and "westeurope" in flagged.violation
     assert kept.status == "provisioned" and kept.violation == ""
@@ -186,63 +142,21 @@ def test_bindings_are_their_tenants_alone(tenant_a, tenant_b, store, profile, re
         assert StoreBinding.objects.count() == 1
 
 
-def test_no_secret_material_reaches_the_database_api_events_or_logs(
-    tenant_a, store, profile, regions, local_broker, caplog
-):
-    caplog.set_level(logging.DEBUG)
-    rule("allow", geographies=["IL"])
-    binding = bind(tenant_a, store, profile, regions["israelcentral"])
-    services.binding_provision(binding_id=binding.pk)
-    broker = brokers.LocalFileBroker()
-    binding = reload(binding)
-    secrets = [broker.read(binding.key_reference), broker.read(binding.connection_reference)]
-    assert all(len(secret) > 20 for secret in secrets)
-    with system_scope(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
-        )
-        dumped = []
-        for (table,) in cursor.fetchall():
-            cursor.execute(f'SELECT t::text FROM "{table}" AS t')  # noqa: S608 - catalog names
-            dumped += [row[0] for row in cursor.fetchall()]
-    from rest_framework.test import APIClient
-
-    from tests.conftest import bearer
-    from tests.factories import service_token
-
-    api = bearer(APIClient(), service_token(tenant=tenant_a, scopes=["stores:read"]))
-    shown = api.get(f"/api/v1/stores/bindings/{binding.pk}/").content.decode()
-    listed = api.get("/api/v1/stores/bindings/").content.decode()
-    everything = "\n".join(dumped) + caplog.text + str(events()) + shown + listed
-    assert binding.key_reference in everything  # the references are there
-    for secret in secrets:
-        assert secret not in everything
-    # nor the password inside the connection string, on its own
-    password = secrets[1].split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
-    assert len(password) > 20 and password not in everything
-
-
 def test_a_requested_binding_is_flagged_too_and_a_rules_tenant_cannot_change(
     tenant_a, tenant_b, store, profile, regions
 ):
-    from apps.core.errors import ValidationFailed
-
     allow = rule("allow", geographies=["EU"])
     binding = bind(tenant_a, store, profile, regions["westeurope"])
     assert binding.status == "requested"
-    allow.geographies = ["IL"]
-    services.rule_save(actor=SYSTEM_ACTOR, rule=allow, regions=[])
+    services.rule_update(actor=SYSTEM_ACTOR, rule=allow, geographies=["IL"], regions=[])
     assert "westeurope" in reload(binding).violation
     mine = rule("allow", tenant=tenant_a, geographies=["IL"])
-    mine.tenant = tenant_b
     with pytest.raises(ValidationFailed) as refused:
-        services.rule_save(actor=SYSTEM_ACTOR, rule=mine, regions=[])
+        services.rule_update(actor=SYSTEM_ACTOR, rule=mine, tenant=tenant_b, regions=[])
     assert refused.value.code == "tenant_immutable"
 
 
 def test_without_a_scope_even_the_shared_rules_read_as_nothing(tenant_a):
-    from apps.stores.models import ResidencyRule
-
     rule("allow", geographies=["IL"])
     assert not ResidencyRule.objects.exists()
     with tenant_scope(tenant_a):
@@ -257,8 +171,6 @@ class FlakyRevokeBroker(brokers.LocalFileBroker):
 def test_stalled_bindings_are_resumed_and_a_failed_revoke_is_explained_then_retried(
     tenant_a, store, profile, regions, settings
 ):
-    from datetime import timedelta
-
     rule("allow", geographies=["IL"])
     binding = bind(tenant_a, store, profile, regions["israelcentral"])  # its enqueue was lost
     assert services.resume_stalled_bindings(older_than=timedelta(0)) == 1
@@ -271,3 +183,68 @@ def test_stalled_bindings_are_resumed_and_a_failed_revoke_is_explained_then_retr
     settings.STEWARD_SECRET_BROKER = "apps.stores.brokers.LocalFileBroker"
     services.resume_stalled_bindings(older_than=timedelta(0))
     assert reload(binding).status == "retired"
+
+
+def test_every_move_the_table_lacks_is_refused_with_the_bindings_status(
+    tenant_a, store, profile, regions
+):
+    rule("allow", geographies=["IL"])
+    binding = bind(tenant_a, store, profile, regions["israelcentral"])
+    with pytest.raises(InvalidTransition) as refused:
+        services.binding_migrations_applied(actor=SYSTEM_ACTOR, binding=binding)
+    assert refused.value.detail == "The binding is requested; it cannot become active."
+    assert refused.value.extra == {"status": "requested"}
+    table = StoreBinding.TRANSITIONS
+    assert not table.allows("requested", "active")
+    assert set(table.sources("retiring")) == {"provisioned", "active"}
+    assert table.initial == {"requested", "refused"}
+
+
+def test_a_rule_is_audited_before_and_after(tenant_a, regions):
+    allow = rule("allow", geographies=["EU", "IL"], reason="default")
+    services.rule_update(
+        actor=SYSTEM_ACTOR,
+        rule=allow,
+        geographies=["IL"],
+        regions=[regions["israelcentral"]],
+        reason="Israel only",
+    )
+    with system_scope():
+        created, updated = AuditEvent.objects.filter(
+            object_type="stores.residencyrule", object_id=str(allow.pk)
+        ).order_by("id")
+    assert created.action == "residency_rule.create"
+    assert created.changes["rule"] == [None, "allow all tenants / all data"]
+    assert created.changes["geographies"] == [None, ["EU", "IL"]]
+    assert updated.action == "residency_rule.update"
+    assert updated.changes == {
+        "geographies": [["EU", "IL"], ["IL"]],
+        "reason": ["default", "Israel only"],
+        "regions": [[], ["israelcentral"]],
+    }
+
+
+def test_a_rule_is_validated_before_it_is_saved(tenant_a):
+    with pytest.raises(DjangoValidationError) as refused:
+        rule("allow", geographies=["X" * 65])
+    assert "geographies" in refused.value.message_dict
+    with pytest.raises(ValidationFailed) as needs_reason:
+        rule("allow", tenant=tenant_a, geographies=["US"], is_exception=True)
+    assert needs_reason.value.code == "reason_required"
+    with system_scope():
+        assert not ResidencyRule.objects.exists()
+    allow = rule("allow", geographies=["IL"])
+    with pytest.raises(TypeError):
+        services.rule_update(actor=SYSTEM_ACTOR, rule=allow, id=99)
+
+
+def test_rule_save_still_creates_and_changes_a_rule_its_caller_built(tenant_a, regions):
+    built = ResidencyRule(effect="allow", geographies=["IL", "EU"], reason="default")
+    saved = services.rule_save(actor=SYSTEM_ACTOR, rule=built, regions=[])
+    saved.geographies = ["IL"]
+    changed = services.rule_save(actor=SYSTEM_ACTOR, rule=saved, regions=[regions["israelcentral"]])
+    assert changed.pk == saved.pk
+    with system_scope():
+        stored = ResidencyRule.objects.get(pk=saved.pk)
+        assert stored.geographies == ["IL"]
+        assert [r.slug for r in stored.regions.all()] == ["israelcentral"]
