@@ -14,8 +14,8 @@ from apps.compute.models import BatchCompletion, ComputeBatch, WorkflowBatchLink
 from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition
 from apps.core.outbox import NewEvent, emit_many
+from apps.core.scope import system_scope, tenant_scope
 from apps.tenancy.audit import audit_record
-from apps.tenancy.scope import system_scope, tenant_scope
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from django.views.decorators.http import require_POST
 from apps.console.forms import MembershipForm, ServiceAccountForm, TenantForm, TokenForm
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
+from apps.core.view_scope import platform_scope
 from apps.tenancy import selectors, services
-from apps.tenancy.middleware import platform_scope
 from apps.tenancy.models import User
 
 

@@ -20,9 +20,10 @@ from apps.console.redirects import redirect_next
 from apps.console.twofactor import PENDING_LOGIN_SESSION_KEY, two_factor_exempt
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
+from apps.core.view_scope import unscoped
 from apps.tenancy import selectors, services
 from apps.tenancy.filters import AuditEventFilterSet, ServiceAccountFilterSet, TenantFilterSet
-from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY, unscoped
+from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
 from apps.tenancy.models import Tenant
 
 

@@ -34,7 +34,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
-from apps.tenancy.middleware import unscoped
+from apps.core.view_scope import unscoped
 
 REQUESTS = Histogram(
     "steward_http_request_duration_seconds",
@@ -80,7 +80,7 @@ class StewardCollector:
     """Steward's own state, one query per figure, in the system scope."""
 
     def collect(self):
-        from apps.tenancy.scope import system_scope
+        from apps.core.scope import system_scope
 
         with system_scope():
             yield from self._collect()

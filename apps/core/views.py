@@ -8,7 +8,7 @@ from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from apps.tenancy.middleware import unscoped
+from apps.core.view_scope import unscoped
 
 
 @unscoped

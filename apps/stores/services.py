@@ -22,6 +22,7 @@ from apps.core.context import Actor
 from apps.core.enqueue import enqueue_on_commit
 from apps.core.errors import Conflict, InvalidTransition
 from apps.core.outbox import emit
+from apps.core.scope import owner_scope, system_scope, tenant_scope
 from apps.stores import residency
 from apps.stores.gating import WorkloadVerdict, evaluate_workload
 from apps.stores.models import (
@@ -32,7 +33,6 @@ from apps.stores.models import (
     StoreBindingChange,
 )
 from apps.tenancy.audit import audit_record
-from apps.tenancy.scope import owner_scope, system_scope, tenant_scope
 
 TOPIC = "stores.binding"
 logger = logging.getLogger(__name__)

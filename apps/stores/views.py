@@ -17,11 +17,11 @@ from apps.console.listing import Column, ListPage
 from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
+from apps.core.view_scope import platform_scope
 from apps.stores import selectors, services
 from apps.stores.api.views import proposal_view
 from apps.stores.forms import RuleForm, WhatIfForm
 from apps.stores.models import ProfileCertification, ResidencyRule, StoreBinding
-from apps.tenancy.middleware import platform_scope
 
 RELATED = (
     ("Bindings", "stores:binding-list"),

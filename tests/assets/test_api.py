@@ -8,7 +8,7 @@ from guardian.shortcuts import assign_perm
 from apps.assets import services
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
-from apps.tenancy.scope import tenant_scope
+from apps.core.scope import tenant_scope
 from tests.factories import member
 
 ASSETS = "/api/v1/assets/assets/"

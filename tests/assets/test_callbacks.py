@@ -13,8 +13,8 @@ from rest_framework.test import APIClient
 from apps.assets import services
 from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.transports import webhook_signature
-from apps.tenancy.scope import system_scope, tenant_scope
 
 URL = "/api/v1/assets/workflow-callbacks/"
 SECRET = "wf-callback-secret"

@@ -5,7 +5,7 @@ import pytest
 from apps.assets import services
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
-from apps.tenancy.scope import tenant_scope
+from apps.core.scope import tenant_scope
 from tests.factories import member
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,9 @@ import pytest
 from apps.assets import services
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.effects import reconcile_due
 from apps.eventing.models import UncertainEffect
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.support import LocalServer
 
 pytestmark = pytest.mark.django_db

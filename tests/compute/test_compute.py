@@ -9,8 +9,8 @@ from rest_framework.test import APIClient
 from apps.compute import services
 from apps.compute.models import ComputeBatch, WorkflowBatchLink
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import OutboxEvent
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.conftest import bearer
 from tests.factories import service_token
 from tests.support import run_concurrently

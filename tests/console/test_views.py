@@ -7,10 +7,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope
 from apps.tenancy import services
 from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
 from apps.tenancy.models import AuditEvent, Membership, User
-from apps.tenancy.scope import system_scope
 from tests.factories import TenantFactory, member
 
 pytestmark = pytest.mark.django_db

@@ -1,8 +1,8 @@
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.core.scope import system_scope
 from apps.tenancy.models import AuditEvent, User
-from apps.tenancy.scope import system_scope
 
 pytestmark = pytest.mark.django_db
 

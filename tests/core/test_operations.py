@@ -22,8 +22,8 @@ from apps.core.logs import JsonFormatter, mask
 from apps.core.models import ScheduledJob
 from apps.core.outbox import emit
 from apps.core.schedules import schedule_health
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import OutboxEvent
-from apps.tenancy.scope import system_scope, tenant_scope
 from portal.celery import app
 from tests.factories import service_token
 from tests.support import wait_for

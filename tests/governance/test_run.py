@@ -10,11 +10,11 @@ from django.utils import timezone
 from apps.assets.models import Asset
 from apps.core.context import Actor
 from apps.core.errors import InvalidTransition
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import OutboxEvent
 from apps.governance import evidence, services
 from apps.governance.models import EvidenceEntry, GovernanceOrder, GovernanceTask
 from apps.tenancy.models import AuditEvent, Tenant
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.governance.conftest import approved, complete, fresh, open_tasks, owner
 
 pytestmark = pytest.mark.django_db

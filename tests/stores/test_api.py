@@ -4,8 +4,8 @@ rules with their preview, and who may do what."""
 import pytest
 from rest_framework.test import APIClient
 
+from apps.core.scope import system_scope
 from apps.stores.models import StoreBinding
-from apps.tenancy.scope import system_scope
 from tests.conftest import bearer
 from tests.factories import service_token
 from tests.stores.conftest import bind, provisioned, rule

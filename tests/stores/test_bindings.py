@@ -7,11 +7,11 @@ from django.db import connection
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import Conflict, InvalidTransition
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.effects import OutcomeUnknown, reconcile_due
 from apps.eventing.models import OutboxEvent, UncertainEffect
 from apps.stores import brokers, services
 from apps.stores.models import StoreBinding, StoreProfile
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.stores.conftest import bind, rule
 
 pytestmark = pytest.mark.django_db

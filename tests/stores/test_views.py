@@ -2,8 +2,8 @@
 
 import pytest
 
+from apps.core.scope import system_scope
 from apps.stores.models import ResidencyRule, StoreBinding
-from apps.tenancy.scope import system_scope
 from tests.console.test_views import list_page_queries
 from tests.factories import member
 from tests.stores.conftest import provisioned, rule

@@ -7,8 +7,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.core.models import IdempotencyRecord
+from apps.core.scope import system_scope
 from apps.tenancy.models import ApiToken, AuditEvent, Membership, Tenant
-from apps.tenancy.scope import system_scope
 from tests.conftest import bearer
 from tests.factories import service_token
 from tests.support import run_concurrently

@@ -4,9 +4,9 @@ import pytest
 from django.apps import apps
 from django.db import DatabaseError, connection, transaction
 
+from apps.core.scope import ScopeViolation, current_scope, system_scope, tenant_scope
 from apps.tenancy.models import Membership, Tenant
 from apps.tenancy.rls import READ_POLICY, WRITE_POLICY
-from apps.tenancy.scope import ScopeViolation, current_scope, system_scope, tenant_scope
 from tests.factories import member
 
 pytestmark = pytest.mark.django_db

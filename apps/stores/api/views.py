@@ -17,7 +17,6 @@ from apps.core.api.views import (
     IdempotentCreateMixin,
     ReadShapeUpdateMixin,
     StewardAccessMixin,
-    StewardCatalogViewSet,
     StewardViewSetMixin,
     tenant_for_write,
 )
@@ -25,6 +24,7 @@ from apps.stores import selectors, services
 from apps.stores.api import serializers
 from apps.stores.models import ProfileCertification, ResidencyRule, Store, StoreProfile
 from apps.stores.residency import RuleView
+from apps.tenancy.api.catalog import StewardCatalogViewSet
 
 
 class BindingViewSet(

@@ -15,13 +15,13 @@ from apps.core.api.permissions import (
 from apps.core.api.views import (
     IdempotentCreateMixin,
     ReadShapeUpdateMixin,
-    StewardCatalogViewSet,
     StewardReadOnlyViewSet,
     StewardViewSetMixin,
 )
 from apps.core.errors import NotFound, ValidationFailed
 from apps.tenancy import selectors, services
 from apps.tenancy.api import serializers
+from apps.tenancy.api.catalog import StewardCatalogViewSet
 from apps.tenancy.filters import AuditEventFilterSet, MembershipFilterSet, TenantFilterSet
 from apps.tenancy.models import Tenant, User
 
