@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 
 from django.db import transaction
@@ -40,9 +42,6 @@ def _declared_scope(path_info: str) -> str | None:
 
 
 def _basic_credentials(encoded: str) -> tuple[str, str]:
-    import base64
-    import binascii
-
     try:
         name, _, secret = base64.b64decode(encoded.strip()).decode().partition(":")
     except (binascii.Error, UnicodeDecodeError):

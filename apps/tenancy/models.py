@@ -266,4 +266,3 @@ class TenantUserObjectPermission(UserObjectPermissionBase):
 
 class TenantGroupObjectPermission(GroupObjectPermissionBase):
     content_object = models.ForeignKey(Tenant, on_delete=models.CASCADE)
-

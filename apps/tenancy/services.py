@@ -34,6 +34,7 @@ from apps.tenancy.models import (
     TotpDevice,
     User,
 )
+from apps.tenancy.selectors import has_second_factor
 
 TENANT_FIELDS = ["slug", "name", "environment_class", "home_region", "status"]
 TOKEN_PREFIX = "stw_"
@@ -295,7 +296,7 @@ def login_attempt(*, request, username: str, password: str) -> User:
                 refusal = LoginRefused("Wrong username or password.", code="invalid_credentials")
                 if user is not None:
                     _count_failure(user, now)
-            elif (user.failed_login_count or user.locked_until) and not _has_second_factor(user):
+            elif (user.failed_login_count or user.locked_until) and not has_second_factor(user):
                 # With two factors, only the code step clears the count: otherwise the
                 # password, once known, would buy fresh guesses at the code forever.
                 user.failed_login_count = 0
@@ -411,10 +412,6 @@ def catalog_delete(*, actor: Actor, instance) -> None:
 RECOVERY_CODE_COUNT = 10
 
 
-def _has_second_factor(user: User) -> bool:
-    return TotpDevice.objects.filter(user=user, confirmed_at__isnull=False).exists()
-
-
 def totp_enrol_begin(*, actor: Actor, user: User) -> totp.Enrolment:
     """Give `user` a new, unconfirmed authenticator seed (replacing an unconfirmed one)."""
     seed = totp.new_seed()
@@ -508,7 +505,7 @@ def totp_disable(*, actor: Actor, user: User, code: str) -> None:
         raise Conflict("Operators must keep two-factor sign-in on.", code="totp_required")
     with transaction.atomic():
         User.objects.select_for_update().filter(pk=user.pk).first()
-        if not _has_second_factor(user):
+        if not has_second_factor(user):
             raise Conflict("Two-factor sign-in is not on.", code="totp_not_enabled")
         method, problem = _second_factor_check(user, code, timezone.now())
         if method is None:
@@ -544,7 +541,7 @@ def recovery_codes_regenerate(*, actor: Actor, user: User, code: str) -> list[st
     """New recovery codes for a current authenticator code; the old ones stop working."""
     with transaction.atomic():
         User.objects.select_for_update().filter(pk=user.pk).first()
-        if not _has_second_factor(user):
+        if not has_second_factor(user):
             raise Conflict("Two-factor sign-in is not on.", code="totp_not_enabled")
         method, problem = _second_factor_check(user, code, timezone.now(), recovery=False)
         if method is None:
