@@ -347,7 +347,7 @@ def test_a_task_another_run_has_claimed_is_left_to_it(tenant_a):
     import psycopg
 
     from apps.governance import work
-    from tests.core.test_setup_and_probes import database_url
+    from tests.support import database_url
 
     order = approved(tenant_a)
     [task] = [t for t in open_tasks(order, 1) if t.owner == "steward"]

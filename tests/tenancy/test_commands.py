@@ -1,3 +1,6 @@
+"""The tenancy management commands: create_operator (reset_totp is exercised by the
+console's two-factor journeys, tests/console/test_two_factor.py)."""
+
 import pytest
 from django.core.management import CommandError, call_command
 

@@ -17,9 +17,9 @@ from apps.tenancy import services
 class StewardCatalogViewSet(
     StewardViewSetMixin, IdempotentCreateMixin, ReadShapeUpdateMixin, viewsets.ModelViewSet
 ):
-    """Platform catalog rows: everyone reads; operators and platform services write,
-    through one audited service. Subclasses set `scope_app`, the serializer and the
-    queryset."""
+    """Platform catalog rows (regions, stores, profiles…): everyone reads; operators
+    and platform services write, through one audited service. Subclasses set
+    `scope_app`, the serializer and the queryset."""
 
     steward_scope = "system"
     write_access = PLATFORM
