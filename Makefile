@@ -29,9 +29,11 @@ bench: $(STAMP)
 openapi: $(STAMP)
 	$(BIN)/python -m portal.devstack env $(BIN)/python manage.py spectacular --file docs/openapi.yaml
 
+# ruff, and lint-imports: the layers and rules of docs/architecture.md (pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

@@ -48,9 +48,9 @@ from django.db.models import Count
 
 from apps.assets import services
 from apps.assets.models import Asset, WorkflowCallback
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import OutboxEvent
 from apps.tenancy.models import AuditEvent, Region, Tenant
-from apps.tenancy.scope import system_scope, tenant_scope
 from bench.harness import database_url, dsn
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,13 +17,13 @@ from django.db import connection
 
 from apps.assets.models import Asset, WorkflowCallback
 from apps.compute.models import WorkflowBatchLink
+from apps.core.scope import system_scope
 from apps.eventing.consumers import HANDLERS
 from apps.eventing.models import DeadLetter, InboxEntry, OutboxEvent
 from apps.governance.models import GovernanceOrder, GovernanceTask
 from apps.registry.models import SchemaVersion, Service, Subscription, Topic
 from apps.stores.models import StoreBinding, StoreBindingChange
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import system_scope
 
 EMITTED = "chaos_emitted_event"
 OUTBOX = OutboxEvent._meta.db_table

@@ -22,8 +22,8 @@ from django.db import connection
 
 from apps.compute import services
 from apps.compute.models import BatchCompletion, ComputeBatch, WorkflowBatchLink
+from apps.core.scope import system_scope, tenant_scope
 from apps.tenancy.models import Region, Tenant
-from apps.tenancy.scope import system_scope, tenant_scope
 from bench.harness import dsn
 
 BATCH = ComputeBatch._meta.db_table

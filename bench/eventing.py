@@ -29,12 +29,12 @@ from django.db import connection
 
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing import dispatcher
 from apps.eventing.models import OutboxEvent, RecentEvent
 from apps.eventing.transports import stream_key
 from apps.registry.models import Topic
 from apps.tenancy.models import Region, Tenant
-from apps.tenancy.scope import system_scope, tenant_scope
 from bench.harness import database_url, dsn
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -34,11 +34,11 @@ from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.models import IdempotencyRecord
+from apps.core.scope import tenant_scope
 from apps.eventing.models import InboxEntry, RecentEvent
 from apps.governance import retention_services
 from apps.tenancy import services
 from apps.tenancy.models import Region, Tenant
-from apps.tenancy.scope import tenant_scope
 from bench.harness import database_url, dsn
 from bench.readers import read_api
 

@@ -286,6 +286,8 @@ def ensure_browser(env: dict) -> None:
 def command_test(stack: Stack, pytest_args: list[str]) -> int:
     ensure_browser(stack.env)
     _require(stack.call(str(BIN / "ruff"), "check", "."), "ruff check")
+    # The layers and rules of docs/architecture.md (pyproject.toml [tool.importlinter]).
+    _require(stack.call(str(BIN / "lint-imports")), "lint-imports")
     _require(stack.manage("check", "--fail-level", "WARNING"), "manage.py check")
     _require(stack.manage("makemigrations", "--check", "--dry-run"), "makemigrations --check")
     return stack.call(sys.executable, "-m", "pytest", *pytest_args)

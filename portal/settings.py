@@ -46,7 +46,7 @@ def database_from_url(url: str) -> dict:
         **connection,
         "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
         "CONN_HEALTH_CHECKS": True,
-        # Tenant scope is set per transaction (see apps.tenancy.scope); the
+        # Tenant scope is set per transaction (see apps.core.scope); the
         # TenantScopeMiddleware opens that transaction for every request.
         "ATOMIC_REQUESTS": False,
     }

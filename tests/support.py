@@ -1,4 +1,5 @@
-"""A real HTTP server on the loopback interface, for tests of Steward's HTTP clients."""
+"""Helpers many tests share: a real HTTP server on the loopback interface (for tests of
+Steward's HTTP clients), polling, concurrency, and the test database's URL."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from django.db import connection
+
+from portal.dburl import url_from_settings
 
 
 @dataclass
@@ -91,8 +96,6 @@ def run_concurrently(work: Callable[[], object], count: int) -> tuple[list, list
     Each thread closes its own database connection, so the test database can be
     dropped at the end of the run.
     """
-    from django.db import connection
-
     barrier = threading.Barrier(count)
     results: list = []
     errors: list = []
@@ -112,3 +115,18 @@ def run_concurrently(work: Callable[[], object], count: int) -> tuple[list, list
     for thread in threads:
         thread.join()
     return results, errors
+
+
+def database_url() -> str:
+    """The test database's URL, for the processes a test starts."""
+    return url_from_settings(connection.settings_dict)
+
+
+def problem(response, status, code):
+    """Check an API answer is the problem+json `code` with `status`; its body."""
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    body = response.json()
+    assert body["code"] == code, body
+    assert body["status"] == status
+    return body

@@ -25,12 +25,12 @@ from apps.core.enqueue import enqueue_on_commit, send_task
 from apps.core.errors import InvalidTransition
 from apps.core.kick import kick
 from apps.core.outbox import NewEvent, emit_many
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.effects import perform_effect
 from apps.eventing.models import UncertainEffect
 from apps.eventing.services import aggregate_lock_key
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import system_scope, tenant_scope
 
 TOPIC = "assets.asset"
 logger = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition
 from apps.core.kick import kick
 from apps.core.outbox import NewEvent, emit_many
+from apps.core.scope import system_scope, tenant_scope
 from apps.tenancy.audit import audit_record
-from apps.tenancy.scope import system_scope, tenant_scope
 
 logger = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from apps.console.forms import CodeForm, UsernameForm
 from apps.console.twofactor import two_factor_exempt
 from apps.core.context import Actor
 from apps.core.errors import DomainError
+from apps.core.view_scope import unscoped
 from apps.tenancy import selectors, services
-from apps.tenancy.middleware import unscoped
 
 
 def _actor(request) -> Actor:

@@ -1,5 +1,7 @@
 from django.urls import NoReverseMatch, reverse
 
+from apps.tenancy.selectors import tenants_visible_to
+
 # Every domain has a place in the navigation; one whose console is not installed yet
 # is shown disabled rather than hidden, so operators see the whole shape of Steward.
 NAVIGATION = (
@@ -32,8 +34,6 @@ def console(request):
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {"theme": request.COOKIES.get("steward_theme", "auto")}
-    from apps.tenancy.selectors import tenants_visible_to
-
     if user.is_operator:
         everyone = tenants_visible_to(platform_wide=True, tenant=None)
         switchable = [(str(pk), slug) for pk, slug in everyone.values_list("id", "slug")[:200]]

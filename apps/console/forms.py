@@ -1,5 +1,8 @@
 from django import forms
 
+from apps.tenancy.models import TOKEN_SCOPES, Membership, Tenant
+from apps.tenancy.selectors import region_list
+
 
 class LoginForm(forms.Form):
     username = forms.CharField(max_length=150, widget=forms.TextInput(attrs={"autofocus": True}))
@@ -27,9 +30,6 @@ class TenantForm(forms.Form):
     environment_class = forms.ChoiceField(choices=())
 
     def __init__(self, *args, editing: bool = False, **kwargs):
-        from apps.tenancy.models import Tenant
-        from apps.tenancy.selectors import region_list
-
         super().__init__(*args, **kwargs)
         self.fields["home_region"].queryset = region_list()
         self.fields["environment_class"].choices = Tenant.EnvironmentClass.choices
@@ -43,8 +43,6 @@ class MembershipForm(forms.Form):
     role = forms.ChoiceField(choices=())
 
     def __init__(self, *args, **kwargs):
-        from apps.tenancy.models import Membership
-
         super().__init__(*args, **kwargs)
         self.fields["role"].choices = Membership.Role.choices
 
@@ -62,7 +60,5 @@ class TokenForm(forms.Form):
     )
 
     def __init__(self, *args, **kwargs):
-        from apps.tenancy.models import TOKEN_SCOPES
-
         super().__init__(*args, **kwargs)
         self.fields["scopes"].choices = [(scope, scope) for scope in TOKEN_SCOPES]

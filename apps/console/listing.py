@@ -12,6 +12,8 @@ from django.urls import reverse
 from django.utils.functional import cached_property
 from django.views.generic import ListView
 
+from apps.core.api.permissions import caller_kind
+
 
 @dataclass(frozen=True)
 class RowAction:
@@ -121,8 +123,6 @@ class ListPage(LoginRequiredMixin, ListView):
         return context
 
     def _create_action(self):
-        from apps.core.api.permissions import caller_kind
-
         if self.create is None or caller_kind(self.request) not in self.create[2]:
             return None
         label, url_name, _ = self.create

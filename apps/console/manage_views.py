@@ -13,9 +13,8 @@ from django.views.decorators.http import require_POST
 from apps.console.forms import MembershipForm, ServiceAccountForm, TenantForm, TokenForm
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
+from apps.core.view_scope import platform_scope
 from apps.tenancy import selectors, services
-from apps.tenancy.middleware import platform_scope
-from apps.tenancy.models import User
 
 
 def _refused(form, exc) -> None:
@@ -100,7 +99,7 @@ def membership_add(request, pk):
         raise PermissionDenied
     form = MembershipForm(request.POST)
     if form.is_valid():
-        user = User.objects.filter(username=form.cleaned_data["username"]).first()
+        user = selectors.user_by_username(form.cleaned_data["username"])
         if user is None:
             messages.error(request, f"There is no user {form.cleaned_data['username']}.")
         else:

@@ -16,13 +16,16 @@ from django.views.generic import DetailView, TemplateView
 from apps.console import twofactor
 from apps.console.forms import CodeForm, LoginForm, MembershipForm
 from apps.console.listing import Column, ListPage
+from apps.console.panels import dashboard_panels
 from apps.console.redirects import redirect_next
 from apps.console.twofactor import PENDING_LOGIN_SESSION_KEY, two_factor_exempt
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
+from apps.core.schedules import schedule_health
+from apps.core.view_scope import unscoped
 from apps.tenancy import selectors, services
 from apps.tenancy.filters import AuditEventFilterSet, ServiceAccountFilterSet, TenantFilterSet
-from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY, unscoped
+from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
 from apps.tenancy.models import Tenant
 
 
@@ -165,13 +168,8 @@ class DashboardView(LoginRequiredMixin, TemplateView):
         may_audit = caller_kind(request) in (OPERATOR, TENANT_ADMIN)
         context["recent_audit"] = selectors.audit_event_list()[:10] if may_audit else None
         if request.user.is_operator:
-            from apps.core.schedules import schedule_health
-
             context["schedules"] = schedule_health()
-        if may_audit:  # the governors: operators and tenant admins
-            from apps.governance.selectors import attention
-
-            context["governance_attention"] = attention(request.user)
+        context["dashboard_panels"] = dashboard_panels(request)
         return context
 
 

@@ -5,12 +5,17 @@ the set-up installs every app's demo data, `/metrics` serves every app's gauges 
 governance covers every app's tables. Each app contributes through a module of its
 own with a fixed name, found as Django's admin finds `admin.py`:
 
-| module       | holds                                                          |
-|--------------|----------------------------------------------------------------|
-| `demo.py`    | `install_demo_data(report, ...)`: the app's demo rows          |
-| `gauges.py`  | `collect()`: the app's Prometheus metric families              |
-| `governed.py`| `GOVERNED` and `EXEMPT`: what governance does with its tables  |
-| `dashboard.py` | the app's figures on the console dashboard                   |
+| module         | holds                                                              |
+|----------------|--------------------------------------------------------------------|
+| `install.py`   | what every set-up installs, by step (apps.core.setup):             |
+|                | `install_topics(report)`, `install_reference_data(report)`,        |
+|                | `install_consumers(report)`; an app defines the steps it needs     |
+| `demo.py`      | `install_demo_data(report) -> list[str]`: the app's demo rows, and |
+|                | phrases naming them for the set-up's report                        |
+| `gauges.py`    | `collect()`: the app's Prometheus metric families (`/metrics`)     |
+| `governed.py`  | `GOVERNED` and `EXEMPT`: what governance does with its tables      |
+| `dashboard.py` | `dashboard_panels(request) -> list[DashboardPanel]`: the app's     |
+|                | figures on the console dashboard (apps.console.panels)             |
 
 An app without the module contributes nothing.
 """

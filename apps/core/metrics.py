@@ -7,6 +7,8 @@ and the scrape sums them (`make run` and docker-compose do). The gauges come fro
 database, so any web process answers for every worker and beat. The endpoint answers
 a bearer token (`STEWARD_METRICS_TOKEN`) or, without one, only the networks in
 `STEWARD_METRICS_ALLOW` (loopback by default).
+
+Core imports no other app: each app contributes its gauges through its `gauges.py`.
 """
 
 from __future__ import annotations
@@ -15,11 +17,8 @@ import hmac
 import ipaddress
 import os
 import time
-from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
-from django.db.models import Count, Min, Q, Sum
 from django.http import HttpResponse, HttpResponseForbidden
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
@@ -34,7 +33,10 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
-from apps.tenancy.middleware import unscoped
+from apps.core.hooks import app_modules
+from apps.core.schedules import schedule_health
+from apps.core.scope import system_scope
+from apps.core.view_scope import unscoped
 
 REQUESTS = Histogram(
     "steward_http_request_duration_seconds",
@@ -62,11 +64,13 @@ class MetricsMiddleware:
         return response
 
 
-def _age(oldest) -> float:
+def age_seconds(oldest) -> float:
+    """Seconds since `oldest` (0 when there is none), for the gauges of a backlog."""
     return (timezone.now() - oldest).total_seconds() if oldest else 0.0
 
 
-def _gauge(name, help_text, value, labels=None):
+def gauge(name, help_text, value, labels=None) -> GaugeMetricFamily:
+    """One gauge: a value, or with `labels` a list of (label values, value)."""
     family = GaugeMetricFamily(name, help_text, labels=labels)
     if labels:
         for key, figure in value:
@@ -76,160 +80,42 @@ def _gauge(name, help_text, value, labels=None):
     return family
 
 
+def gauge_by(name, help_text, rows, label) -> GaugeMetricFamily:
+    """A gauge with one label, from (label value, value) rows (a GROUP BY)."""
+    return gauge(name, help_text, [([key], n) for key, n in rows], labels=[label])
+
+
 class StewardCollector:
-    """Steward's own state, one query per figure, in the system scope."""
+    """Steward's own state, read at scrape time in the system scope: every app's gauges
+    (its `gauges.py`, apps.core.hooks), one query per figure, then the schedules'."""
 
     def collect(self):
-        from apps.tenancy.scope import system_scope
-
         with system_scope():
-            yield from self._collect()
-
-    def _collect(self):
-        from apps.assets.models import Asset
-        from apps.compute.models import WorkflowBatchLink
-        from apps.core.schedules import schedule_health
-        from apps.eventing.models import (
-            DeadLetter,
-            DeliveryCount,
-            InboxEntry,
-            OutboxEvent,
-            UncertainEffect,
-        )
-        from apps.governance.models import GovernanceTask
-        from apps.registry.models import SchemaVersion
-        from apps.stores.models import StoreBinding
-
-        outbox = OutboxEvent.objects.aggregate(n=Count("id"), oldest=Min("occurred_at"))
-        yield _gauge("steward_outbox_backlog", "Events waiting to be dispatched.", outbox["n"])
-        yield _gauge(
-            "steward_outbox_oldest_age_seconds",
-            "Age of the oldest event waiting to be dispatched.",
-            _age(outbox["oldest"]),
-        )
-        hour = DeliveryCount.objects.filter(minute__gte=timezone.now() - timedelta(hours=1))
-        per_subscription = hour.values("subscription__consumer__name", "subscription__topic__name")
-        per_subscription = per_subscription.annotate(ok=Sum("delivered"), bad=Sum("failed"))
-        deliveries = [
-            (
-                [
-                    r["subscription__consumer__name"] or "streams",
-                    r["subscription__topic__name"] or "",
-                ],
-                r,
-            )
-            for r in per_subscription
-        ]
-        yield _gauge(
-            "steward_deliveries_last_hour",
-            "Events delivered in the last hour, per subscription (consumer, topic).",
-            [(key, r["ok"] or 0) for key, r in deliveries],
-            labels=["consumer", "topic"],
-        )
-        yield _gauge(
-            "steward_delivery_failures_last_hour",
-            "Failed delivery attempts in the last hour, per subscription (consumer, topic).",
-            [(key, r["bad"] or 0) for key, r in deliveries],
-            labels=["consumer", "topic"],
-        )
-        yield _by(
-            "steward_dead_letters",
-            "Dead letters by state.",
-            DeadLetter.objects.values_list("state").annotate(n=Count("id")),
-            "state",
-        )
-        with connection.cursor() as cursor:
-            # An estimate (the planner's): counting a large inbox at every scrape would not be.
-            cursor.execute(
-                "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE relname = %s",
-                [InboxEntry._meta.db_table],
-            )
-            row = cursor.fetchone()
-        yield _gauge(
-            "steward_inbox_entries_estimate",
-            "Handled-event records kept for deduplication (estimate).",
-            row[0] if row else 0,
-        )
-        yield _by(
-            "steward_uncertain_effects",
-            "Calls to other systems whose outcome is not settled, by state.",
-            UncertainEffect.objects.filter(state__in=["pending", "uncertain"])
-            .values_list("state")
-            .annotate(n=Count("id")),
-            "state",
-        )
-        waiting = Asset.objects.workflow_managed().aggregate(
-            n=Count("id"), oldest=Min("updated_at")
-        )
-        yield _gauge(
-            "steward_workflow_assets_waiting",
-            "Assets waiting on the Workflow Service.",
-            waiting["n"],
-        )
-        yield _gauge(
-            "steward_workflow_assets_oldest_wait_seconds",
-            "How long the longest-waiting asset has waited on the Workflow Service.",
-            _age(waiting["oldest"]),
-        )
-        yield _gauge(
-            "steward_schema_versions_awaiting_acknowledgement",
-            "Breaking schema versions held until every consumer acknowledges.",
-            SchemaVersion.objects.filter(state=SchemaVersion.State.AWAITING).count(),
-        )
-        yield _by(
-            "steward_store_bindings",
-            "Store bindings by status.",
-            StoreBinding.objects.values_list("status").annotate(n=Count("id")),
-            "status",
-        )
-        tasks = GovernanceTask.objects.filter(status__in=GovernanceTask.OPEN).aggregate(
-            open=Count("id"), overdue=Count("id", filter=Q(overdue_at__isnull=False))
-        )
-        yield _gauge(
-            "steward_governance_tasks_open", "Governance tasks not yet settled.", tasks["open"]
-        )
-        yield _gauge(
-            "steward_governance_tasks_overdue",
-            "Governance tasks past their due date.",
-            tasks["overdue"],
-        )
-        links = WorkflowBatchLink.objects.aggregate(n=Count("batch_id"), oldest=Min("created_at"))
-        yield _gauge(
-            "steward_batch_links_outstanding",
-            "Compute batches a workflow step still waits on.",
-            links["n"],
-        )
-        yield _gauge(
-            "steward_batch_links_oldest_age_seconds",
-            "Age of the oldest outstanding batch link.",
-            _age(links["oldest"]),
-        )
-        health = schedule_health()
-        yield _gauge(
-            "steward_schedule_late",
-            "1 when a periodic job has not succeeded within twice its interval.",
-            [([j.name], 1 if j.late else 0) for j in health],
-            labels=["job"],
-        )
-        yield _gauge(
-            "steward_schedule_last_success_timestamp_seconds",
-            "When each periodic job last succeeded (Unix time; 0 never).",
-            [
-                ([j.name], j.last_succeeded_at.timestamp() if j.last_succeeded_at else 0)
-                for j in health
-            ],
-            labels=["job"],
-        )
-        yield _gauge(
-            "steward_schedule_last_duration_seconds",
-            "How long each periodic job's last run took.",
-            [([j.name], (j.last_duration_ms or 0) / 1000) for j in health],
-            labels=["job"],
-        )
+            for module in app_modules("gauges"):
+                yield from module.collect()
+            yield from schedule_gauges()
 
 
-def _by(name, help_text, rows, label):
-    return _gauge(name, help_text, [([key], n) for key, n in rows], labels=[label])
+def schedule_gauges():
+    health = schedule_health()
+    yield gauge(
+        "steward_schedule_late",
+        "1 when a periodic job has not succeeded within twice its interval.",
+        [([j.name], 1 if j.late else 0) for j in health],
+        labels=["job"],
+    )
+    yield gauge(
+        "steward_schedule_last_success_timestamp_seconds",
+        "When each periodic job last succeeded (Unix time; 0 never).",
+        [([j.name], j.last_succeeded_at.timestamp() if j.last_succeeded_at else 0) for j in health],
+        labels=["job"],
+    )
+    yield gauge(
+        "steward_schedule_last_duration_seconds",
+        "How long each periodic job's last run took.",
+        [([j.name], (j.last_duration_ms or 0) / 1000) for j in health],
+        labels=["job"],
+    )
 
 
 def _allowed(request) -> bool:

@@ -18,10 +18,11 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
+from apps.core.bulk import delete_in_owner_scopes
 from apps.core.context import request_id
 from apps.core.jobs import periodic_job, record_run
 from apps.core.models import IdempotencyRecord
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.core.scope import system_scope, tenant_scope
 
 SCOPES = ("system", "tenant", "self")
 
@@ -80,10 +81,8 @@ class ScopedTask(Task):
 
 def purge_idempotency_records(*, older_than) -> int:
     """Delete stored Idempotency-Key answers older than the replay window, in bounded
-    batches claimed with SKIP LOCKED (apps.tenancy.bulk), so two purges running at once
+    batches claimed with SKIP LOCKED (apps.core.bulk), so two purges running at once
     share the work instead of waiting on each other."""
-    from apps.tenancy.bulk import delete_in_owner_scopes
-
     return delete_in_owner_scopes(IdempotencyRecord, "created_at", older_than)
 
 

@@ -8,7 +8,9 @@ from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from apps.tenancy.middleware import unscoped
+from apps.core.api.exceptions import problem_response
+from apps.core.schedules import schedule_health
+from apps.core.view_scope import unscoped
 
 
 @unscoped
@@ -50,8 +52,6 @@ def readyz(request):
     answer = {"status": "ok" if ready else "unavailable", "checks": checks}
     if checks["database"] == "ok":
         # Detail, not readiness: a late nightly job is no reason to stop serving.
-        from apps.core.schedules import schedule_health
-
         answer["late_schedules"] = [
             {"job": j.name, "last_succeeded_at": j.last_succeeded_at, "last_error": j.last_error}
             for j in schedule_health()
@@ -66,7 +66,5 @@ def not_found(request, exception):
     if request.path.startswith("/api/schema-registry/"):
         return JsonResponse({"error_code": 404, "message": "Not found."}, status=404)
     if request.path.startswith("/api/"):
-        from apps.core.api.exceptions import problem_response
-
         return problem_response(status_code=404, code="not_found", title="Not found.")
     return defaults.page_not_found(request, exception)

@@ -37,13 +37,13 @@ from django.utils import timezone
 
 from apps.core.context import request_id
 from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.core.scope import owner_scope, system_scope
 from apps.eventing.dispatcher import count_deliveries
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import DeadLetter, InboxEntry
 from apps.eventing.services import backoff_seconds
 from apps.eventing.transports import STREAM_PREFIX, WebhookTransport, stream_key
 from apps.registry.models import Service, Subscription, Topic
-from apps.tenancy.scope import owner_scope, system_scope
 
 logger = logging.getLogger(__name__)
 INBOX = InboxEntry._meta.db_table
@@ -171,8 +171,8 @@ def handle_envelopes(handler: Handler, envelopes: list[Envelope]) -> int:
 
 def purge_inbox() -> int:
     """Delete inbox rows (and recent events) older than the deduplication window."""
+    from apps.core.bulk import delete_in_owner_scopes
     from apps.eventing.models import RecentEvent
-    from apps.tenancy.bulk import delete_in_owner_scopes
 
     cutoff = timezone.now() - timedelta(hours=settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
     removed = delete_in_owner_scopes(InboxEntry, "handled_at", cutoff)

@@ -27,11 +27,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from apps.core.scope import owner_scope, system_scope
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import LANES, DeliveryCount, DispatchLane, OutboxEvent
 from apps.eventing.services import backoff_seconds
 from apps.eventing.transports import RedisStreamTransport, TransportError
-from apps.tenancy.scope import owner_scope, system_scope
 
 logger = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core.scope import owner_scope, system_scope
 from apps.eventing.models import UncertainEffect
 from apps.eventing.services import backoff_seconds
-from apps.tenancy.scope import owner_scope, system_scope
 
 logger = logging.getLogger(__name__)
 RECONCILE_BATCH = 100

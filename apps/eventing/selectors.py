@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
+from apps.core.scope import system_scope
 from apps.eventing.dispatcher import outbox_backlog
 from apps.eventing.models import (
     DeadLetter,
@@ -18,7 +19,6 @@ from apps.eventing.models import (
     UncertainEffect,
 )
 from apps.registry.models import Subscription
-from apps.tenancy.scope import system_scope
 
 
 @dataclass(frozen=True)

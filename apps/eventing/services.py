@@ -154,9 +154,9 @@ def backoff_seconds(attempt: int, *, base: float, cap: float) -> float:
 
 def _resolve_dead_letter(*, actor, dead_letter, state: str, action: str):
     from apps.core.errors import Conflict
+    from apps.core.scope import owner_scope
     from apps.eventing.models import DeadLetter
     from apps.tenancy.audit import audit_record
-    from apps.tenancy.scope import owner_scope
 
     tenant_id = dead_letter.tenant_id
     with owner_scope(tenant_id):

@@ -12,13 +12,13 @@ from django.views.generic import DetailView, TemplateView
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin, RowAction
 from apps.console.redirects import redirect_next
 from apps.core.errors import DomainError
+from apps.core.view_scope import platform_scope
 from apps.eventing import selectors, services
 from apps.eventing.filters import (
     DeadLetterFilterSet,
     RecentEventFilterSet,
     UncertainEffectFilterSet,
 )
-from apps.tenancy.middleware import platform_scope
 
 CHART_WIDTH, CHART_HEIGHT = 600, 120
 

@@ -24,9 +24,9 @@ from django.utils import timezone
 
 from apps.core.context import Actor
 from apps.core.errors import DomainError, NotFound, ValidationFailed
+from apps.core.scope import system_scope, tenant_scope
 from apps.governance import services
 from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask
-from apps.tenancy.scope import system_scope, tenant_scope
 
 FORMATS = {"jsonl": ".jsonl", "parquet": ".parquet", "markdown": ".md"}
 # A bundle's format is its Content-Type.

@@ -20,10 +20,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope, tenant_scope
 from apps.governance import coverage
 from apps.governance.models import ExportArtifact, GovernanceTask
 from apps.tenancy.models import AuditEvent, Tenant
-from apps.tenancy.scope import system_scope, tenant_scope
 
 BATCH = 2000
 REDACTED = "[redacted]"

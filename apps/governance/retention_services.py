@@ -21,11 +21,11 @@ from django.utils import timezone
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.locks import session_lock
+from apps.core.scope import system_scope, tenant_scope
 from apps.governance import retention, sweeper
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
 from apps.governance.services import NotAllowed, _require_governor, task_issue
 from apps.tenancy.audit import audit_record, diff, snapshot
-from apps.tenancy.scope import system_scope, tenant_scope
 
 logger = logging.getLogger(__name__)
 RULE_FIELDS = ["name", "data_class", "store", "period_days", "action", "locked", "enabled"]

@@ -17,11 +17,11 @@ from apps.console.listing import Column, ListPage
 from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
+from apps.core.view_scope import platform_scope
 from apps.governance import retention_selectors as selectors
 from apps.governance import retention_services as services
 from apps.governance.models import LegalHold, RetentionRule
 from apps.governance.retention_forms import HoldForm, ReleaseForm, RuleForm
-from apps.tenancy.middleware import platform_scope
 
 RELATED = (
     ("Sweeps", "retention:overview"),

@@ -26,12 +26,12 @@ from apps.core.errors import (
     ValidationFailed,
 )
 from apps.core.outbox import emit
+from apps.core.scope import current_scope, system_scope, tenant_scope
 from apps.governance import evidence, phases
 from apps.governance.models import GovernanceOrder, GovernanceTask, OrderApproval
 from apps.registry.catalog import STEWARD_SERVICE
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import Tenant
-from apps.tenancy.scope import current_scope, system_scope, tenant_scope
 
 logger = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from django.apps import apps
 from django.conf import settings
 from django.db import connection
 
-from apps.tenancy import bulk
-from apps.tenancy.scope import owner_scope, system_scope
+from apps.core import bulk
+from apps.core.scope import owner_scope, system_scope
 
 
 @dataclass(frozen=True)

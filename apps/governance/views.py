@@ -17,10 +17,10 @@ from apps.console.listing import Column, ListPage
 from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
+from apps.core.view_scope import platform_scope
 from apps.governance import evidence, selectors, services
 from apps.governance.forms import OrderForm
 from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask
-from apps.tenancy.middleware import platform_scope
 
 GOVERNORS = (OPERATOR, TENANT_ADMIN)
 RELATED = (("Orders", "governance:order-list"),)

@@ -12,10 +12,10 @@ from django.db import InterfaceError, OperationalError
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.locks import session_lock
+from apps.core.scope import system_scope
 from apps.governance import own, services
 from apps.governance.models import GovernanceTask
 from apps.registry.catalog import STEWARD_SERVICE
-from apps.tenancy.scope import system_scope
 
 logger = logging.getLogger(__name__)
 

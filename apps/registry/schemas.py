@@ -22,11 +22,11 @@ from django.utils import timezone
 from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
 from apps.core.outbox import emit
+from apps.core.scope import system_scope
 from apps.registry import compatibility
 from apps.registry.models import Acknowledgement, ModelSync, SchemaVersion, Service, Topic
 from apps.registry.services import subscribe_steward_consumers_on_commit
 from apps.tenancy.audit import audit_record
-from apps.tenancy.scope import system_scope
 
 TOPIC = "registry.schema"
 State = SchemaVersion.State

@@ -8,9 +8,9 @@ from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin
+from apps.core.view_scope import platform_scope
 from apps.registry import selectors
 from apps.registry.filters import SubscriptionFilterSet, TopicFilterSet
-from apps.tenancy.middleware import platform_scope
 
 
 class TopicListView(ListPage):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from apps.core.scope import system_scope
 from apps.registry.models import Service
 from apps.stores import residency
 from apps.stores.gating import WorkloadVerdict, evaluate_workload
@@ -16,7 +17,6 @@ from apps.stores.models import (
     StoreBinding,
     StoreProfile,
 )
-from apps.tenancy.scope import system_scope
 
 Status = StoreBinding.Status
 

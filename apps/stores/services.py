@@ -23,6 +23,7 @@ from apps.core.context import Actor
 from apps.core.enqueue import enqueue_on_commit
 from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
 from apps.core.outbox import emit
+from apps.core.scope import owner_scope, system_scope, tenant_scope
 from apps.eventing.effects import perform_effect
 from apps.eventing.models import UncertainEffect
 from apps.stores import brokers, selectors
@@ -34,7 +35,6 @@ from apps.stores.models import (
     StoreBindingChange,
 )
 from apps.tenancy.audit import audit_record, diff, snapshot
-from apps.tenancy.scope import owner_scope, system_scope, tenant_scope
 
 TOPIC = "stores.binding"
 logger = logging.getLogger(__name__)

@@ -16,6 +16,7 @@ from apps.console.listing import Column, ListPage
 from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
+from apps.core.view_scope import platform_scope
 from apps.stores import selectors, services
 from apps.stores.filters import (
     ProfileCertificationFilterSet,
@@ -23,7 +24,6 @@ from apps.stores.filters import (
     StoreBindingFilterSet,
 )
 from apps.stores.forms import RuleForm, WhatIfForm
-from apps.tenancy.middleware import platform_scope
 from apps.tenancy.selectors import tenants_visible_to
 
 RELATED = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import models
 
 from apps.core.context import SYSTEM_ACTOR, Actor, request_id
+from apps.core.scope import owner_scope
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import owner_scope
 
 # Values that are never copied into an audit row.
 SECRET_FIELDS = frozenset({"password", "digest", "token", "secret"})

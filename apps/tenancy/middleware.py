@@ -2,37 +2,21 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 
 from django.db import transaction
 from django.urls import Resolver404, resolve
 
 from apps.core.context import Actor
+from apps.core.scope import system_scope, tenant_scope
+from apps.core.view_scope import NO_SCOPE, SYSTEM_SCOPE
 from apps.tenancy import selectors
-from apps.tenancy.scope import system_scope, tenant_scope
 from apps.tenancy.services import AuthenticationError, api_token_authenticate
 
 ACTING_TENANT_SESSION_KEY = "steward_acting_tenant"
 STATIC_PREFIX = "/static/"
-
-
-# What a view may declare as `steward_scope` (a function attribute or a class attribute):
-NO_SCOPE = "none"  # no request transaction and no scope
-SYSTEM_SCOPE = "system"  # platform pages: the system scope for platform-wide callers
-
-
-def unscoped(view):
-    """Mark a view that runs outside any request scope and transaction: probes, and the
-    login page, whose lockout bookkeeping must not depend on who was signed in before."""
-    view.steward_scope = NO_SCOPE
-    return view
-
-
-def platform_scope(view):
-    """Mark a platform page: operators and platform services use it in the system
-    scope even while they act for one tenant (it reads or writes across tenants)."""
-    view.steward_scope = SYSTEM_SCOPE
-    return view
 
 
 def _view_scope(request) -> str | None:
@@ -58,9 +42,6 @@ def _declared_scope(path_info: str) -> str | None:
 
 
 def _basic_credentials(encoded: str) -> tuple[str, str]:
-    import base64
-    import binascii
-
     try:
         name, _, secret = base64.b64decode(encoded.strip()).decode().partition(":")
     except (binascii.Error, UnicodeDecodeError):

@@ -77,6 +77,9 @@ class Tenant(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # A tenant belongs to itself (apps.core.scope.owning_tenant_id).
+    IS_TENANT = True
+
     class Meta:
         ordering = ["slug"]
         permissions = [("administer_tenant", "Administer the tenant's members and settings")]
@@ -263,8 +266,3 @@ class TenantUserObjectPermission(UserObjectPermissionBase):
 
 class TenantGroupObjectPermission(GroupObjectPermissionBase):
     content_object = models.ForeignKey(Tenant, on_delete=models.CASCADE)
-
-
-def owning_tenant_id(obj) -> uuid.UUID | None:
-    """The tenant an object belongs to: itself for a tenant, its `tenant` for the rest."""
-    return obj.pk if isinstance(obj, Tenant) else getattr(obj, "tenant_id", None)

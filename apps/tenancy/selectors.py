@@ -7,6 +7,7 @@ import uuid
 
 from django.db.models import Count, QuerySet
 
+from apps.core.scope import system_scope
 from apps.tenancy import totp
 from apps.tenancy.models import (
     ApiToken,
@@ -20,7 +21,6 @@ from apps.tenancy.models import (
     TotpDevice,
     User,
 )
-from apps.tenancy.scope import system_scope
 
 
 def tenant_by_id(tenant_id) -> Tenant | None:

@@ -12,14 +12,15 @@ from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
-from django.db.models import F, Q
+from django.db import models, transaction
+from django.db.models import F, ProtectedError, Q
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
 from apps.core.context import Actor
 from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
 from apps.core.outbox import emit
+from apps.core.scope import owner_scope, system_scope, tenant_scope
 from apps.tenancy import totp
 from apps.tenancy.audit import audit_record, diff, snapshot
 from apps.tenancy.models import (
@@ -33,7 +34,7 @@ from apps.tenancy.models import (
     TotpDevice,
     User,
 )
-from apps.tenancy.scope import owner_scope, system_scope, tenant_scope
+from apps.tenancy.selectors import has_second_factor
 
 TENANT_FIELDS = ["slug", "name", "environment_class", "home_region", "status"]
 TOKEN_PREFIX = "stw_"
@@ -295,7 +296,7 @@ def login_attempt(*, request, username: str, password: str) -> User:
                 refusal = LoginRefused("Wrong username or password.", code="invalid_credentials")
                 if user is not None:
                     _count_failure(user, now)
-            elif (user.failed_login_count or user.locked_until) and not _has_second_factor(user):
+            elif (user.failed_login_count or user.locked_until) and not has_second_factor(user):
                 # With two factors, only the code step clears the count: otherwise the
                 # password, once known, would buy fresh guesses at the code forever.
                 user.failed_login_count = 0
@@ -353,11 +354,23 @@ def user_create(
 # --------------------------------------------------------------------------- platform catalog
 
 
-def catalog_save(*, actor: Actor, instance, fields: list[str]):
-    """Create or change a platform-wide catalog row (a region, a store, a profile…) and
-    audit what changed. Catalog tables hold no tenant's rows."""
-    creating = instance._state.adding
-    before = {} if creating else snapshot(type(instance).objects.get(pk=instance.pk), fields)
+def catalog_create(*, actor: Actor, model: type[models.Model], **fields):
+    """Create a platform-wide catalog row (a region, a store, a profile…) from `fields`,
+    validated with full_clean() and audited. Catalog tables hold no tenant's rows."""
+    return _catalog_write(actor=actor, instance=model(), fields=fields, creating=True)
+
+
+def catalog_update(*, actor: Actor, instance: models.Model, **changes):
+    """Change a catalog row's fields, validated with full_clean(); the audit row holds
+    each changed field's value before and after."""
+    return _catalog_write(actor=actor, instance=instance, fields=changes, creating=False)
+
+
+def _catalog_write(*, actor: Actor, instance: models.Model, fields: dict, creating: bool):
+    names = list(fields)
+    before = {} if creating else snapshot(instance, names)
+    for name, value in fields.items():
+        setattr(instance, name, value)
     try:
         instance.full_clean()
     except DjangoValidationError as exc:
@@ -371,15 +384,13 @@ def catalog_save(*, actor: Actor, instance, fields: list[str]):
             actor=actor,
             action=f"{instance._meta.model_name}.{'create' if creating else 'update'}",
             instance=instance,
-            changes=diff(before, snapshot(instance, fields)),
+            changes=diff(before, snapshot(instance, names)),
         )
     return instance
 
 
 def catalog_delete(*, actor: Actor, instance) -> None:
     """Delete a catalog row nothing uses any more (PROTECT refuses otherwise: 409)."""
-    from django.db.models import ProtectedError
-
     with system_scope():
         audit_record(
             actor=actor,
@@ -399,10 +410,6 @@ def catalog_delete(*, actor: Actor, instance) -> None:
 # --------------------------------------------------------------------------- two-factor sign-in
 
 RECOVERY_CODE_COUNT = 10
-
-
-def _has_second_factor(user: User) -> bool:
-    return TotpDevice.objects.filter(user=user, confirmed_at__isnull=False).exists()
 
 
 def totp_enrol_begin(*, actor: Actor, user: User) -> totp.Enrolment:
@@ -498,7 +505,7 @@ def totp_disable(*, actor: Actor, user: User, code: str) -> None:
         raise Conflict("Operators must keep two-factor sign-in on.", code="totp_required")
     with transaction.atomic():
         User.objects.select_for_update().filter(pk=user.pk).first()
-        if not _has_second_factor(user):
+        if not has_second_factor(user):
             raise Conflict("Two-factor sign-in is not on.", code="totp_not_enabled")
         method, problem = _second_factor_check(user, code, timezone.now())
         if method is None:
@@ -534,7 +541,7 @@ def recovery_codes_regenerate(*, actor: Actor, user: User, code: str) -> list[st
     """New recovery codes for a current authenticator code; the old ones stop working."""
     with transaction.atomic():
         User.objects.select_for_update().filter(pk=user.pk).first()
-        if not _has_second_factor(user):
+        if not has_second_factor(user):
             raise Conflict("Two-factor sign-in is not on.", code="totp_not_enabled")
         method, problem = _second_factor_check(user, code, timezone.now(), recovery=False)
         if method is None:

@@ -4,8 +4,8 @@ import pytest
 from django.urls import resolve
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope
 from apps.tenancy.models import TOKEN_SCOPES, AuditEvent
-from apps.tenancy.scope import system_scope
 from tests.conftest import bearer
 from tests.factories import service_token
 

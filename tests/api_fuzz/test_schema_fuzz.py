@@ -47,10 +47,10 @@ from schemathesis.specs.openapi.checks import (
 from apps.console.twofactor import mark_verified
 from apps.core import setup
 from apps.core.context import SYSTEM_ACTOR, Actor
+from apps.core.scope import system_scope, tenant_scope
 from apps.registry.models import SchemaVersion
 from apps.tenancy import services
 from apps.tenancy.models import TOKEN_SCOPES, AuditEvent
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.factories import service_token
 
 # Schemathesis warns, and goes on, when it cannot send a documented body: here that

@@ -5,8 +5,8 @@ import uuid
 from apps.assets import services
 from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import OutboxEvent
-from apps.tenancy.scope import system_scope, tenant_scope
 
 
 def new_asset(tenant, name="model-weights"):

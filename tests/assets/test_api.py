@@ -6,7 +6,7 @@ from guardian.shortcuts import assign_perm
 from apps.assets import services
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
-from apps.tenancy.scope import tenant_scope
+from apps.core.scope import tenant_scope
 from tests.assets.factories import assets_added_to, delegated, new_asset
 from tests.factories import member
 from tests.query_counts import assert_flat_query_count

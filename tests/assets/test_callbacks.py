@@ -15,8 +15,8 @@ from rest_framework.test import APIClient
 from apps.assets import services
 from apps.assets.api.callbacks import CallbackSerializer, plain_callback
 from apps.assets.models import Asset
+from apps.core.scope import tenant_scope
 from apps.eventing.transports import webhook_signature
-from apps.tenancy.scope import tenant_scope
 from portal.celery import app
 from tests.assets.factories import delegated, outcomes, status_of
 from tests.support import wait_for

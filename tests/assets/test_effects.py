@@ -4,9 +4,9 @@ settled by asking the Workflow Service for the instance by its key."""
 import pytest
 
 from apps.assets import services
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.effects import reconcile_due
 from apps.eventing.models import UncertainEffect
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.assets.factories import reload, requested
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ from apps.assets import services
 from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import InvalidTransition
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.services import aggregate_lock_key
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.assets.factories import delegated, events, new_asset, outcomes, status_of
 from tests.support import run_concurrently
 

@@ -10,9 +10,9 @@ from django.utils import timezone
 from apps.assets import services
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import UncertainEffect
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import system_scope, tenant_scope
 from portal.celery import app
 from tests.assets.factories import reload, requested
 from tests.support import LocalServer

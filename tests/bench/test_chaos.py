@@ -15,9 +15,9 @@ from apps.assets import services as assets
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.outbox import NewEvent, emit_many
+from apps.core.scope import tenant_scope
 from apps.eventing.consumers import sync_consumer_subscriptions
 from apps.eventing.models import InboxEntry, OutboxEvent
-from apps.tenancy.scope import tenant_scope
 from bench.chaos_verify import Expected, install_emitted_log, verify
 
 ROOT = Path(__file__).resolve().parents[2]

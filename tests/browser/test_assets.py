@@ -11,8 +11,8 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.assets.models import Asset
+from apps.core.scope import tenant_scope
 from apps.eventing.transports import webhook_signature
-from apps.tenancy.scope import tenant_scope
 from tests.assets.fakes import FakeWorkflowService
 from tests.support import LocalServer
 

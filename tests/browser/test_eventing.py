@@ -5,9 +5,9 @@ worker delivers it, under its original event id."""
 import pytest
 from playwright.sync_api import expect
 
+from apps.core.scope import system_scope
 from apps.eventing.consumers import webhook_runner
 from apps.eventing.models import DeadLetter
-from apps.tenancy.scope import system_scope
 from tests.eventing.conftest import fast_retries, topic
 from tests.eventing.test_webhooks import SECRET, emit, pump, webhook
 from tests.support import LocalServer

@@ -13,10 +13,10 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope
 from apps.governance.models import GovernanceOrder
 from apps.tenancy import services as tenancy
 from apps.tenancy.models import Tenant
-from apps.tenancy.scope import system_scope
 from tests.factories import member, service_token
 
 # The governance tests' stores (one of each phase's category) and their settings

@@ -8,9 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope
 from apps.tenancy import services, totp
 from apps.tenancy.models import TotpDevice
-from apps.tenancy.scope import system_scope
 
 PASSWORD = "correct horse battery"
 pytestmark = pytest.mark.django_db(transaction=True)

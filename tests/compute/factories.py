@@ -5,8 +5,8 @@ import uuid
 from apps.compute import services
 from apps.compute.models import WorkflowBatchLink
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope
 from apps.eventing.models import OutboxEvent
-from apps.tenancy.scope import system_scope
 
 
 def submit(tenant, step="step-1", instance=None):

@@ -6,7 +6,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from apps.compute.models import WorkflowBatchLink
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.core.scope import system_scope, tenant_scope
 from tests.compute.factories import links, submit
 
 

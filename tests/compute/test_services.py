@@ -8,7 +8,7 @@ from apps.compute import services
 from apps.compute.models import ComputeBatch
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import InvalidTransition
-from apps.tenancy.scope import system_scope, tenant_scope
+from apps.core.scope import system_scope, tenant_scope
 from tests.compute.factories import finish, links, step_events, submit
 from tests.support import run_concurrently
 

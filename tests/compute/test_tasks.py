@@ -5,7 +5,7 @@ from celery.contrib.testing.worker import start_worker
 
 from apps.compute.models import ComputeBatch
 from apps.compute.tasks import periodic_poll_batch_links, periodic_resolve_orphan_links
-from apps.tenancy.scope import tenant_scope
+from apps.core.scope import tenant_scope
 from portal.celery import app
 from tests.compute.factories import finish, links, step_events, submit
 from tests.support import wait_for

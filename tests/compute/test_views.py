@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from apps.compute.models import WorkflowBatchLink
-from apps.tenancy.scope import tenant_scope
+from apps.core.scope import tenant_scope
 from tests.compute.factories import batches_added_to, submit
 from tests.query_counts import assert_flat_query_count
 

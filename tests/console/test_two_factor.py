@@ -13,9 +13,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 
+from apps.core.scope import system_scope
 from apps.tenancy import totp
 from apps.tenancy.models import AuditEvent, RecoveryCode, TotpDevice
-from apps.tenancy.scope import system_scope
 from tests.factories import member, service_token
 
 PASSWORD = "correct horse battery"

@@ -18,8 +18,7 @@ import pytest
 from django.db import connection
 
 from apps.tenancy import totp
-from tests.core.test_setup_and_probes import database_url
-from tests.support import wait_for
+from tests.support import database_url, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -169,3 +168,31 @@ def test_without_chromium_the_test_run_stops_with_one_line_saying_what_to_instal
     message = str(refused.value)
     assert "\n" not in message
     assert "apt-get install chromium" in message and "STEWARD_CHROMIUM" in message
+
+
+def run_devstack(env_overrides):
+    env = {**os.environ, **env_overrides}
+    return subprocess.run(
+        [sys.executable, "-m", "portal.devstack", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_database_url_that_points_nowhere_stops_with_one_clear_sentence():
+    result = run_devstack({"DATABASE_URL": "postgresql://steward@127.0.0.1:1/steward"})
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert lines[0].startswith("steward: Steward cannot reach the PostgreSQL server at 127.0.0.1:1")
+
+
+def test_a_redis_url_that_points_nowhere_stops_with_one_clear_sentence():
+    result = run_devstack({"REDIS_URL": "redis://127.0.0.1:1/0"})
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "cannot reach the Redis server at 127.0.0.1" in result.stderr

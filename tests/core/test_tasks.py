@@ -1,15 +1,12 @@
-"""Celery tasks run in an explicit scope; periodic jobs stay correct under two beats."""
+"""Celery tasks run in an explicit scope; the foundation's purge of idempotency records."""
 
-import threading
 import time
 from datetime import timedelta
 
 import pytest
 from celery.contrib.testing.worker import start_worker
-from django.db import connection
 from django.utils import timezone
 
-from apps.core.jobs import SKIPPED, periodic_job
 from apps.core.models import IdempotencyRecord, ScheduledJob
 from apps.core.tasks import periodic_purge_idempotency_records, purge_idempotency_records
 from apps.tenancy.models import Membership
@@ -80,52 +77,6 @@ def test_two_purges_at_once_share_the_work_without_error():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_periodic_job_fired_by_two_beats_at_once_runs_once():
-    inside, release = threading.Event(), threading.Event()
-    runs = []
-
-    @periodic_job("tests.slow_job")
-    def slow_job():
-        runs.append(1)
-        inside.set()
-        release.wait(timeout=30)
-        return "done"
-
-    results = []
-
-    def fire():
-        results.append(slow_job())
-        connection.close()
-
-    first = threading.Thread(target=fire)
-    first.start()
-    assert inside.wait(timeout=30)
-    second = threading.Thread(target=fire)  # the other beat fires while the first still runs
-    second.start()
-    second.join(timeout=30)
-    release.set()
-    first.join(timeout=30)
-    assert sorted(results) == ["done", SKIPPED]
-    assert len(runs) == 1
-    job = ScheduledJob.objects.get(name="tests.slow_job")
-    assert job.running_since is None
-    assert job.last_succeeded_at is not None and job.last_duration_ms is not None
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_job_whose_runner_died_is_taken_over_after_it_goes_stale():
-    ScheduledJob.objects.create(
-        name="tests.dead", running_since=timezone.now() - timedelta(hours=1)
-    )
-
-    @periodic_job("tests.dead", stale_after=timedelta(minutes=15))
-    def job():
-        return "ran"
-
-    assert job() == "ran"
-
-
-@pytest.mark.django_db(transaction=True)
 def test_a_real_worker_runs_the_scheduled_purge_from_the_broker():
     make_records(5, age=timedelta(days=2))
     with start_worker(
@@ -144,16 +95,3 @@ def test_a_real_worker_runs_the_scheduled_purge_from_the_broker():
             time.sleep(0.1)
     assert job is not None and job.last_succeeded_at is not None
     assert IdempotencyRecord.objects.count() == 0
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_run_that_overstayed_does_not_release_the_claim_of_the_run_that_took_over():
-    from apps.core.jobs import claim_job, release_job
-
-    stale = timedelta(seconds=0)
-    first = claim_job("tests.overstay", stale_after=timedelta(hours=1))
-    second = claim_job("tests.overstay", stale_after=stale)  # took over the stale claim
-    assert first is not None and second is not None and second != first
-    release_job("tests.overstay", claimed_at=first, started=0.0)  # the slow first run ends
-    job = ScheduledJob.objects.get(name="tests.overstay")
-    assert job.running_since == second  # still held by the second run

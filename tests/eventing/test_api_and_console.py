@@ -7,12 +7,12 @@ from rest_framework.test import APIClient
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing import dispatcher
 from apps.eventing.consumers import dead_letter, redeliver
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import DeadLetter
 from apps.registry.models import Subscription
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.conftest import bearer
 from tests.eventing.conftest import subscribe
 from tests.factories import service_token

@@ -5,11 +5,11 @@ import pytest
 
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing import dispatcher
 from apps.eventing.consumers import Handler, consumer_runner, handle_envelopes
 from apps.eventing.models import DeadLetter, InboxEntry, RecentEvent
 from apps.eventing.transports import RedisStreamTransport
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.eventing.conftest import recent_events_runner, stream_envelopes, subscribe
 
 pytestmark = pytest.mark.django_db

@@ -15,12 +15,11 @@ from django.db import connection
 
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import _pool
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing import dispatcher
 from apps.eventing.models import DispatchLane, OutboxEvent, RecentEvent
-from apps.tenancy.scope import system_scope, tenant_scope
-from tests.core.test_setup_and_probes import database_url
 from tests.eventing.conftest import recent_events_runner, stream_envelopes
-from tests.support import run_concurrently
+from tests.support import database_url, run_concurrently
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,9 +4,9 @@ by asking the other side."""
 import httpx
 import pytest
 
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.effects import ADAPTERS, Outcome, perform_effect, reconcile_due, register_adapter
 from apps.eventing.models import UncertainEffect
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.support import LocalServer
 
 pytestmark = pytest.mark.django_db

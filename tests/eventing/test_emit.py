@@ -4,10 +4,10 @@ import pytest
 from django.db import DatabaseError, transaction
 
 from apps.core.outbox import emit
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import OutboxEvent
 from apps.eventing.services import PayloadNotJson, UnknownTopic
 from apps.registry.selectors import resolve_topic
-from apps.tenancy.scope import system_scope, tenant_scope
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ import pytest
 from celery.contrib.testing.worker import start_worker
 
 from apps.core.outbox import NewEvent, emit_many
-from apps.tenancy.scope import tenant_scope
+from apps.core.scope import tenant_scope
 from portal.celery import app
 from tests.eventing.conftest import stream_envelopes
 from tests.support import wait_for

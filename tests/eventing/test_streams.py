@@ -6,9 +6,9 @@ import pytest
 
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
+from apps.core.scope import tenant_scope
 from apps.eventing import dispatcher
 from apps.eventing.streams import trim_streams
-from apps.tenancy.scope import tenant_scope
 from tests.eventing.conftest import recent_events_runner, subscribe
 
 pytestmark = pytest.mark.django_db

@@ -10,10 +10,10 @@ import pytest
 
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
+from apps.core.scope import tenant_scope
 from apps.eventing import dispatcher
 from apps.eventing.consumers import webhook_runner
 from apps.registry.models import Subscription
-from apps.tenancy.scope import tenant_scope
 from tests.eventing.conftest import subscribe
 from tests.support import LocalServer
 

@@ -10,11 +10,11 @@ import pytest
 
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing import dispatcher
 from apps.eventing.consumers import webhook_runner
 from apps.eventing.models import DeadLetter, DeliveryCount
 from apps.registry.models import Subscription
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.eventing.conftest import subscribe
 from tests.support import LocalServer, wait_for
 

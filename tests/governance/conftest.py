@@ -1,12 +1,12 @@
 import pytest
 
 from apps.core.context import Actor
+from apps.core.scope import system_scope, tenant_scope
 from apps.governance import services, work
 from apps.governance.models import GovernanceTask
 from apps.registry.models import Service
 from apps.stores.models import Store, StoreBinding, StoreProfile
 from apps.tenancy.models import DataClass
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.factories import member
 
 # (owner service, store slug, category): one store of each deletion phase.

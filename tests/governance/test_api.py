@@ -11,12 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 from rest_framework.test import APIClient
 
+from apps.core.scope import system_scope, tenant_scope
 from apps.governance import evidence, exports, work
 from apps.governance.models import GovernanceTask
 from apps.registry.models import Service
 from apps.stores.models import Store, StoreBinding
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.factories import member, service_token
 from tests.governance.conftest import fresh, open_tasks
 

@@ -7,9 +7,9 @@ from django.db import DatabaseError, connection
 
 from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition
+from apps.core.scope import tenant_scope
 from apps.governance import evidence, services
 from apps.governance.models import EvidenceEntry
-from apps.tenancy.scope import tenant_scope
 from tests.factories import UserFactory, member
 
 pytestmark = pytest.mark.django_db

@@ -10,6 +10,7 @@ from django.db import DatabaseError, connection, transaction
 from apps.core.context import Actor
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import IdempotencyRecord
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import DeadLetter, InboxEntry, OutboxEvent, RecentEvent
 from apps.governance import retention_services as services
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
@@ -17,7 +18,6 @@ from apps.governance.retention import RuleLocked
 from apps.governance.services import NotAllowed
 from apps.registry.models import Service, Subscription, Topic
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.factories import member
 from tests.governance.conftest import live_binding, make_store
 

@@ -11,9 +11,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.core.context import Actor
+from apps.core.scope import system_scope, tenant_scope
 from apps.governance import retention_services as services
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.conftest import bearer
 from tests.factories import member, service_token
 from tests.governance.conftest import live_binding

@@ -10,11 +10,11 @@ from django.utils import timezone
 from apps.assets.models import Asset
 from apps.core.context import Actor
 from apps.core.errors import InvalidTransition
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import OutboxEvent
 from apps.governance import evidence, services
 from apps.governance.models import EvidenceEntry, GovernanceOrder, GovernanceTask
 from apps.tenancy.models import AuditEvent, Tenant
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.governance.conftest import approved, complete, fresh, open_tasks, owner
 
 pytestmark = pytest.mark.django_db
@@ -347,7 +347,7 @@ def test_a_task_another_run_has_claimed_is_left_to_it(tenant_a):
     import psycopg
 
     from apps.governance import work
-    from tests.core.test_setup_and_probes import database_url
+    from tests.support import database_url
 
     order = approved(tenant_a)
     [task] = [t for t in open_tasks(order, 1) if t.owner == "steward"]

@@ -4,12 +4,12 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope
 from apps.eventing.models import OutboxEvent
 from apps.eventing.services import resolve_topic
 from apps.registry import schemas
 from apps.registry.models import SchemaVersion, Service, Topic
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import system_scope
 from tests.conftest import bearer
 from tests.factories import service_token
 from tests.support import run_concurrently

@@ -1,9 +1,9 @@
 import pytest
 
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import OutboxEvent
 from apps.stores.models import StoreBinding
 from apps.tenancy.models import Region
-from apps.tenancy.scope import system_scope, tenant_scope
 
 
 @pytest.fixture(autouse=True)

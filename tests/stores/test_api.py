@@ -5,9 +5,9 @@ import pytest
 from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
 
+from apps.core.scope import system_scope
 from apps.stores.models import ResidencyRule, StoreBinding
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import system_scope
 from portal.celery import app
 from tests.conftest import bearer
 from tests.factories import member, service_token

@@ -7,8 +7,8 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
+from apps.core.scope import system_scope
 from apps.stores import brokers, services
-from apps.tenancy.scope import system_scope
 from tests.conftest import bearer
 from tests.factories import service_token
 from tests.stores.conftest import events, reload

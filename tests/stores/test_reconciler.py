@@ -3,10 +3,10 @@ unexplained: the reconciler asks the broker and settles the binding either way."
 
 import pytest
 
+from apps.core.scope import tenant_scope
 from apps.eventing.effects import OutcomeUnknown, reconcile_due
 from apps.eventing.models import UncertainEffect
 from apps.stores import brokers, services
-from apps.tenancy.scope import tenant_scope
 from tests.stores.conftest import reload
 from tests.stores.factories import bind, rule
 

@@ -2,9 +2,9 @@
 
 import pytest
 
+from apps.core.scope import system_scope
 from apps.stores import selectors
 from apps.stores.models import StoreBinding
-from apps.tenancy.scope import system_scope
 from tests.stores.factories import provisioned, rule
 
 pytestmark = pytest.mark.django_db

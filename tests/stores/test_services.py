@@ -8,12 +8,12 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import UncertainEffect
 from apps.stores import brokers, selectors, services
 from apps.stores.models import ResidencyRule, StoreBinding, StoreProfile
 from apps.stores.residency import RuleView
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import system_scope, tenant_scope
 from tests.stores.conftest import events, reload
 from tests.stores.factories import bind, rule
 

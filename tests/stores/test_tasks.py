@@ -6,9 +6,9 @@ import pytest
 from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import tenant_scope
 from apps.stores import services, tasks
 from apps.stores.models import StoreBinding
-from apps.tenancy.scope import tenant_scope
 from tests.stores.conftest import reload
 from tests.stores.factories import bind, provisioned, rule
 

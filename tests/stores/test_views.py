@@ -2,8 +2,8 @@
 
 import pytest
 
+from apps.core.scope import system_scope
 from apps.stores.models import ResidencyRule, StoreBinding
-from apps.tenancy.scope import system_scope
 from tests.factories import member
 from tests.query_counts import assert_flat_query_count, queries_for
 from tests.stores.factories import another_profile, certify, provisioned, rule

@@ -1,4 +1,5 @@
-"""The tenancy API and the API conventions every app shares."""
+"""The tenancy API: its callers (tokens, scopes), its endpoints, and their lists' costs.
+The conventions every app's API shares are tests/core/test_api.py's."""
 
 from datetime import timedelta
 
@@ -6,26 +7,21 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from apps.core.models import IdempotencyRecord
-from apps.tenancy.models import ApiToken, AuditEvent, Membership, Tenant
-from apps.tenancy.scope import system_scope
+from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope
+from apps.eventing.models import OutboxEvent
+from apps.tenancy import services
+from apps.tenancy.models import ApiToken, AuditEvent, DataClass, Membership, Tenant
+from apps.tenancy.services import api_token_revoke
 from tests.conftest import bearer
-from tests.factories import service_token
-from tests.support import run_concurrently
+from tests.factories import RegionFactory, TenantFactory, UserFactory, member, service_token
+from tests.query_counts import assert_flat_query_count
+from tests.support import problem
 
 pytestmark = pytest.mark.django_db
 
 TENANTS = "/api/v1/tenancy/tenants/"
 MEMBERSHIPS = "/api/v1/tenancy/memberships/"
-
-
-def problem(response, status, code):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    assert body["code"] == code, body
-    assert body["status"] == status
-    return body
 
 
 def audit_count():
@@ -61,9 +57,6 @@ def test_an_expired_token_gets_401(api, region):
 
 
 def test_a_revoked_token_gets_401(api):
-    from apps.core.context import SYSTEM_ACTOR
-    from apps.tenancy.services import api_token_revoke
-
     issued = service_token()
     api_token_revoke(actor=SYSTEM_ACTOR, token=issued.token)
     problem(bearer(api, issued).get(TENANTS), 401, "token_revoked")
@@ -133,34 +126,7 @@ def test_a_cross_tenant_object_id_gets_404_and_changes_nothing(
         assert Membership.objects.filter(pk=membership_b.pk).exists()
 
 
-def test_malformed_json_gets_400_and_changes_nothing(api, platform_token):
-    response = bearer(api, platform_token).generic(
-        "POST", TENANTS, '{"slug": "x",', content_type="application/json"
-    )
-    problem(response, 400, "malformed_request")
-    assert not Tenant.objects.filter(slug="x").exists()
-
-
-def test_an_unknown_field_gets_400_naming_it(api, platform_token, region):
-    response = bearer(api, platform_token).post(
-        TENANTS, {"slug": "x", "name": "X", "home_region": region.slug, "colour": "red"}
-    )
-    body = problem(response, 400, "invalid")
-    assert body["errors"]["colour"][0]["code"] == "unknown_field"
-    assert not Tenant.objects.filter(slug="x").exists()
-
-
-def test_invalid_values_get_400_with_field_errors(api, platform_token):
-    response = bearer(api, platform_token).post(
-        TENANTS, {"slug": "not a slug", "name": "", "home_region": "mars"}
-    )
-    body = problem(response, 400, "invalid")
-    assert set(body["errors"]) == {"slug", "name", "home_region"}
-
-
 def test_a_tenant_admin_adds_members_only_to_their_tenant(api, tenant_a, admin_a):
-    from tests.factories import UserFactory
-
     UserFactory(username="newcomer")
     api.force_login(admin_a)
     response = api.post(MEMBERSHIPS, {"username": "newcomer", "role": "member"})
@@ -189,132 +155,6 @@ def test_whoami_tells_a_service_its_scope(api, tenant_a):
     }
 
 
-# --------------------------------------------------------------------------- idempotency
-
-
-def test_the_same_idempotency_key_and_body_replays_the_stored_answer(api, platform_token, region):
-    client = bearer(api, platform_token)
-    body = {"slug": "echo", "name": "Echo", "home_region": region.slug}
-    first = client.post(TENANTS, body, HTTP_IDEMPOTENCY_KEY="k-1")
-    second = client.post(TENANTS, dict(reversed(list(body.items()))), HTTP_IDEMPOTENCY_KEY="k-1")
-    assert first.status_code == second.status_code == 201
-    assert second.json() == first.json()
-    assert second["Idempotent-Replayed"] == "true"
-    assert Tenant.objects.filter(slug="echo").count() == 1
-
-
-def test_the_same_idempotency_key_with_another_body_gets_409(api, platform_token, region):
-    client = bearer(api, platform_token)
-    client.post(
-        TENANTS,
-        {"slug": "echo", "name": "Echo", "home_region": region.slug},
-        HTTP_IDEMPOTENCY_KEY="k-2",
-    )
-    response = client.post(
-        TENANTS,
-        {"slug": "foxtrot", "name": "Foxtrot", "home_region": region.slug},
-        HTTP_IDEMPOTENCY_KEY="k-2",
-    )
-    problem(response, 409, "idempotency_key_reused")
-    assert not Tenant.objects.filter(slug="foxtrot").exists()
-
-
-def test_a_failed_request_does_not_burn_its_idempotency_key(api, platform_token, region):
-    client = bearer(api, platform_token)
-    bad = client.post(
-        TENANTS,
-        {"slug": "golf", "name": "", "home_region": region.slug},
-        HTTP_IDEMPOTENCY_KEY="k-3",
-    )
-    assert bad.status_code == 400
-    assert not IdempotencyRecord.objects.filter(key="k-3").exists()
-
-
-@pytest.mark.django_db(transaction=True)
-def test_concurrent_requests_with_one_idempotency_key_create_once(region):
-    issued = service_token(name="racer")
-    body = {"slug": "hotel", "name": "Hotel", "home_region": region.slug}
-
-    def send():
-        client = bearer(APIClient(), issued)
-        return client.post(TENANTS, body, HTTP_IDEMPOTENCY_KEY="k-race").status_code
-
-    statuses, errors = run_concurrently(send, 4)
-    assert errors == []
-    assert statuses == [201] * 4
-    assert Tenant.objects.filter(slug="hotel").count() == 1
-
-
-# --------------------------------------------------------------------------- ETag / If-Match
-
-
-def test_reads_carry_an_etag_and_honour_if_none_match(api, platform_token, tenant_a):
-    client = bearer(api, platform_token)
-    first = client.get(f"{TENANTS}{tenant_a.pk}/")
-    assert first.status_code == 200 and first["ETag"]
-    assert (
-        client.get(f"{TENANTS}{tenant_a.pk}/", HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
-    )
-
-
-def test_an_update_with_a_stale_if_match_gets_412_and_changes_nothing(
-    api, platform_token, tenant_a
-):
-    client = bearer(api, platform_token)
-    etag = client.get(f"{TENANTS}{tenant_a.pk}/")["ETag"]
-    ok = client.patch(f"{TENANTS}{tenant_a.pk}/", {"name": "Alpha One"}, HTTP_IF_MATCH=etag)
-    assert ok.status_code == 200, ok.content
-    assert ok["ETag"] != etag
-    stale = client.patch(f"{TENANTS}{tenant_a.pk}/", {"name": "Alpha Two"}, HTTP_IF_MATCH=etag)
-    problem(stale, 412, "stale_etag")
-    tenant_a.refresh_from_db()
-    assert tenant_a.name == "Alpha One"
-
-
-# --------------------------------------------------------------------------- schema and docs
-
-
-def test_openapi_schema_and_swagger_ui_are_served_locally(client):
-    schema = client.get("/api/schema/")
-    assert schema.status_code == 200
-    assert b"/api/v1/tenancy/tenants/" in schema.content
-    docs = client.get("/api/docs/")
-    assert docs.status_code == 200
-    html = docs.content.decode()
-    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html
-    assert "cdn" not in html.lower()
-
-
-def test_the_openapi_schema_generates_without_warnings():
-    from django.core.management import call_command
-
-    call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")
-
-
-def test_the_published_openapi_schema_is_current(tmp_path):
-    """docs/openapi.yaml is what integrating teams read without running Steward."""
-    from pathlib import Path
-
-    from django.core.management import call_command
-
-    fresh = tmp_path / "openapi.yaml"
-    call_command("spectacular", "--file", str(fresh))
-    published = Path(__file__).resolve().parents[2] / "docs" / "openapi.yaml"
-    assert published.read_text() == fresh.read_text(), "out of date: run `make openapi`"
-
-
-def test_a_caller_over_its_rate_gets_429_problem(api, platform_token, settings):
-    settings.REST_FRAMEWORK = {
-        **settings.REST_FRAMEWORK,
-        "DEFAULT_THROTTLE_RATES": {"caller": "3/min"},
-    }
-    client = bearer(api, platform_token)
-    assert [client.get(TENANTS).status_code for _ in range(3)] == [200, 200, 200]
-    response = client.get(TENANTS)
-    problem(response, 429, "throttled")
-    assert int(response["Retry-After"]) > 0
-
-
 def test_the_audit_trail_is_for_operators_tenant_admins_and_services(api, admin_a, member_b):
     api.force_login(member_b)
     problem(api.get("/api/v1/tenancy/audit-events/"), 403, "permission_denied")
@@ -323,24 +163,9 @@ def test_the_audit_trail_is_for_operators_tenant_admins_and_services(api, admin_
     assert rows and {row["tenant"] for row in rows} == {"alpha"}
 
 
-def test_database_and_model_validation_errors_become_problems():
-    from django.core.exceptions import ValidationError
-    from django.db import IntegrityError
-
-    from apps.core.api.exceptions import problem_exception_handler
-
-    conflict = problem_exception_handler(IntegrityError("duplicate key"), {})
-    assert (conflict.status_code, conflict.data["code"]) == (409, "conflict")
-    invalid = problem_exception_handler(ValidationError({"slug": ["taken"]}), {})
-    assert (invalid.status_code, invalid.data["code"]) == (400, "invalid")
-    assert invalid.data["errors"]["slug"][0]["message"] == "taken"
-
-
 def test_creating_and_changing_a_tenant_announces_it_on_the_tenant_topic(
     api, platform_token, region
 ):
-    from apps.eventing.models import OutboxEvent
-
     client = bearer(api, platform_token)
     created = client.post(TENANTS, {"slug": "kilo", "name": "Kilo", "home_region": region.slug})
     client.patch(f"{TENANTS}{created.json()['id']}/", {"name": "Kilo Ltd"})
@@ -352,22 +177,63 @@ def test_creating_and_changing_a_tenant_announces_it_on_the_tenant_topic(
     assert events[1].payload["changes"] == {"name": ["Kilo", "Kilo Ltd"]}
 
 
-def test_an_idempotency_key_is_scoped_to_the_tenant_acted_for(api, tenant_a, tenant_b, admin_a):
-    from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
-    from tests.factories import UserFactory
+# --------------------------------------------------------------------------- the catalog
 
-    UserFactory(username="joiner")
-    from apps.core.context import SYSTEM_ACTOR
-    from apps.tenancy import services
 
-    services.membership_set(actor=SYSTEM_ACTOR, tenant=tenant_b, user=admin_a, role="admin")
-    api.force_login(admin_a)
-    body = {"username": "joiner", "role": "member"}
-    for tenant in (tenant_a, tenant_b):
-        session = api.session
-        session[ACTING_TENANT_SESSION_KEY] = str(tenant.pk)
-        session.save()
-        response = api.post(MEMBERSHIPS, body, HTTP_IDEMPOTENCY_KEY="add-joiner")
-        assert response.status_code == 201 and response.json()["tenant"] == tenant.slug
+def test_a_region_change_is_validated_and_audited_before_and_after(api, operator, region):
+    api.force_login(operator)
+    url = f"/api/v1/tenancy/regions/{region.pk}/"
+    changed = api.patch(url, {"name": "West Europe", "jurisdiction": "EU"}, format="json")
+    assert changed.status_code == 200, changed.content
     with system_scope():
-        assert Membership.objects.filter(user__username="joiner").count() == 2
+        event = AuditEvent.objects.get(action="region.update", object_id=str(region.pk))
+    assert event.changes == {"name": [region.name, "West Europe"]}
+    refused = api.patch(url, {"slug": "not a slug"}, format="json")
+    problem(refused, 400, "invalid")
+    region.refresh_from_db()
+    assert region.slug == "westeurope"
+
+
+# --------------------------------------------------------------------------- list costs
+
+
+def add_tenants_with_members(region):
+    def add_rows(n):
+        for _ in range(n):
+            tenant = TenantFactory(home_region=region)
+            member(tenant, role="admin")
+            services.service_account_create(
+                actor=SYSTEM_ACTOR, name=f"svc-{tenant.slug}", tenant=tenant
+            )
+
+    return add_rows
+
+
+@pytest.mark.parametrize(
+    "url", [TENANTS, MEMBERSHIPS, "/api/v1/tenancy/audit-events/"], ids=lambda u: u.split("/")[-2]
+)
+def test_tenancy_lists_cost_the_same_whatever_the_rows(api, operator, region, url):
+    api.force_login(operator)
+    assert_flat_query_count(add_tenants_with_members(region), lambda: api.get(url))
+
+
+def test_the_region_list_costs_the_same_whatever_the_rows(api, operator):
+    api.force_login(operator)
+
+    def add_rows(n):
+        for _ in range(n):
+            RegionFactory()
+
+    assert_flat_query_count(add_rows, lambda: api.get("/api/v1/tenancy/regions/"))
+
+
+def test_the_data_class_list_costs_the_same_whatever_the_rows(api, operator):
+    api.force_login(operator)
+    made = iter(range(1000))
+
+    def add_rows(n):
+        for _ in range(n):
+            number = next(made)
+            DataClass.objects.create(slug=f"class-{number}", name=f"Class {number}")
+
+    assert_flat_query_count(add_rows, lambda: api.get("/api/v1/tenancy/data-classes/"))

@@ -2,9 +2,9 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope, tenant_scope
 from apps.tenancy import services
 from apps.tenancy.models import AuditEvent
-from apps.tenancy.scope import system_scope, tenant_scope
 
 pytestmark = pytest.mark.django_db
 

@@ -4,9 +4,9 @@ import pytest
 from django.apps import apps
 from django.db import DatabaseError, connection, transaction
 
+from apps.core.scope import current_scope, system_scope, tenant_scope
 from apps.tenancy.models import Membership, Tenant
 from apps.tenancy.rls import READ_POLICY, WRITE_POLICY
-from apps.tenancy.scope import ScopeViolation, current_scope, system_scope, tenant_scope
 from tests.factories import member
 
 pytestmark = pytest.mark.django_db
@@ -122,34 +122,3 @@ def test_system_scope_reads_every_tenant_but_writes_none(tenant_a, tenant_b):
         with pytest.raises(DatabaseError, match="row-level security"), transaction.atomic():
             Membership.objects.create(tenant=tenant_b, user=user)
         assert set(Membership.objects.values_list("role", flat=True)) == {"member"}
-
-
-def test_nested_scopes_restore_the_outer_scope(tenant_a, tenant_b):
-    member(tenant_a)
-    member(tenant_b)
-
-    def setting():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT current_setting('steward.tenant_id', true)")
-            return cursor.fetchone()[0]
-
-    with system_scope():
-        with tenant_scope(tenant_a):
-            assert setting() == str(tenant_a.pk)
-            assert Membership.objects.count() == 1
-        assert Membership.objects.count() == 2
-        with pytest.raises(RuntimeError), tenant_scope(tenant_b):
-            raise RuntimeError("rolled back")
-        assert Membership.objects.count() == 2
-    assert setting() in ("", None)
-    assert Membership.objects.count() == 0
-
-
-def test_scopes_only_narrow(tenant_a, tenant_b):
-    with tenant_scope(tenant_a):
-        with pytest.raises(ScopeViolation), tenant_scope(tenant_b):
-            pass
-        with pytest.raises(ScopeViolation), system_scope():
-            pass
-        with tenant_scope(tenant_a):
-            assert current_scope().tenant_id == tenant_a.pk

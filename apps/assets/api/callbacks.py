@@ -19,8 +19,8 @@ from apps.console.twofactor import two_factor_exempt
 from apps.core.api.exceptions import problem_response
 from apps.core.api.serializers import StrictSerializer
 from apps.core.errors import DomainError
+from apps.core.view_scope import unscoped
 from apps.eventing.transports import webhook_signature
-from apps.tenancy.middleware import unscoped
 
 
 class CallbackRefused(DomainError):

@@ -17,7 +17,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from apps.core.errors import Conflict, DomainError, NotFound
-from apps.tenancy.scope import ScopeViolation
+from apps.core.scope import ScopeViolation
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_TYPE_BASE = "https://steward.dev/problems/"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from apps.tenancy.models import owning_tenant_id
+from apps.core.scope import owning_tenant_id
 
 OPERATOR = "operator"
 TENANT_ADMIN = "tenant_admin"

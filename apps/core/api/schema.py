@@ -14,6 +14,7 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
 from apps.core.api.exceptions import PROBLEM_CONTENT_TYPE
+from apps.core.api.views import StewardViewSetMixin
 
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -58,8 +59,6 @@ IF_MATCH = OpenApiParameter(
 
 class StewardAutoSchema(AutoSchema):
     def get_override_parameters(self):
-        from apps.core.api.views import StewardViewSetMixin
-
         parameters = list(super().get_override_parameters())
         # What the request reaches: a viewset's action, or an APIView's get/post/….
         handler = getattr(self.view, getattr(self.view, "action", None) or "", None) or getattr(
@@ -88,8 +87,6 @@ class StewardAutoSchema(AutoSchema):
         return operation
 
     def _problem_statuses(self, operation) -> list[tuple[int, str]]:
-        from apps.core.api.views import StewardViewSetMixin
-
         locations = {parameter["in"] for parameter in operation.get("parameters", [])}
         has_body = "requestBody" in operation
         unsafe = self.method in UNSAFE_METHODS

@@ -1,5 +1,8 @@
 """The base of every Steward API viewset: scope-aware permissions, ETag on reads and
-If-Match on writes (checked under a row lock), Idempotency-Key on create."""
+If-Match on writes (checked under a row lock), Idempotency-Key on create.
+
+Core is the bottom layer and imports no other app: the viewset of platform catalog
+rows, which writes through tenancy's audited service, is apps.tenancy.api.catalog."""
 
 from __future__ import annotations
 
@@ -11,10 +14,9 @@ from rest_framework import mixins, viewsets
 from rest_framework.response import Response
 
 from apps.core.api.idempotency import idempotent
-from apps.core.api.permissions import EVERYONE, PLATFORM, StewardAccess
-from apps.core.errors import PreconditionFailed
-from apps.tenancy.models import owning_tenant_id
-from apps.tenancy.scope import tenant_scope
+from apps.core.api.permissions import EVERYONE, StewardAccess
+from apps.core.errors import PreconditionFailed, ValidationFailed
+from apps.core.scope import owning_tenant_id, tenant_scope
 
 UNSAFE_OBJECT_METHODS = ("PUT", "PATCH", "DELETE")
 
@@ -32,8 +34,6 @@ def _matches(header: str, etag: str) -> bool:
 def tenant_for_write(request, named):
     """The tenant a create is for: a caller acting for a tenant creates for that one
     (naming another is refused); a platform-wide caller names it."""
-    from apps.core.errors import ValidationFailed
-
     if request.tenant is not None:
         if named is not None and named.pk != request.tenant.pk:
             raise ValidationFailed(
@@ -134,35 +134,3 @@ class ReadShapeUpdateMixin(mixins.UpdateModelMixin):
 
 class StewardReadOnlyViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     pass
-
-
-class StewardCatalogViewSet(
-    StewardViewSetMixin, IdempotentCreateMixin, ReadShapeUpdateMixin, viewsets.ModelViewSet
-):
-    """Platform catalog rows (regions, stores, profiles…): everyone reads; operators
-    and platform services write, through one audited service. Subclasses set
-    `scope_app`, the serializer and the queryset."""
-
-    steward_scope = "system"
-    write_access = PLATFORM
-
-    def perform_create(self, serializer):
-        self._save(serializer)
-
-    def perform_update(self, serializer):
-        self._save(serializer)
-
-    def _save(self, serializer):
-        from apps.tenancy.services import catalog_save
-
-        instance = serializer.instance or serializer.Meta.model()
-        for name, value in serializer.validated_data.items():
-            setattr(instance, name, value)
-        serializer.instance = catalog_save(
-            actor=self.request.actor, instance=instance, fields=list(serializer.validated_data)
-        )
-
-    def perform_destroy(self, instance):
-        from apps.tenancy.services import catalog_delete
-
-        catalog_delete(actor=self.request.actor, instance=instance)

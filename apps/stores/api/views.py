@@ -17,7 +17,6 @@ from apps.core.api.views import (
     IdempotentCreateMixin,
     ReadShapeUpdateMixin,
     StewardAccessMixin,
-    StewardCatalogViewSet,
     StewardViewSetMixin,
     tenant_for_write,
 )
@@ -30,6 +29,7 @@ from apps.stores.filters import (
     StoreFilterSet,
     StoreProfileFilterSet,
 )
+from apps.tenancy.api.catalog import StewardCatalogViewSet
 
 
 class BindingViewSet(

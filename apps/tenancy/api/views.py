@@ -15,15 +15,15 @@ from apps.core.api.permissions import (
 from apps.core.api.views import (
     IdempotentCreateMixin,
     ReadShapeUpdateMixin,
-    StewardCatalogViewSet,
     StewardReadOnlyViewSet,
     StewardViewSetMixin,
 )
 from apps.core.errors import NotFound, ValidationFailed
 from apps.tenancy import selectors, services
 from apps.tenancy.api import serializers
+from apps.tenancy.api.catalog import StewardCatalogViewSet
 from apps.tenancy.filters import AuditEventFilterSet, MembershipFilterSet, TenantFilterSet
-from apps.tenancy.models import Tenant, User
+from apps.tenancy.models import Tenant
 
 
 class TenantViewSet(
@@ -98,7 +98,7 @@ class MembershipViewSet(
             )
         payload = serializers.MembershipWriteSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        user = User.objects.filter(username=payload.validated_data["username"]).first()
+        user = selectors.user_by_username(payload.validated_data["username"])
         if user is None:
             raise NotFound("No such user.", code="user_not_found")
         membership = services.membership_set(

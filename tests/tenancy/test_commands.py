@@ -1,8 +1,11 @@
+"""The tenancy management commands: create_operator (reset_totp is exercised by the
+console's two-factor journeys, tests/console/test_two_factor.py)."""
+
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.core.scope import system_scope
 from apps.tenancy.models import AuditEvent, User
-from apps.tenancy.scope import system_scope
 
 pytestmark = pytest.mark.django_db
 

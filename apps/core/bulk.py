@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 
-from apps.tenancy.scope import owner_scope, system_scope
+from apps.core.scope import owner_scope, system_scope
 
 BATCH = 1000
 

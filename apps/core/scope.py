@@ -1,8 +1,8 @@
 """The tenant scope of a database transaction.
 
-Row-level security policies (apps.tenancy.rls) compare every tenant-owned row with
-two transaction-local settings, `steward.tenant_id` and `steward.system`. These two
-context managers are the only code that sets them:
+Row-level security policies (apps.tenancy.rls installs them) compare every
+tenant-owned row with two transaction-local settings, `steward.tenant_id` and
+`steward.system`. These two context managers are the only code that sets them:
 
     with tenant_scope(tenant):   # reads and writes that tenant's rows only
     with system_scope():         # reads every tenant's rows, writes none
@@ -15,6 +15,9 @@ reads as zero rows. Leaving a nested scope restores the outer one.
 Scopes only narrow: inside a tenant scope, entering another tenant or the system
 scope raises ScopeViolation, so a request acting for tenant A cannot reach B
 through a service that opens a scope of its own.
+
+The scope is the ground of every app, so it lives in core, the bottom layer: tenancy
+(models, RLS policies, the request middleware) and every domain app build on it.
 """
 
 from __future__ import annotations
@@ -106,3 +109,9 @@ def owner_scope(tenant) -> contextmanager:
     """The scope that may write a row owned by `tenant`: that tenant's, or the system
     scope for a platform-wide row (no tenant), where the policies allow it."""
     return tenant_scope(tenant) if tenant is not None else system_scope()
+
+
+def owning_tenant_id(obj) -> uuid.UUID | None:
+    """The tenant an object belongs to: its `tenant_id`, or its own id for a tenant (a
+    model that declares `IS_TENANT = True`, as apps.tenancy.models.Tenant does)."""
+    return obj.pk if getattr(obj, "IS_TENANT", False) else getattr(obj, "tenant_id", None)

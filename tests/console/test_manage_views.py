@@ -3,8 +3,8 @@
 import pytest
 from django.urls import reverse
 
+from apps.core.scope import system_scope
 from apps.tenancy.models import ApiToken, AuditEvent, Membership, ServiceAccount, Tenant
-from apps.tenancy.scope import system_scope
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

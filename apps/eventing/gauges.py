@@ -1,0 +1,84 @@
+"""Eventing's gauges at `/metrics` (apps.core.metrics): the outbox backlog, deliveries
+per subscription, dead letters, the inbox and unsettled effects."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import connection
+from django.db.models import Count, Min, Sum
+from django.utils import timezone
+
+from apps.core.metrics import age_seconds, gauge, gauge_by
+from apps.eventing.models import DeadLetter, DeliveryCount, InboxEntry, OutboxEvent, UncertainEffect
+
+
+def outbox_backlog() -> dict:
+    return OutboxEvent.objects.aggregate(n=Count("id"), oldest=Min("occurred_at"))
+
+
+def deliveries_last_hour() -> list[tuple[list[str], dict]]:
+    """(consumer, topic) with the hour's delivered and failed counts, per subscription."""
+    hour = DeliveryCount.objects.filter(minute__gte=timezone.now() - timedelta(hours=1))
+    per_subscription = hour.values("subscription__consumer__name", "subscription__topic__name")
+    per_subscription = per_subscription.annotate(ok=Sum("delivered"), bad=Sum("failed"))
+    return [
+        (
+            [r["subscription__consumer__name"] or "streams", r["subscription__topic__name"] or ""],
+            r,
+        )
+        for r in per_subscription
+    ]
+
+
+def inbox_estimate() -> int:
+    with connection.cursor() as cursor:
+        # An estimate (the planner's): counting a large inbox at every scrape would not be.
+        cursor.execute(
+            "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE relname = %s",
+            [InboxEntry._meta.db_table],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else 0
+
+
+def collect():
+    outbox = outbox_backlog()
+    yield gauge("steward_outbox_backlog", "Events waiting to be dispatched.", outbox["n"])
+    yield gauge(
+        "steward_outbox_oldest_age_seconds",
+        "Age of the oldest event waiting to be dispatched.",
+        age_seconds(outbox["oldest"]),
+    )
+    deliveries = deliveries_last_hour()
+    yield gauge(
+        "steward_deliveries_last_hour",
+        "Events delivered in the last hour, per subscription (consumer, topic).",
+        [(key, r["ok"] or 0) for key, r in deliveries],
+        labels=["consumer", "topic"],
+    )
+    yield gauge(
+        "steward_delivery_failures_last_hour",
+        "Failed delivery attempts in the last hour, per subscription (consumer, topic).",
+        [(key, r["bad"] or 0) for key, r in deliveries],
+        labels=["consumer", "topic"],
+    )
+    yield gauge_by(
+        "steward_dead_letters",
+        "Dead letters by state.",
+        DeadLetter.objects.values_list("state").annotate(n=Count("id")),
+        "state",
+    )
+    yield gauge(
+        "steward_inbox_entries_estimate",
+        "Handled-event records kept for deduplication (estimate).",
+        inbox_estimate(),
+    )
+    yield gauge_by(
+        "steward_uncertain_effects",
+        "Calls to other systems whose outcome is not settled, by state.",
+        UncertainEffect.objects.filter(state__in=["pending", "uncertain"])
+        .values_list("state")
+        .annotate(n=Count("id")),
+        "state",
+    )

@@ -1,0 +1,65 @@
+"""The stores' demo data (apps.core.setup, `steward_setup --demo`): a store, two
+profiles, residency rules and one binding (a worker provisions it through the local
+secret broker once `make run` is up)."""
+
+from __future__ import annotations
+
+from apps.core.context import SYSTEM_ACTOR
+from apps.registry.services import service_ensure
+from apps.stores import services
+from apps.stores.models import ResidencyRule, Store, StoreProfile
+from apps.tenancy import selectors as tenancy
+from apps.tenancy.demo import demo_tenant
+from apps.tenancy.services import catalog_create
+
+
+def install_demo_data(report) -> list[str]:
+    actor, acme = SYSTEM_ACTOR, demo_tenant()
+    data_classes = tenancy.data_class_list()
+    knowledge = service_ensure(
+        actor=actor, name="knowledge", description="Knowledge service (demo)"
+    )
+    store = catalog_create(
+        actor=actor,
+        model=Store,
+        slug="knowledge-sql",
+        name="Knowledge SQL",
+        owning_service=knowledge,
+        data_class=data_classes.get(slug="customer-content"),
+        category=Store.Category.AUTHORITATIVE,
+        workload_class="catalog",
+    )
+    dedicated = catalog_create(
+        actor=actor,
+        model=StoreProfile,
+        slug="postgres-dedicated",
+        name="PostgreSQL, dedicated tables",
+        engine="postgresql",
+        shape="dedicated_tables",
+        provides_retention_cleanup=True,
+    )
+    catalog_create(
+        actor=actor,
+        model=StoreProfile,
+        slug="mongo-documents",
+        name="MongoDB, portable documents",
+        engine="mongodb",
+        shape="portable_documents",
+    )
+    allow = ResidencyRule(effect="allow", geographies=["IL", "EU"], reason="default")
+    services.rule_save(actor=actor, rule=allow, regions=[])
+    deny = ResidencyRule(
+        effect="deny",
+        data_class=data_classes.get(slug="personal"),
+        geographies=["EU"],
+        reason="personal data of Israeli tenants stays in Israel (demo)",
+    )
+    services.rule_save(actor=actor, rule=deny, regions=[])
+    services.binding_set(
+        actor=actor,
+        tenant=acme,
+        store=store,
+        profile=dedicated,
+        region=tenancy.region_list().get(slug="israelcentral"),
+    )
+    return ["a store bound for acme in israelcentral"]
