@@ -264,7 +264,7 @@ def set_up(stores: int) -> dict:
     from apps.core.context import SYSTEM_ACTOR
     from apps.registry.models import Service
     from apps.stores import services as store_services
-    from apps.stores.models import ResidencyRule, Store, StoreProfile
+    from apps.stores.models import Store, StoreProfile
     from apps.tenancy import services
     from apps.tenancy.models import DataClass, Region, Tenant
     from bench.load import _session
@@ -304,11 +304,7 @@ def set_up(stores: int) -> dict:
             workload_class="catalog",
         )
         store_slugs.append(store.slug)
-    store_services.rule_save(
-        actor=SYSTEM_ACTOR,
-        rule=ResidencyRule(effect="allow", geographies=["IL"]),
-        regions=[],
-    )
+    store_services.rule_create(actor=SYSTEM_ACTOR, effect="allow", geographies=["IL"])
     # As an operator may in the console: the sweeps behind lost work run every few
     # seconds, so what a killed worker took with it is taken up within the drill.
     every_5s = IntervalSchedule.objects.get_or_create(every=5, period=IntervalSchedule.SECONDS)

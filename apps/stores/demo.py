@@ -7,7 +7,7 @@ from __future__ import annotations
 from apps.core.context import SYSTEM_ACTOR
 from apps.registry.services import service_ensure
 from apps.stores import services
-from apps.stores.models import ResidencyRule, Store, StoreProfile
+from apps.stores.models import Store, StoreProfile
 from apps.tenancy import selectors as tenancy
 from apps.tenancy.demo import demo_tenant
 from apps.tenancy.services import catalog_create
@@ -46,15 +46,14 @@ def install_demo_data(report) -> list[str]:
         engine="mongodb",
         shape="portable_documents",
     )
-    allow = ResidencyRule(effect="allow", geographies=["IL", "EU"], reason="default")
-    services.rule_save(actor=actor, rule=allow, regions=[])
-    deny = ResidencyRule(
+    services.rule_create(actor=actor, effect="allow", geographies=["IL", "EU"], reason="default")
+    services.rule_create(
+        actor=actor,
         effect="deny",
         data_class=data_classes.get(slug="personal"),
         geographies=["EU"],
         reason="personal data of Israeli tenants stays in Israel (demo)",
     )
-    services.rule_save(actor=actor, rule=deny, regions=[])
     services.binding_set(
         actor=actor,
         tenant=acme,

@@ -415,16 +415,6 @@ def _rule_write(*, actor: Actor, rule: ResidencyRule, regions: list, before: dic
     return rule
 
 
-def rule_save(*, actor: Actor, rule: ResidencyRule, regions) -> ResidencyRule:
-    """rule_create or rule_update from a rule whose fields the caller set. Kept for the
-    callers outside stores that still build rules so (the demo data, the chaos drill);
-    new code calls rule_create or rule_update."""
-    fields = {name: getattr(rule, name) for name in RULE_FIELDS}
-    if rule.pk is None:
-        return rule_create(actor=actor, regions=regions, **fields)
-    return rule_update(actor=actor, rule=rule, regions=regions, **fields)
-
-
 def rule_delete(*, actor: Actor, rule: ResidencyRule) -> None:
     with owner_scope(rule.tenant_id):
         audit_record(
