@@ -3,8 +3,9 @@
 Every subscription reads its topics' streams through its own Redis consumer group, in
 a runner thread of the `run_consumers` process:
 
-- Steward's own consumers (`@consumer(...)` handlers, apps.eventing.inbox) run once
-  per event through the inbox, in the same transaction as the handler's effects.
+- Steward's own consumers (`@consumer(...)`, apps.eventing.consumer_registry) run
+  once per event through the inbox (apps.eventing.inbox), in the same transaction as
+  the handler's effects.
 - Webhook subscriptions POST each envelope, signed, and count on the receiver to
   deduplicate on `webhook-id` (the event id).
 
@@ -38,9 +39,10 @@ from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.eventing.consumer_registry import HANDLERS, Handler
 from apps.eventing.dispatcher import count_deliveries
 from apps.eventing.envelope import Envelope
-from apps.eventing.inbox import HANDLERS, Handler, handle_envelopes
+from apps.eventing.inbox import handle_envelopes
 from apps.eventing.models import DeadLetter
 from apps.eventing.services import backoff_seconds
 from apps.eventing.transports import STREAM_PREFIX, WebhookTransport, stream_key

@@ -1,7 +1,7 @@
 """Steward's own consumers."""
 
+from apps.eventing.consumer_registry import consumer
 from apps.eventing.envelope import Envelope
-from apps.eventing.inbox import consumer
 from apps.eventing.models import RecentEvent
 
 

@@ -1,5 +1,5 @@
-"""Steward's own consumers: the handlers registered with `@consumer`, each run once per
-event through the inbox.
+"""The inbox: each of Steward's own consumers (apps.eventing.consumer_registry) runs its
+handler once per event.
 
 A handler inserts `(consumer, event_id)` into the inbox in the same transaction as its
 effects; a duplicate delivery finds the row and is acknowledged without running the
@@ -10,8 +10,6 @@ handlers themselves in `handlers`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -19,37 +17,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.core.context import request_id
+from apps.eventing.consumer_registry import Handler
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import InboxEntry, RecentEvent
 from apps.tenancy.bulk import delete_in_owner_scopes
 from apps.tenancy.scope import owner_scope
 
 INBOX = InboxEntry._meta.db_table
-
-
-@dataclass(frozen=True)
-class Handler:
-    consumer: str
-    topics: tuple[str, ...] | None  # None: every topic in the catalog
-    func: Callable  # (Envelope) -> None, or (list[Envelope]) -> None when `batch`
-    batch: bool = False
-
-
-HANDLERS: dict[str, Handler] = {}
-
-
-def consumer(name: str, *, topics: Iterable[str] | None = None, batch: bool = False):
-    """Register a Steward consumer: `name` is its consumer group and inbox key.
-
-    With `batch=True` the function receives the new envelopes of one tenant at once
-    (in stream order), which lets it write them in one statement.
-    """
-
-    def register(func: Callable):
-        HANDLERS[name] = Handler(name, tuple(topics) if topics is not None else None, func, batch)
-        return func
-
-    return register
 
 
 def _claim_inbox(consumer_name: str, envelopes: list[Envelope]) -> set:

@@ -12,8 +12,8 @@ import httpx
 from django.conf import settings
 
 from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.eventing.consumer_registry import HANDLERS
 from apps.eventing.envelope import Envelope
-from apps.eventing.inbox import HANDLERS
 from apps.registry.webhook_secrets import resolve_secret
 
 STREAM_PREFIX = "steward:stream:"

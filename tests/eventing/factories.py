@@ -4,10 +4,10 @@ from apps.core.context import SYSTEM_ACTOR
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
 from apps.eventing import dispatcher
+from apps.eventing.consumer_registry import HANDLERS
 from apps.eventing.consumers import consumer_runner, dead_letter, ensure_subscription_groups
 from apps.eventing.effects import perform_effect
 from apps.eventing.envelope import Envelope
-from apps.eventing.inbox import HANDLERS
 from apps.eventing.models import DeadLetter, RecentEvent
 from apps.eventing.transports import stream_key
 from apps.registry.models import Service, Subscription

@@ -12,6 +12,7 @@ from django.utils import timezone
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.redis import get_redis
 from apps.eventing import dispatcher
+from apps.eventing.consumer_registry import HANDLERS
 from apps.eventing.consumers import (
     Handler,
     consumer_runner,
@@ -21,7 +22,6 @@ from apps.eventing.consumers import (
     webhook_runner,
 )
 from apps.eventing.envelope import Envelope
-from apps.eventing.inbox import HANDLERS
 from apps.eventing.models import DeadLetter, DeliveryCount, InboxEntry, RecentEvent
 from apps.eventing.services import dead_letter_replay
 from apps.eventing.transports import RedisStreamTransport

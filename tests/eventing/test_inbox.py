@@ -7,7 +7,8 @@ import pytest
 from django.utils import timezone
 
 from apps.eventing import dispatcher
-from apps.eventing.inbox import Handler, handle_envelopes, purge_inbox
+from apps.eventing.consumer_registry import Handler
+from apps.eventing.inbox import handle_envelopes, purge_inbox
 from apps.eventing.models import InboxEntry
 from apps.tenancy.scope import system_scope, tenant_scope
 from tests.eventing.factories import pump, recent_events_runner, stream_envelopes, write_events

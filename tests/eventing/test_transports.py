@@ -5,6 +5,10 @@ import base64
 import hashlib
 import hmac
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +63,17 @@ def test_stewards_consumers_follow_a_stream_from_its_first_entry(tenant_a, topic
         "steward.recent-events", "probe", {f"steward:stream:{topic.name}": ">"}, count=10
     )
     assert [len(entries) for _, entries in read] == [3]
+
+
+def test_the_transports_import_before_django_is_set_up():
+    """A sender signing webhooks (the chaos drill's Workflow Service stand-in) imports
+    `webhook_signature` before Django is set up: the transports reach no model."""
+    done = subprocess.run(  # noqa: S603
+        [sys.executable, "-c", "import apps.eventing.transports"],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
