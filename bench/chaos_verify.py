@@ -18,7 +18,7 @@ from django.db import connection
 from apps.assets.models import Asset, WorkflowCallback
 from apps.compute.models import WorkflowBatchLink
 from apps.core.scope import system_scope
-from apps.eventing.consumers import HANDLERS
+from apps.eventing.consumer_registry import HANDLERS
 from apps.eventing.models import DeadLetter, InboxEntry, OutboxEvent
 from apps.governance.models import GovernanceOrder, GovernanceTask
 from apps.registry.models import SchemaVersion, Service, Subscription, Topic

@@ -7,5 +7,7 @@ class EventingConfig(AppConfig):
     verbose_name = "Eventing"
 
     def ready(self):
-        # Steward's own consumers register their handlers on import.
-        from apps.eventing import handlers  # noqa: F401
+        # Imported for what importing does, as Django's ready() hooks are: Steward's own
+        # consumers register their handlers, and eventing's receivers of the registry's
+        # signals are connected.
+        from apps.eventing import handlers, signals  # noqa: F401

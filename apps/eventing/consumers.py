@@ -1,11 +1,11 @@
-"""Reading the streams: Steward's own consumers (with an inbox) and webhook subscriptions.
+"""Reading the streams: the runners of Steward's own consumers and of webhook subscriptions.
 
 Every subscription reads its topics' streams through its own Redis consumer group, in
 a runner thread of the `run_consumers` process:
 
-- Steward's own consumers (`@consumer(...)` handlers) insert `(consumer, event_id)`
-  into the inbox in the same transaction as the handler's effects; a duplicate
-  delivery finds the row and is acknowledged without running the handler.
+- Steward's own consumers (`@consumer(...)`, apps.eventing.consumer_registry) run
+  once per event through the inbox (apps.eventing.inbox), in the same transaction as
+  the handler's effects.
 - Webhook subscriptions POST each envelope, signed, and count on the receiver to
   deduplicate on `webhook-id` (the event id).
 
@@ -14,6 +14,9 @@ its events in order while the other runner threads carry on; after MAX_ATTEMPTS 
 envelope goes to dead letters and the runner moves on. Entries left pending by a
 runner that died are claimed by another after RECLAIM_IDLE_SECONDS (XAUTOCLAIM), and
 go to dead letters once Redis has delivered them MAX_ATTEMPTS times.
+
+The catalog rows involved (Steward's consumers' services and subscriptions, and each
+subscription's delivery health) are the registry's, written through its services.
 """
 
 from __future__ import annotations
@@ -32,66 +35,45 @@ from datetime import timedelta
 import redis
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
-from apps.core.context import request_id
+from apps.core.context import SYSTEM_ACTOR
 from apps.core.redis import REDIS_ERRORS, get_redis
 from apps.core.scope import owner_scope, system_scope
+from apps.eventing.consumer_registry import HANDLERS, Handler
 from apps.eventing.dispatcher import count_deliveries
 from apps.eventing.envelope import Envelope
-from apps.eventing.models import DeadLetter, InboxEntry
+from apps.eventing.inbox import handle_envelopes
+from apps.eventing.models import DeadLetter
 from apps.eventing.services import backoff_seconds
 from apps.eventing.transports import STREAM_PREFIX, WebhookTransport, stream_key
-from apps.registry.models import Service, Subscription, Topic
+from apps.registry import selectors as registry_selectors
+from apps.registry import services as registry_services
+from apps.registry.models import Subscription
+from apps.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
-INBOX = InboxEntry._meta.db_table
 
 
-# --------------------------------------------------------------------------- handlers
-
-
-@dataclass(frozen=True)
-class Handler:
-    consumer: str
-    topics: tuple[str, ...] | None  # None: every topic in the catalog
-    func: Callable  # (Envelope) -> None, or (list[Envelope]) -> None when `batch`
-    batch: bool = False
-
-
-HANDLERS: dict[str, Handler] = {}
-
-
-def consumer(name: str, *, topics: Iterable[str] | None = None, batch: bool = False):
-    """Register a Steward consumer: `name` is its consumer group and inbox key.
-
-    With `batch=True` the function receives the new envelopes of one tenant at once
-    (in stream order), which lets it write them in one statement.
-    """
-
-    def register(func: Callable):
-        HANDLERS[name] = Handler(name, tuple(topics) if topics is not None else None, func, batch)
-        return func
-
-    return register
+# --------------------------------------------------------------------------- subscriptions
 
 
 def sync_consumer_subscriptions() -> list[Subscription]:
     """Make the catalog show each registered consumer's subscriptions (idempotent)."""
     subscriptions = []
     for handler in HANDLERS.values():
-        service, _ = Service.objects.get_or_create(
-            name=handler.consumer, defaults={"description": "Steward's own consumer"}
+        service = registry_services.service_ensure(
+            actor=SYSTEM_ACTOR, name=handler.consumer, description="Steward's own consumer"
         )
-        topics = Topic.objects.all()
-        if handler.topics is not None:
-            topics = topics.filter(name__in=handler.topics)
-        for topic in topics:
-            subscription, _ = Subscription.objects.get_or_create(
-                consumer=service, topic=topic, transport=Subscription.Transport.REDIS_STREAM
+        for topic in registry_selectors.topics_named(handler.topics):
+            subscriptions.append(
+                registry_services.subscription_ensure(
+                    actor=SYSTEM_ACTOR,
+                    consumer=service,
+                    topic=topic,
+                    transport=Subscription.Transport.REDIS_STREAM,
+                )
             )
-            subscriptions.append(subscription)
     return subscriptions
 
 
@@ -108,76 +90,6 @@ def ensure_subscription_groups(subscriptions: Iterable[Subscription]) -> None:
     client = get_redis()
     for subscription in subscriptions:
         ensure_group(client, stream_key(subscription.topic.name), subscription.group_name)
-
-
-# --------------------------------------------------------------------------- inbox
-
-
-def _claim_inbox(consumer_name: str, envelopes: list[Envelope]) -> set:
-    """Insert inbox rows; the event ids that were new (the others are duplicates)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {INBOX} (consumer, event_id, tenant_id, handled_at)
-            SELECT %s, e.id, e.tenant, now()
-            FROM unnest(%s::uuid[], %s::uuid[]) AS e(id, tenant)
-            ON CONFLICT (consumer, event_id) DO NOTHING
-            RETURNING event_id
-            """,  # noqa: S608 - table name only
-            [
-                consumer_name,
-                [e.event_id for e in envelopes],
-                [e.tenant_id for e in envelopes],
-            ],
-        )
-        return {row[0] for row in cursor.fetchall()}
-
-
-def handle_envelopes(handler: Handler, envelopes: list[Envelope]) -> int:
-    """Run the handler once per new envelope, in one transaction with the inbox rows.
-
-    Envelopes are grouped by tenant, each group in its tenant's scope; order within
-    a tenant (and so within an aggregate) is kept. Returns how many were new.
-    """
-    handled = 0
-    with transaction.atomic():
-        groups: dict = {}
-        for envelope in envelopes:
-            groups.setdefault(envelope.tenant_id, []).append(envelope)
-        for tenant_id, group in groups.items():
-            with owner_scope(tenant_id):
-                new = _claim_inbox(handler.consumer, group)
-                # `new` holds each id once; a batch carrying an envelope twice (the
-                # dispatcher's redelivery after a crash) still runs the handler once.
-                fresh = []
-                for envelope in group:
-                    if envelope.event_id in new:
-                        new.discard(envelope.event_id)
-                        fresh.append(envelope)
-                if handler.batch and fresh:
-                    handler.func(fresh)
-                else:
-                    for envelope in fresh:
-                        # What the handler logs, enqueues and emits carries the event's
-                        # correlation id: one id follows a change across services.
-                        token = request_id.set(envelope.correlation_id)
-                        try:
-                            handler.func(envelope)
-                        finally:
-                            request_id.reset(token)
-                handled += len(fresh)
-    return handled
-
-
-def purge_inbox() -> int:
-    """Delete inbox rows (and recent events) older than the deduplication window."""
-    from apps.core.bulk import delete_in_owner_scopes
-    from apps.eventing.models import RecentEvent
-
-    cutoff = timezone.now() - timedelta(hours=settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
-    removed = delete_in_owner_scopes(InboxEntry, "handled_at", cutoff)
-    removed += delete_in_owner_scopes(RecentEvent, "received_at", cutoff)
-    return removed
 
 
 # --------------------------------------------------------------------------- dead letters
@@ -450,8 +362,6 @@ class Runner:
         """Acknowledge, with a warning, the events of tenants deleted since they were
         sent: nothing can record them (their inbox and dead-letter rows would name a
         tenant that is gone), and left pending they would block the group for good."""
-        from apps.tenancy.models import Tenant
-
         named = {e.envelope.tenant_id for e in entries if e.envelope.tenant_id is not None}
         if not named:
             return entries
@@ -514,16 +424,12 @@ class Runner:
     def _record_success(subscription: Subscription | None, count: int) -> None:
         if subscription is None:
             return
-        Subscription.objects.filter(pk=subscription.pk).update(
-            consecutive_failures=0, last_error="", last_delivered_at=timezone.now()
-        )
+        registry_services.subscription_mark_delivered(subscription_id=subscription.pk)
         count_deliveries(subscription_id=subscription.pk, delivered=count)
 
     @staticmethod
     def _record_failure(subscription: Subscription, error: str) -> None:
-        Subscription.objects.filter(pk=subscription.pk).update(
-            consecutive_failures=F("consecutive_failures") + 1, last_error=error[:500]
-        )
+        registry_services.subscription_mark_failed(subscription_id=subscription.pk, error=error)
 
 
 def consumer_runner(handler: Handler, subscriptions: list[Subscription]) -> Runner:
@@ -546,15 +452,13 @@ def webhook_runner(subscription: Subscription, transport: WebhookTransport | Non
 
 def build_runners() -> list[Runner]:
     """The runners this process should run, from the handler registry and the catalog."""
-    from apps.registry.selectors import active_subscriptions
-
     runners = []
-    internal = active_subscriptions(Subscription.Transport.REDIS_STREAM)
+    internal = registry_selectors.active_subscriptions(Subscription.Transport.REDIS_STREAM)
     for handler in HANDLERS.values():
         mine = [s for s in internal if s.consumer.name == handler.consumer]
         if mine:
             runners.append(consumer_runner(handler, mine))
-    for subscription in active_subscriptions(Subscription.Transport.WEBHOOK):
+    for subscription in registry_selectors.active_subscriptions(Subscription.Transport.WEBHOOK):
         runners.append(webhook_runner(subscription))
     return runners
 
@@ -590,9 +494,10 @@ def redeliver(dead_letter_id: int) -> str:
         outcome = "failed"
         error = f"replay: {type(exc).__name__}: {exc}"
     with owner_scope(dead.tenant_id), transaction.atomic():
-        marked = DeadLetter.objects.filter(pk=dead.pk, state=DeadLetter.State.REPLAYING).update(
-            state=DeadLetter.State.REPLAYED
-        )
+        replayed = DeadLetter.State.REPLAYED
+        marked = DeadLetter.objects.filter(
+            pk=dead.pk, state__in=DeadLetter.TRANSITIONS.sources(replayed)
+        ).update(state=replayed)
         if outcome == "failed" and marked:
             dead_letter(subscription, envelope, error=error, attempts=1)
     if outcome == "delivered":

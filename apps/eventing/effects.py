@@ -89,7 +89,10 @@ def perform_effect(
 
 
 def _mark(effect: UncertainEffect, state: str, *, result=None, error: str = "") -> UncertainEffect:
+    """Move the effect along its table (another check of an uncertain one included) and
+    schedule its next check while it stays uncertain."""
     config = settings.STEWARD_EVENTING
+    UncertainEffect.TRANSITIONS.check(effect.state, state)
     effect.state = state
     effect.attempts += 1
     effect.last_error = error[:500]

@@ -1,6 +1,6 @@
 """Steward's own consumers."""
 
-from apps.eventing.consumers import consumer
+from apps.eventing.consumer_registry import consumer
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import RecentEvent
 

@@ -3,8 +3,10 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.urls import reverse
 from django.utils import timezone
 
+from apps.core.transitions import Transitions
 from apps.tenancy.models import Tenant
 
 # Events are dispatched in lanes: every aggregate hashes to one lane, and a lane is
@@ -109,6 +111,19 @@ class DeadLetter(models.Model):
         REPLAYED = "replayed", "Replayed"
         DISCARDED = "discarded", "Discarded"
 
+    # An operator replays or discards a dead letter, once; a queued replay is delivered
+    # (a failure makes a new dead letter, this one stays as history).
+    TRANSITIONS = Transitions(
+        field="state",
+        initial=[State.DEAD],
+        moves={
+            State.DEAD: {State.REPLAYING, State.DISCARDED},
+            State.REPLAYING: {State.REPLAYED},
+            State.REPLAYED: set(),
+            State.DISCARDED: set(),
+        },
+    )
+
     subscription = models.ForeignKey(
         "registry.Subscription", on_delete=models.PROTECT, related_name="dead_letters"
     )
@@ -141,8 +156,6 @@ class DeadLetter(models.Model):
         return f"{self.topic}/{self.event_type} {self.event_id} ({self.state})"
 
     def get_absolute_url(self) -> str:
-        from django.urls import reverse
-
         return reverse("eventing:dead-letter-detail", args=[self.pk])
 
     @property
@@ -166,6 +179,19 @@ class UncertainEffect(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
         UNCERTAIN = "uncertain", "Uncertain"
+
+    # An uncertain effect stays uncertain while the other side does not know yet (each
+    # check backs off further), until the reconciler learns how it ended.
+    TRANSITIONS = Transitions(
+        field="state",
+        initial=[State.PENDING],
+        moves={
+            State.PENDING: {State.SUCCEEDED, State.FAILED, State.UNCERTAIN},
+            State.UNCERTAIN: {State.UNCERTAIN, State.SUCCEEDED, State.FAILED},
+            State.SUCCEEDED: set(),
+            State.FAILED: set(),
+        },
+    )
 
     tenant = models.ForeignKey(
         Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="+"

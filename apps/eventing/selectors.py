@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from apps.core.scope import system_scope
@@ -19,6 +19,7 @@ from apps.eventing.models import (
     UncertainEffect,
 )
 from apps.registry.models import Subscription
+from apps.registry.selectors import subscription_list
 
 
 @dataclass(frozen=True)
@@ -93,19 +94,13 @@ def overview() -> Overview:
 
 
 def subscription_health() -> QuerySet[Subscription]:
+    """The registry's subscriptions, the least healthy first, each with its dead letters."""
+    dead = Q(dead_letters__state=DeadLetter.State.DEAD)
     return (
-        Subscription.objects.select_related("consumer", "topic")
-        .annotate(
-            dead_count=Count("dead_letters", filter=_dead_filter(), distinct=True),
-        )
+        subscription_list()
+        .annotate(dead_count=Count("dead_letters", filter=dead, distinct=True))
         .order_by("-consecutive_failures", "topic__name", "consumer__name")
     )
-
-
-def _dead_filter():
-    from django.db.models import Q
-
-    return Q(dead_letters__state=DeadLetter.State.DEAD)
 
 
 def dead_letter_list() -> QuerySet[DeadLetter]:

@@ -1,4 +1,5 @@
-"""Writing events: `emit` puts an envelope in the outbox inside the caller's transaction."""
+"""Eventing's writes: envelopes into the outbox (`emit_many`, behind `apps.core.outbox`),
+in the caller's transaction, and an operator's replay or discard of a dead letter."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.core.context import request_id
+from apps.core.context import Actor, request_id
 from apps.core.enqueue import enqueue_on_commit
-from apps.core.errors import ValidationFailed
+from apps.core.errors import Conflict, ValidationFailed
+from apps.core.kick import kick
 from apps.core.outbox import NewEvent
+from apps.core.scope import owner_scope
 from apps.eventing.envelope import Envelope
-from apps.eventing.models import LANES, OutboxEvent
+from apps.eventing.models import LANES, DeadLetter, OutboxEvent
 from apps.registry.selectors import resolve_topic
+from apps.tenancy.audit import audit_record
 
 logger = logging.getLogger(__name__)
 
@@ -139,8 +143,6 @@ KICK_KEY = "steward:dispatch:kick"
 
 def kick_dispatcher() -> None:
     """Ask for a dispatcher run now, unless one is already asked for."""
-    from apps.core.kick import kick
-
     kick("eventing.dispatch_outbox", KICK_KEY)
 
 
@@ -152,19 +154,17 @@ def backoff_seconds(attempt: int, *, base: float, cap: float) -> float:
 # --------------------------------------------------------------------------- dead letters
 
 
-def _resolve_dead_letter(*, actor, dead_letter, state: str, action: str):
-    from apps.core.errors import Conflict
-    from apps.core.scope import owner_scope
-    from apps.eventing.models import DeadLetter
-    from apps.tenancy.audit import audit_record
-
+def _resolve_dead_letter(
+    *, actor: Actor, dead_letter: DeadLetter, state: str, action: str
+) -> DeadLetter:
     tenant_id = dead_letter.tenant_id
     with owner_scope(tenant_id):
-        # Conditional: of two operators pressing the button at once, one wins and the
-        # other is told; the envelope is replayed at most once per dead letter.
-        changed = DeadLetter.objects.filter(pk=dead_letter.pk, state=DeadLetter.State.DEAD).update(
-            state=state, resolved_at=timezone.now(), resolved_by=actor.label[:150]
-        )
+        # Conditional, along the table: of two operators pressing the button at once,
+        # one wins and the other is told; the envelope is replayed at most once per
+        # dead letter.
+        changed = DeadLetter.objects.filter(
+            pk=dead_letter.pk, state__in=DeadLetter.TRANSITIONS.sources(state)
+        ).update(state=state, resolved_at=timezone.now(), resolved_by=actor.label[:150])
         if not changed:
             raise Conflict(
                 "This dead letter has already been replayed or discarded.",
@@ -181,15 +181,13 @@ def _resolve_dead_letter(*, actor, dead_letter, state: str, action: str):
     return dead_letter
 
 
-def dead_letter_replay(*, actor, dead_letter):
+def dead_letter_replay(*, actor: Actor, dead_letter: DeadLetter) -> DeadLetter:
     """Queue a dead letter's envelope for one more delivery to its subscription.
 
     The state change is the queue: a task is started after commit, and the periodic
     redelivery sweep picks up any replay whose task was lost (Redis away, a worker
     killed), so a replay an operator asked for is never forgotten.
     """
-    from apps.eventing.models import DeadLetter
-
     dead_letter = _resolve_dead_letter(
         actor=actor,
         dead_letter=dead_letter,
@@ -200,9 +198,7 @@ def dead_letter_replay(*, actor, dead_letter):
     return dead_letter
 
 
-def dead_letter_discard(*, actor, dead_letter):
-    from apps.eventing.models import DeadLetter
-
+def dead_letter_discard(*, actor: Actor, dead_letter: DeadLetter) -> DeadLetter:
     return _resolve_dead_letter(
         actor=actor,
         dead_letter=dead_letter,

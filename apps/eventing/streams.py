@@ -9,7 +9,7 @@ from django.conf import settings
 
 from apps.core.redis import get_redis
 from apps.eventing.transports import stream_key
-from apps.registry.models import Topic
+from apps.registry.selectors import topic_names
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def trim_streams() -> dict[str, int]:
     client = get_redis()
     cap = settings.STEWARD_EVENTING["STREAM_MAXLEN"]
     trimmed: dict[str, int] = {}
-    for topic in Topic.objects.values_list("name", flat=True):
+    for topic in topic_names():
         key = stream_key(topic)
         try:
             groups = client.xinfo_groups(key)

@@ -1,20 +1,20 @@
-"""Thin Celery tasks around the dispatcher, the inbox sweep and the reconciler."""
+"""Thin Celery tasks around the dispatcher, the inbox sweep, the reconciler, stream
+trimming and dead-letter replays."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
 from apps.core.jobs import periodic_job
+from apps.core.kick import clear_kick
+from apps.eventing import consumers, dispatcher, effects, inbox, streams
+from apps.eventing.services import KICK_KEY
 
 
 @shared_task(scope="self", name="eventing.dispatch_outbox", acks_late=False)
 def dispatch_outbox() -> int:
     """Drain the outbox; kicked on commit. Not acknowledged late: a lost run is
     harmless, beat's sweep starts another, and redelivering kicks is pointless."""
-    from apps.core.kick import clear_kick
-    from apps.eventing import dispatcher
-    from apps.eventing.services import KICK_KEY
-
     # Clear the kick flag before looking at the outbox: a commit after this point
     # kicks again, so no event waits for the sweep.
     clear_kick(KICK_KEY)
@@ -25,45 +25,33 @@ def dispatch_outbox() -> int:
 def periodic_sweep_outbox() -> int:
     """Beat's safety net for lost kicks and backed-off lanes. Several may overlap:
     lanes are leased, so they share the work instead of repeating it."""
-    from apps.eventing import dispatcher
-
     return dispatcher.drain()
 
 
 @shared_task(scope="self", name="eventing.periodic_purge_inbox")
 @periodic_job("eventing.purge_inbox")
 def periodic_purge_inbox() -> int:
-    from apps.eventing.consumers import purge_inbox
-
-    return purge_inbox()
+    return inbox.purge_inbox()
 
 
 @shared_task(scope="self", name="eventing.periodic_reconcile_effects")
 @periodic_job("eventing.reconcile_effects")
 def periodic_reconcile_effects() -> int:
-    from apps.eventing.effects import reconcile_due
-
-    return reconcile_due()
+    return effects.reconcile_due()
 
 
 @shared_task(scope="self", name="eventing.replay_dead_letter")
 def replay_dead_letter(*, dead_letter_id: int) -> str:
-    from apps.eventing.consumers import redeliver
-
-    return redeliver(dead_letter_id)
+    return consumers.redeliver(dead_letter_id)
 
 
 @shared_task(scope="self", name="eventing.periodic_trim_streams")
 @periodic_job("eventing.trim_streams")
 def periodic_trim_streams() -> dict:
-    from apps.eventing.streams import trim_streams
-
-    return trim_streams()
+    return streams.trim_streams()
 
 
 @shared_task(scope="self", name="eventing.periodic_redeliver_replays")
 @periodic_job("eventing.redeliver_replays")
 def periodic_redeliver_replays() -> int:
-    from apps.eventing.consumers import redeliver_queued
-
-    return redeliver_queued()
+    return consumers.redeliver_queued()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import time
 from collections.abc import Sequence
 
@@ -13,7 +12,9 @@ import httpx
 from django.conf import settings
 
 from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.eventing.consumer_registry import HANDLERS
 from apps.eventing.envelope import Envelope
+from apps.registry.webhook_secrets import resolve_secret
 
 STREAM_PREFIX = "steward:stream:"
 
@@ -50,8 +51,6 @@ class RedisStreamTransport:
         topic's creation is an after-commit step that a Redis restart, or another
         process's slower refresh, can leave undone until events have gone by.
         """
-        from apps.eventing.consumers import HANDLERS
-
         return [
             (stream_key(topic), handler.consumer)
             for topic in sorted(topics)
@@ -84,30 +83,6 @@ class RedisStreamTransport:
             raise TransportError(f"Redis: {exc}") from exc
 
 
-class SecretUnavailable(TransportError):
-    pass
-
-
-def resolve_secret(reference: str) -> bytes:
-    """Turn a secret reference into the secret, at the moment it is needed.
-
-    `env:NAME` reads an environment variable whose name starts with
-    STEWARD_SECRET_ENV_PREFIX, so a reference can never name Steward's own secrets
-    (its secret key, database password). The reference, not the secret, is what the
-    database holds; the secret never reaches a log line.
-    """
-    scheme, _, name = reference.partition(":")
-    prefix = settings.STEWARD_SECRET_ENV_PREFIX
-    if scheme != "env" or not name:
-        raise SecretUnavailable("a secret reference looks like env:NAME")
-    if not name.startswith(prefix):
-        raise SecretUnavailable(f"secret references name variables starting with {prefix}")
-    value = os.environ.get(name)
-    if not value:
-        raise SecretUnavailable(f"the secret reference {reference} resolves to nothing")
-    return value.encode()
-
-
 def webhook_signature(secret: bytes, webhook_id: str, timestamp: int, body: bytes) -> str:
     """`v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (the Standard Webhooks scheme)."""
     signed = f"{webhook_id}.{timestamp}.".encode() + body
@@ -125,6 +100,8 @@ class WebhookTransport:
         self.client = client or httpx.Client(timeout=timeout, follow_redirects=False)
 
     def publish(self, envelopes: Sequence[Envelope], *, subscription) -> None:
+        # Resolved at each delivery, so a rotated secret is used at once
+        # (apps.registry.webhook_secrets: the subscription holds only its reference).
         secret = resolve_secret(subscription.secret_ref)
         for envelope in envelopes:
             body = envelope.to_json().encode()

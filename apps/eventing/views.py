@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -94,8 +96,6 @@ class DeadLetterDetailView(OperatorRequiredMixin, DetailView):
         return selectors.dead_letter_list()
 
     def get_context_data(self, **kwargs):
-        import json
-
         context = super().get_context_data(**kwargs)
         context["envelope_json"] = json.dumps(self.object.envelope, indent=2, sort_keys=True)
         return context

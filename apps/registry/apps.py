@@ -7,4 +7,5 @@ class RegistryConfig(AppConfig):
     verbose_name = "Topic catalog and schema registry"
 
     def ready(self):
-        from apps.registry import signals  # noqa: F401 - cache invalidation
+        # Connects the topic cache's invalidation; defines the signals eventing follows.
+        from apps.registry import signals  # noqa: F401

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from apps.registry.models import Service, Topic
+
 STEWARD_SERVICE = "steward"
 STEWARD_TOPICS = [
     ("tenancy.tenant", "Tenant lifecycle: tenant.created, tenant.updated."),
@@ -28,12 +30,11 @@ STEWARD_TOPICS = [
 ]
 
 
-def install_steward_topics(service_model=None, topic_model=None) -> list[str]:
-    """Create Steward's own topics where missing (idempotent); the names created."""
-    if service_model is None or topic_model is None:
-        from apps.registry.models import Service as service_model
-        from apps.registry.models import Topic as topic_model
+def install_steward_topics(service_model=Service, topic_model=Topic) -> list[str]:
+    """Create Steward's own topics where missing (idempotent); the names created.
 
+    Migrations pass their historical models; everyone else, the registry's own.
+    """
     steward, _ = service_model.objects.get_or_create(
         name=STEWARD_SERVICE, defaults={"description": "Steward, the control plane"}
     )

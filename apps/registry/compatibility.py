@@ -453,7 +453,7 @@ def parse_schema(text_or_obj) -> dict | bool:
         # $dynamicRef at every sub-schema); most schemas use only plain keywords, which
         # are checked here in microseconds. Anything else, and anything this check
         # would refuse, goes to the library, whose verdict and message stand.
-        if not _plainly_valid(value, draft == "Draft 7"):
+        if not plainly_valid(value, draft == "Draft 7"):
             validator.check_schema(value)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path)
@@ -837,6 +837,43 @@ class _Walker:
                 return f"{d.kind} at {d.path}"
         return None
 
+    def _keep_or_report(self, o, u, kind, segment=None, **emit) -> bool:
+        """Compare aside: when the policy allows all the differences found they stand,
+        else `kind` is reported instead, naming the first it does not. Whether allowed."""
+        ok, found = self._try(o, u)
+        if ok:
+            self.out.extend(found)
+        else:
+            self._emit(kind, segment, detail=self._detail(found), **emit)
+        return ok
+
+    def _first_allowed(self, pairs, kind) -> bool:
+        """The first (original, update) pairing the policy allows stands, with `kind`."""
+        for o, u in pairs:
+            ok, found = self._try(o, u)
+            if ok:
+                self.out.extend(found)
+                self._emit(kind)
+                return True
+        return False
+
+    def _all_allowed(self, pairs, partly_kind) -> bool:
+        """Every (original, update) pairing allowed: their differences stand; only some:
+        `partly_kind`; none: False."""
+        collected, matched = [], 0
+        for o, u in pairs:
+            ok, found = self._try(o, u)
+            if ok:
+                matched += 1
+                collected.extend(found)
+        if matched == len(pairs):
+            self.out.extend(collected)
+            return True
+        if matched:
+            self._emit(partly_kind)
+            return True
+        return False
+
     def _res(self, node, side):
         """The schema a node stands for: $ref followed, `true` as the empty schema."""
         if type(node) is dict:
@@ -1052,26 +1089,17 @@ class _Walker:
     def _pattern(self, o, u):
         a = o.get("pattern")
         b = u.get("pattern")
-        if a == b:
-            return
-        if a is None:
-            kind = "PATTERN_ADDED"
-        elif b is None:
-            kind = "PATTERN_REMOVED"
-        else:
-            kind = "PATTERN_CHANGED"
-        self._emit(kind, "pattern", a=_show(a), b=_show(b))
+        if a != b:
+            kind = _presence_kind(a, b, "PATTERN_ADDED", "PATTERN_REMOVED") or "PATTERN_CHANGED"
+            self._emit(kind, "pattern", a=_show(a), b=_show(b))
 
     def _multiple_of(self, o, u):
         a = o.get("multipleOf")
         b = u.get("multipleOf")
         if a == b:
             return
-        if a is None:
-            kind = "MULTIPLE_OF_ADDED"
-        elif b is None:
-            kind = "MULTIPLE_OF_REMOVED"
-        else:
+        kind = _presence_kind(a, b, "MULTIPLE_OF_ADDED", "MULTIPLE_OF_REMOVED")
+        if kind is None:
             try:
                 fa, fb = Fraction(str(a)), Fraction(str(b))
                 if fa == fb:
@@ -1180,17 +1208,10 @@ class _Walker:
                 a=name,
                 detail="a patternProperties regex is too complex to evaluate safely",
             )
-        else:
-            ok, found = self._try(os_, schema)
-            if ok:
-                self.out.extend(found)
-                self._emit("PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=name)
-            else:
-                self._emit(
-                    "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
-                    a=name,
-                    detail=self._detail(found),
-                )
+        elif self._keep_or_report(
+            os_, schema, "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=name
+        ):
+            self._emit("PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=name)
 
     def _property_added(self, key, us_, o, o_names, u_names):
         name = _show(key)
@@ -1204,12 +1225,8 @@ class _Walker:
                 and (default or not required)
             ):
                 kind = "PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL"
-            elif required and default:
-                kind = "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL"
-            elif required:
-                kind = "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
             else:
-                kind = "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
+                kind = _property_added_kind(required, default, "OPEN")
             self._emit(kind, a=name)
             return
         schema = self._partial(o, key, 0)
@@ -1219,24 +1236,11 @@ class _Walker:
                 a=name,
                 detail="a patternProperties regex is too complex to evaluate safely",
             )
-        elif schema is not None:
-            ok, found = self._try(schema, us_)
-            if ok:
-                self.out.extend(found)
-                self._emit("PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=name)
-            else:
-                self._emit(
-                    "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
-                    a=name,
-                    detail=self._detail(found),
-                )
-        if required and default:
-            kind = "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL"
-        elif required:
-            kind = "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"
-        else:
-            kind = "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"
-        self._emit(kind, a=name)
+        elif schema is not None and self._keep_or_report(
+            schema, us_, "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=name
+        ):
+            self._emit("PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=name)
+        self._emit(_property_added_kind(required, default, "UNOPEN"), a=name)
 
     def _required(self, o_required, u_required, o_names, u_names, op, up):
         self._spend((len(o_required) + len(u_required)) // 16)
@@ -1286,11 +1290,7 @@ class _Walker:
             self.walk(a, b)
         else:
             # narrowing the schema of extra properties is LENIENT's business, not a type error
-            ok, found = self._try(a, b)
-            if ok:
-                self.out.extend(found)
-            else:
-                self._emit(f"{family}_NARROWED", detail=self._detail(found))
+            self._keep_or_report(a, b, f"{family}_NARROWED")
         self.path.pop()
 
     def _pattern_properties(self, o, u):
@@ -1308,11 +1308,7 @@ class _Walker:
                 if self._res(extra, 1) is False:
                     self._emit("ADDITIONAL_PROPERTIES_REMOVED")
                 else:
-                    ok, found = self._try(os_, extra)
-                    if ok:
-                        self.out.extend(found)
-                    else:
-                        self._emit("ADDITIONAL_PROPERTIES_NARROWED", detail=self._detail(found))
+                    self._keep_or_report(os_, extra, "ADDITIONAL_PROPERTIES_NARROWED")
             path.pop()
         for pattern, us_ in up.items():
             if pattern in op:
@@ -1322,11 +1318,7 @@ class _Walker:
             if self._res(extra, 0) is False:
                 self._emit("ADDITIONAL_PROPERTIES_ADDED")
             else:
-                ok, found = self._try(extra, us_)
-                if ok:
-                    self.out.extend(found)
-                else:
-                    self._emit("ADDITIONAL_PROPERTIES_NARROWED", detail=self._detail(found))
+                self._keep_or_report(extra, us_, "ADDITIONAL_PROPERTIES_NARROWED")
             path.pop()
         path.pop()
 
@@ -1421,17 +1413,10 @@ class _Walker:
                         self._emit("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL", a=i)
                 elif _VALIDATING.isdisjoint(rest):
                     self._emit("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL", a=i)
-                else:
-                    ok, found = self._try(ot[i], u_rest)
-                    if ok:
-                        self.out.extend(found)
-                        self._emit("ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=i)
-                    else:
-                        self._emit(
-                            "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
-                            a=i,
-                            detail=self._detail(found),
-                        )
+                elif self._keep_or_report(
+                    ot[i], u_rest, "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=i
+                ):
+                    self._emit("ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=i)
                 path.pop()
         if len(ut) > shared:
             rest = self._res(o_rest, 0)
@@ -1445,17 +1430,10 @@ class _Walker:
                         self._emit("ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL", a=i)
                     else:
                         self._emit("ITEM_ADDED_TO_OPEN_CONTENT_MODEL", a=i)
-                else:
-                    ok, found = self._try(o_rest, ut[i])
-                    if ok:
-                        self.out.extend(found)
-                        self._emit("ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=i)
-                    else:
-                        self._emit(
-                            "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
-                            a=i,
-                            detail=self._detail(found),
-                        )
+                elif self._keep_or_report(
+                    o_rest, ut[i], "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=i
+                ):
+                    self._emit("ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", a=i)
                 path.pop()
 
     # ------------------------------------------------------------------ combinators
@@ -1547,12 +1525,8 @@ class _Walker:
             self.walk(o, branches[0])
             return True
         if crit != "allOf":
-            for branch in branches:
-                ok, found = self._try(o, branch)
-                if ok:
-                    self.out.extend(found)
-                    self._emit("SUM_TYPE_EXTENDED")
-                    return True
+            if self._first_allowed([(o, branch) for branch in branches], "SUM_TYPE_EXTENDED"):
+                return True
             types = o.get("type")
             if type(types) is list and len(set(types)) > 1:
                 # a type union is itself a sum: each member needs a compatible branch
@@ -1570,46 +1544,18 @@ class _Walker:
                     self._emit("SUM_TYPE_EXTENDED")
                 return True
             return False
-        collected, matched = [], 0
-        for branch in branches:
-            ok, found = self._try(o, branch)
-            if ok:
-                matched += 1
-                collected.extend(found)
-        if matched == len(branches):
-            self.out.extend(collected)
-            return True
-        if matched:
-            self._emit("PRODUCT_TYPE_EXTENDED")
-            return True
-        return False
+        return self._all_allowed([(o, branch) for branch in branches], "PRODUCT_TYPE_EXTENDED")
 
     def _from_combined(self, crit, branches, u) -> bool:
         """A combination becomes a plain schema."""
         if len(branches) == 1:
             self.walk(branches[0], u)
             return True
+        pairs = [(branch, u) for branch in branches]
         if crit == "allOf":
-            for branch in branches:
-                ok, found = self._try(branch, u)
-                if ok:
-                    self.out.extend(found)
-                    self._emit("PRODUCT_TYPE_NARROWED")
-                    return True
-            return False
-        collected, matched = [], 0
-        for branch in branches:
-            ok, found = self._try(branch, u)
-            if ok:
-                matched += 1
-                collected.extend(found)
-        if matched == len(branches):  # every alternative is still readable
-            self.out.extend(collected)
-            return True
-        if matched:
-            self._emit("SUM_TYPE_NARROWED")
-            return True
-        return False
+            return self._first_allowed(pairs, "PRODUCT_TYPE_NARROWED")
+        # every alternative still readable, or only some
+        return self._all_allowed(pairs, "SUM_TYPE_NARROWED")
 
     def _type_views(self, o):
         views = self.views.get(id(o))
@@ -1660,6 +1606,25 @@ class _Walker:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _presence_kind(a, b, added: str, removed: str) -> str | None:
+    """`added` when only the update has a value (the original's is None), `removed` when
+    only the original has one; None when both have one, for the caller to compare."""
+    if a is None:
+        return added
+    if b is None:
+        return removed
+    return None
+
+
+def _property_added_kind(required: bool, default: bool, content_model: str) -> str:
+    """How a property added to an OPEN or UNOPEN content model is reported."""
+    if required and default:
+        return f"REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_{content_model}_CONTENT_MODEL"
+    if required:
+        return f"REQUIRED_PROPERTY_ADDED_TO_{content_model}_CONTENT_MODEL"
+    return f"OPTIONAL_PROPERTY_ADDED_TO_{content_model}_CONTENT_MODEL"
 
 
 def _only_combinator(node):
@@ -2041,7 +2006,7 @@ _META_LISTS = frozenset({"allOf", "anyOf", "oneOf"})
 _META_URI = re.compile(r"^[A-Za-z0-9_\-./#~%:]*$")
 
 
-def _plainly_valid(schema, draft7: bool) -> bool:
+def plainly_valid(schema, draft7: bool) -> bool:
     """True when every sub-schema uses only plain keywords, each well-formed: then the
     draft's meta-schema accepts it too. False means "ask the library", not "invalid"."""
     stack = [schema]

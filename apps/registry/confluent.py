@@ -25,7 +25,7 @@ from rest_framework.views import APIView
 
 from apps.core.api.permissions import PLATFORM
 from apps.core.api.views import StewardAccessMixin
-from apps.registry import compatibility, schemas
+from apps.registry import compatibility, schemas, selectors
 from apps.registry.models import SchemaVersion, Topic
 from apps.registry.services import service_ensure
 
@@ -129,18 +129,14 @@ def _body(request) -> dict:
 
 def _topic(subject: str) -> Topic:
     if subject.endswith(SUFFIX):
-        topic = Topic.objects.filter(name=subject.removesuffix(SUFFIX)).first()
+        topic = selectors.topic_by_name(subject.removesuffix(SUFFIX))
         if topic is not None:
             return topic
     raise RegistryError(404, 40401, f"Subject '{subject}' not found.")
 
 
-def _published(topic: Topic):
-    return topic.schema_versions.filter(state=SchemaVersion.State.PUBLISHED).order_by("version")
-
-
 def _version(topic: Topic, version: str) -> SchemaVersion:
-    versions = _published(topic)
+    versions = selectors.published_versions(topic)
     found = versions.last() if version in ("latest", "-1") else None
     if version.isdigit():
         found = versions.filter(version=int(version)).first()
@@ -178,12 +174,7 @@ class Subjects(ConfluentView):
         tags=TAG, responses={200: build_array_type(build_basic_type(OpenApiTypes.STR)), **ERRORS}
     )
     def get(self, request):
-        names = (
-            Topic.objects.filter(schema_versions__state=SchemaVersion.State.PUBLISHED)
-            .distinct()
-            .order_by("name")
-            .values_list("name", flat=True)
-        )
+        names = selectors.topics_with_published_versions()
         return Response([f"{name}{SUFFIX}" for name in names])
 
 
@@ -193,7 +184,7 @@ class Subject(ConfluentView):
         """Look a schema up under the subject."""
         topic = _topic(subject)
         fingerprint = compatibility.fingerprint(_schema_of(request))
-        found = _published(topic).filter(fingerprint=fingerprint).last()
+        found = selectors.published_versions(topic).filter(fingerprint=fingerprint).last()
         if found is None:
             raise RegistryError(404, 40403, "Schema not found.")
         return Response(_registered(found, subject))
@@ -206,7 +197,8 @@ class SubjectVersions(ConfluentView):
         responses={200: build_array_type(build_basic_type(OpenApiTypes.INT)), **ERRORS},
     )
     def get(self, request, subject):
-        return Response(list(_published(_topic(subject)).values_list("version", flat=True)))
+        versions = selectors.published_versions(_topic(subject))
+        return Response(list(versions.values_list("version", flat=True)))
 
     @extend_schema(
         tags=TAG,
@@ -254,7 +246,7 @@ class SubjectVersions(ConfluentView):
                 f"Schema being registered is incompatible with an earlier schema ({breaking}); "
                 f"it waits for acknowledgement from: {waiting}.",
             )
-        version = SchemaVersion.objects.get(topic__name=name, version=answer["version"])
+        version = selectors.schema_version_of(name, answer["version"])
         return Response(_registered(version, subject))
 
 
@@ -271,9 +263,7 @@ class SubjectVersion(ConfluentView):
 class SchemaById(ConfluentView):
     @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request, schema_id):
-        found = SchemaVersion.objects.filter(
-            pk=schema_id, state=SchemaVersion.State.PUBLISHED
-        ).first()
+        found = selectors.published_version_by_id(schema_id)
         if found is None:
             raise RegistryError(404, 40403, "Schema not found.")
         return Response({"schema": found.canonical, "schemaType": "JSON"})
@@ -287,7 +277,7 @@ class Compatibility(ConfluentView):
         verdict = compatibility.check(
             _schema_of(request),
             [against.schema],
-            mode=schemas.mode_of(topic).removesuffix("_TRANSITIVE"),
+            mode=selectors.mode_of(topic).removesuffix("_TRANSITIVE"),
             policy=topic.compatibility_policy,
         )
         answer = {"is_compatible": verdict.compatible}
@@ -303,13 +293,13 @@ class Config(ConfluentView):
         tags=TAG, operation_id="schema_registry_default_config", responses={200: Level, **ERRORS}
     )
     def get(self, request):
-        return Response({"compatibilityLevel": schemas.default_mode()})
+        return Response({"compatibilityLevel": selectors.default_mode()})
 
 
 class SubjectConfig(ConfluentView):
     @extend_schema(tags=TAG, responses={200: Level, **ERRORS})
     def get(self, request, subject):
-        return Response({"compatibilityLevel": schemas.mode_of(_topic(subject))})
+        return Response({"compatibilityLevel": selectors.mode_of(_topic(subject))})
 
     @extend_schema(tags=TAG, request=LevelIn, responses={200: LevelIn, **ERRORS})
     def put(self, request, subject):

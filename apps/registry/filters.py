@@ -1,6 +1,8 @@
+"""One FilterSet per model, shared by the console's list pages and the API's lists."""
+
 import django_filters
 
-from apps.registry.models import Subscription, Topic
+from apps.registry.models import SchemaVersion, Subscription, Topic
 
 
 class TopicFilterSet(django_filters.FilterSet):
@@ -18,3 +20,9 @@ class SubscriptionFilterSet(django_filters.FilterSet):
     class Meta:
         model = Subscription
         fields = ["consumer", "topic", "transport", "is_active"]
+
+
+class SchemaVersionFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = SchemaVersion
+        fields = ["state", "topic__name"]

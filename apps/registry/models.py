@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 
+from apps.core.transitions import Transitions
 from apps.registry.compatibility import MODES
 
 
@@ -129,13 +131,29 @@ class Subscription(models.Model):
 
 
 class SchemaVersion(models.Model):
-    """One version of a topic's payload schema, as a release submitted it."""
+    """One version of a topic's payload schema, as a release submitted it.
+
+    A compatible version (or one no consumer reads) is published as it is created; a
+    breaking one waits for its consumers' acknowledgements (or an operator's override),
+    and is superseded by a newer release or withdrawn by its producer meanwhile.
+    """
 
     class State(models.TextChoices):
         AWAITING = "awaiting_acknowledgement", "Awaiting acknowledgement"
         PUBLISHED = "published", "Published"
         SUPERSEDED = "superseded", "Superseded"
         WITHDRAWN = "withdrawn", "Withdrawn"
+
+    TRANSITIONS = Transitions(
+        field="state",
+        initial=[State.AWAITING, State.PUBLISHED],
+        moves={
+            State.AWAITING: {State.PUBLISHED, State.SUPERSEDED, State.WITHDRAWN},
+            State.PUBLISHED: set(),
+            State.SUPERSEDED: set(),
+            State.WITHDRAWN: set(),
+        },
+    )
 
     topic = models.ForeignKey(Topic, on_delete=models.PROTECT, related_name="schema_versions")
     version = models.PositiveIntegerField()
@@ -170,16 +188,18 @@ class SchemaVersion(models.Model):
         return f"{self.topic.name} v{self.version}"
 
     def get_absolute_url(self) -> str:
-        from django.urls import reverse
-
         return reverse("registry:version-detail", args=[self.pk])
 
     @property
-    def awaiting_names(self) -> str:
-        """The consumers yet to acknowledge (from pending_versions()' prefetch)."""
+    def awaiting_consumers(self) -> list[str]:
+        """The topic's consumers that have not acknowledged this version, by name: from
+        the list selectors' prefetch when there is one (no query per row), else read."""
         done = {ack.consumer_id for ack in self.acknowledgements.all() if ack.withdrawn_at is None}
-        names = sorted(c.name for c in self.topic.consumers.all() if c.pk not in done)
-        return ", ".join(names) or "—"
+        return sorted(c.name for c in self.topic.consumers.all() if c.pk not in done)
+
+    @property
+    def awaiting_names(self) -> str:
+        return ", ".join(self.awaiting_consumers) or "—"
 
 
 class Acknowledgement(models.Model):

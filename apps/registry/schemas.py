@@ -15,36 +15,37 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.core.context import Actor
-from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
+from apps.core.errors import Conflict, ValidationFailed
 from apps.core.outbox import emit
 from apps.core.scope import system_scope
 from apps.registry import compatibility
+from apps.registry.catalog import STEWARD_TOPICS
 from apps.registry.models import Acknowledgement, ModelSync, SchemaVersion, Service, Topic
-from apps.registry.services import subscribe_steward_consumers_on_commit
+from apps.registry.selectors import missing_acknowledgements, mode_of
+from apps.registry.services import (
+    NotPermitted,
+    require_produces,
+    require_speaks_for,
+    service_ensure,
+    subscribe_steward_consumers_on_commit,
+)
 from apps.tenancy.audit import audit_record
 
 TOPIC = "registry.schema"
 State = SchemaVersion.State
-
-
-def default_mode() -> str:
-    return settings.STEWARD_REGISTRY_DEFAULT_MODE
-
-
-def mode_of(topic: Topic) -> str:
-    return topic.compatibility_mode or default_mode()
+TRANSITIONS = SchemaVersion.TRANSITIONS
 
 
 def set_mode(*, actor: Actor, topic: Topic, mode: str) -> Topic:
     """A topic's compatibility mode (it applies to the next version submitted)."""
     before = mode_of(topic)
+    topic.compatibility_mode = mode
+    topic.full_clean()
     with system_scope():
-        topic.compatibility_mode = mode
         topic.save(update_fields=["compatibility_mode", "updated_at"])
         audit_record(
             actor=actor,
@@ -53,20 +54,6 @@ def set_mode(*, actor: Actor, topic: Topic, mode: str) -> Topic:
             changes={"compatibility_mode": [before, mode]},
         )
     return topic
-
-
-def missing_acknowledgements(version: SchemaVersion) -> list[str]:
-    """The consumers of the version's topic that have not acknowledged it, by name."""
-    acknowledged = set(
-        version.acknowledgements.filter(withdrawn_at__isnull=True).values_list(
-            "consumer__name", flat=True
-        )
-    )
-    return sorted(
-        name
-        for name in version.topic.consumers.values_list("name", flat=True)
-        if name not in acknowledged
-    )
 
 
 def _announce(version: SchemaVersion, event_type: str, **payload) -> None:
@@ -91,9 +78,9 @@ def _announce(version: SchemaVersion, event_type: str, **payload) -> None:
 def _publish(version: SchemaVersion, *, override_reason: str = "") -> SchemaVersion:
     """Awaiting → published, once: conditional on the state it was in."""
     now = timezone.now()
-    updated = SchemaVersion.objects.filter(pk=version.pk, state=State.AWAITING).update(
-        state=State.PUBLISHED, published_at=now, override_reason=override_reason
-    )
+    updated = SchemaVersion.objects.filter(
+        pk=version.pk, state__in=TRANSITIONS.sources(State.PUBLISHED)
+    ).update(state=State.PUBLISHED, published_at=now, override_reason=override_reason)
     if not updated:
         version.refresh_from_db()
         return version
@@ -142,8 +129,6 @@ class _Sync:
     topics with their producers and consumers."""
 
     def __init__(self, *, actor: Actor, service: Service, release: str, topics: list[dict]):
-        from apps.registry.services import service_ensure
-
         self.actor, self.service, self.release = actor, service, release
         names = {service.name}
         for entry in topics:
@@ -225,6 +210,7 @@ def _decide(sync: _Sync, topic: Topic, schema) -> TopicAnswer:
         policy=topic.compatibility_policy,
     )
     if pending is not None:  # a newer release replaces the version that was waiting
+        TRANSITIONS.check(pending.state, State.SUPERSEDED)
         pending.state = State.SUPERSEDED
         pending.save(update_fields=["state"])
     # A new version has no acknowledgement yet: every consumer is awaited.
@@ -295,7 +281,7 @@ def model_sync(
         named = {entry["name"] for entry in topics}
         not_named = sorted(
             service.produces.exclude(name__in=named)
-            .exclude(name__in=[t for t, _ in _steward_topics()])
+            .exclude(name__in=[t for t, _ in STEWARD_TOPICS])
             .values_list("name", flat=True)
         )
         answer = {
@@ -321,31 +307,41 @@ def model_sync(
     return answer
 
 
-def _steward_topics():
-    from apps.registry.catalog import STEWARD_TOPICS
-
-    return STEWARD_TOPICS
-
-
 # --------------------------------------------------------------------------- acknowledgements
 
 
-def _pending(version: SchemaVersion) -> SchemaVersion:
+def _lock_waiting(version: SchemaVersion, *, to: str = State.PUBLISHED) -> SchemaVersion:
+    """The version, locked, if it may still move to `to`: acknowledgements, reminders
+    and overrides all lead to publication, which only a waiting version has ahead."""
     version = SchemaVersion.objects.select_for_update().select_related("topic").get(pk=version.pk)
-    if version.state != State.AWAITING:
-        raise InvalidTransition(
-            f"Version {version.version} of {version.topic.name} is {version.state}, "
-            "not awaiting acknowledgement.",
-            status=version.state,
-        )
+    TRANSITIONS.check(
+        version.state,
+        to,
+        detail=f"Version {version.version} of {version.topic.name} is {version.state}, "
+        "not awaiting acknowledgement.",
+        status=version.state,
+    )
     return version
+
+
+def require_may_override(actor: Actor) -> None:
+    """Publishing without the missing acknowledgements is an operator's decision and
+    needs the override_schemaversion permission; Steward itself (neither a person nor a
+    token: set-up, the shell) may."""
+    user = actor.user
+    if actor.service_account is not None or (user is not None and not user.is_operator):
+        raise NotPermitted("Only an operator may override.")
+    if user is not None and not user.has_perm("registry.override_schemaversion"):
+        raise NotPermitted("Overriding needs the override_schemaversion permission.")
 
 
 def acknowledge(*, actor: Actor, version: SchemaVersion, consumer: Service) -> SchemaVersion:
     """Record the consumer's acknowledgement; the last one required publishes the
-    version (exactly once: the version row is locked while deciding)."""
+    version (exactly once: the version row is locked while deciding). A service
+    acknowledges for itself only."""
+    require_speaks_for(actor, consumer.name)
     with system_scope(), transaction.atomic():
-        version = _pending(version)
+        version = _lock_waiting(version)
         if not version.topic.consumers.filter(pk=consumer.pk).exists():
             raise ValidationFailed(
                 f"{consumer.name} does not consume {version.topic.name}.",
@@ -372,9 +368,10 @@ def acknowledge(*, actor: Actor, version: SchemaVersion, consumer: Service) -> S
 def withdraw_acknowledgement(
     *, actor: Actor, version: SchemaVersion, consumer: Service
 ) -> SchemaVersion:
-    """Take an acknowledgement back while the version still waits."""
+    """Take an acknowledgement back while the version still waits (for itself only)."""
+    require_speaks_for(actor, consumer.name)
     with system_scope(), transaction.atomic():
-        version = _pending(version)
+        version = _lock_waiting(version)
         withdrawn = Acknowledgement.objects.filter(
             version=version, consumer=consumer, withdrawn_at__isnull=True
         ).update(withdrawn_at=timezone.now())
@@ -390,10 +387,11 @@ def withdraw_acknowledgement(
 
 def override(*, actor: Actor, version: SchemaVersion, reason: str) -> SchemaVersion:
     """Publish a waiting version without the missing acknowledgements (audited)."""
+    require_may_override(actor)
     if not reason.strip():
         raise ValidationFailed("An override needs a reason.", code="reason_required")
     with system_scope(), transaction.atomic():
-        version = _pending(version)
+        version = _lock_waiting(version)
         missing = missing_acknowledgements(version)
         version = _publish(version, override_reason=reason)
         audit_record(
@@ -406,10 +404,11 @@ def override(*, actor: Actor, version: SchemaVersion, reason: str) -> SchemaVers
 
 
 def withdraw_version(*, actor: Actor, version: SchemaVersion, reason: str = "") -> SchemaVersion:
-    """The producer takes a waiting version back: it is never published (a later
-    release may submit another)."""
+    """The producer (or an operator) takes a waiting version back: it is never
+    published (a later release may submit another)."""
+    require_produces(actor, version.topic)
     with system_scope(), transaction.atomic():
-        version = _pending(version)
+        version = _lock_waiting(version, to=State.WITHDRAWN)
         version.state = State.WITHDRAWN
         version.save(update_fields=["state"])
         audit_record(
@@ -424,7 +423,7 @@ def withdraw_version(*, actor: Actor, version: SchemaVersion, reason: str = "") 
 def remind(*, actor: Actor, version: SchemaVersion) -> list[str]:
     """Announce the waiting version again to the consumers that have not acknowledged."""
     with system_scope(), transaction.atomic():
-        version = _pending(version)
+        version = _lock_waiting(version)
         missing = missing_acknowledgements(version)
         if missing:
             _announce(version, "SchemaVersionAwaitingAcknowledgement", awaiting=missing)

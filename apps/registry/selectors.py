@@ -1,15 +1,17 @@
-"""Reads of the topic catalog."""
+"""Reads of the topic catalog and the schema registry."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.cache import cache
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 
-from apps.registry.models import Subscription, Topic
+from apps.registry.models import Acknowledgement, SchemaVersion, Service, Subscription, Topic
 
 logger = logging.getLogger(__name__)
 TOPIC_CACHE_SECONDS = 300
@@ -58,8 +60,30 @@ def forget_topic(name: str) -> None:
         logger.warning("could not invalidate the cached topic %s", name)
 
 
+# --------------------------------------------------------------------------- catalog
+
+
+def service_list() -> QuerySet[Service]:
+    return Service.objects.all()
+
+
 def topic_list() -> QuerySet[Topic]:
     return Topic.objects.prefetch_related("producers", "consumers")
+
+
+def topics_named(names: Iterable[str] | None = None) -> QuerySet[Topic]:
+    """The topics of those names (every topic for None), without producers or consumers."""
+    topics = Topic.objects.all()
+    return topics if names is None else topics.filter(name__in=names)
+
+
+def topic_names() -> QuerySet:
+    """Every topic's name (a flat values list)."""
+    return Topic.objects.values_list("name", flat=True)
+
+
+def topic_by_name(name: str) -> Topic | None:
+    return Topic.objects.filter(name=name).first()
 
 
 def subscription_list() -> QuerySet[Subscription]:
@@ -73,22 +97,28 @@ def active_subscriptions(transport: str | None = None) -> list[Subscription]:
     return list(qs)
 
 
-def schema_version_list():
-    from apps.registry.models import SchemaVersion
+# --------------------------------------------------------------------------- schema versions
 
+
+def default_mode() -> str:
+    return settings.STEWARD_REGISTRY_DEFAULT_MODE
+
+
+def mode_of(topic: Topic) -> str:
+    """The compatibility mode the topic's next version is checked in."""
+    return topic.compatibility_mode or default_mode()
+
+
+def schema_version_list() -> QuerySet[SchemaVersion]:
     return SchemaVersion.objects.select_related("topic", "submitted_by").prefetch_related(
-        "acknowledgements__consumer"
+        "acknowledgements__consumer", "topic__consumers"
     )
 
 
-def pending_versions():
+def pending_versions() -> QuerySet[SchemaVersion]:
     """Versions awaiting acknowledgement, each with `awaiting_names` (the consumers that
     have not acknowledged), in a fixed number of queries."""
-    from django.db.models import Prefetch
-
-    from apps.registry.models import Acknowledgement, SchemaVersion
-
-    versions = (
+    return (
         SchemaVersion.objects.filter(state=SchemaVersion.State.AWAITING)
         .select_related("topic", "submitted_by")
         .prefetch_related(
@@ -101,4 +131,36 @@ def pending_versions():
             ),
         )
     )
-    return versions
+
+
+def missing_acknowledgements(version: SchemaVersion) -> list[str]:
+    """The consumers of the version's topic that have not acknowledged it, by name."""
+    return version.awaiting_consumers
+
+
+def published_versions(topic: Topic) -> QuerySet[SchemaVersion]:
+    """The topic's published versions, oldest first."""
+    return topic.schema_versions.filter(state=SchemaVersion.State.PUBLISHED).order_by("version")
+
+
+def published_before(version: SchemaVersion) -> SchemaVersion | None:
+    """The topic's latest published version older than `version`: what it is compared with."""
+    return published_versions(version.topic).filter(version__lt=version.version).last()
+
+
+def published_version_by_id(pk: int) -> SchemaVersion | None:
+    return SchemaVersion.objects.filter(pk=pk, state=SchemaVersion.State.PUBLISHED).first()
+
+
+def schema_version_of(topic_name: str, version: int) -> SchemaVersion:
+    return SchemaVersion.objects.get(topic__name=topic_name, version=version)
+
+
+def topics_with_published_versions() -> QuerySet:
+    """The names of the topics that have a published version, in name order."""
+    return (
+        Topic.objects.filter(schema_versions__state=SchemaVersion.State.PUBLISHED)
+        .distinct()
+        .order_by("name")
+        .values_list("name", flat=True)
+    )

@@ -1,24 +1,88 @@
-"""Writes of the topic catalog: services, topics and subscriptions."""
+"""Writes of the topic catalog: services, topics and subscriptions.
+
+Eventing, above the registry, keeps Steward's own consumers' services and
+subscriptions in the catalog and records each subscription's delivery health through
+these functions too; the registry tells eventing what it must act on through its
+signals (`apps.registry.signals`), after commit.
+"""
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
 
 from apps.core.context import Actor
-from apps.core.errors import ValidationFailed
+from apps.core.errors import DomainError, ValidationFailed
 from apps.registry.models import Service, Subscription, Topic
+from apps.registry.signals import subscription_created, topics_created
+from apps.registry.webhook_secrets import SecretUnavailable, resolve_secret
 from apps.tenancy.audit import audit_record, diff, snapshot
 
 SUBSCRIPTION_FIELDS = ["transport", "endpoint", "secret_ref", "is_active"]
 
 
+class NotPermitted(DomainError):
+    """The caller acts beyond what it speaks for. Answered as the API answered these
+    refusals before they moved here (DRF's PermissionDenied): 403 `permission_denied`."""
+
+    status = 403
+    code = "permission_denied"
+    title = "You do not have permission to perform this action."
+
+
+def require_speaks_for(actor: Actor, service_name: str) -> None:
+    """A service account speaks only for the service of its own name; people (operators,
+    the API and the console let no one else this far) and Steward speak for any."""
+    account = actor.service_account
+    if account is not None and account.name != service_name:
+        raise NotPermitted(f"This token speaks for {account.name}, not {service_name}.")
+
+
+def require_produces(actor: Actor, topic: Topic) -> None:
+    """What only a topic's producer may do to it (withdraw a waiting schema version): a
+    service account must be one of its producers; operators and Steward may too."""
+    account = actor.service_account
+    if account is not None and not topic.producers.filter(name=account.name).exists():
+        raise NotPermitted(f"{account.name} does not produce {topic.name}.")
+
+
+# --------------------------------------------------------------------------- services
+
+
 def service_ensure(*, actor: Actor, name: str, description: str = "") -> Service:
-    service, created = Service.objects.get_or_create(
-        name=name, defaults={"description": description}
-    )
-    if created:
-        audit_record(actor=actor, action="service.create", instance=service)
+    """The service of that name, created (and audited) if it is new."""
+    service = Service.objects.filter(name=name).first()
+    if service is not None:
+        return service
+    service = Service(name=name, description=description)
+    # The name is not held to the slug rule of its field: Steward's own consumers have
+    # dotted names, and a service account's name is whatever the account was given.
+    # The unique constraint guards it; a concurrent creator's row is the answer.
+    service.full_clean(exclude=["name"], validate_unique=False)
+    try:
+        with transaction.atomic():
+            service.save()
+            audit_record(actor=actor, action="service.create", instance=service)
+    except IntegrityError:
+        return Service.objects.get(name=name)
     return service
+
+
+def service_for_caller(*, actor: Actor, named: str | None = None) -> Service:
+    """The registry service a call speaks for: a service account speaks for the service
+    of its own name (naming another is refused); an operator names one."""
+    account = actor.service_account
+    if account is not None:
+        if named:
+            require_speaks_for(actor, named)
+        return service_ensure(actor=actor, name=account.name)
+    if not named:
+        raise ValidationFailed("Name the service.", code="service_required", field="service")
+    return service_ensure(actor=actor, name=named)
+
+
+# --------------------------------------------------------------------------- topics
 
 
 def topic_create(*, actor: Actor, name: str, description: str = "", producers=()) -> Topic:
@@ -38,19 +102,18 @@ def subscribe_steward_consumers_on_commit() -> None:
     """For whoever creates a topic: Steward's catch-all consumers follow it as soon as
     it is committed, not at the consumers process's next refresh. Their consumer groups
     start at the end of the stream, so a group created after the topic's first events
-    were dispatched would never see them."""
-    transaction.on_commit(_subscribe_steward_consumers, robust=True)
+    were dispatched would never see them.
+
+    The consumers are eventing's, above the registry: this sends `topics_created` on
+    commit, and eventing's receiver subscribes them (apps.eventing.signals).
+    """
+    transaction.on_commit(lambda: topics_created.send(sender=Topic), robust=True)
 
 
-def _subscribe_steward_consumers() -> None:
-    from apps.eventing.consumers import ensure_subscription_groups, sync_consumer_subscriptions
-
-    ensure_subscription_groups(sync_consumer_subscriptions())
+# --------------------------------------------------------------------------- subscriptions
 
 
 def _check_subscription(subscription: Subscription) -> None:
-    from apps.eventing.transports import SecretUnavailable, resolve_secret
-
     # An inactive subscription delivers nothing: deactivating one whose secret is gone
     # must still work.
     if subscription.transport == Subscription.Transport.WEBHOOK and subscription.is_active:
@@ -66,6 +129,15 @@ def _check_subscription(subscription: Subscription) -> None:
     subscription.full_clean()
 
 
+def _audit_created(actor: Actor, subscription: Subscription) -> None:
+    audit_record(
+        actor=actor,
+        action="subscription.create",
+        instance=subscription,
+        changes=diff({}, snapshot(subscription, SUBSCRIPTION_FIELDS)),
+    )
+
+
 def subscription_create(
     *,
     actor: Actor,
@@ -75,8 +147,6 @@ def subscription_create(
     endpoint: str = "",
     secret_ref: str = "",
 ) -> Subscription:
-    from apps.eventing.consumers import ensure_subscription_groups
-
     subscription = Subscription(
         consumer=consumer,
         topic=topic,
@@ -87,14 +157,38 @@ def subscription_create(
     _check_subscription(subscription)
     with transaction.atomic():
         subscription.save()
-        audit_record(
-            actor=actor,
-            action="subscription.create",
-            instance=subscription,
-            changes=diff({}, snapshot(subscription, SUBSCRIPTION_FIELDS)),
-        )
-    # The group starts at the stream's end: the subscription receives what comes next.
-    transaction.on_commit(lambda: ensure_subscription_groups([subscription]), robust=True)
+        _audit_created(actor, subscription)
+    # Eventing makes its consumer group then, at the stream's end: the subscription
+    # receives what comes next.
+    transaction.on_commit(
+        lambda: subscription_created.send(sender=Subscription, subscription=subscription),
+        robust=True,
+    )
+    return subscription
+
+
+def subscription_ensure(
+    *,
+    actor: Actor,
+    consumer: Service,
+    topic: Topic,
+    transport: str = Subscription.Transport.REDIS_STREAM,
+) -> Subscription:
+    """The consumer's subscription to the topic, created (and audited) if it is new:
+    how eventing keeps Steward's own consumers in the catalog. Its caller makes the
+    consumer groups itself, so no `subscription_created` is sent."""
+    found = Subscription.objects.filter(consumer=consumer, topic=topic, transport=transport)
+    subscription = found.first()
+    if subscription is not None:
+        return subscription
+    subscription = Subscription(consumer=consumer, topic=topic, transport=transport)
+    _check_subscription(subscription)
+    try:
+        with transaction.atomic():
+            subscription.save()
+            _audit_created(actor, subscription)
+    except IntegrityError:  # another process subscribed it meanwhile
+        return found.get()
     return subscription
 
 
@@ -116,3 +210,20 @@ def subscription_update(*, actor: Actor, subscription: Subscription, **fields) -
                 actor=actor, action="subscription.update", instance=subscription, changes=changes
             )
     return subscription
+
+
+# Delivery health is kept by eventing's runners on every delivery: one conditional
+# UPDATE each, no full_clean and no audit row (it is telemetry, not a change anyone
+# made, and an audit row per delivery would drown the trail).
+
+
+def subscription_mark_delivered(*, subscription_id: int) -> None:
+    Subscription.objects.filter(pk=subscription_id).update(
+        consecutive_failures=0, last_error="", last_delivered_at=timezone.now()
+    )
+
+
+def subscription_mark_failed(*, subscription_id: int, error: str) -> None:
+    Subscription.objects.filter(pk=subscription_id).update(
+        consecutive_failures=F("consecutive_failures") + 1, last_error=error[:500]
+    )

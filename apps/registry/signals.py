@@ -1,16 +1,32 @@
-"""Keep the topic cache honest whatever path changed a topic (service, admin, shell)."""
+"""The registry's signals: what it tells the layers above it, and how it keeps its own
+topic cache honest.
+
+The registry sits beneath eventing and must not import it, yet creating a topic or a
+subscription concerns eventing at once (Steward's consumers must follow a new topic,
+and a new subscription needs its consumer group before its first event). So the
+registry announces the two facts, after commit, and eventing connects its receivers
+in its AppConfig.ready (`apps.eventing.signals`).
+"""
 
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
+from django.dispatch import Signal, receiver
 
 from apps.registry.models import Topic
 from apps.registry.selectors import forget_topic
+
+# Sent, with no arguments but the sender (Topic), once a transaction that created one or
+# more topics has committed: `services.subscribe_steward_consumers_on_commit()`.
+topics_created = Signal()
+
+# Sent, with `subscription=`, once the transaction that created it has committed.
+subscription_created = Signal()
 
 
 @receiver(post_save, sender=Topic)
 @receiver(post_delete, sender=Topic)
 def topic_changed(sender, instance: Topic, **kwargs) -> None:
+    """Whatever path changed a topic (service, admin, shell)."""
     # Now, so this transaction's own emits see the change, and again after commit, so a
     # concurrent reader that cached the old row meanwhile does not keep it.
     forget_topic(instance.name)

@@ -1,3 +1,8 @@
+"""The registry's console pages: topics, subscriptions, schema versions and approvals."""
+
+import difflib
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
@@ -8,9 +13,11 @@ from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin
+from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
-from apps.registry import selectors
-from apps.registry.filters import SubscriptionFilterSet, TopicFilterSet
+from apps.registry import schemas, selectors
+from apps.registry.filters import SchemaVersionFilterSet, SubscriptionFilterSet, TopicFilterSet
+from apps.registry.services import NotPermitted
 
 
 class TopicListView(ListPage):
@@ -77,6 +84,7 @@ class ApprovalListView(ListPage):
 class VersionListView(ListPage):
     title = "Schema versions"
     related_pages = (("Topics", "registry:topic-list"), ("Approvals", "registry:approval-list"))
+    filterset_class = SchemaVersionFilterSet
     search_fields = ("topic__name", "release")
     default_ordering = "-created_at"
     columns = (
@@ -102,19 +110,15 @@ class VersionDetailView(LoginRequiredMixin, DetailView):
         return selectors.schema_version_list()
 
     def get_context_data(self, **kwargs):
-        from apps.registry.schemas import missing_acknowledgements
-
         context = super().get_context_data(**kwargs)
         version = self.object
-        before = (
-            version.topic.schema_versions.filter(state="published", version__lt=version.version)
-            .order_by("-version")
-            .first()
-        )
+        before = selectors.published_before(version)
         context["before"] = before
         context["lines"] = side_by_side(before.schema if before else None, version.schema)
         context["missing"] = (
-            missing_acknowledgements(version) if version.state == "awaiting_acknowledgement" else []
+            selectors.missing_acknowledgements(version)
+            if version.state == "awaiting_acknowledgement"
+            else []
         )
         context["may_override"] = self.request.user.is_operator and self.request.user.has_perm(
             "registry.override_schemaversion"
@@ -125,9 +129,6 @@ class VersionDetailView(LoginRequiredMixin, DetailView):
 def side_by_side(old, new) -> list[tuple[str, str, bool]]:
     """Rows of (old line, new line, changed) of the two schemas pretty-printed with
     sorted keys; a row is marked when its lines differ."""
-    import difflib
-    import json
-
     left = json.dumps(old, indent=2, sort_keys=True).splitlines() if old is not None else []
     right = json.dumps(new, indent=2, sort_keys=True).splitlines()
     rows = []
@@ -143,31 +144,32 @@ def side_by_side(old, new) -> list[tuple[str, str, bool]]:
 @require_POST
 @login_required
 def version_act(request, pk, act):
-    from apps.core.errors import DomainError
-    from apps.registry import schemas
-    from apps.registry.models import Service
-
+    """The console's way to the schema-version services (the API's is
+    api.views.SchemaVersionViewSet): operators only, and each service's own rules for
+    who may act on the version apply alike."""
     version = get_object_or_404(selectors.schema_version_list(), pk=pk)
+    if not request.user.is_operator:
+        raise PermissionDenied
     try:
-        if act == "acknowledge" and request.user.is_operator:
-            consumer = get_object_or_404(Service, name=request.POST.get("consumer", ""))
+        if act == "acknowledge":
+            consumer = get_object_or_404(
+                selectors.service_list(), name=request.POST.get("consumer", "")
+            )
             schemas.acknowledge(actor=request.actor, version=version, consumer=consumer)
-        elif act == "withdraw" and request.user.is_operator:
+        elif act == "withdraw":
             schemas.withdraw_version(
                 actor=request.actor, version=version, reason=request.POST.get("reason", "")
             )
-        elif act == "remind" and request.user.is_operator:
+        elif act == "remind":
             schemas.remind(actor=request.actor, version=version)
-        elif (
-            act == "override"
-            and request.user.is_operator
-            and request.user.has_perm("registry.override_schemaversion")
-        ):
+        elif act == "override":
             schemas.override(
                 actor=request.actor, version=version, reason=request.POST.get("reason", "")
             )
         else:
             raise PermissionDenied
+    except NotPermitted as exc:
+        raise PermissionDenied(exc.detail) from None  # refused, as the API refuses it: 403
     except DomainError as exc:
         messages.error(request, exc.detail)
     return HttpResponseRedirect(version.get_absolute_url())

@@ -9,7 +9,7 @@ from apps.core.scope import system_scope
 from apps.eventing.consumers import webhook_runner
 from apps.eventing.models import DeadLetter
 from tests.eventing.conftest import fast_retries, topic
-from tests.eventing.test_webhooks import SECRET, emit, pump, webhook
+from tests.eventing.factories import SECRET, emit, pump, webhook
 from tests.support import LocalServer
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from apps.registry.models import SchemaVersion
 from tests.factories import service_token
-from tests.registry.test_schemas import V1, V2_BREAKING
+from tests.registry.factories import V1, V2_BREAKING
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -3,9 +3,9 @@ import uuid
 import pytest
 
 from apps.core.redis import get_redis
-from apps.eventing.consumers import HANDLERS, consumer_runner, ensure_subscription_groups
 from apps.eventing.transports import stream_key
-from apps.registry.models import Service, Subscription, Topic
+from apps.registry.models import Subscription, Topic
+from tests.eventing.factories import SECRET, subscribe
 
 
 @pytest.fixture
@@ -27,23 +27,20 @@ def topic(db):
     get_redis().delete(stream_key(created.name))
 
 
-def subscribe(topic, consumer_name, *, transport=Subscription.Transport.REDIS_STREAM, **extra):
-    service, _ = Service.objects.get_or_create(name=consumer_name)
-    subscription = Subscription.objects.create(
-        consumer=service, topic=topic, transport=transport, **extra
+@pytest.fixture
+def webhook_secret(monkeypatch):
+    """The secret `factories.webhook()` subscriptions sign with."""
+    monkeypatch.setenv("STEWARD_WEBHOOK_SECRET_TEST", SECRET)
+    return SECRET
+
+
+@pytest.fixture
+def webhook_subscription(topic, monkeypatch):
+    monkeypatch.setenv("STEWARD_WEBHOOK_SECRET_HOOK", "s3cret")
+    return subscribe(
+        topic,
+        "receiver",
+        transport=Subscription.Transport.WEBHOOK,
+        endpoint="http://127.0.0.1:9/unused",
+        secret_ref="env:STEWARD_WEBHOOK_SECRET_HOOK",
     )
-    ensure_subscription_groups([subscription])
-    return subscription
-
-
-def recent_events_runner(topic):
-    """Steward's own `steward.recent-events` consumer, reading this test's topic."""
-    subscription = subscribe(topic, "steward.recent-events")
-    return consumer_runner(HANDLERS["steward.recent-events"], [subscription])
-
-
-def stream_envelopes(topic):
-    from apps.eventing.envelope import Envelope
-
-    entries = get_redis().xrange(stream_key(topic.name))
-    return [Envelope.from_json(fields[b"envelope"]) for _, fields in entries]

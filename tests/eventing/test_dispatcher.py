@@ -14,11 +14,11 @@ import pytest
 from django.db import connection
 
 from apps.core.outbox import NewEvent, emit_many
-from apps.core.redis import _pool
+from apps.core.redis import get_redis
 from apps.core.scope import system_scope, tenant_scope
 from apps.eventing import dispatcher
 from apps.eventing.models import DispatchLane, OutboxEvent, RecentEvent
-from tests.eventing.conftest import recent_events_runner, stream_envelopes
+from tests.eventing.factories import recent_events_runner, stream_envelopes
 from tests.support import database_url, run_concurrently
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,8 +137,6 @@ def test_a_dispatcher_killed_mid_batch_loses_nothing_and_consumers_handle_each_o
     assert len(envelopes) > len(ids)  # the killed batch went out twice
     assert_in_order_once(envelopes, ids, duplicates_allowed=True)
 
-    from apps.core.redis import get_redis
-
     client = get_redis()
     while runner.read_once(client):
         pass
@@ -166,7 +164,6 @@ def test_a_redis_outage_keeps_the_outbox_growing_and_delivery_resumes_by_itself(
         assert DispatchLane.objects.exclude(failures=0).exists()
 
     settings.REDIS_URL = working_url
-    _pool.cache_clear()
     deadline = time.monotonic() + 30
     while outbox_count() and time.monotonic() < deadline:
         dispatcher.drain()

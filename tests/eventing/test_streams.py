@@ -4,32 +4,11 @@ import logging
 
 import pytest
 
-from apps.core.outbox import NewEvent, emit_many
 from apps.core.redis import get_redis
-from apps.core.scope import tenant_scope
-from apps.eventing import dispatcher
 from apps.eventing.streams import trim_streams
-from tests.eventing.conftest import recent_events_runner, subscribe
+from tests.eventing.factories import publish, recent_events_runner, subscribe
 
 pytestmark = pytest.mark.django_db
-
-
-def publish(tenant, topic, n):
-    with tenant_scope(tenant):
-        emit_many(
-            [
-                NewEvent(
-                    topic=topic.name,
-                    event_type="e",
-                    aggregate_type="k",
-                    aggregate_id=str(i),
-                    payload={},
-                    tenant=tenant,
-                )
-                for i in range(n)
-            ]
-        )
-    dispatcher.drain()
 
 
 def test_nothing_a_slow_group_has_not_read_is_trimmed(tenant_a, topic):
@@ -61,16 +40,3 @@ def test_over_the_cap_the_lagging_group_is_named(tenant_a, topic, settings, capl
         assert trim_streams()[topic.name] == 6
     assert "stuck-service" in caplog.text
     assert get_redis().xlen(f"steward:stream:{topic.name}") == 4
-
-
-def test_stewards_consumers_follow_a_stream_from_its_first_entry(tenant_a, topic):
-    """Subscribing Steward's consumers to a new topic is an after-commit step that a
-    Redis restart (or a slower refresh elsewhere) can leave undone; the dispatcher makes
-    their groups before it adds the topic's first entry, so none starts after it."""
-    client = get_redis()
-    assert not client.exists(f"steward:stream:{topic.name}")
-    publish(tenant_a, topic, 3)
-    read = client.xreadgroup(
-        "steward.recent-events", "probe", {f"steward:stream:{topic.name}": ">"}, count=10
-    )
-    assert [len(entries) for _, entries in read] == [3]

@@ -14,7 +14,7 @@ from apps.core.scope import tenant_scope
 from apps.eventing import dispatcher
 from apps.eventing.consumers import webhook_runner
 from apps.registry.models import Subscription
-from tests.eventing.conftest import subscribe
+from tests.eventing.factories import subscribe
 from tests.support import LocalServer
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integration.md"

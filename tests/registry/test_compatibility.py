@@ -6,9 +6,12 @@ kinds that break a BACKWARD check under STRICT and under LENIENT.
 
 import copy
 import json
+import random
 import time
 
 import pytest
+from jsonschema import Draft7Validator, Draft202012Validator
+from jsonschema.exceptions import SchemaError
 
 from apps.registry import compatibility
 from apps.registry.compatibility import (
@@ -24,6 +27,7 @@ from apps.registry.compatibility import (
     fingerprint,
     is_allowed,
     parse_schema,
+    plainly_valid,
 )
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
@@ -2099,8 +2103,6 @@ def test_a_fifty_property_check_is_fast():
 
 def _mutations(rng, node, depth=0):
     """A schema with one of its keywords given a value of a wrong or odd shape."""
-    import copy
-
     broken = copy.deepcopy(node)
     target = broken
     for _ in range(depth):
@@ -2159,13 +2161,6 @@ def _mutations(rng, node, depth=0):
     ["https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema#"],
 )
 def test_the_fast_meta_check_never_accepts_what_the_meta_schema_refuses(draft):
-    import random
-
-    from jsonschema import Draft7Validator, Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    from apps.registry.compatibility import _plainly_valid
-
     validator = Draft7Validator if "draft-07" in draft else Draft202012Validator
     rng = random.Random(11)
     base = {
@@ -2182,11 +2177,11 @@ def test_the_fast_meta_check_never_accepts_what_the_meta_schema_refuses(draft):
     accepted = 0
     for _ in range(400):
         schema = _mutations(rng, base, depth=rng.randint(0, 2))
-        if _plainly_valid(schema, "draft-07" in draft):
+        if plainly_valid(schema, "draft-07" in draft):
             accepted += 1
             try:
                 validator.check_schema(schema, format_checker=validator.FORMAT_CHECKER)
             except SchemaError as exc:  # pragma: no cover - the failure this test exists for
                 pytest.fail(f"fast check accepted an invalid schema: {schema} ({exc.message})")
     # It decides on its own for plain schemas (the point of it), mutated or not.
-    assert _plainly_valid(base, "draft-07" in draft) and accepted > 20
+    assert plainly_valid(base, "draft-07" in draft) and accepted > 20

@@ -2,11 +2,15 @@
 (confluent-kafka's SchemaRegistryClient) against a live Steward."""
 
 import json
+from contextlib import ExitStack
 
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+from apps.core.context import SYSTEM_ACTOR
+from apps.registry import schemas
+from apps.registry.catalog import install_steward_topics
 from apps.registry.models import SchemaVersion, Service, Topic
 from tests.factories import service_token
 from tests.registry.test_schemas import V1, V2_BREAKING, V2_COMPATIBLE
@@ -17,9 +21,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def connect(live_server):
     """A new client each call: the library caches ids, and a fresh one must ask."""
-    from contextlib import ExitStack
-
-    from apps.registry.catalog import install_steward_topics
 
     install_steward_topics()
     issued = service_token(scopes=["registry:write"], name="orders")
@@ -82,9 +83,6 @@ def test_a_breaking_schema_answers_409_naming_who_must_acknowledge(client, conne
     assert waiting.version == 2
     assert client.get_versions("orders.order-value") == [1]
     # once billing has acknowledged, registering it again answers its id
-    from apps.core.context import SYSTEM_ACTOR
-    from apps.registry import schemas
-
     schemas.acknowledge(
         actor=SYSTEM_ACTOR, version=waiting, consumer=Service.objects.get(name="billing")
     )

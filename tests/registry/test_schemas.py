@@ -1,56 +1,27 @@
-"""ModelSync and the consumer-acknowledgement gate for breaking schema versions."""
+"""ModelSync and the consumer-acknowledgement gate for breaking schema versions
+(apps.registry.schemas)."""
 
 import pytest
-from rest_framework.test import APIClient
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.errors import Conflict, ValidationFailed
 from apps.core.scope import system_scope
-from apps.eventing.models import OutboxEvent
-from apps.eventing.services import resolve_topic
 from apps.registry import schemas
-from apps.registry.models import SchemaVersion, Service, Topic
+from apps.registry.catalog import install_steward_topics
+from apps.registry.models import SchemaVersion, Topic
+from apps.registry.selectors import missing_acknowledgements, resolve_topic
 from apps.tenancy.models import AuditEvent
-from tests.conftest import bearer
-from tests.factories import service_token
+from tests.registry.factories import (
+    V1,
+    V2_BREAKING,
+    V2_COMPATIBLE,
+    consumer,
+    events,
+    outcome,
+    pending,
+    sync,
+)
 from tests.support import run_concurrently
-
-V1 = {
-    "type": "object",
-    "properties": {"id": {"type": "string"}, "total": {"type": "number"}},
-    "required": ["id"],
-    "additionalProperties": False,
-}
-# compatible under BACKWARD/STRICT: an optional property added to a closed model
-V2_COMPATIBLE = {**V1, "properties": {**V1["properties"], "note": {"type": "string"}}}
-# breaking: a required property without a default
-V2_BREAKING = {**V1, "required": ["id", "total"]}
-
-
-def sync(release, schema, *, consumers=("billing", "ledger"), name="orders.order", extra=()):
-    producer = Service.objects.get_or_create(name="orders")[0]
-    topics = [{"name": name, "consumers": list(consumers), "schema": schema}, *extra]
-    return schemas.model_sync(actor=SYSTEM_ACTOR, service=producer, release=release, topics=topics)
-
-
-def outcome(answer, name="orders.order"):
-    return next(t for t in answer["topics"] if t["topic"] == name)
-
-
-def events(event_type):
-    with system_scope():
-        return list(
-            OutboxEvent.objects.filter(topic="registry.schema", event_type=event_type)
-            .order_by("id")
-            .values_list("payload", flat=True)
-        )
-
-
-def pending():
-    return SchemaVersion.objects.get(state="awaiting_acknowledgement")
-
-
-def consumer(name):
-    return Service.objects.get(name=name)
 
 
 @pytest.mark.django_db
@@ -70,8 +41,6 @@ def test_a_first_version_publishes_and_the_same_sync_again_answers_the_same():
 
 @pytest.mark.django_db
 def test_a_release_id_reused_for_another_model_is_refused():
-    from apps.core.errors import Conflict
-
     sync("r1", V1)
     with pytest.raises(Conflict):
         sync("r1", V2_COMPATIBLE)
@@ -121,13 +90,11 @@ def test_a_withdrawn_acknowledgement_holds_publication():
     )
     version = schemas.acknowledge(actor=SYSTEM_ACTOR, version=version, consumer=consumer("ledger"))
     assert version.state == "awaiting_acknowledgement"
-    assert schemas.missing_acknowledgements(version) == ["billing"]
+    assert missing_acknowledgements(version) == ["billing"]
 
 
 @pytest.mark.django_db
 def test_an_operator_override_publishes_with_its_reason_in_the_audit_trail():
-    from apps.core.errors import ValidationFailed
-
     sync("r1", V1)
     sync("r2", V2_BREAKING)
     with pytest.raises(ValidationFailed):
@@ -155,8 +122,6 @@ def test_an_invalid_schema_rejects_its_topic_only():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_last_two_acknowledgements_arriving_together_publish_exactly_once():
-    from apps.registry.catalog import install_steward_topics
-
     install_steward_topics()
     sync("r1", V1)
     sync("r2", V2_BREAKING)
@@ -170,54 +135,6 @@ def test_the_last_two_acknowledgements_arriving_together_publish_exactly_once():
     _, errors = run_concurrently(acknowledge, 2)
     assert errors == []
     assert [e["version"] for e in events("SchemaVersionPublished")] == [1, 2]
-
-
-@pytest.mark.django_db
-def test_the_api_syncs_and_consumers_acknowledge_for_themselves():
-    release = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
-    body = {
-        "release": "r1",
-        "topics": [{"name": "orders.order", "consumers": ["billing"], "schema": V1}],
-    }
-    assert release.post("/api/v1/registry/model-sync/", body, format="json").status_code == 200
-    body = {
-        "release": "r2",
-        "topics": [{"name": "orders.order", "consumers": ["billing"], "schema": V2_BREAKING}],
-    }
-    answer = release.post("/api/v1/registry/model-sync/", body, format="json").json()
-    assert outcome(answer)["awaiting"] == ["billing"]
-    url = f"/api/v1/registry/schema-versions/{pending().pk}/"
-    ledger = bearer(APIClient(), service_token(scopes=["registry:write"], name="ledger"))
-    refused = ledger.post(f"{url}acknowledge/", {"consumer": "billing"}, format="json")
-    assert refused.status_code == 403
-    billing = bearer(APIClient(), service_token(scopes=["registry:write"], name="billing"))
-    done = billing.post(f"{url}acknowledge/", {"consumer": "billing"}, format="json")
-    assert done.status_code == 200 and done.json()["state"] == "published"
-    shown = billing.get(url).json()
-    assert shown["acknowledgements"][0]["consumer"] == "billing"
-
-
-@pytest.mark.django_db
-def test_a_producer_withdraws_a_waiting_version_and_it_is_never_published():
-    sync("r1", V1)
-    sync("r2", V2_BREAKING)
-    release = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
-    stranger = bearer(APIClient(), service_token(scopes=["registry:write"], name="billing"))
-    url = f"/api/v1/registry/schema-versions/{pending().pk}/withdraw/"
-    assert stranger.post(url, {"reason": "x"}, format="json").status_code == 403
-    done = release.post(url, {"reason": "wrong release"}, format="json")
-    assert done.status_code == 200 and done.json()["state"] == "withdrawn"
-    from apps.core.errors import InvalidTransition
-
-    with pytest.raises(InvalidTransition):
-        schemas.acknowledge(
-            actor=SYSTEM_ACTOR,
-            version=SchemaVersion.objects.get(state="withdrawn"),
-            consumer=consumer("billing"),
-        )
-    assert [e["version"] for e in events("SchemaVersionPublished")] == [1]
-    # the next release may bring the same schema again, as a new version
-    assert outcome(sync("r3", V2_BREAKING))["version"] == 3
 
 
 @pytest.mark.django_db

@@ -110,11 +110,9 @@ class SchemaVersionSerializer(StrictModelSerializer):
         read_only_fields = fields
 
     def get_awaiting(self, version) -> list[str]:
-        from apps.registry.schemas import missing_acknowledgements
-
         if version.state != SchemaVersion.State.AWAITING:
             return []
-        return missing_acknowledgements(version)
+        return version.awaiting_consumers
 
     def get_acknowledgements(self, version) -> list[dict]:
         return [

@@ -1,7 +1,6 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -15,8 +14,7 @@ from apps.core.api.views import (
 )
 from apps.registry import schemas, selectors, services
 from apps.registry.api import serializers
-from apps.registry.filters import SubscriptionFilterSet, TopicFilterSet
-from apps.registry.models import Service
+from apps.registry.filters import SchemaVersionFilterSet, SubscriptionFilterSet, TopicFilterSet
 
 
 class ServiceViewSet(
@@ -27,13 +25,15 @@ class ServiceViewSet(
     viewsets.GenericViewSet,
 ):
     serializer_class = serializers.ServiceSerializer
-    queryset = Service.objects.all()
     search_fields = ["name", "description"]
     ordering_fields = ["name"]
     ordering = "name"
     scope_app = "registry"
     steward_scope = "system"
     write_access = PLATFORM
+
+    def get_queryset(self):
+        return selectors.service_list()
 
     def perform_create(self, serializer):
         serializer.instance = services.service_ensure(
@@ -109,21 +109,6 @@ class SubscriptionViewSet(
         )
 
 
-def _calling_service(request, named: str | None) -> Service:
-    """The registry service a call speaks for: a service token speaks for the service
-    of its own name; an operator names one."""
-    from apps.core.errors import ValidationFailed
-
-    account = request.service_account
-    if account is not None:
-        if named and named != account.name:
-            raise PermissionDenied(f"This token speaks for {account.name}, not {named}.")
-        return services.service_ensure(actor=request.actor, name=account.name)
-    if not named:
-        raise ValidationFailed("Name the service.", code="service_required", field="service")
-    return services.service_ensure(actor=request.actor, name=named)
-
-
 class ModelSyncView(StewardAccessMixin, APIView):
     """A release's ModelSync: per topic published, unchanged, awaiting acknowledgement
     (with the consumers that must act) or rejected (with the reason). The same release
@@ -141,7 +126,7 @@ class ModelSyncView(StewardAccessMixin, APIView):
         data = payload.validated_data
         answer = schemas.model_sync(
             actor=request.actor,
-            service=_calling_service(request, data.get("service")),
+            service=services.service_for_caller(actor=request.actor, named=data.get("service")),
             release=data["release"],
             topics=data["topics"],
         )
@@ -152,7 +137,7 @@ class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     """Schema versions, and the acknowledgements breaking ones wait for."""
 
     serializer_class = serializers.SchemaVersionSerializer
-    filterset_fields = ["state", "topic__name"]
+    filterset_class = SchemaVersionFilterSet
     ordering = "-created_at"
     scope_app = "registry"
     steward_scope = "system"
@@ -161,14 +146,11 @@ class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         return selectors.schema_version_list()
 
-    def _consumer(self, request) -> Service:
+    @staticmethod
+    def _consumer(request):
         payload = serializers.AcknowledgeSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        consumer = payload.validated_data["consumer"]
-        account = request.service_account
-        if account is not None and account.name != consumer.name:
-            raise PermissionDenied(f"This token speaks for {account.name}, not {consumer.name}.")
-        return consumer
+        return payload.validated_data["consumer"]
 
     @extend_schema(
         request=serializers.AcknowledgeSerializer, responses=serializers.SchemaVersionSerializer
@@ -198,10 +180,9 @@ class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     @idempotent
     def override(self, request, pk=None):
-        if not (request.user.is_authenticated and request.user.is_operator):
-            raise PermissionDenied("Only an operator may override.")
-        if not request.user.has_perm("registry.override_schemaversion"):
-            raise PermissionDenied("Overriding needs the override_schemaversion permission.")
+        # Before the body is read: a caller who may not override is told so, not what
+        # its body lacks (schemas.override checks it again, for every way in).
+        schemas.require_may_override(request.actor)
         payload = serializers.OverrideSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         version = schemas.override(
@@ -216,12 +197,10 @@ class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     @idempotent
     def withdraw(self, request, pk=None):
         """The producer (or an operator) takes a waiting version back."""
-        version = self.get_object()
-        account = request.service_account
-        if account is not None and not version.topic.producers.filter(name=account.name).exists():
-            raise PermissionDenied(f"{account.name} does not produce {version.topic.name}.")
         reason = str(request.data.get("reason", ""))
-        version = schemas.withdraw_version(actor=request.actor, version=version, reason=reason)
+        version = schemas.withdraw_version(
+            actor=request.actor, version=self.get_object(), reason=reason
+        )
         return Response(self.read_representation(version))
 
     @extend_schema(request=None, responses=dict)

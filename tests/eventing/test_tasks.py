@@ -1,13 +1,37 @@
-"""Committed events reach the stream through a real Celery worker without waiting for beat."""
+"""Eventing's Celery tasks (apps.eventing.tasks): registered under the names beat's rows
+use, and committed events reach the stream through a real worker without waiting for
+beat."""
 
 import pytest
 from celery.contrib.testing.worker import start_worker
 
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.scope import tenant_scope
+from apps.eventing import tasks
 from portal.celery import app
-from tests.eventing.conftest import stream_envelopes
+from tests.eventing.factories import make_dead_letter, stream_envelopes
 from tests.support import wait_for
+
+TASK_NAMES = [
+    "eventing.dispatch_outbox",
+    "eventing.periodic_sweep_outbox",
+    "eventing.periodic_purge_inbox",
+    "eventing.periodic_reconcile_effects",
+    "eventing.replay_dead_letter",
+    "eventing.periodic_trim_streams",
+    "eventing.periodic_redeliver_replays",
+]
+
+
+def test_the_tasks_keep_their_registered_names():
+    assert all(name in app.tasks for name in TASK_NAMES)
+    assert tasks.replay_dead_letter.name == "eventing.replay_dead_letter"
+
+
+@pytest.mark.django_db
+def test_a_replay_task_for_a_dead_letter_not_queued_skips_it(tenant_a, topic, webhook_subscription):
+    dead = make_dead_letter(tenant_a, topic, webhook_subscription)
+    assert tasks.replay_dead_letter.apply(kwargs={"dead_letter_id": dead.pk}).get() == "skipped"
 
 
 @pytest.mark.django_db(transaction=True)

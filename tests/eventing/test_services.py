@@ -1,13 +1,23 @@
-"""emit(): the envelope is written with the producer's change, or not at all."""
+"""Eventing's writes (apps.eventing.services): emit() writes the envelope with the producer's
+change, or not at all; an operator replays or discards a dead letter once."""
 
 import pytest
 from django.db import DatabaseError, transaction
 
+from apps.core.context import SYSTEM_ACTOR
+from apps.core.errors import Conflict
 from apps.core.outbox import emit
 from apps.core.scope import system_scope, tenant_scope
-from apps.eventing.models import OutboxEvent
-from apps.eventing.services import PayloadNotJson, UnknownTopic
+from apps.eventing.models import DeadLetter, OutboxEvent
+from apps.eventing.services import (
+    PayloadNotJson,
+    UnknownTopic,
+    dead_letter_discard,
+    dead_letter_replay,
+)
 from apps.registry.selectors import resolve_topic
+from apps.tenancy.models import AuditEvent
+from tests.eventing.factories import make_dead_letter
 
 pytestmark = pytest.mark.django_db
 
@@ -111,12 +121,22 @@ def test_the_topic_cache_follows_a_new_schema_version(tenant_a, topic):
     assert outbox()[0].schema_version == 4
 
 
-def test_topics_resolve_from_the_database_when_redis_is_away(topic, settings):
-    settings.CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": "redis://127.0.0.1:1/0",
-        }
-    }
-    assert resolve_topic(topic.name).name == topic.name
-    assert resolve_topic("no.such") is None
+def test_a_dead_letter_is_resolved_once_and_audited(tenant_a, topic, webhook_subscription):
+    replayed = make_dead_letter(tenant_a, topic, webhook_subscription, n=1)
+    discarded = make_dead_letter(tenant_a, topic, webhook_subscription, n=2)
+    assert dead_letter_replay(actor=SYSTEM_ACTOR, dead_letter=replayed).state == "replaying"
+    assert dead_letter_discard(actor=SYSTEM_ACTOR, dead_letter=discarded).state == "discarded"
+    for dead in (replayed, discarded):
+        for again in (dead_letter_replay, dead_letter_discard):
+            with pytest.raises(Conflict) as refused:
+                again(actor=SYSTEM_ACTOR, dead_letter=dead)
+            assert refused.value.code == "dead_letter_resolved"
+    with system_scope():
+        actions = sorted(
+            AuditEvent.objects.filter(tenant=tenant_a).values_list("action", "changes")
+        )
+        assert DeadLetter.objects.get(pk=replayed.pk).resolved_by == "steward"
+    assert actions == [
+        ("dead_letter.discard", {"state": ["dead", "discarded"]}),
+        ("dead_letter.replay", {"state": ["dead", "replaying"]}),
+    ]

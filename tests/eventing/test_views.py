@@ -1,0 +1,119 @@
+"""The console's eventing pages (apps.eventing.views): for operators, with the backlog
+chart, dead letters to replay or discard, effects and recent events."""
+
+import pytest
+from django.urls import reverse
+
+from apps.core.scope import system_scope
+from apps.eventing.models import DeadLetter
+from apps.registry.models import Subscription
+from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
+from tests.eventing.factories import add_eventing_rows, make_dead_letter
+from tests.query_counts import assert_flat_query_count
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_eventing_page_shows_backlog_chart_and_failures(
+    client, operator, tenant_a, topic, webhook_subscription
+):
+    make_dead_letter(tenant_a, topic, webhook_subscription)
+    Subscription.objects.filter(pk=webhook_subscription.pk).update(
+        consecutive_failures=3, last_error="HTTP 500"
+    )
+    client.force_login(operator)
+    page = client.get(reverse("eventing:overview"))
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "<svg" in html and html.count("<rect") >= 60
+    assert "HTTP 500" in html
+    listing = client.get(reverse("eventing:dead-letter-list"), {"state": "dead"})
+    assert "Replay" in listing.content.decode()
+
+
+def test_eventing_pages_are_for_operators(client, admin_a):
+    client.force_login(admin_a)
+    for name in (
+        "eventing:overview",
+        "eventing:dead-letter-list",
+        "eventing:effect-list",
+        "eventing:recent-list",
+        "registry:subscription-list",
+    ):
+        assert client.get(reverse(name)).status_code == 403, name
+    assert client.get(reverse("registry:topic-list")).status_code == 200
+
+
+def test_replay_and_discard_from_the_console(
+    client, operator, tenant_a, topic, webhook_subscription
+):
+    first = make_dead_letter(tenant_a, topic, webhook_subscription, n=1)
+    second = make_dead_letter(tenant_a, topic, webhook_subscription, n=2)
+    client.force_login(operator)
+    client.post(reverse("eventing:dead-letter-replay", args=[first.pk]))
+    client.post(reverse("eventing:dead-letter-discard", args=[second.pk]))
+    with system_scope():
+        states = dict(DeadLetter.objects.values_list("pk", "state"))
+    assert states == {first.pk: "replaying", second.pk: "discarded"}
+
+
+@pytest.mark.parametrize(
+    "url_name",
+    [
+        "eventing:dead-letter-list",
+        "eventing:effect-list",
+        "eventing:recent-list",
+        "registry:topic-list",
+        "registry:subscription-list",
+    ],
+)
+def test_eventing_list_pages_query_count_does_not_grow(
+    client, operator, tenant_a, topic, webhook_subscription, url_name
+):
+    client.force_login(operator)
+    assert_flat_query_count(
+        lambda n: add_eventing_rows(n, tenant_a, topic, webhook_subscription),
+        lambda: client.get(reverse(url_name)),
+        few=2,
+        more=6,
+    )
+
+
+def test_the_overview_query_count_does_not_grow(
+    client, operator, tenant_a, topic, webhook_subscription
+):
+    client.force_login(operator)
+    assert_flat_query_count(
+        lambda n: add_eventing_rows(n, tenant_a, topic, webhook_subscription),
+        lambda: client.get(reverse("eventing:overview")),
+    )
+
+
+def test_an_operator_acting_for_a_tenant_still_uses_the_platform_pages(
+    client, api, operator, tenant_a, region, topic
+):
+    client.force_login(operator)
+    session = client.session
+    session[ACTING_TENANT_SESSION_KEY] = str(tenant_a.pk)
+    session.save()
+    assert client.get(reverse("eventing:overview")).status_code == 200
+    created = client.post(
+        reverse("console:tenant-create"),
+        {
+            "slug": "lima",
+            "name": "Lima",
+            "home_region": region.slug,
+            "environment_class": "production",
+        },
+    )
+    assert created.status_code == 302
+    api.force_login(operator)
+    api_session = api.session
+    api_session[ACTING_TENANT_SESSION_KEY] = str(tenant_a.pk)
+    api_session.save()
+    response = api.post(
+        "/api/v1/tenancy/tenants/",
+        {"slug": "mike", "name": "Mike", "home_region": region.slug},
+    )
+    assert response.status_code == 201, response.content
+    assert api.post("/api/v1/registry/services/", {"name": "nova"}).status_code == 201

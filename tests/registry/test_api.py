@@ -1,0 +1,213 @@
+"""The registry's REST API: the catalog (services, topics, subscriptions), ModelSync and
+schema versions (apps.registry.api.views)."""
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from apps.core.context import SYSTEM_ACTOR
+from apps.core.errors import InvalidTransition
+from apps.core.redis import get_redis
+from apps.registry import schemas
+from apps.registry.models import SchemaVersion, Subscription
+from tests.conftest import bearer
+from tests.factories import service_token
+from tests.query_counts import assert_flat_query_count
+from tests.registry.factories import (
+    V1,
+    V2_BREAKING,
+    add_catalog_rows,
+    add_versions,
+    consumer,
+    events,
+    outcome,
+    pending,
+    sync,
+    waiting_version,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_api_syncs_and_consumers_acknowledge_for_themselves():
+    release = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
+    body = {
+        "release": "r1",
+        "topics": [{"name": "orders.order", "consumers": ["billing"], "schema": V1}],
+    }
+    assert release.post("/api/v1/registry/model-sync/", body, format="json").status_code == 200
+    body = {
+        "release": "r2",
+        "topics": [{"name": "orders.order", "consumers": ["billing"], "schema": V2_BREAKING}],
+    }
+    answer = release.post("/api/v1/registry/model-sync/", body, format="json").json()
+    assert outcome(answer)["awaiting"] == ["billing"]
+    url = f"/api/v1/registry/schema-versions/{pending().pk}/"
+    ledger = bearer(APIClient(), service_token(scopes=["registry:write"], name="ledger"))
+    refused = ledger.post(f"{url}acknowledge/", {"consumer": "billing"}, format="json")
+    assert refused.status_code == 403
+    billing = bearer(APIClient(), service_token(scopes=["registry:write"], name="billing"))
+    done = billing.post(f"{url}acknowledge/", {"consumer": "billing"}, format="json")
+    assert done.status_code == 200 and done.json()["state"] == "published"
+    shown = billing.get(url).json()
+    assert shown["acknowledgements"][0]["consumer"] == "billing"
+
+
+def test_a_producer_withdraws_a_waiting_version_and_it_is_never_published():
+    sync("r1", V1)
+    sync("r2", V2_BREAKING)
+    release = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
+    stranger = bearer(APIClient(), service_token(scopes=["registry:write"], name="billing"))
+    url = f"/api/v1/registry/schema-versions/{pending().pk}/withdraw/"
+    assert stranger.post(url, {"reason": "x"}, format="json").status_code == 403
+    done = release.post(url, {"reason": "wrong release"}, format="json")
+    assert done.status_code == 200 and done.json()["state"] == "withdrawn"
+    with pytest.raises(InvalidTransition):
+        schemas.acknowledge(
+            actor=SYSTEM_ACTOR,
+            version=SchemaVersion.objects.get(state="withdrawn"),
+            consumer=consumer("billing"),
+        )
+    assert [e["version"] for e in events("SchemaVersionPublished")] == [1]
+    # the next release may bring the same schema again, as a new version
+    assert outcome(sync("r3", V2_BREAKING))["version"] == 3
+
+
+def test_creating_a_webhook_subscription_checks_its_secret_reference(
+    api, operator, topic, monkeypatch
+):
+    api.force_login(operator)
+    body = {
+        "consumer": "billing",
+        "topic": topic.name,
+        "transport": "webhook",
+        "endpoint": "https://billing.example/hooks",
+        "secret_ref": "env:STEWARD_WEBHOOK_SECRET_BILLING",
+    }
+    api.post("/api/v1/registry/services/", {"name": "billing"})
+    refused = api.post("/api/v1/registry/subscriptions/", body)
+    assert refused.status_code == 400 and refused.json()["code"] == "secret_unavailable"
+    monkeypatch.setenv("STEWARD_WEBHOOK_SECRET_BILLING", "x")
+    created = api.post("/api/v1/registry/subscriptions/", body)
+    assert created.status_code == 201, created.content
+    subscription = Subscription.objects.get(pk=created.json()["id"])
+    etag = api.get(f"/api/v1/registry/subscriptions/{subscription.pk}/")["ETag"]
+    off = api.patch(
+        f"/api/v1/registry/subscriptions/{subscription.pk}/",
+        {"is_active": False},
+        HTTP_IF_MATCH=etag,
+    )
+    assert off.status_code == 200, off.content
+    assert off.json()["is_active"] is False and off.json()["consumer"] == "billing"
+    assert off["ETag"] == api.get(f"/api/v1/registry/subscriptions/{subscription.pk}/")["ETag"]
+    stale = api.patch(
+        f"/api/v1/registry/subscriptions/{subscription.pk}/",
+        {"is_active": True},
+        HTTP_IF_MATCH=etag,
+    )
+    assert stale.status_code == 412
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_subscription_gets_its_consumer_group(operator, topic, monkeypatch):
+    client = Client()
+    client.force_login(operator)
+    client.post("/api/v1/registry/services/", {"name": "search"}, content_type="application/json")
+    response = client.post(
+        "/api/v1/registry/subscriptions/",
+        {"consumer": "search", "topic": topic.name, "transport": "redis_stream"},
+        content_type="application/json",
+    )
+    assert response.status_code == 201
+    groups = get_redis().xinfo_groups(f"steward:stream:{topic.name}")
+    assert [g["name"] for g in groups] == [b"search"]
+
+
+def test_subscriptions_are_not_for_tenants_to_read(api, admin_a, topic, webhook_subscription):
+    api.force_login(admin_a)
+    assert api.get("/api/v1/registry/subscriptions/").status_code == 403
+    assert api.get("/api/v1/registry/topics/").status_code == 200
+
+
+def test_a_secret_reference_cannot_name_stewards_own_secrets(api, operator, topic):
+    api.force_login(operator)
+    api.post("/api/v1/registry/services/", {"name": "curious"})
+    response = api.post(
+        "/api/v1/registry/subscriptions/",
+        {
+            "consumer": "curious",
+            "topic": topic.name,
+            "transport": "webhook",
+            "endpoint": "https://curious.example/hook",
+            "secret_ref": "env:STEWARD_SECRET_KEY",
+        },
+    )
+    assert response.status_code == 400 and response.json()["code"] == "secret_unavailable"
+    assert "STEWARD_WEBHOOK_SECRET_" in response.json()["detail"]
+
+
+def test_a_webhook_whose_secret_is_gone_can_still_be_deactivated(
+    api, operator, webhook_subscription, monkeypatch
+):
+    monkeypatch.delenv("STEWARD_WEBHOOK_SECRET_HOOK")
+    api.force_login(operator)
+    response = api.patch(
+        f"/api/v1/registry/subscriptions/{webhook_subscription.pk}/", {"is_active": False}
+    )
+    assert response.status_code == 200 and response.json()["is_active"] is False
+
+
+def test_a_token_that_names_another_service_in_a_model_sync_is_refused(api):
+    release = bearer(api, service_token(scopes=["registry:write"], name="orders"))
+    body = {
+        "release": "r1",
+        "service": "billing",
+        "topics": [{"name": "orders.order", "schema": V1}],
+    }
+    refused = release.post("/api/v1/registry/model-sync/", body, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "permission_denied"
+    assert refused.json()["detail"] == "This token speaks for orders, not billing."
+    assert not SchemaVersion.objects.exists()
+
+
+def test_an_operator_names_the_releasing_service(api, operator):
+    api.force_login(operator)
+    body = {"release": "r1", "topics": [{"name": "orders.order", "schema": V1}]}
+    unnamed = api.post("/api/v1/registry/model-sync/", body, format="json")
+    assert unnamed.status_code == 400 and unnamed.json()["code"] == "service_required"
+    named = api.post("/api/v1/registry/model-sync/", {**body, "service": "orders"}, format="json")
+    assert named.status_code == 200
+    assert SchemaVersion.objects.get().submitted_by.name == "orders"
+
+
+def test_overriding_is_refused_before_the_body_is_read(api, operator):
+    url = f"/api/v1/registry/schema-versions/{waiting_version().pk}/override/"
+    service = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
+    refused = service.post(url, {}, format="json")
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == "Only an operator may override."
+    api.force_login(operator)
+    refused = api.post(url, {}, format="json")  # no reason either: the 403 comes first
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == "Overriding needs the override_schemaversion permission."
+    assert pending().state == "awaiting_acknowledgement"
+
+
+# --------------------------------------------------------------------------- list query counts
+
+
+@pytest.mark.parametrize(
+    "url, add_rows",
+    [
+        ("/api/v1/registry/services/", add_catalog_rows),
+        ("/api/v1/registry/topics/", add_catalog_rows),
+        ("/api/v1/registry/subscriptions/", add_catalog_rows),
+        ("/api/v1/registry/schema-versions/", add_versions),
+        ("/api/schema-registry/subjects", add_versions),
+        ("/api/schema-registry/subjects/orders.order-value/versions", add_versions),
+    ],
+)
+def test_list_endpoints_query_count_does_not_grow(api, operator, url, add_rows):
+    sync("r0", V1)  # orders.order, for the subject's versions
+    api.force_login(operator)
+    assert_flat_query_count(add_rows, lambda: api.get(url))
