@@ -88,6 +88,7 @@ class OrderDetailView(GovernorsOnlyMixin, LoginRequiredMixin, DetailView):
 def _order_context(request, order: GovernanceOrder) -> dict:
     document = evidence.document(order)
     user = request.user
+    moves = GovernanceOrder.TRANSITIONS
     decided = {a.approver_id for a in order.approvals.all()}
     return {
         "phases": selectors.order_progress(order),
@@ -102,11 +103,10 @@ def _order_context(request, order: GovernanceOrder) -> dict:
         "holds": list(active_legal_holds(order.tenant_id))
         if order.kind == GovernanceOrder.Kind.DELETION and order.status != "completed"
         else [],
-        "may_decide": order.status == GovernanceOrder.Status.REQUESTED
+        "may_decide": moves.allows(order.status, GovernanceOrder.Status.APPROVED)
         and order.requested_by_id != user.pk
         and user.pk not in decided,
-        "may_cancel": order.status
-        in (GovernanceOrder.Status.REQUESTED, GovernanceOrder.Status.APPROVED),
+        "may_cancel": moves.allows(order.status, GovernanceOrder.Status.CANCELLED),
         "may_retry": user.is_operator and order.in_progress,
     }
 
