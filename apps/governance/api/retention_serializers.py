@@ -8,6 +8,7 @@ from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
 from apps.governance.models import LegalHold, RetentionRule, RetentionSweep
 from apps.governance.orders.selectors import tenant_choices
 from apps.governance.retention import selectors
+from apps.stores.selectors import store_list
 from apps.tenancy.selectors import data_class_list
 
 
@@ -17,7 +18,7 @@ def slug_of(queryset, **kwargs):
 
 class RetentionRuleSerializer(StrictModelSerializer):
     data_class = slug_of(data_class_list(), required=False, allow_null=True)
-    store = slug_of(selectors.store_choices(), required=False, allow_null=True)
+    store = slug_of(store_list(), required=False, allow_null=True)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
@@ -80,7 +81,7 @@ class PlaceLegalHoldSerializer(StrictSerializer):
         help_text="For operators; a tenant's admins hold their own.",
     )
     data_class = slug_of(data_class_list(), required=False, allow_null=True)
-    store = slug_of(selectors.store_choices(), required=False, allow_null=True)
+    store = slug_of(store_list(), required=False, allow_null=True)
     reason = serializers.CharField(allow_blank=True)
 
 

@@ -20,7 +20,7 @@ from apps.core.governed import AUDIT_REDACTION, AUTHORITATIVE, DERIVED, RELEASE
 from apps.governance import coverage
 from apps.governance.models import GovernanceOrder, GovernanceTask
 from apps.registry.catalog import STEWARD_SERVICE
-from apps.stores.models import LIVE_STATUSES, StoreBinding
+from apps.stores.selectors import live_binding_list
 
 Kind = GovernanceTask.Kind
 
@@ -82,12 +82,8 @@ def assignments(order: GovernanceOrder, number: int) -> list[Assignment]:
     found = []
     if step.store_categories:
         bindings = (
-            StoreBinding.objects.filter(
-                tenant_id=order.tenant_id,
-                status__in=LIVE_STATUSES,
-                store__category__in=step.store_categories,
-            )
-            .select_related("store__owning_service", "region")
+            live_binding_list()
+            .filter(tenant_id=order.tenant_id, store__category__in=step.store_categories)
             .order_by("store__slug")
         )
         found += [

@@ -2,7 +2,7 @@ from django import forms
 
 from apps.governance.models import RetentionRule
 from apps.governance.orders.selectors import tenant_choices
-from apps.governance.retention.selectors import store_choices
+from apps.stores.selectors import store_list
 from apps.tenancy.selectors import data_class_list
 
 
@@ -12,7 +12,7 @@ class RuleForm(forms.Form):
         data_class_list(), required=False, to_field_name="slug", empty_label="Any"
     )
     store = forms.ModelChoiceField(
-        store_choices(), required=False, to_field_name="slug", empty_label="Any"
+        store_list(), required=False, to_field_name="slug", empty_label="Any"
     )
     period_days = forms.IntegerField(min_value=1, label="Keep for (days)")
     action = forms.ChoiceField(choices=RetentionRule.Action.choices, label="Then")
@@ -30,7 +30,7 @@ class HoldForm(forms.Form):
         data_class_list(), required=False, to_field_name="slug", empty_label="All data"
     )
     store = forms.ModelChoiceField(
-        store_choices(), required=False, to_field_name="slug", empty_label="All stores"
+        store_list(), required=False, to_field_name="slug", empty_label="All stores"
     )
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}))
 

@@ -14,7 +14,7 @@ from django_celery_beat.models import PeriodicTask
 from apps.core.scope import system_scope
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
 from apps.governance.retention import policy, sweeper
-from apps.stores.models import LIVE_STATUSES, Store, StoreBinding
+from apps.stores.selectors import live_binding_list
 
 SWEEP_TASK = "governance.periodic_retention_sweep"
 
@@ -39,22 +39,13 @@ def active_legal_holds(tenant_id) -> QuerySet[LegalHold]:
     return LegalHold.objects.filter(tenant_id=tenant_id, released_at__isnull=True)
 
 
-def store_choices() -> QuerySet[Store]:
-    """The stores a rule or a hold may name (by slug)."""
-    return Store.objects.all()
-
-
 # --------------------------------------------------------------------------- the plan
 
 
 def purge_targets() -> list[policy.Target]:
     """Every tenant's live store bindings, as the policy sees them."""
     with system_scope():
-        bindings = (
-            StoreBinding.objects.filter(status__in=LIVE_STATUSES)
-            .select_related("tenant", "store", "store__owning_service", "store__data_class")
-            .order_by("tenant__slug", "store__slug")
-        )
+        bindings = live_binding_list().order_by("tenant__slug", "store__slug")
         return [
             policy.Target(
                 tenant_id=b.tenant_id,

@@ -24,7 +24,8 @@ from apps.governance import coverage
 from apps.governance.models import ExportArtifact, GovernanceTask
 from apps.governance.orders import phases
 from apps.stores import services as stores
-from apps.stores.models import LIVE_STATUSES, StoreBinding
+from apps.stores.models import StoreBinding
+from apps.stores.selectors import live_binding_list
 from apps.tenancy.models import AuditEvent
 
 BATCH = 2000
@@ -129,7 +130,7 @@ def delete_artifact_file(artifact: ExportArtifact) -> None:
 def retire_bindings(tenant_id) -> int:
     """Retire the tenant's live store bindings and revoke their credentials now."""
     with tenant_scope(tenant_id):
-        bindings = list(StoreBinding.objects.filter(tenant_id=tenant_id, status__in=LIVE_STATUSES))
+        bindings = list(live_binding_list().filter(tenant_id=tenant_id))
     for binding in bindings:
         if binding.status == StoreBinding.Status.REQUESTED:
             raise RuntimeError(
