@@ -36,7 +36,7 @@ from apps.core.context import SYSTEM_ACTOR
 from apps.core.models import IdempotencyRecord
 from apps.core.scope import tenant_scope
 from apps.eventing.models import InboxEntry, RecentEvent
-from apps.governance import retention_services
+from apps.governance.retention import services as retention_services
 from apps.tenancy import services
 from apps.tenancy.models import Region, Tenant
 from bench.harness import database_url, dsn

@@ -1,17 +1,5 @@
-from django.urls import path
+"""Only for portal/urls.py, until it includes apps.governance.retention.urls: delete then."""
 
-from apps.governance import retention_views as views
+from apps.governance.retention.urls import app_name, urlpatterns
 
-app_name = "retention"
-
-urlpatterns = [
-    path("", views.overview, name="overview"),
-    path("preview/", views.preview, name="preview"),
-    path("rules/", views.RuleListView.as_view(), name="rule-list"),
-    path("rules/new/", views.rule_edit, name="rule-new"),
-    path("rules/<int:pk>/", views.rule_edit, name="rule-edit"),
-    path("rules/<int:pk>/delete/", views.rule_delete, name="rule-delete"),
-    path("holds/", views.HoldListView.as_view(), name="hold-list"),
-    path("holds/new/", views.hold_new, name="hold-new"),
-    path("holds/<uuid:pk>/", views.hold_detail, name="hold-detail"),
-]
+__all__ = ["app_name", "urlpatterns"]

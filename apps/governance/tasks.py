@@ -1,31 +1,44 @@
+"""Governance's Celery tasks (the only "tasks" of that meaning in governance: an owner
+task is a GovernanceTask). Thin: each calls one service; the names are beat's rows."""
+
+from datetime import timedelta
+
 from celery import shared_task
 
+from apps.core.jobs import periodic_job
 from apps.core.tasks import RETRY_WHILE_DATABASE_DOWN
+from apps.governance.orders import exports
+from apps.governance.orders import services as orders
+from apps.governance.retention import services as retention
+from apps.governance.steward_owner import services as steward_owner
 
 
 @shared_task(scope="self", name="governance.run_steward_task", **RETRY_WHILE_DATABASE_DOWN)
 def run_steward_task(*, task_id: str) -> str:
-    from apps.governance import work
-
-    return work.run_steward_task(task_id=task_id)
+    return steward_owner.owner_task_run(task_id=task_id)
 
 
 @shared_task(scope="self", name="governance.assemble_export", **RETRY_WHILE_DATABASE_DOWN)
 def assemble_export(*, order_id: str) -> str:
-    from apps.governance import exports
-
-    return exports.assemble(order_id=order_id)
+    return exports.export_archive_assemble(order_id=order_id)
 
 
 @shared_task(scope="self", name="governance.periodic_advance_orders")
 def periodic_advance_orders() -> dict:
-    from apps.core.jobs import periodic_job
-    from apps.governance import work
-
-    return periodic_job("governance.advance_orders")(work.advance_orders)()
+    return periodic_job("governance.advance_orders")(orders.advance_orders)()
 
 
 # ------------------------------------------------------------------------ retention
+
+
+def _sweep_tonight() -> dict:
+    done = retention.sweep_run()
+    return {
+        "night": done.night.isoformat(),
+        "status": done.status,
+        "rows_purged": done.results.get("rows_purged", 0),
+        "purge_tasks_issued": done.results.get("purge_tasks", {}).get("issued_this_run", 0),
+    }
 
 
 @shared_task(
@@ -36,18 +49,6 @@ def periodic_advance_orders() -> dict:
 )
 def periodic_retention_sweep() -> dict:
     """The nightly retention sweep (beat, crontab STEWARD_RETENTION_SWEEP_CRONTAB)."""
-    from datetime import timedelta
-
-    from apps.core.jobs import periodic_job
-    from apps.governance import retention_services
-
-    def sweep() -> dict:
-        done = retention_services.sweep_run()
-        return {
-            "night": done.night.isoformat(),
-            "status": done.status,
-            "rows_purged": done.results.get("rows_purged", 0),
-            "purge_tasks_issued": done.results.get("purge_tasks", {}).get("issued_this_run", 0),
-        }
-
-    return periodic_job("governance.retention_sweep", stale_after=timedelta(hours=2))(sweep)()
+    return periodic_job("governance.retention_sweep", stale_after=timedelta(hours=2))(
+        _sweep_tonight
+    )()

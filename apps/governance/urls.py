@@ -1,14 +1,5 @@
-from django.urls import path
+"""Only for portal/urls.py, until it includes apps.governance.orders.urls: delete then."""
 
-from apps.governance import views
+from apps.governance.orders.urls import app_name, urlpatterns
 
-app_name = "governance"
-
-urlpatterns = [
-    path("", views.OrderListView.as_view(), name="order-list"),
-    path("orders/new/", views.order_new, name="order-new"),
-    path("orders/<uuid:pk>/", views.OrderDetailView.as_view(), name="order-detail"),
-    path("orders/<uuid:pk>/body/", views.order_body, name="order-body"),
-    path("orders/<uuid:pk>/<str:act>/", views.order_act, name="order-act"),
-    path("tasks/<uuid:pk>/retry/", views.task_retry, name="task-retry"),
-]
+__all__ = ["app_name", "urlpatterns"]

@@ -21,7 +21,7 @@ from tests.factories import member, service_token
 
 # The governance tests' stores (one of each phase's category) and their settings
 # (export and secret-broker directories under the test's tmp_path).
-from tests.governance.conftest import _governance_settings, bound  # noqa: F401
+from tests.governance.conftest import bound, governance_settings  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TASKS = "/api/v1/governance/tasks/"

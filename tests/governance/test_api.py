@@ -12,13 +12,15 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.core.scope import system_scope, tenant_scope
-from apps.governance import evidence, exports, work
-from apps.governance.models import GovernanceTask
+from apps.governance.models import GovernanceOrder, GovernanceTask
+from apps.governance.orders import evidence, exports
+from apps.governance.steward_owner import services as steward_owner
 from apps.registry.models import Service
 from apps.stores.models import Store, StoreBinding
 from apps.tenancy.models import AuditEvent
 from tests.factories import member, service_token
-from tests.governance.conftest import fresh, open_tasks
+from tests.governance.factories import approved, fresh, open_tasks, running_exports
+from tests.query_counts import assert_flat_query_count
 
 pytestmark = pytest.mark.django_db
 
@@ -115,9 +117,9 @@ def test_an_export_archive_holds_every_bundle_byte_for_byte_with_a_manifest(
     )
     with tenant_scope(tenant_a):
         audit_ids = set(AuditEvent.objects.filter(tenant=tenant_a).values_list("id", flat=True))
-    assert work.run_steward_task(task_id=tasks["steward"].pk) == "completed"
-    assert exports.assemble(order_id=export_order["id"]) == "assembled"
-    assert exports.assemble(order_id=export_order["id"]) == "nothing to do"
+    assert steward_owner.owner_task_run(task_id=tasks["steward"].pk) == "completed"
+    assert exports.export_archive_assemble(order_id=export_order["id"]) == "assembled"
+    assert exports.export_archive_assemble(order_id=export_order["id"]) == "nothing to do"
 
     order = signed_in(member(tenant_a, role="admin", username="reader")).get(
         f"{ORDERS}{export_order['id']}/"
@@ -170,8 +172,6 @@ def test_an_export_archive_holds_every_bundle_byte_for_byte_with_a_manifest(
 
 
 def fresh_order(order_id):
-    from apps.governance.models import GovernanceOrder
-
     with system_scope():
         return GovernanceOrder.objects.get(pk=order_id)
 
@@ -186,11 +186,11 @@ def test_owners_not_included_are_listed_with_the_reason(export_order, tenant_a):
         f"{TASKS}{tasks['audit-log'].pk}/fail/", {"reason": "archive offline"}, format="json"
     )
     assert answer.status_code == 200
-    work.run_steward_task(task_id=tasks["steward"].pk)
-    assert exports.assemble(order_id=export_order["id"]) == "assembled"
+    steward_owner.owner_task_run(task_id=tasks["steward"].pk)
+    assert exports.export_archive_assemble(order_id=export_order["id"]) == "assembled"
     order = fresh_order(export_order["id"])
     with system_scope():
-        path = Path(exports._root()) / order.artifact.path
+        path = Path(exports.export_root()) / order.artifact.path
     manifest = json.loads(zipfile.ZipFile(path).read("manifest.json"))
     assert manifest["not_included"] == [
         {
@@ -232,7 +232,6 @@ def test_bad_bundles_are_refused_and_leave_nothing(export_order, settings, tmp_p
 
 
 def test_owners_see_and_answer_only_their_own_tasks(bound, tenant_a, operator, settings):
-    from tests.governance.conftest import approved
 
     settings.STEWARD_DELETION_GRACE_HOURS = 0
     order = approved(tenant_a)
@@ -261,3 +260,13 @@ def test_owners_see_and_answer_only_their_own_tasks(bound, tenant_a, operator, s
     document["entries"][1]["data"]["by"] = "someone else"
     verdict = ops.post("/api/v1/governance/evidence/verify/", document, format="json").json()
     assert (verdict["valid"], verdict["first_bad_entry"]) == (False, 2)
+
+
+@pytest.mark.parametrize("url", [ORDERS, TASKS])
+def test_the_order_and_task_lists_query_count_does_not_grow(tenant_a, operator, url):
+    requester = member(tenant_a, role="admin", username="requester")
+    approver = member(tenant_a, role="admin", username="approver")
+    ops = signed_in(operator)
+    assert_flat_query_count(
+        lambda n: running_exports(tenant_a, requester, approver, n), lambda: ops.get(url)
+    )

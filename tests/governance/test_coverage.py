@@ -1,10 +1,15 @@
 """The governance gate: no tenant table escapes deletion, export and retention by being
-forgotten (the foundation's row-level-security gate is the model for this)."""
+forgotten (the foundation's row-level-security gate is the model for this). Each app
+registers its own tables in its governed.py (apps.core.governed)."""
 
-from apps.governance.coverage import EXEMPT, GOVERNED, PHASES, tenant_owned_models
+from apps.core.governed import PHASES, exempt_tables, governed_tables
+from apps.core.hooks import app_modules
+from apps.governance.coverage import tenant_owned_models
+from apps.governance.steward_owner.deletion import NOT_DELETED
 
 
 def test_every_tenant_model_is_governed_or_exempted_with_a_reason():
+    GOVERNED, EXEMPT = governed_tables(), exempt_tables()
     labels = {model._meta.label for model in tenant_owned_models()}
     assert {"assets.Asset", "tenancy.AuditEvent", "stores.StoreBinding"} <= labels
     missing = sorted(labels - set(GOVERNED) - set(EXEMPT))
@@ -14,13 +19,21 @@ def test_every_tenant_model_is_governed_or_exempted_with_a_reason():
 
 
 def test_the_lists_name_only_real_tenant_models_and_real_phases():
+    GOVERNED, EXEMPT = governed_tables(), exempt_tables()
     labels = {model._meta.label for model in tenant_owned_models()}
     assert set(GOVERNED) | set(EXEMPT) <= labels, "a listed model is not a tenant model"
     assert {coverage.phase for coverage in GOVERNED.values()} <= set(PHASES)
 
 
-def test_audit_evidence_is_redacted_never_deleted():
-    from apps.governance.own import NOT_DELETED
+def test_each_app_registers_only_its_own_tables():
+    for module in app_modules("governed"):
+        app_label = module.__name__.split(".")[-2]
+        # apps.core.governed is found too: it collects, and registers nothing itself.
+        listed = {*getattr(module, "GOVERNED", {}), *getattr(module, "EXEMPT", {})}
+        assert {label.split(".")[0] for label in listed} <= {app_label}, module.__name__
 
+
+def test_audit_evidence_is_redacted_never_deleted():
+    GOVERNED = governed_tables()
     assert GOVERNED["tenancy.AuditEvent"].phase == "audit_redaction"
     assert "tenancy.AuditEvent" in NOT_DELETED

@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from apps.governance.api import retention as views
+from apps.governance.api import retention_views as views
 
 router = DefaultRouter()
 router.include_root_view = False

@@ -2,9 +2,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
-from apps.governance import selectors, services
 from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask, OrderApproval
-from apps.tenancy.models import Tenant
+from apps.governance.orders import selectors, services
 
 
 class ApprovalSerializer(StrictModelSerializer):
@@ -100,21 +99,21 @@ class OrderSerializer(StrictModelSerializer):
 
     @extend_schema_field(PhaseSerializer(many=True))
     def get_phases(self, order):
-        return selectors.progress(order)
+        return selectors.order_progress(order)
 
     @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_starts_at(self, order):
-        return services.starts_at(order)
+        return services.order_starts_at(order)
 
     @extend_schema_field(ArtifactSerializer(allow_null=True))
     def get_artifact(self, order):
-        artifact = ExportArtifact.objects.filter(order=order).first()
+        artifact = selectors.export_artifact_of(order)
         return ArtifactSerializer(artifact).data if artifact else None
 
 
 class OrderRequestSerializer(StrictSerializer):
     tenant = serializers.SlugRelatedField(
-        slug_field="slug", queryset=Tenant.objects.all(), required=False
+        slug_field="slug", queryset=selectors.tenant_choices(), required=False
     )
     kind = serializers.ChoiceField(choices=GovernanceOrder.Kind.choices)
     reason = serializers.CharField(max_length=2000)

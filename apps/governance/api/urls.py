@@ -6,7 +6,7 @@ from apps.governance.api import views
 router = DefaultRouter()
 router.include_root_view = False
 router.register("orders", views.OrderViewSet, basename="governance-order")
-router.register("tasks", views.TaskViewSet, basename="governance-task")
+router.register("tasks", views.OwnerTaskViewSet, basename="governance-task")
 
 urlpatterns = [
     path("evidence/verify/", views.VerifyEvidenceView.as_view(), name="governance-verify"),

@@ -15,9 +15,9 @@ from apps.core.api.views import (
     tenant_for_write,
 )
 from apps.core.errors import NotFound
-from apps.governance import evidence, exports, selectors, services
 from apps.governance.api import serializers
-from apps.governance.models import ExportArtifact
+from apps.governance.orders import evidence, exports, selectors, services
+from apps.governance.orders.filters import OrderFilterSet, OwnerTaskFilterSet
 
 GOVERNORS = frozenset({OPERATOR, TENANT_ADMIN})
 UUID = "[0-9a-fA-F-]{36}"
@@ -35,7 +35,7 @@ class OrderViewSet(
 
     serializer_class = serializers.OrderSerializer
     lookup_value_regex = UUID
-    filterset_fields = ["kind", "status", "tenant__slug"]
+    filterset_class = OrderFilterSet
     ordering_fields = ["created_at", "status"]
     ordering = "-created_at"
     scope_app = "governance"
@@ -110,11 +110,11 @@ class OrderViewSet(
     def export(self, request, pk=None):
         """The export archive (a ZIP with manifest.json), while it has not expired."""
         order = self.get_object()
-        artifact = ExportArtifact.objects.filter(order=order).first()
+        artifact = selectors.export_artifact_of(order)
         if artifact is None or not artifact.available:
             raise NotFound("This order has no archive to download (none yet, or expired).")
         return FileResponse(
-            exports.open_archive(artifact),
+            exports.export_archive_open(artifact),
             as_attachment=True,
             filename=artifact.path.rsplit("/", 1)[-1],
             content_type="application/zip",
@@ -145,7 +145,7 @@ class VerifyEvidenceView(StewardAccessMixin, APIView):
         )
 
 
-class TaskViewSet(
+class OwnerTaskViewSet(
     StewardViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
     """Governance tasks as their owners see them: a service's token lists and answers
@@ -154,7 +154,7 @@ class TaskViewSet(
 
     serializer_class = serializers.TaskSerializer
     lookup_value_regex = UUID
-    filterset_fields = ["status", "kind", "owner", "order", "tenant__slug"]
+    filterset_class = OwnerTaskFilterSet
     ordering_fields = ["issued_at", "due_at"]
     ordering = "due_at"
     scope_app = "governance"
@@ -164,7 +164,7 @@ class TaskViewSet(
 
     def get_queryset(self):
         account = getattr(self.request, "service_account", None)  # None for the schema
-        return selectors.task_list(owner=account.name if account is not None else None)
+        return selectors.owner_task_list(owner=account.name if account is not None else None)
 
     def _answer(self, task):
         return Response(self.read_representation(task))
@@ -174,7 +174,7 @@ class TaskViewSet(
     @idempotent
     def acknowledge(self, request, pk=None):
         return self._answer(
-            services.task_acknowledge(actor=request.actor, task_id=self.get_object().pk)
+            services.owner_task_acknowledge(actor=request.actor, task_id=self.get_object().pk)
         )
 
     @extend_schema(request=serializers.ReceiptSerializer, responses=serializers.TaskSerializer)
@@ -183,7 +183,7 @@ class TaskViewSet(
     def complete(self, request, pk=None):
         payload = serializers.ReceiptSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        task = services.task_complete(
+        task = services.owner_task_complete(
             actor=request.actor, task_id=self.get_object().pk, receipt=payload.validated_data
         )
         return self._answer(task)
@@ -192,13 +192,13 @@ class TaskViewSet(
     @action(detail=True, methods=["post"])
     @idempotent
     def fail(self, request, pk=None):
-        return self._with_reason(request, services.task_fail)
+        return self._with_reason(request, services.owner_task_fail)
 
     @extend_schema(request=serializers.ReasonSerializer, responses=serializers.TaskSerializer)
     @action(detail=True, methods=["post"])
     @idempotent
     def decline(self, request, pk=None):
-        return self._with_reason(request, services.task_decline)
+        return self._with_reason(request, services.owner_task_decline)
 
     def _with_reason(self, request, settle):
         payload = serializers.ReasonSerializer(data=request.data)
@@ -214,7 +214,9 @@ class TaskViewSet(
     @action(detail=True, methods=["post"])
     @idempotent
     def retry(self, request, pk=None):
-        return self._answer(services.task_retry(actor=request.actor, task_id=self.get_object().pk))
+        return self._answer(
+            services.owner_task_retry(actor=request.actor, task_id=self.get_object().pk)
+        )
 
     @extend_schema(
         request={media_type: OpenApiTypes.BINARY for media_type in exports.MEDIA_TYPES},
@@ -237,7 +239,7 @@ class TaskViewSet(
         length = request.META.get("CONTENT_LENGTH")
         # Not get_object(): that would lock the task's row for the whole upload; the
         # service checks the caller owns the task before reading the body.
-        task = exports.receive_bundle(
+        task = exports.export_bundle_receive(
             actor=request.actor,
             task_id=self.kwargs["pk"],
             stream=request._request,

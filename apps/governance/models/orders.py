@@ -1,0 +1,261 @@
+"""Governance orders (tenant deletion and export), their approvals, their evidence, the
+owner tasks they issue and the export archive they produce."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models.fields.json import KT
+from django.urls import reverse
+from django.utils import timezone
+
+from apps.core.transitions import Transitions
+from apps.tenancy.models import Tenant
+
+
+class GovernanceOrder(models.Model):
+    """A tenant deletion or export, from request through approval to completion."""
+
+    class Kind(models.TextChoices):
+        DELETION = "deletion", "Tenant deletion"
+        EXPORT = "export", "Tenant export"
+
+    class Status(models.TextChoices):
+        REQUESTED = "requested", "Awaiting approval"
+        APPROVED = "approved", "Approved"
+        RUNNING = "running", "Running"
+        # A task is past its due date: alerted, and still waiting (no phase is skipped).
+        OVERDUE = "overdue", "Overdue"
+        COMPLETED = "completed", "Completed"
+        REJECTED = "rejected", "Rejected"
+        CANCELLED = "cancelled", "Cancelled"
+
+    # Checked by apps.governance.orders.services. Approved and Requested orders may be
+    # cancelled until their first phase begins; Running and Overdue alternate while
+    # tasks pass their due date and settle.
+    TRANSITIONS = Transitions(
+        initial=[Status.REQUESTED],
+        moves={
+            Status.REQUESTED: {Status.APPROVED, Status.REJECTED, Status.CANCELLED},
+            Status.APPROVED: {Status.RUNNING, Status.CANCELLED},
+            Status.RUNNING: {Status.OVERDUE, Status.COMPLETED},
+            Status.OVERDUE: {Status.RUNNING, Status.COMPLETED},
+            Status.COMPLETED: set(),
+            Status.REJECTED: set(),
+            Status.CANCELLED: set(),
+        },
+    )
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.REQUESTED)
+    reason = models.TextField()
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    approvals_needed = models.PositiveSmallIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    # The phase whose tasks are out (1-based, see apps.governance.phases); 0 before.
+    phase = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    final_digest = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} of {self.tenant_id} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("governance:order-detail", args=[self.pk])
+
+    @property
+    def in_progress(self) -> bool:
+        return self.status in (self.Status.RUNNING, self.Status.OVERDUE)
+
+
+class OrderApproval(models.Model):
+    """One person's decision on an order; the requester never decides their own."""
+
+    order = models.ForeignKey(GovernanceOrder, on_delete=models.PROTECT, related_name="approvals")
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    approver = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    approve = models.BooleanField()
+    comment = models.TextField(blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["order", "approver"], name="one_decision_per_approver")
+        ]
+
+    def __str__(self) -> str:
+        return f"{'approve' if self.approve else 'reject'} by {self.approver_id}"
+
+
+class EvidenceEntry(models.Model):
+    """One link of an order's hash chain: append-only (the database refuses changes).
+
+    `digest` = SHA-256 over the previous entry's digest and this entry's canonical
+    JSON (sequence, kind, time, data), so changing or removing any entry breaks every
+    digest after it; the last digest stands for the whole history.
+    """
+
+    order = models.ForeignKey(GovernanceOrder, on_delete=models.PROTECT, related_name="evidence")
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    sequence = models.PositiveIntegerField()
+    kind = models.CharField(max_length=48)
+    data = models.JSONField(default=dict)
+    at = models.DateTimeField(default=timezone.now)
+    previous_digest = models.CharField(max_length=64)
+    digest = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["order_id", "sequence"]
+        constraints = [
+            models.UniqueConstraint(fields=["order", "sequence"], name="evidence_sequence")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.order_id} #{self.sequence} {self.kind}"
+
+
+class GovernanceTask(models.Model):
+    """An owner task: work addressed to one owning service for one tenant, a phase of
+    an order or a purge the retention sweep issued. Steward is the owner of its own
+    tables (apps.governance.steward_owner). Not a Celery task: see apps.governance.
+
+    The owner acknowledges it and completes it with a receipt (what was deleted or
+    redacted, counts, a digest), or reports it failed; an operator may retry a failed
+    task. Past its due date it is overdue: alerted once, and still awaited.
+    """
+
+    class Kind(models.TextChoices):
+        DELETE = "delete", "Delete"
+        REDACT = "redact", "Redact"
+        CLOSE_SUBSCRIPTION = "close_subscription", "Close the subscription"
+        EXPORT = "export", "Export a bundle"
+        PURGE = "purge", "Purge expired data"
+
+    class Status(models.TextChoices):
+        ISSUED = "issued", "Issued"
+        ACKNOWLEDGED = "acknowledged", "Acknowledged"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+        DECLINED = "declined", "Declined"  # an export bundle the owner will not give
+
+    OPEN = (Status.ISSUED, Status.ACKNOWLEDGED)
+    # Checked by apps.governance.orders.services: an open task is settled once (a
+    # receipt, a failure, or an export bundle declined); an operator issues a failed
+    # one again.
+    TRANSITIONS = Transitions(
+        initial=[Status.ISSUED],
+        moves={
+            Status.ISSUED: {
+                Status.ACKNOWLEDGED,
+                Status.COMPLETED,
+                Status.FAILED,
+                Status.DECLINED,
+            },
+            Status.ACKNOWLEDGED: {Status.COMPLETED, Status.FAILED, Status.DECLINED},
+            Status.FAILED: {Status.ISSUED},
+            Status.COMPLETED: set(),
+            Status.DECLINED: set(),
+        },
+    )
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    order = models.ForeignKey(
+        GovernanceOrder, null=True, blank=True, on_delete=models.PROTECT, related_name="tasks"
+    )
+    phase = models.PositiveSmallIntegerField(null=True, blank=True)
+    kind = models.CharField(max_length=24, choices=Kind.choices)
+    owner = models.SlugField(max_length=100, help_text="The owning service's name.")
+    store = models.ForeignKey(
+        "stores.Store", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ISSUED)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    issued_at = models.DateTimeField(default=timezone.now)
+    due_at = models.DateTimeField()
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    settled_at = models.DateTimeField(null=True, blank=True)
+    overdue_at = models.DateTimeField(null=True, blank=True)
+    receipt = models.JSONField(default=dict, blank=True)
+    detail = models.JSONField(default=dict, blank=True, help_text="What the owner is asked.")
+    failure = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["issued_at", "id"]
+        indexes = [
+            models.Index(fields=["order", "phase"], name="governance_task_phase"),
+            models.Index(
+                fields=["due_at"],
+                condition=models.Q(status__in=["issued", "acknowledged"], overdue_at=None),
+                name="governance_task_due",
+            ),
+        ]
+        constraints = [
+            # The sweeper's key (night, tenant, store, rule): a purge is issued once,
+            # whatever runs the sweep twice.
+            models.UniqueConstraint(
+                KT("detail__key"),
+                condition=models.Q(kind="purge"),
+                name="one_purge_task_per_key",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} by {self.owner} ({self.status})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN
+
+    @property
+    def is_overdue(self) -> bool:
+        return self.is_open and self.overdue_at is not None
+
+    # A template's `task.receipt.items` would call the dict's items() method when the
+    # receipt has no "items" key (an export's bundles), and show its pairs as lines.
+    @property
+    def receipt_items(self) -> list[dict]:
+        return self.receipt.get("items", [])
+
+    @property
+    def receipt_bundles(self) -> list[dict]:
+        return self.receipt.get("bundles", [])
+
+
+class ExportArtifact(models.Model):
+    """The archive an export order produced; its file is deleted when it expires and
+    by the tenant's deletion, the row stays as the record of it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    order = models.OneToOneField(GovernanceOrder, on_delete=models.PROTECT, related_name="artifact")
+    path = models.CharField(max_length=500, help_text="Under STEWARD_EXPORT_DIR.")
+    size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"export {self.order_id} ({self.size} bytes)"
+
+    @property
+    def available(self) -> bool:
+        return self.deleted_at is None and self.expires_at > timezone.now()

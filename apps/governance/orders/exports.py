@@ -1,0 +1,268 @@
+"""Export orders: the owners' bundles in, one archive out.
+
+Owners upload their bundle (JSON Lines, Parquet or Markdown) as the request body,
+streamed to disk with its size capped and its SHA-256 checked against the one they
+declare; Steward checks the format reads and counts its rows. When no task of the
+order is still awaited, the archive is assembled: one ZIP with every bundle and a
+`manifest.json` listing what was included (owner, store, format, rows, bytes,
+SHA-256) and what was not (owner, reason: declined, overdue, failed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+import zipfile
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.core.context import Actor
+from apps.core.errors import DomainError, InvalidTransition, NotFound, ValidationFailed
+from apps.core.scope import system_scope, tenant_scope
+from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask
+from apps.governance.orders import evidence, services
+
+FORMATS = {"jsonl": ".jsonl", "parquet": ".parquet", "markdown": ".md"}
+# A bundle's format is its Content-Type.
+MEDIA_TYPES = {
+    "application/jsonl": "jsonl",
+    "application/x-ndjson": "jsonl",
+    "application/vnd.apache.parquet": "parquet",
+    "text/markdown": "markdown",
+}
+CHUNK = 1 << 16
+
+
+class BundleTooLarge(DomainError):
+    status = 413
+    code = "bundle_too_large"
+    title = "Bundle too large"
+
+
+def export_root() -> Path:
+    return Path(settings.STEWARD_EXPORT_DIR)
+
+
+def _rows(path: Path, fmt: str) -> int | None:
+    """The bundle's rows, proving it reads as its format; None for Markdown."""
+    if fmt == "jsonl":
+        rows = 0
+        with path.open("rb") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    json.loads(line)
+                except ValueError:
+                    raise ValidationFailed(
+                        f"Line {number} of the bundle is not JSON.", code="bundle_unreadable"
+                    ) from None
+                rows += 1
+        return rows
+    if fmt == "parquet":
+        import pyarrow.parquet as pq  # heavy: loaded by the processes that read Parquet
+
+        try:
+            return pq.ParquetFile(path).metadata.num_rows
+        except Exception:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
+            raise ValidationFailed(
+                "The bundle is not a readable Parquet file.", code="bundle_unreadable"
+            ) from None
+    try:
+        path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValidationFailed(
+            "The Markdown bundle is not UTF-8.", code="bundle_unreadable"
+        ) from None
+    return None
+
+
+def export_bundle_receive(
+    *, actor: Actor, task_id, stream, fmt: str, sha256: str, length: int | None
+) -> GovernanceTask:
+    """Store an owner's bundle for its export task and complete the task with it.
+
+    Nothing is kept when the body is larger than allowed, its digest differs from the
+    declared one, or it does not read as its format.
+    """
+    if fmt not in FORMATS:
+        raise ValidationFailed(
+            f"The Content-Type must be one of {', '.join(MEDIA_TYPES)}.",
+            code="unsupported_bundle_type",
+        )
+    sha256 = (sha256 or "").lower()
+    if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+        raise ValidationFailed(
+            "Declare the bundle's SHA-256 (64 hex digits) in the Content-SHA256 header.",
+            code="checksum_required",
+        )
+    limit = settings.STEWARD_EXPORT_BUNDLE_MAX_BYTES
+    if length is not None and length > limit:
+        raise BundleTooLarge(f"A bundle may be at most {limit} bytes.", limit=limit)
+    tenant_id = services.owner_task_tenant(task_id)
+    with tenant_scope(tenant_id), transaction.atomic():
+        task = services.owner_task_for_caller(actor, task_id, for_update=False)
+        waits = GovernanceTask.TRANSITIONS.allows(task.status, GovernanceTask.Status.COMPLETED)
+        if task.kind != GovernanceTask.Kind.EXPORT or not waits:
+            raise InvalidTransition("This task does not wait for a bundle.", status=task.status)
+    directory = export_root() / "bundles" / str(task.order_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{task.owner}-{task.pk}{FORMATS[fmt]}"
+    partial = path.with_suffix(path.suffix + ".part")
+    digest, size = hashlib.sha256(), 0
+    try:
+        with partial.open("wb") as out:
+            while chunk := stream.read(CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise BundleTooLarge(f"A bundle may be at most {limit} bytes.", limit=limit)
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != sha256:
+            raise ValidationFailed(
+                "The bundle's SHA-256 is not the one declared.",
+                code="checksum_mismatch",
+                received=digest.hexdigest(),
+            )
+        rows = _rows(partial, fmt)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+    bundle = {
+        "owner": task.owner,
+        "store": task.detail.get("store") or task.owner,
+        "name": task.detail.get("store") or task.owner,
+        "format": fmt,
+        "path": str(path.relative_to(export_root())),
+        "rows": rows,
+        "bytes": size,
+        "sha256": sha256,
+    }
+    try:
+        return services.owner_task_complete(
+            actor=actor, task_id=task.pk, receipt={"bundles": [bundle]}
+        )
+    except Exception:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def _member(bundle: dict) -> str:
+    suffix = FORMATS[bundle["format"]]
+    name = bundle["name"].removesuffix(suffix)
+    return f"bundles/{bundle['owner']}/{name}{suffix}"
+
+
+def export_manifest(order: GovernanceOrder, tasks: list[GovernanceTask]) -> dict:
+    included, excluded = [], []
+    for task in sorted(tasks, key=lambda t: (t.owner, t.detail.get("store", ""))):
+        if task.status == GovernanceTask.Status.COMPLETED:
+            for bundle in task.receipt.get("bundles", []):
+                included.append(
+                    {
+                        "owner": bundle["owner"],
+                        "store": bundle["store"],
+                        "name": bundle["name"],
+                        "format": bundle["format"],
+                        "file": _member(bundle),
+                        "rows": bundle["rows"],
+                        "bytes": bundle["bytes"],
+                        "sha256": bundle["sha256"],
+                    }
+                )
+            continue
+        reason = "overdue" if task.is_open else task.status  # declined or failed
+        excluded.append(
+            {
+                "owner": task.owner,
+                "store": task.detail.get("store") or task.owner,
+                "reason": reason,
+                "detail": task.failure
+                or (f"due {task.due_at.isoformat()}" if reason == "overdue" else ""),
+            }
+        )
+    return {
+        "format": "steward-export/1",
+        "order": str(order.pk),
+        "tenant": str(order.tenant_id),
+        "tenant_slug": order.tenant.slug,
+        "requested_by": order.requested_by.get_username(),
+        "created_at": timezone.now().isoformat(),
+        "audit": "included redacted: who acted, object names and changed values replaced",
+        "included": included,
+        "not_included": excluded,
+    }
+
+
+def export_archive_assemble(*, order_id) -> str:
+    """Build the order's archive once no task is awaited, record it and complete the
+    order (ExportCompleted, the requester told). Idempotent: a completed order or one
+    with an archive is left alone."""
+    with system_scope():
+        order = GovernanceOrder.objects.filter(pk=order_id).first()
+    if order is None or order.kind != GovernanceOrder.Kind.EXPORT:
+        raise NotFound("There is no such export order.")
+    with tenant_scope(order.tenant_id), transaction.atomic():
+        order = GovernanceOrder.objects.select_for_update().get(pk=order.pk)
+        if not order.in_progress or ExportArtifact.objects.filter(order=order).exists():
+            return "nothing to do"
+        tasks = list(order.tasks.filter(phase=order.phase))
+        if any(t.is_open and t.overdue_at is None for t in tasks):
+            return "waiting"
+        content = export_manifest(order, tasks)
+        relative = Path("archives") / f"{order.tenant.slug}-export-{order.pk}.zip"
+        path = export_root() / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".zip.part")
+        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("manifest.json", json.dumps(content, indent=2, sort_keys=True) + "\n")
+            for task in tasks:
+                if task.status != GovernanceTask.Status.COMPLETED:
+                    continue
+                for bundle in task.receipt.get("bundles", []):
+                    archive.write(export_root() / bundle["path"], _member(bundle))
+        partial.replace(path)
+        digest = hashlib.sha256()
+        with path.open("rb") as data:
+            while chunk := data.read(CHUNK):
+                digest.update(chunk)
+        artifact = ExportArtifact.objects.create(
+            tenant_id=order.tenant_id,
+            order=order,
+            path=str(relative),
+            size=path.stat().st_size,
+            sha256=digest.hexdigest(),
+            expires_at=timezone.now() + timedelta(hours=settings.STEWARD_EXPORT_TTL_HOURS),
+        )
+        bundles = export_root() / "bundles" / str(order.pk)
+        transaction.on_commit(lambda: shutil.rmtree(bundles, ignore_errors=True))
+        evidence.append(
+            order,
+            "archive_assembled",
+            artifact=str(artifact.pk),
+            sha256=artifact.sha256,
+            bytes=artifact.size,
+            included=len(content["included"]),
+            not_included=[(e["owner"], e["reason"]) for e in content["not_included"]],
+        )
+        services.order_complete(
+            order=order,
+            artifact={
+                "id": str(artifact.pk),
+                "sha256": artifact.sha256,
+                "bytes": artifact.size,
+                "expires_at": artifact.expires_at.isoformat(),
+                "download": f"/api/v1/governance/orders/{order.pk}/export/",
+            },
+        )
+    return "assembled"
+
+
+def export_archive_open(artifact: ExportArtifact) -> io.BufferedReader:
+    return (export_root() / artifact.path).open("rb")

@@ -1,0 +1,199 @@
+"""Retention rules, legal holds and sweeps: the reads, what a sweep plans from the rules
+and holds in force, and the preview of tonight's sweep."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from celery.schedules import crontab
+from django.conf import settings
+from django.db.models import Count, QuerySet
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
+
+from apps.core.scope import system_scope
+from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
+from apps.governance.retention import policy, sweeper
+from apps.stores.selectors import live_binding_list
+
+SWEEP_TASK = "governance.periodic_retention_sweep"
+
+
+def rule_list() -> QuerySet[RetentionRule]:
+    return RetentionRule.objects.select_related("data_class", "store", "created_by")
+
+
+def hold_list() -> QuerySet[LegalHold]:
+    """The holds the current scope sees (a tenant's own; every tenant's in the system scope)."""
+    return LegalHold.objects.select_related(
+        "tenant", "data_class", "store", "created_by", "released_by"
+    )
+
+
+def sweep_list() -> QuerySet[RetentionSweep]:
+    return RetentionSweep.objects.all()
+
+
+def active_legal_holds(tenant_id) -> QuerySet[LegalHold]:
+    """The tenant's legal holds not yet released."""
+    return LegalHold.objects.filter(tenant_id=tenant_id, released_at__isnull=True)
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def purge_targets() -> list[policy.Target]:
+    """Every tenant's live store bindings, as the policy sees them."""
+    with system_scope():
+        bindings = live_binding_list().order_by("tenant__slug", "store__slug")
+        return [
+            policy.Target(
+                tenant_id=b.tenant_id,
+                store_id=b.store_id,
+                data_class_id=b.store.data_class_id,
+                owning_service_id=b.store.owning_service_id,
+                binding_id=b.pk,
+                labels=(
+                    ("tenant", b.tenant.slug),
+                    ("store", b.store.slug),
+                    ("data_class", b.store.data_class.slug),
+                    ("owner", b.store.owning_service.name),
+                ),
+            )
+            for b in bindings
+        ]
+
+
+def enabled_rule_views() -> list[policy.RuleView]:
+    return [policy.RuleView.of(r) for r in RetentionRule.objects.filter(enabled=True)]
+
+
+def active_hold_views() -> list[policy.HoldView]:
+    """Every tenant's active legal holds, as the policy sees them."""
+    with system_scope():
+        return [policy.HoldView.of(h) for h in LegalHold.objects.filter(released_at__isnull=True)]
+
+
+def purge_task_due_after() -> timedelta:
+    return timedelta(hours=settings.STEWARD_RETENTION_TASK_DUE_HOURS)
+
+
+def plan_at(as_of: datetime, *, holds: list[policy.HoldView] | None = None) -> policy.Plan:
+    """What a sweep at `as_of` would issue and hold, from the rules and holds now
+    (`holds`, when the caller has read them already)."""
+    return policy.plan_retention(
+        rules=enabled_rule_views(),
+        holds=active_hold_views() if holds is None else holds,
+        targets=purge_targets(),
+        as_of=as_of,
+        due_after=purge_task_due_after(),
+    )
+
+
+def tenant_wide_holds(holds: list[policy.HoldView]) -> frozenset[str]:
+    """Tenants whose every row a hold keeps (Steward's own tables know no data class or
+    store, so only a tenant-wide hold keeps their rows)."""
+    return frozenset(
+        str(h.tenant_id) for h in holds if h.store_id is None and h.data_class_id is None
+    )
+
+
+def traces_note() -> str:
+    return (
+        f"Traces expire in their own backend after {settings.STEWARD_TRACE_RETENTION_DAYS} "
+        "days; Steward issues nothing for them (informational)."
+    )
+
+
+# --------------------------------------------------------------------------- the sweeps
+
+
+def purge_outcomes(nights) -> dict[str, dict[str, int]]:
+    """How the purge tasks each night issued stand now, by status ({night: {status:
+    count}}), in one query: the owners' receipts settle them as completed."""
+    wanted = [night.isoformat() for night in nights]
+    rows = (
+        GovernanceTask.objects.filter(kind=GovernanceTask.Kind.PURGE, detail__night__in=wanted)
+        .values_list("detail__night", "status")
+        .annotate(count=Count("id"))
+        .order_by()
+    )
+    outcomes: dict[str, dict[str, int]] = {night: {} for night in wanted}
+    for night, status, count in rows:
+        outcomes.setdefault(night, {})[status] = count
+    return outcomes
+
+
+def sweep_schedule() -> dict:
+    """The crontab line the nightly sweep runs on (the installed schedule, which an
+    operator may have changed, else the setting) and whether it is enabled."""
+    task = PeriodicTask.objects.select_related("crontab").filter(name=SWEEP_TASK).first()
+    if task is not None and task.crontab is not None:
+        c = task.crontab
+        line = f"{c.minute} {c.hour} {c.day_of_month} {c.month_of_year} {c.day_of_week}"
+        return {"crontab": line, "enabled": task.enabled, "installed": True}
+    return {
+        "crontab": settings.STEWARD_RETENTION_SWEEP_CRONTAB,
+        "enabled": True,
+        "installed": False,
+    }
+
+
+def next_sweep_at(now: datetime | None = None, line: str | None = None) -> datetime:
+    now = now or timezone.now()
+    minute, hour, day_of_month, month_of_year, day_of_week = (
+        line or sweep_schedule()["crontab"]
+    ).split()
+    cron = crontab(
+        minute=minute,
+        hour=hour,
+        day_of_month=day_of_month,
+        month_of_year=month_of_year,
+        day_of_week=day_of_week,
+        nowfun=lambda: now,
+    )
+    return now + cron.remaining_estimate(now)
+
+
+def sweep_preview(*, now: datetime | None = None) -> dict:
+    """What the next nightly sweep would do, with the rules and holds as they are now:
+    the purge tasks it would issue, the targets a hold keeps, and the rows of Steward's
+    own tables that would be expired by then. Changes nothing."""
+    now = now or timezone.now()
+    schedule = sweep_schedule()
+    as_of = next_sweep_at(now, schedule["crontab"])
+    plan = plan_at(as_of)
+    holds = active_hold_views()
+    own = sweeper.expired_counts(as_of=as_of, held_tenants=tenant_wide_holds(holds))
+    return {
+        "as_of": as_of,
+        "schedule": schedule,
+        "purges": [
+            {
+                "tenant": p.target.label("tenant"),
+                "store": p.target.label("store"),
+                "data_class": p.target.label("data_class"),
+                "owner": p.target.label("owner"),
+                "rule": p.rule.name,
+                "period_days": p.rule.period_days,
+                "action": p.action,
+                "cutoff": p.cutoff,
+                "due_at": p.due_at,
+            }
+            for p in plan.purges
+        ],
+        "held": [
+            {
+                "tenant": h.target.label("tenant"),
+                "store": h.target.label("store"),
+                "rule": h.rule.name,
+                "holds": [{"id": str(x.id), "reason": x.reason} for x in h.holds],
+            }
+            for h in plan.held
+        ],
+        "uncovered": [
+            {"tenant": t.label("tenant"), "store": t.label("store")} for t in plan.uncovered
+        ],
+        "own_tables": own,
+        "traces": traces_note(),
+    }

@@ -1,0 +1,391 @@
+"""Retention rules, legal holds and the nightly sweep: the writes.
+
+Rules are platform-wide and operators' to change; a locked rule refuses anything but a
+longer period (apps.governance.retention.policy.check_locked, and a trigger in the
+database). Holds are a tenant's, placed and released by its admins or an operator,
+always with a reason. The sweep plans purges from the rules and holds in force
+(apps.governance.retention.selectors.plan_at), issues one purge owner task per planned
+purge to the store's owning service, sweeps Steward's own tables
+(apps.governance.retention.sweeper) and records the night in RetentionSweep. Everything
+a person changes is audited.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date, datetime
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.core.context import SYSTEM_ACTOR, Actor
+from apps.core.errors import Conflict, NotFound, ValidationFailed
+from apps.core.locks import session_lock
+from apps.core.scope import system_scope, tenant_scope
+from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
+from apps.governance.orders.services import owner_task_issue
+from apps.governance.permissions import require_governor, require_operator
+from apps.governance.retention import policy, selectors, sweeper
+from apps.tenancy.audit import audit_record, diff, snapshot
+
+logger = logging.getLogger(__name__)
+RULE_FIELDS = ["name", "data_class", "store", "period_days", "action", "locked", "enabled"]
+Action = RetentionRule.Action
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def _check_rule(rule: RetentionRule) -> None:
+    if not rule.name.strip():
+        raise ValidationFailed("Name the rule.", code="name_required", field="name")
+    if rule.data_class_id is None and rule.store_id is None:
+        raise ValidationFailed(
+            "A rule covers a data class, a store, or a store of a data class: name one.",
+            code="scope_required",
+            field="data_class",
+        )
+    if (
+        rule.store_id is not None
+        and rule.data_class_id is not None
+        and rule.store.data_class_id != rule.data_class_id
+    ):
+        raise ValidationFailed(
+            f"Store {rule.store.slug} holds {rule.store.data_class.slug} data, not "
+            f"{rule.data_class.slug}: the rule would cover nothing.",
+            code="scope_mismatch",
+            field="store",
+        )
+    if not isinstance(rule.period_days, int) or rule.period_days < 1:
+        raise ValidationFailed(
+            "The period is a whole number of days, at least 1.",
+            code="invalid_period",
+            field="period_days",
+        )
+    if rule.action not in Action.values:
+        raise ValidationFailed(
+            f"There is no action {rule.action!r} (one of {', '.join(Action.values)}).",
+            code="invalid",
+            field="action",
+        )
+    if rule.locked and not rule.enabled:
+        raise ValidationFailed(
+            "A locked rule is enabled: it cannot be locked and disabled.",
+            code="locked_rule_disabled",
+            field="enabled",
+        )
+    # What the checks above, with their stable codes, leave to the model: the fields'
+    # own limits. The database answers for the name's uniqueness (name_taken).
+    rule.full_clean(validate_unique=False, validate_constraints=False)
+
+
+def rule_create(
+    *,
+    actor: Actor,
+    name: str,
+    period_days: int,
+    action: str,
+    data_class=None,
+    store=None,
+    locked: bool = False,
+    enabled: bool = True,
+) -> RetentionRule:
+    require_operator(actor, "create a retention rule")
+    rule = RetentionRule(
+        name=name,
+        data_class=data_class,
+        store=store,
+        period_days=period_days,
+        action=action,
+        locked=locked,
+        enabled=enabled,
+        created_by=actor.user,
+    )
+    _check_rule(rule)
+    try:
+        with system_scope(), transaction.atomic():
+            rule.save()
+            audit_record(
+                actor=actor,
+                action="retention_rule.create",
+                instance=rule,
+                changes={k: [None, v] for k, v in snapshot(rule, RULE_FIELDS).items()},
+            )
+    except IntegrityError:
+        raise Conflict(f"There is a rule named {name!r} already.", code="name_taken") from None
+    return rule
+
+
+def rule_update(*, actor: Actor, rule: RetentionRule, **changes) -> RetentionRule:
+    """Change a rule. A locked rule takes a longer period and nothing else; locking is
+    one-way. Refused changes raise and leave the rule as it was."""
+    require_operator(actor, "change a retention rule")
+    unknown = sorted(set(changes) - set(RULE_FIELDS))
+    if unknown:
+        raise ValidationFailed(f"Unknown fields: {', '.join(unknown)}.", code="unknown_field")
+    with system_scope(), transaction.atomic():
+        stored = RetentionRule.objects.select_for_update().filter(pk=rule.pk).first()
+        if stored is None:
+            raise NotFound("The rule is gone.")
+        before = snapshot(stored, RULE_FIELDS)
+        was = policy.RuleView.of(stored)
+        for name, value in changes.items():
+            setattr(stored, name, value)
+        policy.check_locked(was, policy.RuleView.of(stored))
+        _check_rule(stored)
+        try:
+            with transaction.atomic():
+                stored.save()
+        except IntegrityError:
+            raise Conflict(
+                f"There is a rule named {stored.name!r} already.", code="name_taken"
+            ) from None
+        changed = diff(before, snapshot(stored, RULE_FIELDS))
+        if changed:
+            audit_record(
+                actor=actor, action="retention_rule.update", instance=stored, changes=changed
+            )
+    return stored
+
+
+def rule_delete(*, actor: Actor, rule: RetentionRule) -> None:
+    require_operator(actor, "delete a retention rule")
+    with system_scope(), transaction.atomic():
+        stored = RetentionRule.objects.select_for_update().filter(pk=rule.pk).first()
+        if stored is None:
+            raise NotFound("The rule is gone.")
+        policy.check_locked(policy.RuleView.of(stored), None)
+        audit_record(
+            actor=actor,
+            action="retention_rule.delete",
+            instance=stored,
+            changes={k: [v, None] for k, v in snapshot(stored, RULE_FIELDS).items()},
+        )
+        stored.delete()
+
+
+# --------------------------------------------------------------------------- holds
+
+
+def hold_place(*, actor: Actor, tenant, reason: str, data_class=None, store=None) -> LegalHold:
+    """Hold a tenant's data (a store, a data class, or everything): no purge of it
+    until the hold is released."""
+    if actor.user is None:
+        raise ValidationFailed("A person places a legal hold.", code="person_required")
+    require_governor(actor, tenant.pk, "place a legal hold")
+    if not (reason or "").strip():
+        raise ValidationFailed("Say why the data is held.", code="reason_required", field="reason")
+    if store is not None and data_class is not None and store.data_class_id != data_class.pk:
+        raise ValidationFailed(
+            f"Store {store.slug} holds {store.data_class.slug} data, not {data_class.slug}: "
+            "the hold would cover nothing.",
+            code="scope_mismatch",
+            field="store",
+        )
+    with tenant_scope(tenant):
+        hold = LegalHold.objects.create(
+            tenant=tenant, data_class=data_class, store=store, reason=reason, created_by=actor.user
+        )
+        audit_record(
+            actor=actor,
+            action="legal_hold.place",
+            instance=hold,
+            tenant=tenant,
+            changes={"scope": [None, hold.scope_label], "reason": [None, reason]},
+        )
+    return hold
+
+
+def hold_release(*, actor: Actor, hold: LegalHold, reason: str) -> LegalHold:
+    if actor.user is None:
+        raise ValidationFailed("A person releases a legal hold.", code="person_required")
+    require_governor(actor, hold.tenant_id, "release a legal hold")
+    if not (reason or "").strip():
+        raise ValidationFailed(
+            "Say why the hold is released.", code="reason_required", field="release_reason"
+        )
+    with tenant_scope(hold.tenant_id):
+        released = LegalHold.objects.filter(pk=hold.pk, released_at__isnull=True).update(
+            released_at=timezone.now(), released_by=actor.user, release_reason=reason
+        )
+        if not released:
+            raise Conflict("The hold is released already.", code="hold_released")
+        hold.refresh_from_db()
+        audit_record(
+            actor=actor,
+            action="legal_hold.release",
+            instance=hold,
+            tenant=hold.tenant_id,
+            changes={
+                "released_at": [None, hold.released_at.isoformat()],
+                "release_reason": [None, reason],
+            },
+        )
+    return hold
+
+
+# --------------------------------------------------------------------------- the sweep
+
+
+def night_of(moment: datetime) -> date:
+    return timezone.localtime(moment, timezone.get_fixed_timezone(0)).date()
+
+
+def purge_key(purge: policy.PlannedPurge, night: date) -> str:
+    """One purge task per night, tenant, store and rule: what makes a second run of
+    the night issue nothing new."""
+    target = purge.target
+    return f"retention:{night.isoformat()}:{target.tenant_id}:{target.store_id}:{purge.rule.id}"
+
+
+def purge_owner_task_issue(
+    purge: policy.PlannedPurge, *, night: date
+) -> tuple[GovernanceTask, bool]:
+    """The purge owner task for `purge`, addressed to the store's owning service and announced
+    to it (GovernanceTaskIssued on its task topic); (task, issued now). A task of the
+    same key issued earlier the same night is answered instead."""
+    key = purge_key(purge, night)
+    target = purge.target
+    with tenant_scope(target.tenant_id):
+        existing = GovernanceTask.objects.filter(
+            kind=GovernanceTask.Kind.PURGE, detail__key=key
+        ).first()
+        if existing is not None:
+            return existing, False
+        task = owner_task_issue(
+            tenant_id=target.tenant_id,
+            owner=target.label("owner"),
+            kind=GovernanceTask.Kind.PURGE,
+            store_id=target.store_id,
+            due_at=purge.due_at,
+            detail={
+                "key": key,
+                "rule": purge.rule.name,
+                "rule_id": purge.rule.id,
+                "action": purge.action,
+                "cutoff": purge.cutoff.isoformat(),
+                "store": target.label("store"),
+                "data_class": target.label("data_class"),
+                "binding_id": str(target.binding_id),
+                "night": night.isoformat(),
+            },
+        )
+        audit_record(
+            actor=SYSTEM_ACTOR,
+            action="retention.purge_task.issue",
+            instance=task,
+            tenant=target.tenant_id,
+            changes={"rule": [None, purge.rule.name], "action": [None, purge.action]},
+        )
+    return task, True
+
+
+def _merge_tables(previous: dict, now: dict) -> dict:
+    merged = {}
+    for label, result in now.items():
+        before = previous.get(label, {})
+        merged[label] = {
+            **result,
+            "rows": before.get("rows", 0) + result["rows"],
+            "batches": before.get("batches", 0) + result["batches"],
+        }
+        if before.get("max_lock_ms", 0) > result["max_lock_ms"]:
+            merged[label]["max_lock_ms"] = before["max_lock_ms"]
+            merged[label]["longest_batch_rows"] = before.get("longest_batch_rows", 0)
+        if "files_removed" in result:
+            merged[label]["files_removed"] = (
+                before.get("files_removed", 0) + result["files_removed"]
+            )
+    return merged
+
+
+def sweep_run(*, now: datetime | None = None) -> RetentionSweep:
+    """Tonight's sweep. The night's record fixes `as_of` at the first run, so running it
+    again the same night (a retry, a second beat) plans the same purges, finds their tasks
+    issued, and finds nothing more expired in Steward's tables."""
+    # A second sweep started meanwhile waits, then finds the night's tasks issued and
+    # its rows gone.
+    with session_lock("governance.retention_sweep"):
+        return _sweep_night(now or timezone.now())
+
+
+def _sweep_night(now: datetime) -> RetentionSweep:
+    night = night_of(now)
+    with system_scope(), transaction.atomic():
+        sweep, _ = RetentionSweep.objects.get_or_create(night=night, defaults={"as_of": now})
+        sweep = RetentionSweep.objects.select_for_update().get(pk=sweep.pk)
+        sweep.status = RetentionSweep.Status.RUNNING
+        sweep.runs += 1
+        sweep.error = ""
+        sweep.save(update_fields=["status", "runs", "error"])
+    try:
+        results = _sweep(sweep)
+    except Exception as exc:
+        with system_scope(), transaction.atomic():
+            RetentionSweep.objects.filter(pk=sweep.pk).update(
+                status=RetentionSweep.Status.FAILED,
+                finished_at=timezone.now(),
+                error=f"{type(exc).__name__}: {exc}"[:2000],
+            )
+        raise
+    with system_scope(), transaction.atomic():
+        sweep.refresh_from_db()
+        sweep.results = results
+        sweep.status = RetentionSweep.Status.SUCCEEDED
+        sweep.finished_at = timezone.now()
+        sweep.save(update_fields=["results", "status", "finished_at"])
+    return sweep
+
+
+def _sweep(sweep: RetentionSweep) -> dict:
+    previous = sweep.results or {}
+    holds = selectors.active_hold_views()
+    plan = selectors.plan_at(sweep.as_of, holds=holds)
+    issued = already = 0
+    tasks = []
+    for purge in plan.purges:
+        task, new = purge_owner_task_issue(purge, night=sweep.night)
+        issued += new
+        already += not new
+        tasks.append(
+            {
+                "task": str(task.pk),
+                "tenant": purge.target.label("tenant"),
+                "store": purge.target.label("store"),
+                "owner": task.owner,
+                "rule": purge.rule.name,
+                "action": purge.action,
+                "cutoff": purge.cutoff.isoformat(),
+                "due_at": purge.due_at.isoformat(),
+            }
+        )
+    tables = sweeper.sweep_own_tables(
+        as_of=sweep.as_of, held_tenants=selectors.tenant_wide_holds(holds)
+    )
+    tables = _merge_tables(previous.get("tables", {}), tables)
+    return {
+        "as_of": sweep.as_of.isoformat(),
+        "purge_tasks": {
+            "planned": len(plan.purges),
+            "issued": previous.get("purge_tasks", {}).get("issued", 0) + issued,
+            "issued_this_run": issued,
+            "already_issued": already,
+            "tasks": tasks,
+        },
+        "held": [
+            {
+                "tenant": h.target.label("tenant"),
+                "store": h.target.label("store"),
+                "rule": h.rule.name,
+                "holds": [str(hold.id) for hold in h.holds],
+                "reasons": [hold.reason for hold in h.holds],
+            }
+            for h in plan.held
+        ],
+        "uncovered": len(plan.uncovered),
+        "tables": tables,
+        "rows_purged": sum(t["rows"] for t in tables.values()),
+        "batches": sum(t["batches"] for t in tables.values()),
+        "max_lock_ms": max((t["max_lock_ms"] for t in tables.values()), default=0),
+        "traces": selectors.traces_note(),
+    }

@@ -1,0 +1,176 @@
+"""Steward's part of a deletion phase: deleting, redacting and releasing what its own
+tables hold of the tenant.
+
+Rows go in bounded batches, each its own short transaction in the tenant's scope,
+through the ORM so that Django's cascades (object permissions) follow. The audit trail
+is redacted, never deleted: the entries stay with their action, object and time, their
+personal columns replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from django.apps import apps
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope, tenant_scope
+from apps.governance import coverage
+from apps.governance.models import ExportArtifact, GovernanceTask
+from apps.governance.orders import phases
+from apps.stores import services as stores
+from apps.stores.models import StoreBinding
+from apps.stores.selectors import live_binding_list
+from apps.tenancy.models import AuditEvent
+
+BATCH = 2000
+REDACTED = "[redacted]"
+# Outbox rows leave the table as they are dispatched; deleting one would lose the
+# event (this order's own tasks among them), so Steward's deletion leaves them to go.
+NOT_DELETED = {"eventing.OutboxEvent", "tenancy.AuditEvent"}
+
+
+def _in_delete_order(labels: list[str]) -> list:
+    """Models ordered so that one pointing at another goes first."""
+    models = [apps.get_model(label) for label in labels]
+    ordered: list = []
+
+    def visit(model, seen=()):
+        if model in ordered:
+            return
+        for other in models:
+            if other is not model and other not in seen and _points_at(other, model):
+                visit(other, (*seen, model))
+        ordered.append(model)
+
+    for model in sorted(models, key=lambda m: m._meta.label):
+        visit(model)
+    return ordered
+
+
+def _points_at(model, target) -> bool:
+    return any(f.many_to_one and f.related_model is target for f in model._meta.concrete_fields)
+
+
+def delete_rows(model, tenant_id) -> int:
+    field = coverage.tenant_field_of(model)
+    total = 0
+    while True:
+        with tenant_scope(tenant_id):
+            pks = list(
+                model.objects.filter(**{f"{field}_id": tenant_id})
+                .order_by("pk")
+                .values_list("pk", flat=True)[:BATCH]
+            )
+            if not pks:
+                return total
+            model.objects.filter(pk__in=pks).delete()
+            total += len(pks)
+
+
+def redact_audit(tenant_id) -> int:
+    """Replace the personal data of the tenant's audit entries: who acted, the object's
+    name and the changed values (their field names stay). Through the audit trail's one
+    redaction door (migration tenancy 0003), in batches: the tenant's own entries in its
+    scope, then the platform's entries about the tenant itself."""
+    own_entries = _redact(lambda: tenant_scope(tenant_id), "tenant_id = %(t)s", tenant_id)
+    about_it = _redact(
+        system_scope,
+        "tenant_id IS NULL AND object_type = 'tenancy.tenant' AND object_id = %(t)s::text",
+        tenant_id,
+    )
+    return own_entries + about_it
+
+
+def _redact(scope, which: str, tenant_id) -> int:
+    table = AuditEvent._meta.db_table
+    total = 0
+    while True:
+        with scope(), connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('steward.audit_redaction', 'on', true)")
+            cursor.execute(
+                f"""
+                UPDATE {table} SET actor_label = %(r)s, actor_user_id = NULL,
+                    actor_service_id = NULL, object_repr = %(r)s,
+                    changes = (SELECT coalesce(jsonb_object_agg(key, to_jsonb(%(r)s::text)),
+                                               '{{}}'::jsonb)
+                               FROM jsonb_each(CASE jsonb_typeof(changes) WHEN 'object'
+                                               THEN changes ELSE '{{}}'::jsonb END)),
+                    redacted_at = now()
+                WHERE id IN (SELECT id FROM {table} WHERE redacted_at IS NULL AND {which}
+                             ORDER BY id LIMIT %(n)s)
+                """,  # noqa: S608 - table name and a fixed condition only
+                {"r": REDACTED, "t": str(tenant_id), "n": BATCH},
+            )
+            if not cursor.rowcount:
+                return total
+            total += cursor.rowcount
+
+
+def delete_export_files(tenant_id) -> int:
+    """Delete the files of the tenant's export archives; their records stay."""
+    with tenant_scope(tenant_id):
+        artifacts = list(ExportArtifact.objects.filter(tenant_id=tenant_id, deleted_at=None))
+        for artifact in artifacts:
+            delete_artifact_file(artifact)
+    return len(artifacts)
+
+
+def delete_artifact_file(artifact: ExportArtifact) -> None:
+    """Remove an archive's file and mark its record (the caller's tenant scope)."""
+    (Path(settings.STEWARD_EXPORT_DIR) / artifact.path).unlink(missing_ok=True)
+    ExportArtifact.objects.filter(pk=artifact.pk).update(deleted_at=timezone.now())
+
+
+def retire_bindings(tenant_id) -> int:
+    """Retire the tenant's live store bindings and revoke their credentials now."""
+    with tenant_scope(tenant_id):
+        bindings = list(live_binding_list().filter(tenant_id=tenant_id))
+    for binding in bindings:
+        if binding.status == StoreBinding.Status.REQUESTED:
+            raise RuntimeError(
+                f"Binding {binding.pk} is still being provisioned; retry once it has settled."
+            )
+        if binding.status != StoreBinding.Status.RETIRING:
+            stores.binding_retire(actor=SYSTEM_ACTOR, binding=binding, reason="tenant deletion")
+        if stores.binding_revoke(binding_id=binding.pk) == "retry":
+            raise RuntimeError(f"The credentials of binding {binding.pk} could not be revoked.")
+    return len(bindings)
+
+
+def _item(what: str, action: str, count: int) -> dict:
+    return {"what": what, "action": action, "count": count}
+
+
+def carry_out_deletion_phase(task: GovernanceTask) -> list[dict]:
+    """Do Steward's part of a deletion phase; the receipt's items."""
+    step = phases.phase(task.order, task.phase)
+    labels = [
+        label
+        for label in coverage.tables_of_phase(step.steward_coverage)
+        if label not in NOT_DELETED
+    ]
+    items = []
+    if step.slug == "authoritative":
+        items.append(_item("export archives", "deleted", delete_export_files(task.tenant_id)))
+    if step.slug == "subscription":
+        items.append(
+            _item("stores.StoreBinding credentials", "revoked", retire_bindings(task.tenant_id))
+        )
+    if step.slug == "audit":
+        items.append(_item("tenancy.AuditEvent", "redacted", redact_audit(task.tenant_id)))
+    for model in _in_delete_order(labels):
+        items.append(_item(model._meta.label, "deleted", delete_rows(model, task.tenant_id)))
+    if step.slug == "derived":
+        items.append(_item("eventing.OutboxEvent", "left to dispatch", 0))
+    return items
+
+
+def receipt_digest(items: list) -> str:
+    body = json.dumps(items, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
