@@ -363,7 +363,7 @@ STEWARD_SECRET_ENV_PREFIX = env("STEWARD_SECRET_ENV_PREFIX", "STEWARD_WEBHOOK_SE
 
 # ----------------------------------------------------------------------------- Retention
 
-# The nightly retention sweep (apps.governance.retention_services.sweep_run): when it
+# The nightly retention sweep (apps.governance.retention.services.sweep_run): when it
 # runs (a crontab line: minute hour day-of-month month day-of-week, UTC), how long an
 # owning service has to report a purge task's receipt, and how Steward's own tables are
 # swept: rows per batch to start with, adapted so a batch (its row locks) lasts about

@@ -55,7 +55,7 @@ urlpatterns = [
     path("compute/", include("apps.compute.urls")),
     path("assets/", include("apps.assets.urls")),
     path("stores/", include("apps.stores.urls")),
-    path("governance/retention/", include("apps.governance.retention_urls")),
-    path("governance/", include("apps.governance.urls")),
+    path("governance/retention/", include("apps.governance.retention.urls")),
+    path("governance/", include("apps.governance.orders.urls")),
     path("", include("apps.console.urls")),
 ]

@@ -1,7 +1,7 @@
 """Bulk maintenance of tenant rows, always in the owning tenant's scope.
 
 The one way Steward deletes expired rows in bulk: the hourly purges and the nightly
-retention sweep (apps.governance.sweeper) alike.
+retention sweep (apps.governance.retention.sweeper) alike.
 """
 
 from __future__ import annotations

@@ -98,6 +98,31 @@ def topic_create(*, actor: Actor, name: str, description: str = "", producers=()
     return topic
 
 
+def topic_ensure(
+    *, actor: Actor, name: str, description: str = "", producers=(), consumers=()
+) -> Topic:
+    """The topic of that name; created, with its producers and consumers (service
+    names), audited and followed by Steward's consumers, if it is new."""
+    topic = Topic.objects.filter(name=name).first()
+    if topic is not None:
+        return topic
+    topic = Topic(name=name, description=description)
+    topic.full_clean(validate_unique=False)
+    with transaction.atomic():
+        topic, created = Topic.objects.get_or_create(
+            name=name, defaults={"description": description}
+        )
+        if not created:  # a concurrent creator's topic is the answer
+            return topic
+        topic.producers.set([service_ensure(actor=actor, name=n) for n in producers])
+        topic.consumers.set([service_ensure(actor=actor, name=n) for n in consumers])
+        audit_record(
+            actor=actor, action="topic.create", instance=topic, changes={"name": [None, name]}
+        )
+    subscribe_steward_consumers_on_commit()
+    return topic
+
+
 def subscribe_steward_consumers_on_commit() -> None:
     """For whoever creates a topic: Steward's catch-all consumers follow it as soon as
     it is committed, not at the consumers process's next refresh. Their consumer groups

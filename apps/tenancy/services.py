@@ -80,6 +80,15 @@ def _emit_tenant_event(tenant: Tenant, event_type: str, payload: dict) -> None:
         )
 
 
+def tenant_set_lifecycle_status(*, tenant_id, status: str) -> None:
+    """Offboarding, then Deleted: set by a governance deletion order in its own
+    transaction. No audit row or event of its own: the order's hash-chained evidence
+    and its events are the record, and the tenant's audit trail is being redacted."""
+    if status not in {Tenant.Status.OFFBOARDING, Tenant.Status.DELETED}:
+        raise ValidationFailed(f"A deletion order does not set a tenant {status}.")
+    Tenant.objects.filter(pk=tenant_id).update(status=status, updated_at=timezone.now())
+
+
 def tenant_update(*, actor: Actor, tenant: Tenant, **fields) -> Tenant:
     unknown = set(fields) - set(TENANT_FIELDS)
     if unknown:

@@ -225,7 +225,7 @@ def _seed_eventing(tenant) -> None:
 
 def _seed_retention(tenant, operator) -> None:
     """A rule, a hold on the tenant and a night's sweep, for the retention routes."""
-    from apps.governance import retention_services
+    from apps.governance.retention import services as retention_services
     from apps.tenancy.models import DataClass
 
     admin = Actor(user=operator)
@@ -244,7 +244,7 @@ def _seed() -> dict[str, dict]:
     """The demo data (tenants, people, assets, batches, stores, bindings, topics…) and
     what it lacks (a governance order, a schema version, a certification), and the
     two callers: the keyword arguments their requests are sent with."""
-    from apps.governance.services import order_request, task_issue
+    from apps.governance.orders.services import order_request, owner_task_issue
     from apps.registry.models import Service
     from apps.registry.schemas import model_sync
     from apps.stores.models import StoreProfile
@@ -262,7 +262,7 @@ def _seed() -> dict[str, dict]:
     )
     with tenant_scope(globex):
         # Owners see only their own tasks: this one is the platform caller's.
-        task_issue(
+        owner_task_issue(
             tenant_id=globex.pk,
             owner=PLATFORM_SERVICE_NAME,
             kind="export",

@@ -59,7 +59,7 @@ class GovernanceOrder(models.Model):
     approvals_needed = models.PositiveSmallIntegerField()
     created_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
-    # The phase whose tasks are out (1-based, see apps.governance.phases); 0 before.
+    # The phase whose tasks are out (1-based, see apps.governance.orders.phases); 0 before.
     phase = models.PositiveSmallIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)

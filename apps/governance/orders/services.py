@@ -31,10 +31,10 @@ from apps.governance.orders import evidence, phases
 from apps.governance.permissions import NotAllowed, may_govern, require_governor, require_operator
 from apps.governance.retention.selectors import active_legal_holds
 from apps.registry.catalog import STEWARD_SERVICE
-from apps.registry.models import Service, Topic
-from apps.registry.services import subscribe_steward_consumers_on_commit
+from apps.registry.services import topic_ensure
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import Tenant
+from apps.tenancy.services import tenant_set_lifecycle_status
 
 logger = logging.getLogger(__name__)
 
@@ -187,21 +187,15 @@ def owner_task_topic(owner: str) -> str:
 
 
 def _ensure_owner_task_topic(owner: str) -> None:
-    """The owner's task topic, Steward producing and the owner consuming.
-
-    It writes the registry's rows itself, without audit rows, as it always has: the
-    registry has no service for a topic made for one consumer yet."""
-    topic, created = Topic.objects.get_or_create(
+    """The owner's task topic, Steward producing and the owner consuming; the task it
+    is made for is announced in the same transaction."""
+    topic_ensure(
+        actor=SYSTEM_ACTOR,
         name=owner_task_topic(owner),
-        defaults={"description": f"Governance tasks for {owner}: GovernanceTaskIssued."},
+        description=f"Governance tasks for {owner}: GovernanceTaskIssued.",
+        producers=[STEWARD_SERVICE],
+        consumers=[owner],
     )
-    if created:
-        steward, _ = Service.objects.get_or_create(name=STEWARD_SERVICE)
-        service, _ = Service.objects.get_or_create(name=owner)
-        topic.producers.add(steward)
-        topic.consumers.add(service)
-        # The task this topic is made for is announced in the same transaction.
-        subscribe_steward_consumers_on_commit()
 
 
 def _owner_task_payload(task: GovernanceTask) -> dict:
@@ -305,7 +299,7 @@ def order_start(*, order: GovernanceOrder) -> GovernanceOrder:
         order.started_at = timezone.now()
         order.save(update_fields=["status", "started_at"])
         if order.kind == GovernanceOrder.Kind.DELETION:
-            _set_tenant_status(order.tenant_id, Tenant.Status.OFFBOARDING)
+            tenant_set_lifecycle_status(tenant_id=order.tenant_id, status=Tenant.Status.OFFBOARDING)
         evidence.append(order, "started")
         _issue_phase(order, 1)
     return order
@@ -332,13 +326,6 @@ def order_starts_at(order: GovernanceOrder):
     if order.kind == GovernanceOrder.Kind.EXPORT:
         return order.decided_at
     return order.decided_at + timedelta(hours=settings.STEWARD_DELETION_GRACE_HOURS)
-
-
-def _set_tenant_status(tenant_id, status: str) -> None:
-    """Offboard or mark deleted the order's tenant, in the order's transaction. Written
-    here, without the audit row and event of tenancy's tenant_update, as it always has
-    been: the order's evidence and events are the record of it."""
-    Tenant.objects.filter(pk=tenant_id).update(status=status, updated_at=timezone.now())
 
 
 def _advance_order(order: GovernanceOrder) -> None:
@@ -458,7 +445,7 @@ def order_complete(*, order: GovernanceOrder, **payload) -> None:
         **payload,
     }
     if order.kind == GovernanceOrder.Kind.DELETION:
-        _set_tenant_status(order.tenant_id, Tenant.Status.DELETED)
+        tenant_set_lifecycle_status(tenant_id=order.tenant_id, status=Tenant.Status.DELETED)
         event_type = "DeletionOrderCompleted"
     else:
         event_type = "ExportCompleted"
