@@ -98,28 +98,19 @@ def topic_create(*, actor: Actor, name: str, description: str = "", producers=()
     return topic
 
 
-def topic_ensure(
-    *, actor: Actor, name: str, description: str = "", producers=(), consumers=()
-) -> Topic:
-    """The topic of that name; created, with its producers and consumers (service
-    names), audited and followed by Steward's consumers, if it is new."""
-    topic = Topic.objects.filter(name=name).first()
-    if topic is not None:
-        return topic
-    topic = Topic(name=name, description=description)
-    topic.full_clean(validate_unique=False)
-    with transaction.atomic():
-        topic, created = Topic.objects.get_or_create(
-            name=name, defaults={"description": description}
-        )
-        if not created:  # a concurrent creator's topic is the answer
-            return topic
-        topic.producers.set([service_ensure(actor=actor, name=n) for n in producers])
-        topic.consumers.set([service_ensure(actor=actor, name=n) for n in consumers])
-        audit_record(
-            actor=actor, action="topic.create", instance=topic, changes={"name": [None, name]}
-        )
-    subscribe_steward_consumers_on_commit()
+def topic_ensure(*, name: str, description: str = "", producers=(), consumers=()) -> Topic:
+    """The topic of that name; created with its producers and consumers (service
+    names), and followed by Steward's consumers, if it is new.
+
+    For topics Steward makes for its own traffic (governance's owner-task topics),
+    inside a tenant's transaction: a platform audit row cannot be written from a tenant
+    scope, so none is; the topic's first event, written in the same transaction, names
+    it. Topics a person or a release asks for go through topic_create, audited."""
+    topic, created = Topic.objects.get_or_create(name=name, defaults={"description": description})
+    if created:
+        topic.producers.set([Service.objects.get_or_create(name=n)[0] for n in producers])
+        topic.consumers.set([Service.objects.get_or_create(name=n)[0] for n in consumers])
+        subscribe_steward_consumers_on_commit()
     return topic
 
 

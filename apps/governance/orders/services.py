@@ -190,7 +190,6 @@ def _ensure_owner_task_topic(owner: str) -> None:
     """The owner's task topic, Steward producing and the owner consuming; the task it
     is made for is announced in the same transaction."""
     topic_ensure(
-        actor=SYSTEM_ACTOR,
         name=owner_task_topic(owner),
         description=f"Governance tasks for {owner}: GovernanceTaskIssued.",
         producers=[STEWARD_SERVICE],
