@@ -22,6 +22,7 @@ class WorkloadVerdict:
     decision: str  # go, conditional or no_go
     reasons: tuple[str, ...]
     evidence: str = ""  # the certification's benchmark reference, when one decided
+    certification_id: int | None = None  # the certification the verdict relies on
 
     @property
     def allows(self) -> bool:
@@ -50,6 +51,7 @@ def evaluate_workload(workload: str, profile: StoreProfile, certification=None) 
                 "it holds while the certification is not revoked.",
             ),
             evidence=certification.benchmark_reference,
+            certification_id=certification.pk,
         )
     # Queues and append logs.
     if profile.shape == StoreProfile.Shape.PORTABLE_DOCUMENTS:
@@ -67,4 +69,5 @@ def evaluate_workload(workload: str, profile: StoreProfile, certification=None) 
         GO,
         (f"Specialised profile certified for {label.lower()} stores, with retention cleanup.",),
         evidence=certification.benchmark_reference,
+        certification_id=certification.pk,
     )

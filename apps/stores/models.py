@@ -90,6 +90,8 @@ class ProfileCertification(models.Model):
     )
     notes = models.TextField(blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Evidence ages: past this time the certification counts as ended, as if revoked.
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-certified_at", "-id"]
@@ -192,6 +194,21 @@ class StoreBinding(models.Model):
     # Set when a residency rule changed after binding and no longer allows it.
     violation = models.TextField(blank=True)
     violation_detected_at = models.DateTimeField(null=True, blank=True)
+    # Set when the evidence the workload verdict relied on was revoked or expired and
+    # the workload is no longer allowed on the profile.
+    workload_violation = models.TextField(blank=True)
+    workload_violation_detected_at = models.DateTimeField(null=True, blank=True)
+    # An operator's exception for this binding to the residency rules, until it
+    # expires (then `exception_ended_at` is set and the binding is checked again).
+    exception_reason = models.TextField(blank=True)
+    exception_granted_by = models.CharField(max_length=150, blank=True)
+    exception_granted_at = models.DateTimeField(null=True, blank=True)
+    exception_expires_at = models.DateTimeField(null=True, blank=True)
+    exception_ended_at = models.DateTimeField(null=True, blank=True)
+    # Where the tenant's data lived is kept after retirement until the owning service's
+    # receipt says the data is gone (governance records it: binding_record_data_purged).
+    data_purged_at = models.DateTimeField(null=True, blank=True)
+    data_purge_receipt = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -210,6 +227,25 @@ class StoreBinding(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("stores:binding-detail", args=[self.pk])
+
+    def exception_in_force(self, now=None) -> bool:
+        """An operator's residency exception for this binding that has not ended."""
+        now = now or timezone.now()
+        return (
+            self.exception_granted_at is not None
+            and self.exception_ended_at is None
+            and self.exception_expires_at is not None
+            and self.exception_expires_at > now
+        )
+
+    @property
+    def awaits_decision(self) -> bool:
+        """Flagged and not yet decided: an operator retires it or grants an exception."""
+        return bool(self.violation or self.workload_violation) and self.status in (
+            self.Status.REQUESTED,
+            self.Status.PROVISIONED,
+            self.Status.ACTIVE,
+        )
 
 
 class StoreBindingChange(models.Model):

@@ -3,7 +3,8 @@ workload evaluations that decide nothing by themselves (services act on them).""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from apps.core.scope import system_scope
 from apps.registry.models import Service
@@ -42,6 +43,32 @@ def live_binding_list() -> QuerySet[StoreBinding]:
     )
 
 
+def bindings_holding_tenant_data(tenant_id) -> QuerySet[StoreBinding]:
+    """Every binding that holds or held the tenant's data, retired ones included, for
+    governance to ask each owner for deletion: all but the refused ones and those that
+    failed before the broker issued credentials (nothing was ever stored). A retired
+    binding stays here, with `data_purged_at` empty, until the owner's receipt says
+    the data is gone (services.binding_record_data_purged)."""
+    return (
+        StoreBinding.objects.filter(tenant_id=tenant_id)
+        .exclude(status=Status.REFUSED)
+        .exclude(status=Status.FAILED, key_reference="", connection_reference="")
+        .select_related("tenant", "store", "store__owning_service", "store__data_class", "region")
+        .order_by("created_at", "id")
+    )
+
+
+def bindings_awaiting_decision() -> QuerySet[StoreBinding]:
+    """Flagged bindings (residency or workload) that wait on an operator: retire the
+    binding, or grant it a residency exception."""
+    return (
+        StoreBinding.objects.filter(status__in=CHECKED)
+        .filter(~Q(violation="") | ~Q(workload_violation=""))
+        .select_related("tenant", "store", "profile", "region")
+        .order_by("violation_detected_at", "workload_violation_detected_at", "id")
+    )
+
+
 def rule_list() -> QuerySet[ResidencyRule]:
     return ResidencyRule.objects.select_related("tenant", "data_class").prefetch_related("regions")
 
@@ -75,9 +102,14 @@ def rule_views(**filters) -> list[residency.RuleView]:
 
 
 def live_certification(profile, workload: str) -> ProfileCertification | None:
-    return ProfileCertification.objects.filter(
-        profile=profile, workload_class=workload, revoked_at__isnull=True
-    ).first()
+    """The profile's certification for `workload` that is neither revoked nor expired."""
+    return (
+        ProfileCertification.objects.filter(
+            profile=profile, workload_class=workload, revoked_at__isnull=True
+        )
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
+        .first()
+    )
 
 
 def binding_verdicts(
@@ -120,6 +152,31 @@ def what_if(*, tenant, store, region, profile=None) -> dict:
     }
 
 
+def residency_now(binding, rules=None) -> residency.ResidencyVerdict:
+    """What the rules in force (`rules`, else those the scope sees) say of a binding
+    today; an operator's exception in force for the binding allows it."""
+    if binding.exception_in_force():
+        return residency.ResidencyVerdict(
+            True,
+            f"An exception for this binding allows region {binding.region.slug} until "
+            f"{binding.exception_expires_at:%Y-%m-%d %H:%M} UTC ({binding.exception_reason}).",
+        )
+    return residency.evaluate_residency(
+        rule_views() if rules is None else rules,
+        tenant_id=binding.tenant_id,
+        data_class_id=binding.store.data_class_id,
+        region=binding.region,
+    )
+
+
+def workload_now(binding) -> WorkloadVerdict:
+    """What workload gating says of a binding today, on the evidence in force."""
+    workload = binding.store.workload_class
+    return evaluate_workload(
+        workload, binding.profile, live_certification(binding.profile, workload)
+    )
+
+
 # --------------------------------------------------------------------------- rule changes
 
 
@@ -132,15 +189,7 @@ def checked_bindings(rules):
             .order_by("tenant__slug", "store__slug")
         )
     for binding in bindings:
-        yield (
-            binding,
-            residency.evaluate_residency(
-                rules,
-                tenant_id=binding.tenant_id,
-                data_class_id=binding.store.data_class_id,
-                region=binding.region,
-            ),
-        )
+        yield binding, residency_now(binding, rules)
 
 
 def would_violate(rules) -> list[tuple[StoreBinding, residency.ResidencyVerdict]]:
