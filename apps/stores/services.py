@@ -491,9 +491,10 @@ def expire_exceptions(*, now=None) -> list[StoreBinding]:
     ended = []
     for binding_id, tenant_id in due:
         with tenant_scope(tenant_id):
-            if not StoreBinding.objects.filter(pk=binding_id, exception_ended_at__isnull=True).update(
-                exception_ended_at=now
-            ):
+            open_exception = StoreBinding.objects.filter(
+                pk=binding_id, exception_ended_at__isnull=True
+            )
+            if not open_exception.update(exception_ended_at=now):
                 continue  # a concurrent sweep ended it
             binding = StoreBinding.objects.get(pk=binding_id)
             _note(binding, "Residency exception expired.", "steward")

@@ -4,60 +4,59 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('stores', '0002_row_level_security'),
+        ("stores", "0002_row_level_security"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='profilecertification',
-            name='expires_at',
+            model_name="profilecertification",
+            name="expires_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='storebinding',
-            name='data_purge_receipt',
+            model_name="storebinding",
+            name="data_purge_receipt",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='storebinding',
-            name='data_purged_at',
+            model_name="storebinding",
+            name="data_purged_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='storebinding',
-            name='exception_ended_at',
+            model_name="storebinding",
+            name="exception_ended_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='storebinding',
-            name='exception_expires_at',
+            model_name="storebinding",
+            name="exception_expires_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='storebinding',
-            name='exception_granted_at',
+            model_name="storebinding",
+            name="exception_granted_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='storebinding',
-            name='exception_granted_by',
+            model_name="storebinding",
+            name="exception_granted_by",
             field=models.CharField(blank=True, max_length=150),
         ),
         migrations.AddField(
-            model_name='storebinding',
-            name='exception_reason',
+            model_name="storebinding",
+            name="exception_reason",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='storebinding',
-            name='workload_violation',
+            model_name="storebinding",
+            name="workload_violation",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='storebinding',
-            name='workload_violation_detected_at',
+            model_name="storebinding",
+            name="workload_violation_detected_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]
