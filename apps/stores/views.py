@@ -3,12 +3,16 @@ evaluator and the profiles' certification records."""
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
@@ -48,6 +52,7 @@ class BindingListView(ListPage):
         Column("Region", "region.slug", sort="region__slug"),
         Column("Status", "get_status_display", sort="status"),
         Column("Residency violation", "violation"),
+        Column("Workload violation", "workload_violation"),
         Column("Created", "created_at", sort="created_at"),
     )
 
@@ -66,6 +71,8 @@ class BindingDetailView(LoginRequiredMixin, DetailView):
         context = super().get_context_data(**kwargs)
         context["may_manage"] = caller_kind(self.request) in MANAGERS
         context["may_report"] = caller_kind(self.request) in (OPERATOR, PLATFORM_SERVICE)
+        context["may_decide"] = caller_kind(self.request) == OPERATOR
+        context["exception_in_force"] = self.object.exception_in_force()
         context["related_pages"] = RELATED
         return context
 
@@ -75,13 +82,25 @@ class BindingDetailView(LoginRequiredMixin, DetailView):
 def binding_act(request, pk, act):
     # Retiring is for managers; reporting migrations applied is provisioning's (operators
     # stand in for it).
-    allowed = (OPERATOR, PLATFORM_SERVICE) if act == "migrations-applied" else MANAGERS
+    # granting a residency exception is an operator's decision alone.
+    allowed = {
+        "migrations-applied": (OPERATOR, PLATFORM_SERVICE),
+        "grant-exception": (OPERATOR,),
+    }.get(act, MANAGERS)
     if caller_kind(request) not in allowed:
         raise PermissionDenied
     binding = get_object_or_404(selectors.binding_list(), pk=pk)
     try:
         if act == "migrations-applied":
             services.binding_migrations_applied(actor=request.actor, binding=binding)
+        elif act == "grant-exception":
+            services.binding_grant_exception(
+                actor=request.actor,
+                binding=binding,
+                reason=request.POST.get("reason", ""),
+                expires_at=_moment(request.POST.get("expires_at", "")),
+            )
+            messages.success(request, "Exception granted; it ends by itself at its expiry.")
         elif act == "retire":
             services.binding_retire(
                 actor=request.actor, binding=binding, reason=request.POST.get("reason", "")
@@ -91,6 +110,14 @@ def binding_act(request, pk, act):
     except DomainError as exc:
         messages.error(request, exc.detail)
     return HttpResponseRedirect(binding.get_absolute_url())
+
+
+def _moment(value: str):
+    """A console datetime field (the browser's local form, read as UTC), or None."""
+    moment = parse_datetime(value.strip()) if value else None
+    if moment is not None and timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, UTC)
+    return moment
 
 
 class RuleListView(ListPage):

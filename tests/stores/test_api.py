@@ -293,3 +293,85 @@ def test_the_catalog_lists_cost_the_same_queries_for_more_rows(api, operator, st
     assert_flat_query_count(lambda n: stores_like(store, n), lambda: api.get(STORES))
     assert_flat_query_count(add_profiles, lambda: api.get(PROFILES))
     assert_flat_query_count(add_profiles, lambda: api.get(CERTIFICATIONS))
+
+
+@pytest.mark.django_db
+def test_activation_the_rules_refuse_is_a_409_residency_violation_changing_nothing(
+    tenant_a, store, profile, regions
+):
+    allow = rule("allow", geographies=["EU"])
+    binding = provisioned(tenant_a, store, profile, regions["westeurope"])
+    with system_scope():  # narrowed behind the services' back: nothing flagged it yet
+        ResidencyRule.objects.filter(pk=allow.pk).update(geographies=["IL"])
+    refused = platform().post(f"{BINDINGS}{binding.pk}/migrations-applied/")
+    assert refused.status_code == 409
+    assert refused["Content-Type"].startswith("application/problem+json")
+    problem = refused.json()
+    assert problem["code"] == "residency_violation" and problem["rule_id"] == allow.pk
+    assert "westeurope" in problem["explanation"] and problem["detail"] == problem["explanation"]
+    with system_scope():
+        kept = StoreBinding.objects.get(pk=binding.pk)
+        assert kept.status == "provisioned" and kept.violation == ""
+        assert kept.history.count() == 2
+
+
+@pytest.mark.django_db
+def test_operators_grant_an_exception_shown_on_the_binding(
+    operator, tenant_a, store, profile, regions
+):
+    allow = rule("allow", geographies=["EU"])
+    binding = provisioned(tenant_a, store, profile, regions["westeurope"])
+    ops = APIClient()
+    ops.force_login(operator)
+    ops.patch(f"{RULES}{allow.pk}/", {"geographies": ["IL"]}, format="json")
+    url = f"{BINDINGS}{binding.pk}/"
+    flagged = ops.get(url).json()
+    assert flagged["awaits_decision"] is True and flagged["exception_in_force"] is False
+    grant = f"{url}grant-exception/"
+    tenant_admin = bearer(
+        APIClient(), service_token(tenant=tenant_a, scopes=["stores:write"], name="t-adm")
+    )
+    body = {"reason": "EU DPA until migration", "expires_at": "2099-01-01T00:00:00Z"}
+    assert tenant_admin.post(grant, body, format="json").status_code == 403
+    no_reason = ops.post(grant, {**body, "reason": ""}, format="json")
+    assert no_reason.status_code == 400 and no_reason.json()["code"] == "reason_required"
+    past = ops.post(grant, {**body, "expires_at": "2000-01-01T00:00:00Z"}, format="json")
+    assert past.status_code == 400 and past.json()["code"] == "invalid_expiry"
+    granted = ops.post(grant, body, format="json")
+    assert granted.status_code == 200, granted.content
+    shown = ops.get(url).json()
+    assert shown["exception_in_force"] is True and shown["awaits_decision"] is False
+    assert shown["exception_reason"] == "EU DPA until migration"
+    assert shown["exception_expires_at"].startswith("2099-01-01")
+    assert shown["exception_granted_by"] and shown["violation"] == ""
+    again = ops.post(grant, body, format="json")
+    assert again.status_code == 409 and again.json()["code"] == "not_flagged"
+
+
+@pytest.mark.django_db
+def test_revoking_a_certification_through_the_api_flags_the_bindings_relying_on_it(
+    tenant_a, store, regions
+):
+    rule("allow", geographies=["IL"])
+    queues = another_profile(provides_retention_cleanup=True)
+    store.workload_class = "queue"
+    store.save()
+    client = platform()
+    made = client.post(
+        CERTIFICATIONS,
+        {
+            "profile": queues.slug,
+            "workload_class": "queue",
+            "benchmark_reference": "BM-3",
+            "expires_at": "2099-01-01T00:00:00Z",
+        },
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    assert made.json()["expires_at"].startswith("2099")
+    binding = provisioned(tenant_a, store, queues, regions["israelcentral"])
+    client.post(f"{CERTIFICATIONS}{made.json()['id']}/revoke/")
+    shown = client.get(f"{BINDINGS}{binding.pk}/").json()
+    assert "not certified" in shown["workload_violation"] and shown["awaits_decision"]
+    refused = client.post(f"{BINDINGS}{binding.pk}/migrations-applied/")
+    assert refused.status_code == 409 and refused.json()["code"] == "workload_not_allowed"

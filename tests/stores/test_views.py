@@ -2,7 +2,9 @@
 
 import pytest
 
+from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope
+from apps.stores import services
 from apps.stores.models import ResidencyRule, StoreBinding
 from tests.factories import member
 from tests.query_counts import assert_flat_query_count, queries_for
@@ -116,3 +118,31 @@ def test_each_list_filters_with_its_models_filterset(
     assert [r.pk for r in denies] == [mine.pk]
     queues = client.get("/stores/certifications/", {"workload_class": "queue"})
     assert [c.profile_id for c in queues.context["object_list"]] == [profile.pk]
+
+
+def test_a_flagged_binding_waits_on_the_dashboard_and_the_operator_grants_an_exception(
+    client, operator, admin_a, tenant_a, store, profile, regions
+):
+    allow = rule("allow", geographies=["EU"])
+    binding = provisioned(tenant_a, store, profile, regions["westeurope"])
+    services.rule_update(actor=SYSTEM_ACTOR, rule=allow, geographies=["IL"], regions=[])
+    client.force_login(operator)
+    dashboard = client.get("/").content.decode()
+    assert (
+        "Store bindings wait on a decision" in dashboard and binding.get_absolute_url() in dashboard
+    )
+    page = client.get(binding.get_absolute_url()).content.decode()
+    assert "Grant a residency exception" in page and "cannot be provisioned" in page
+    act = f"/stores/bindings/{binding.pk}/grant-exception/"
+    missing = client.post(act, {"reason": "", "expires_at": "2099-01-01T00:00"}, follow=True)
+    assert "needs a reason" in missing.content.decode()
+    client.post(act, {"reason": "DPA addendum", "expires_at": "2099-01-01T00:00"})
+    with system_scope():
+        excepted = StoreBinding.objects.get(pk=binding.pk)
+    assert excepted.exception_in_force() and excepted.violation == ""
+    page = client.get(binding.get_absolute_url()).content.decode()
+    assert "Residency exception" in page and "in force" in page and "DPA addendum" in page
+    assert "Store bindings wait on a decision" not in client.get("/").content.decode()
+    # A tenant admin may retire, but an exception is an operator's decision.
+    client.force_login(admin_a)
+    assert client.post(act, {"reason": "x", "expires_at": "2099-01-01T00:00"}).status_code == 403

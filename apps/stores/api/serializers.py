@@ -33,6 +33,12 @@ class BindingSerializer(StrictModelSerializer):
     profile = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     region = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     history = BindingChangeSerializer(many=True, read_only=True)
+    exception_in_force = serializers.SerializerMethodField(
+        help_text="An operator's residency exception for this binding has not ended."
+    )
+    awaits_decision = serializers.SerializerMethodField(
+        help_text="Flagged, and waiting on an operator: retire it or grant an exception."
+    )
 
     class Meta:
         model = StoreBinding
@@ -50,11 +56,33 @@ class BindingSerializer(StrictModelSerializer):
             "workload_verdict",
             "violation",
             "violation_detected_at",
+            "workload_violation",
+            "workload_violation_detected_at",
+            "awaits_decision",
+            "exception_in_force",
+            "exception_reason",
+            "exception_granted_by",
+            "exception_granted_at",
+            "exception_expires_at",
+            "exception_ended_at",
+            "data_purged_at",
+            "data_purge_receipt",
             "history",
             "created_at",
             "updated_at",
         ]
         read_only_fields = fields
+
+    def get_exception_in_force(self, binding) -> bool:
+        return binding.exception_in_force()
+
+    def get_awaits_decision(self, binding) -> bool:
+        return binding.awaits_decision
+
+
+class GrantExceptionSerializer(StrictSerializer):
+    reason = serializers.CharField(allow_blank=True)
+    expires_at = serializers.DateTimeField()
 
 
 class SetBindingSerializer(StrictSerializer):
@@ -110,6 +138,7 @@ class CertificationSerializer(StrictModelSerializer):
             "certified_at",
             "benchmark_reference",
             "notes",
+            "expires_at",
             "revoked_at",
         ]
         read_only_fields = ["id", "certified_by", "certified_at", "revoked_at"]

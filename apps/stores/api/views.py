@@ -57,6 +57,9 @@ class BindingViewSet(
         # Only provisioning (a platform service) or an operator reports migrations applied.
         if self.action == "migrations_applied":
             return PLATFORM
+        # A residency exception is an operator's decision.
+        if self.action == "grant_exception":
+            return frozenset({OPERATOR})
         return self.write_access
 
     @extend_schema(
@@ -82,6 +85,21 @@ class BindingViewSet(
     def migrations_applied(self, request, pk=None):
         binding = services.binding_migrations_applied(
             actor=request.actor, binding=self.get_object()
+        )
+        return Response(self.read_representation(binding))
+
+    @extend_schema(
+        request=serializers.GrantExceptionSerializer, responses=serializers.BindingSerializer
+    )
+    @action(detail=True, methods=["post"], url_path="grant-exception")
+    @idempotent
+    def grant_exception(self, request, pk=None):
+        """An operator's decision on a binding flagged for residency: an exception for
+        this binding, with a reason and an expiry, audited; it ends by itself."""
+        payload = serializers.GrantExceptionSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        binding = services.binding_grant_exception(
+            actor=request.actor, binding=self.get_object(), **payload.validated_data
         )
         return Response(self.read_representation(binding))
 
