@@ -9,9 +9,12 @@ from django.utils import timezone
 from apps.core.scope import system_scope
 from apps.registry.models import Service
 from apps.stores import residency
-from apps.stores.gating import WorkloadVerdict, evaluate_workload
+from apps.stores.gating import Evidence, WorkloadVerdict, evaluate_workload
 from apps.stores.models import (
     LIVE_STATUSES,
+    BenchmarkResult,
+    ContractTestResult,
+    PhysicalizationPolicy,
     ProfileCertification,
     ResidencyRule,
     Store,
@@ -112,6 +115,35 @@ def live_certification(profile, workload: str) -> ProfileCertification | None:
     )
 
 
+def workload_evidence(profile) -> Evidence:
+    """The evidence records a verdict on `profile` may rest on: benchmarks of the
+    profile and provider-wide ones, every contract test, the profile's policies."""
+    return Evidence.of(
+        benchmarks=BenchmarkResult.objects.filter(Q(profile=profile) | Q(profile__isnull=True)),
+        contracts=ContractTestResult.objects.all(),
+        policies=PhysicalizationPolicy.objects.filter(profile=profile),
+    )
+
+
+def evaluate_profile(workload: str, profile) -> WorkloadVerdict:
+    """Workload gating's verdict for `workload` on `profile`, on the evidence in force."""
+    return evaluate_workload(
+        workload, profile, live_certification(profile, workload), workload_evidence(profile)
+    )
+
+
+def benchmark_list() -> QuerySet[BenchmarkResult]:
+    return BenchmarkResult.objects.select_related("profile")
+
+
+def contract_test_list() -> QuerySet[ContractTestResult]:
+    return ContractTestResult.objects.all()
+
+
+def policy_list() -> QuerySet[PhysicalizationPolicy]:
+    return PhysicalizationPolicy.objects.select_related("profile")
+
+
 def binding_verdicts(
     *, tenant_id, store, profile, region, rules=None
 ) -> tuple[residency.ResidencyVerdict, WorkloadVerdict]:
@@ -120,9 +152,7 @@ def binding_verdicts(
     where = residency.evaluate_residency(
         rules, tenant_id=tenant_id, data_class_id=store.data_class_id, region=region
     )
-    how = evaluate_workload(
-        store.workload_class, profile, live_certification(profile, store.workload_class)
-    )
+    how = evaluate_profile(store.workload_class, profile)
     return where, how
 
 
@@ -171,10 +201,7 @@ def residency_now(binding, rules=None) -> residency.ResidencyVerdict:
 
 def workload_now(binding) -> WorkloadVerdict:
     """What workload gating says of a binding today, on the evidence in force."""
-    workload = binding.store.workload_class
-    return evaluate_workload(
-        workload, binding.profile, live_certification(binding.profile, workload)
-    )
+    return evaluate_profile(binding.store.workload_class, binding.profile)
 
 
 # --------------------------------------------------------------------------- rule changes

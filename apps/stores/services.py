@@ -29,6 +29,9 @@ from apps.eventing.models import UncertainEffect
 from apps.stores import brokers, selectors
 from apps.stores.models import (
     LIVE_STATUSES,
+    BenchmarkResult,
+    ContractTestResult,
+    PhysicalizationPolicy,
     ProfileCertification,
     ResidencyRule,
     StoreBinding,
@@ -531,16 +534,25 @@ def expire_exceptions_and_certifications() -> int:
 
 def reevaluate_workload(*, certification: ProfileCertification) -> list[StoreBinding]:
     """Every live binding whose workload verdict may rest on `certification` (its
-    profile, its workload) is evaluated again on the evidence in force; those no longer
-    allowed are flagged, those allowed on other evidence are cleared. Returns the newly
+    profile, its workload) is evaluated again on the evidence in force."""
+    return reevaluate_bindings(
+        profile_id=certification.profile_id, workload_class=certification.workload_class
+    )
+
+
+def reevaluate_bindings(*, profile_id=None, workload_class=None) -> list[StoreBinding]:
+    """The live bindings on `profile_id` (any, if None) of stores of `workload_class`
+    (any, if None) are evaluated again on the evidence in force; those no longer allowed
+    are flagged, those allowed (on other evidence) are cleared. Returns the newly
     flagged."""
+    filters = {"status__in": DECIDABLE}
+    if profile_id is not None:
+        filters["profile_id"] = profile_id
+    if workload_class is not None:
+        filters["store__workload_class"] = workload_class
     with system_scope():
         bindings = list(
-            StoreBinding.objects.filter(
-                status__in=DECIDABLE,
-                profile_id=certification.profile_id,
-                store__workload_class=certification.workload_class,
-            ).select_related("store", "profile", "region")
+            StoreBinding.objects.filter(**filters).select_related("store", "profile", "region")
         )
     flagged = []
     for binding in bindings:
@@ -566,6 +578,128 @@ def reevaluate_workload(*, certification: ProfileCertification) -> list[StoreBin
                     workload_violation_detected_at=None,
                 )
     return flagged
+
+
+# --------------------------------------------------------------------------- workload evidence
+
+
+def _require_run(run_reference: str) -> None:
+    if not (run_reference or "").strip():
+        raise ValidationFailed(
+            "Evidence names the run it came from.", code="run_required", field="run_reference"
+        )
+
+
+def _record_evidence(actor: Actor, record, action: str, changes: dict, **reevaluate):
+    """Save an evidence record and audit it (platform rows: the system scope), then
+    re-evaluate the live bindings whose verdict it may change."""
+    record.recorded_by = actor.label[:150]
+    with system_scope():
+        record.full_clean()
+        record.save()
+        audit_record(actor=actor, action=action, instance=record, changes=changes)
+    reevaluate_bindings(**reevaluate)
+    return record
+
+
+def benchmark_record(
+    *,
+    actor: Actor,
+    provider: str,
+    query_shape: str,
+    figure: float,
+    threshold: float,
+    passed: bool,
+    run_reference: str,
+    profile=None,
+    unit: str = "",
+) -> BenchmarkResult:
+    """A benchmark result of one query shape on one provider (on `profile`'s declared
+    indexes, or provider-wide without one). The latest per shape and provider decides."""
+    _require_run(run_reference)
+    record = BenchmarkResult(
+        provider=provider,
+        query_shape=query_shape,
+        profile=profile,
+        figure=figure,
+        threshold=threshold,
+        unit=unit,
+        passed=passed,
+        run_reference=run_reference,
+    )
+    return _record_evidence(
+        actor,
+        record,
+        "workload_evidence.benchmark",
+        {
+            "benchmark": [None, f"{query_shape} on {profile.slug if profile else provider}"],
+            "figure": [None, figure],
+            "threshold": [None, threshold],
+            "passed": [None, passed],
+            "run_reference": [None, run_reference],
+        },
+        profile_id=profile.pk if profile else None,
+    )
+
+
+def contract_test_record(
+    *, actor: Actor, provider: str, contract: str, passed: bool, run_reference: str
+) -> ContractTestResult:
+    """A provider contract test's outcome on one provider."""
+    _require_run(run_reference)
+    record = ContractTestResult(
+        provider=provider, contract=contract, passed=passed, run_reference=run_reference
+    )
+    return _record_evidence(
+        actor,
+        record,
+        "workload_evidence.contract_test",
+        {
+            "contract_test": [None, f"{contract} on {provider}"],
+            "passed": [None, passed],
+            "run_reference": [None, run_reference],
+        },
+        workload_class="hot_lookup",
+    )
+
+
+def policy_record(
+    *,
+    actor: Actor,
+    profile,
+    workload_class: str,
+    kind: str,
+    rollback_guidance: str,
+    run_reference: str,
+    description: str = "",
+) -> PhysicalizationPolicy:
+    """How `profile` physicalizes `workload_class`'s filters, with rollback guidance."""
+    _require_run(run_reference)
+    if not (rollback_guidance or "").strip():
+        raise ValidationFailed(
+            "A physicalization policy needs rollback guidance.",
+            code="rollback_guidance_required",
+            field="rollback_guidance",
+        )
+    record = PhysicalizationPolicy(
+        profile=profile,
+        workload_class=workload_class,
+        kind=kind,
+        description=description,
+        rollback_guidance=rollback_guidance,
+        run_reference=run_reference,
+    )
+    return _record_evidence(
+        actor,
+        record,
+        "workload_evidence.policy",
+        {
+            "policy": [None, f"{kind} for {workload_class} on {profile.slug}"],
+            "run_reference": [None, run_reference],
+        },
+        profile_id=profile.pk,
+        workload_class=workload_class,
+    )
 
 
 # --------------------------------------------------------------------------- data held

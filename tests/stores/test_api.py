@@ -12,7 +12,15 @@ from portal.celery import app
 from tests.conftest import bearer
 from tests.factories import member, service_token
 from tests.query_counts import assert_flat_query_count
-from tests.stores.factories import another_profile, bind, certify, provisioned, rule, stores_like
+from tests.stores.factories import (
+    another_profile,
+    bind,
+    certify,
+    provisioned,
+    record_evidence,
+    rule,
+    stores_like,
+)
 from tests.support import wait_for
 
 BINDINGS = "/api/v1/stores/bindings/"
@@ -369,9 +377,10 @@ def test_revoking_a_certification_through_the_api_flags_the_bindings_relying_on_
     )
     assert made.status_code == 201, made.content
     assert made.json()["expires_at"].startswith("2099")
+    record_evidence(queues, "queue")
     binding = provisioned(tenant_a, store, queues, regions["israelcentral"])
     client.post(f"{CERTIFICATIONS}{made.json()['id']}/revoke/")
     shown = client.get(f"{BINDINGS}{binding.pk}/").json()
-    assert "not certified" in shown["workload_violation"] and shown["awaits_decision"]
+    assert "certification of profile" in shown["workload_violation"] and shown["awaits_decision"]
     refused = client.post(f"{BINDINGS}{binding.pk}/migrations-applied/")
     assert refused.status_code == 409 and refused.json()["code"] == "workload_not_allowed"

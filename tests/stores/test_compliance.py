@@ -16,7 +16,14 @@ from apps.stores import selectors, services
 from apps.stores.models import ResidencyRule, StoreBinding
 from apps.tenancy.models import AuditEvent
 from tests.stores.conftest import events, reload
-from tests.stores.factories import another_profile, bind, provisioned, rule, stores_like
+from tests.stores.factories import (
+    another_profile,
+    bind,
+    provisioned,
+    record_evidence,
+    rule,
+    stores_like,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +99,7 @@ def test_a_binding_whose_evidence_ended_cannot_be_provisioned_or_become_active(
     record = services.certification_record(
         actor=SYSTEM_ACTOR, profile=profile, workload_class="queue", benchmark_reference="BM-7"
     )
+    record_evidence(profile, "queue")
     binding = provisioned(tenant_a, store, profile, regions["israelcentral"])
     services.certification_revoke(actor=SYSTEM_ACTOR, record=record)
     with pytest.raises(Conflict) as refused:
@@ -232,6 +240,7 @@ def queue_binding(tenant, store, regions, **certification):
         benchmark_reference="BM-9",
         **certification,
     )
+    record_evidence(profile, "queue")
     binding = provisioned(tenant, store, profile, regions["israelcentral"])
     return record, services.binding_migrations_applied(actor=SYSTEM_ACTOR, binding=binding)
 
@@ -249,7 +258,7 @@ def test_revoking_a_certification_re_evaluates_and_flags_the_bindings_relying_on
     untouched = provisioned(tenant_b, other_store, catalog, regions["israelcentral"])
     services.certification_revoke(actor=SYSTEM_ACTOR, record=record)
     flagged = reload(relying)
-    assert flagged.status == "active" and "not certified" in flagged.workload_violation
+    assert flagged.status == "active" and "certification of profile" in flagged.workload_violation
     assert flagged.workload_violation_detected_at is not None and flagged.awaits_decision
     assert reload(untouched).workload_violation == ""
     with tenant_scope(tenant_a):
