@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from apps.core.scope import system_scope
 from apps.registry.models import Service
-from apps.stores import residency
+from apps.stores import gating, residency
 from apps.stores.gating import Evidence, WorkloadVerdict, evaluate_workload
 from apps.stores.models import (
     LIVE_STATUSES,
@@ -241,3 +241,86 @@ def rule_preview(
     return would_violate(
         proposed_rules(replacing=replacing, proposal=residency.RuleView.proposed(proposal))
     )
+
+
+# --------------------------------------------------------------------------- migration checklist
+
+DONE, MISSING, PREFERRED, NOT_NEEDED = "done", "missing", "preferred", "not_needed"
+
+# The migration strategy's seven steps. Issue #16 names no steps, so they are derived:
+# 1–5 from the persistence decision as gating.py codifies it (classify, benchmark,
+# contract-test, physicalize with rollback guidance, certify), 6–7 from the binding
+# lifecycle of docs/stores.md (provisioned with credentials, Active after migrations).
+CHECKLIST_STEPS = (
+    ("classify", "Classify the workload under the persistence decision"),
+    ("benchmarks", "Benchmark the query shapes the decision names"),
+    ("contracts", "Pass the provider contract tests"),
+    ("policy", "Record the physicalization policy, with rollback guidance"),
+    ("certify", "Certify the profile for the workload"),
+    ("provision", "Provision a binding (residency allowed, credentials issued)"),
+    ("activate", "Apply the store's migrations (Active, no open flag)"),
+)
+
+
+def migration_checklist(store, profile) -> dict:
+    """The seven steps for `store` on `profile`, each with its state and what it
+    lacks, from the verdict on the evidence in force and the bindings the scope sees."""
+    verdict = evaluate_profile(store.workload_class, profile)
+    klass = verdict.persistence_class
+    missing = list(verdict.missing)
+
+    def gaps(prefix):
+        return [m for m in missing if m.startswith(prefix)]
+
+    def state(needed: bool, lacking: list[str], preferred: bool = False) -> tuple[str, list]:
+        if not needed:
+            return (PREFERRED if lacking else DONE) if preferred else NOT_NEEDED, lacking
+        return (MISSING if lacking else DONE), lacking
+
+    gated = klass == gating.CLASS_BENCHMARK_GATED
+    bindings = list(
+        StoreBinding.objects.filter(store=store, profile=profile).values_list(
+            "status", "violation", "workload_violation"
+        )
+    )
+    provisioned = [b for b in bindings if b[0] in (Status.PROVISIONED, Status.ACTIVE)]
+    active = [b for b in bindings if b[0] == Status.ACTIVE and not b[1] and not b[2]]
+    states = {
+        "classify": (DONE, [f"{store.get_workload_class_display()}: {klass}"]),
+        "benchmarks": state(klass != gating.CLASS_GO, gaps("benchmark")),
+        "contracts": state(gated, gaps("contract test")),
+        "policy": state(
+            gated,
+            gaps("physicalization policy"),
+            preferred=klass == gating.CLASS_CONDITIONAL_GO,
+        ),
+        "certify": state(
+            klass in (gating.CLASS_BENCHMARK_GATED, gating.CLASS_SPECIALIZED),
+            gaps("certification") + gaps("a specialised profile") + gaps("retention cleanup"),
+        ),
+        "provision": (DONE if provisioned else MISSING, []),
+        "activate": (DONE if active else MISSING, []),
+    }
+    return {
+        "store": store.slug,
+        "profile": profile.slug,
+        "persistence_class": klass,
+        "decision": verdict.decision,
+        "steps": [
+            {
+                "step": n,
+                "key": key,
+                "title": title,
+                "state": states[key][0],
+                "missing": states[key][1],
+            }
+            for n, (key, title) in enumerate(CHECKLIST_STEPS, start=1)
+        ],
+    }
+
+
+def checklist_profiles(store) -> QuerySet[StoreProfile]:
+    """The profiles a store's checklist is shown for: those it is or was bound on."""
+    return StoreProfile.objects.filter(
+        bindings__store=store, bindings__status__in=[*LIVE_STATUSES, Status.RETIRED]
+    ).distinct()

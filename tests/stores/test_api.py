@@ -6,6 +6,7 @@ from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
 
 from apps.core.scope import system_scope
+from apps.stores import gating
 from apps.stores.models import ResidencyRule, StoreBinding
 from apps.tenancy.models import AuditEvent
 from portal.celery import app
@@ -28,6 +29,7 @@ RULES = "/api/v1/stores/residency/rules/"
 STORES = "/api/v1/stores/stores/"
 PROFILES = "/api/v1/stores/profiles/"
 CERTIFICATIONS = "/api/v1/stores/certifications/"
+EVIDENCE = "/api/v1/stores/evidence/"
 
 
 def platform():
@@ -384,3 +386,76 @@ def test_revoking_a_certification_through_the_api_flags_the_bindings_relying_on_
     assert "certification of profile" in shown["workload_violation"] and shown["awaits_decision"]
     refused = client.post(f"{BINDINGS}{binding.pk}/migrations-applied/")
     assert refused.status_code == 409 and refused.json()["code"] == "workload_not_allowed"
+
+
+@pytest.mark.django_db
+def test_evidence_is_recorded_and_read_through_the_api_and_decides_the_verdict(
+    tenant_a, store, regions
+):
+    rule("allow", geographies=["IL"])
+    store.workload_class = "instance_query"
+    store.save()
+    on = another_profile()
+    client = platform()
+    body = {"store": store.slug, "tenant": tenant_a.slug, "profile": on.slug}
+    refused = client.post(BINDINGS, {**body, "region": "israelcentral"}, format="json").json()
+    assert refused["status"] == "refused"
+    assert len(refused["workload_verdict"]["missing"]) == 6
+    assert "benchmark instance_status on profile" in refused["status_reason"]
+    for shape in gating.INSTANCE_FILTERS:
+        made = client.post(
+            f"{EVIDENCE}benchmarks/",
+            {
+                "provider": "postgresql",
+                "query_shape": shape,
+                "profile": on.slug,
+                "figure": 2.5,
+                "threshold": 5,
+                "unit": "ms p95",
+                "passed": True,
+                "run_reference": "ci/bench/812",
+            },
+            format="json",
+        )
+        assert made.status_code == 201, made.content
+    assert made.json()["recorded_by"] == "service:provisioning" and made.json()["recorded_at"]
+    no_run = client.post(
+        f"{EVIDENCE}contract-tests/",
+        {"provider": "sqlite", "contract": "worker_retry", "passed": True, "run_reference": ""},
+        format="json",
+    )
+    assert no_run.status_code == 400 and no_run.json()["code"] == "run_required"
+    no_rollback = client.post(
+        f"{EVIDENCE}policies/",
+        {
+            "profile": on.slug,
+            "workload_class": "instance_query",
+            "kind": "index_columns",
+            "rollback_guidance": "",
+            "run_reference": "review-3",
+        },
+        format="json",
+    )
+    assert no_rollback.json()["code"] == "rollback_guidance_required"
+    listed = client.get(f"{EVIDENCE}benchmarks/", {"profile__slug": on.slug}).json()
+    assert len(listed["results"]) == 6
+    tenant_service = bearer(APIClient(), service_token(tenant=tenant_a, scopes=["stores:write"]))
+    assert tenant_service.get(f"{EVIDENCE}benchmarks/").status_code == 200
+    assert tenant_service.post(f"{EVIDENCE}contract-tests/", {}, format="json").status_code == 403
+    allowed = client.post(BINDINGS, {**body, "region": "israelcentral"}, format="json").json()
+    assert allowed["status"] == "requested"
+    assert allowed["workload_verdict"]["decision"] == "conditional"
+    assert "No physicalization policy" in " ".join(allowed["workload_verdict"]["reasons"])
+    checklist = client.get(f"{STORES}{store.slug}/checklist/", {"profile": on.slug}).json()
+    [steps] = checklist["results"]
+    assert steps["persistence_class"] == "conditional_go"
+    assert [(s["step"], s["key"], s["state"]) for s in steps["steps"]] == [
+        (1, "classify", "done"),
+        (2, "benchmarks", "done"),
+        (3, "contracts", "not_needed"),
+        (4, "policy", "preferred"),
+        (5, "certify", "not_needed"),
+        (6, "provision", "missing"),
+        (7, "activate", "missing"),
+    ]
+    assert steps["steps"][3]["missing"][0].startswith("physicalization policy")

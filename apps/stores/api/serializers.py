@@ -3,6 +3,9 @@ from rest_framework import serializers
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
 from apps.stores import selectors
 from apps.stores.models import (
+    BenchmarkResult,
+    ContractTestResult,
+    PhysicalizationPolicy,
     ProfileCertification,
     ResidencyRule,
     Store,
@@ -186,3 +189,66 @@ class RuleSerializer(StrictModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["id", "created_at", "updated_at"]
+
+
+EVIDENCE_READ_ONLY = ["id", "recorded_by", "recorded_at"]
+# Blank is the service's to refuse, with its own stable code (run_required, …).
+RUN = {"run_reference": {"allow_blank": True}}
+
+
+class BenchmarkResultSerializer(StrictModelSerializer):
+    profile = slug_of(StoreProfile.objects.all(), required=False, allow_null=True)
+
+    class Meta:
+        model = BenchmarkResult
+        fields = [
+            "id",
+            "provider",
+            "query_shape",
+            "profile",
+            "figure",
+            "threshold",
+            "unit",
+            "passed",
+            "run_reference",
+            "recorded_by",
+            "recorded_at",
+        ]
+        read_only_fields = EVIDENCE_READ_ONLY
+        extra_kwargs = RUN
+
+
+class ContractTestResultSerializer(StrictModelSerializer):
+    class Meta:
+        model = ContractTestResult
+        fields = [
+            "id",
+            "provider",
+            "contract",
+            "passed",
+            "run_reference",
+            "recorded_by",
+            "recorded_at",
+        ]
+        read_only_fields = EVIDENCE_READ_ONLY
+        extra_kwargs = RUN
+
+
+class PhysicalizationPolicySerializer(StrictModelSerializer):
+    profile = slug_of(StoreProfile.objects.all())
+
+    class Meta:
+        model = PhysicalizationPolicy
+        fields = [
+            "id",
+            "profile",
+            "workload_class",
+            "kind",
+            "description",
+            "rollback_guidance",
+            "run_reference",
+            "recorded_by",
+            "recorded_at",
+        ]
+        read_only_fields = EVIDENCE_READ_ONLY
+        extra_kwargs = {**RUN, "rollback_guidance": {"allow_blank": True}}
