@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
+from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -23,11 +23,14 @@ from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
 from apps.stores import selectors, services
 from apps.stores.filters import (
+    BenchmarkResultFilterSet,
+    ContractTestResultFilterSet,
+    PhysicalizationPolicyFilterSet,
     ProfileCertificationFilterSet,
     ResidencyRuleFilterSet,
     StoreBindingFilterSet,
 )
-from apps.stores.forms import RuleForm, WhatIfForm
+from apps.stores.forms import BenchmarkForm, ContractTestForm, PolicyForm, RuleForm, WhatIfForm
 from apps.tenancy.selectors import tenants_visible_to
 
 RELATED = (
@@ -35,6 +38,9 @@ RELATED = (
     ("Residency rules", "stores:rule-list"),
     ("What if…", "stores:what-if"),
     ("Profile certifications", "stores:certification-list"),
+    ("Benchmarks", "stores:benchmark-list"),
+    ("Contract tests", "stores:contract-test-list"),
+    ("Physicalization policies", "stores:policy-list"),
 )
 MANAGERS = (OPERATOR, TENANT_ADMIN, PLATFORM_SERVICE)
 
@@ -73,6 +79,7 @@ class BindingDetailView(LoginRequiredMixin, DetailView):
         context["may_report"] = caller_kind(self.request) in (OPERATOR, PLATFORM_SERVICE)
         context["may_decide"] = caller_kind(self.request) == OPERATOR
         context["exception_in_force"] = self.object.exception_in_force()
+        context["checklist"] = selectors.migration_checklist(self.object.store, self.object.profile)
         context["related_pages"] = RELATED
         return context
 
@@ -217,3 +224,98 @@ class CertificationListView(ListPage):
 
     def get_base_queryset(self):
         return selectors.certification_list()
+
+
+# --------------------------------------------------------------------------- workload evidence
+
+RECORDER = {OPERATOR}  # people; the benchmark and CI runs record through the API
+
+
+class BenchmarkListView(ListPage):
+    title = "Benchmark results"
+    filterset_class = BenchmarkResultFilterSet
+    default_ordering = "-recorded_at"
+    related_pages = RELATED
+    create = ("Record a benchmark", "stores:evidence-record-benchmark", RECORDER)
+    columns = (
+        Column("Query shape", "get_query_shape_display", sort="query_shape"),
+        Column("Provider", "get_provider_display", sort="provider"),
+        Column("Profile", "profile.slug"),
+        Column("Figure", "figure"),
+        Column("Threshold", "threshold"),
+        Column("Unit", "unit"),
+        Column("Passed", "passed", sort="passed"),
+        Column("Run", "run_reference"),
+        Column("Recorded by", "recorded_by"),
+        Column("When", "recorded_at", sort="recorded_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.benchmark_list()
+
+
+class ContractTestListView(ListPage):
+    title = "Provider contract tests"
+    filterset_class = ContractTestResultFilterSet
+    default_ordering = "-recorded_at"
+    related_pages = RELATED
+    create = ("Record a contract test", "stores:evidence-record-contract-test", RECORDER)
+    columns = (
+        Column("Contract", "get_contract_display", sort="contract"),
+        Column("Provider", "get_provider_display", sort="provider"),
+        Column("Passed", "passed", sort="passed"),
+        Column("Run", "run_reference"),
+        Column("Recorded by", "recorded_by"),
+        Column("When", "recorded_at", sort="recorded_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.contract_test_list()
+
+
+class PolicyListView(ListPage):
+    title = "Physicalization policies"
+    filterset_class = PhysicalizationPolicyFilterSet
+    default_ordering = "-recorded_at"
+    related_pages = RELATED
+    create = ("Record a policy", "stores:evidence-record-policy", RECORDER)
+    columns = (
+        Column("Profile", "profile.slug", sort="profile__slug"),
+        Column("Workload", "get_workload_class_display", sort="workload_class"),
+        Column("Kind", "get_kind_display", sort="kind"),
+        Column("Rollback guidance", "rollback_guidance"),
+        Column("Run", "run_reference"),
+        Column("Recorded by", "recorded_by"),
+        Column("When", "recorded_at", sort="recorded_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.policy_list()
+
+
+EVIDENCE_FORMS = {
+    "benchmark": (BenchmarkForm, services.benchmark_record, "stores:benchmark-list"),
+    "contract-test": (ContractTestForm, services.contract_test_record, "stores:contract-test-list"),
+    "policy": (PolicyForm, services.policy_record, "stores:policy-list"),
+}
+
+
+@platform_scope
+@login_required
+def record_evidence(request, kind):
+    """Record one piece of workload evidence (operators; runs use the API)."""
+    if kind not in EVIDENCE_FORMS:
+        raise Http404
+    if caller_kind(request) not in RECORDER:
+        raise PermissionDenied
+    form_class, record, listing = EVIDENCE_FORMS[kind]
+    form = form_class(request.POST or None)
+    if submit_form(request, form, lambda data: record(actor=request.actor, **data)):
+        messages.success(request, "Evidence recorded; the bindings it concerns are re-evaluated.")
+        return redirect(listing)
+    title = {
+        "benchmark": "Record a benchmark result",
+        "contract-test": "Record a contract test",
+        "policy": "Record a physicalization policy",
+    }[kind]
+    return render(request, "console/form.html", {"form": form, "title": title})

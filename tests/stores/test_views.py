@@ -146,3 +146,75 @@ def test_a_flagged_binding_waits_on_the_dashboard_and_the_operator_grants_an_exc
     # A tenant admin may retire, but an exception is an operator's decision.
     client.force_login(admin_a)
     assert client.post(act, {"reason": "x", "expires_at": "2099-01-01T00:00"}).status_code == 403
+
+
+def test_operators_record_and_read_evidence_in_the_console(client, operator, admin_a, profile):
+    client.force_login(operator)
+    listing = client.get("/stores/evidence/benchmarks/").content.decode()
+    assert "Record a benchmark" in listing
+    recorded = client.post(
+        "/stores/evidence/benchmarks/new/",
+        {
+            "provider": "postgresql",
+            "query_shape": "instance_status",
+            "profile": profile.pk,
+            "figure": "2.5",
+            "threshold": "5",
+            "unit": "ms p95",
+            "passed": "on",
+            "run_reference": "ci/bench/1",
+        },
+    )
+    assert recorded.status_code == 302, recorded.content
+    page = client.get("/stores/evidence/benchmarks/").content.decode()
+    assert "ci/bench/1" in page and "Instances by status" in page
+    refused = client.post(
+        "/stores/evidence/policies/new/",
+        {
+            "profile": profile.pk,
+            "workload_class": "hot_lookup",
+            "kind": "native_indexes",
+            "rollback_guidance": "Drop the indexes.",
+            "run_reference": "",
+        },
+    )
+    assert refused.status_code == 200  # the form again, with the refusal
+    client.post(
+        "/stores/evidence/contract-tests/new/",
+        {"provider": "sqlite", "contract": "worker_retry", "run_reference": "ci/ct/4"},
+    )
+    assert "ci/ct/4" in client.get("/stores/evidence/contract-tests/").content.decode()
+    assert client.get("/stores/evidence/policies/").status_code == 200
+    client.force_login(admin_a)
+    assert client.get("/stores/evidence/benchmarks/").status_code == 200
+    assert client.get("/stores/evidence/benchmarks/new/").status_code == 403
+
+
+def test_the_evidence_lists_cost_the_same_queries_for_more_rows(client, operator, profile):
+    client.force_login(operator)
+
+    def add(n):
+        for i in range(n):
+            services.benchmark_record(
+                actor=SYSTEM_ACTOR,
+                provider="postgresql",
+                query_shape="instance_status",
+                profile=profile,
+                figure=1,
+                threshold=2,
+                passed=True,
+                run_reference=f"r{i}",
+            )
+
+    assert_flat_query_count(add, lambda: client.get("/stores/evidence/benchmarks/"))
+
+
+def test_the_binding_page_shows_the_migration_checklist(
+    client, operator, tenant_a, store, profile, regions
+):
+    rule("allow", geographies=["IL"])
+    binding = provisioned(tenant_a, store, profile, regions["israelcentral"])
+    client.force_login(operator)
+    page = client.get(binding.get_absolute_url()).content.decode()
+    assert 'id="migration-checklist"' in page and "Persistence class <strong>go" in page
+    assert page.count("<tr><td>") >= 7
