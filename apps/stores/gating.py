@@ -26,7 +26,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from apps.stores.models import ProviderContract, QueryShape, StoreProfile, WorkloadClass
+from apps.stores.models import (
+    Provider,
+    ProviderContract,
+    QueryShape,
+    StoreProfile,
+    WorkloadClass,
+)
 
 GO, CONDITIONAL, NO_GO = "go", "conditional", "no_go"
 
@@ -43,7 +49,7 @@ PERSISTENCE_CLASS = {
     WorkloadClass.APPEND_LOG: CLASS_SPECIALIZED,
 }
 
-PROVIDERS = tuple(StoreProfile.Engine.values)  # SQLite, SQL Server, PostgreSQL, MongoDB
+PROVIDERS = tuple(Provider.values)  # SQLite, SQL Server, PostgreSQL, MongoDB
 INSTANCE_FILTERS = (
     QueryShape.INSTANCE_STATUS,
     QueryShape.INSTANCE_SUB_STATUS,

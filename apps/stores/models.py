@@ -46,6 +46,16 @@ class QueryShape(models.TextChoices):
     LOG_RETENTION_CLEANUP = "log_retention_cleanup", "Log retention-cleanup throughput"
 
 
+class Provider(models.TextChoices):
+    """The supported providers, as the persistence decision lists them (the same values
+    as StoreProfile.Engine: a profile's engine is its provider), by product name."""
+
+    SQLITE = "sqlite", "SQLite"
+    SQLSERVER = "sqlserver", "Microsoft SQL Server"
+    POSTGRESQL = "postgresql", "PostgreSQL"
+    MONGODB = "mongodb", "MongoDB"
+
+
 class ProviderContract(models.TextChoices):
     """The provider contract tests hot lookups are gated on."""
 
@@ -165,7 +175,7 @@ class BenchmarkResult(EvidenceRecord):
     """A benchmark of one query shape on one provider (and, for a profile's declared
     indexes, on that profile): its figure against its threshold, passed or failed."""
 
-    provider = models.CharField(max_length=16, choices=StoreProfile.Engine.choices)
+    provider = models.CharField(max_length=16, choices=Provider.choices)
     query_shape = models.CharField(max_length=32, choices=QueryShape.choices)
     profile = models.ForeignKey(
         StoreProfile,
@@ -191,7 +201,7 @@ class BenchmarkResult(EvidenceRecord):
 class ContractTestResult(EvidenceRecord):
     """A provider contract test's outcome on one provider."""
 
-    provider = models.CharField(max_length=16, choices=StoreProfile.Engine.choices)
+    provider = models.CharField(max_length=16, choices=Provider.choices)
     contract = models.CharField(max_length=32, choices=ProviderContract.choices)
     passed = models.BooleanField()
 
