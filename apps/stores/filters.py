@@ -5,6 +5,9 @@ import django_filters
 from django_filters.rest_framework import FilterSet
 
 from apps.stores.models import (
+    BenchmarkResult,
+    ContractTestResult,
+    PhysicalizationPolicy,
     ProfileCertification,
     ResidencyRule,
     Store,
@@ -51,3 +54,21 @@ class ProfileCertificationFilterSet(FilterSet):
     class Meta:
         model = ProfileCertification
         fields = ["workload_class", "profile__slug"]
+
+
+class BenchmarkResultFilterSet(FilterSet):
+    class Meta:
+        model = BenchmarkResult
+        fields = ["provider", "query_shape", "profile__slug", "passed"]
+
+
+class ContractTestResultFilterSet(FilterSet):
+    class Meta:
+        model = ContractTestResult
+        fields = ["provider", "contract", "passed"]
+
+
+class PhysicalizationPolicyFilterSet(FilterSet):
+    class Meta:
+        model = PhysicalizationPolicy
+        fields = ["profile__slug", "workload_class", "kind"]

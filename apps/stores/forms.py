@@ -1,6 +1,13 @@
 from django import forms
 
-from apps.stores.models import ResidencyRule, Store, StoreProfile
+from apps.stores.models import (
+    BenchmarkResult,
+    ContractTestResult,
+    PhysicalizationPolicy,
+    ResidencyRule,
+    Store,
+    StoreProfile,
+)
 from apps.tenancy import selectors as tenancy
 
 
@@ -41,3 +48,47 @@ class WhatIfForm(forms.Form):
         StoreProfile.objects.all(), required=False, to_field_name="slug"
     )
     region = forms.ModelChoiceField(tenancy.region_list(), to_field_name="slug")
+
+
+class BenchmarkForm(forms.ModelForm):
+    """The fields of services.benchmark_record."""
+
+    class Meta:
+        model = BenchmarkResult
+        fields = [
+            "provider",
+            "query_shape",
+            "profile",
+            "figure",
+            "threshold",
+            "unit",
+            "passed",
+            "run_reference",
+        ]
+
+
+class ContractTestForm(forms.ModelForm):
+    """The fields of services.contract_test_record."""
+
+    class Meta:
+        model = ContractTestResult
+        fields = ["provider", "contract", "passed", "run_reference"]
+
+
+class PolicyForm(forms.ModelForm):
+    """The fields of services.policy_record."""
+
+    class Meta:
+        model = PhysicalizationPolicy
+        fields = [
+            "profile",
+            "workload_class",
+            "kind",
+            "description",
+            "rollback_guidance",
+            "run_reference",
+        ]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "rollback_guidance": forms.Textarea(attrs={"rows": 3}),
+        }

@@ -16,9 +16,58 @@ from apps.tenancy.models import DataClass, Region, Tenant
 
 class WorkloadClass(models.TextChoices):
     CATALOG = "catalog", "Catalog / metadata"
-    HOT_LOOKUP = "hot_lookup", "Hot lookup"
+    INSTANCE_QUERY = "instance_query", "Workflow instances / query surfaces"
+    HOT_LOOKUP = "hot_lookup", "Hot lookup (bookmarks, triggers)"
     QUEUE = "queue", "Queue (lease, retry, dead-letter)"
     APPEND_LOG = "append_log", "Append log (retention cleanup)"
+
+
+class QueryShape(models.TextChoices):
+    """The query shapes the persistence decision asks benchmarks of."""
+
+    INSTANCE_STATUS = "instance_status", "Instances by status"
+    INSTANCE_SUB_STATUS = "instance_sub_status", "Instances by sub-status"
+    INSTANCE_DEFINITION_ID = "instance_definition_id", "Instances by definition id"
+    INSTANCE_VERSION = "instance_version", "Instances by version"
+    INSTANCE_CORRELATION_ID = "instance_correlation_id", "Instances by correlation id"
+    INSTANCE_UPDATED_AT = "instance_updated_at", "Instances by updated timestamp"
+    BOOKMARK_ACTIVITY_TYPE = "bookmark_activity_type", "Bookmark lookup by activity type"
+    BOOKMARK_HASH = "bookmark_hash", "Bookmark lookup by hash"
+    BOOKMARK_INSTANCE_ID = "bookmark_instance_id", "Bookmark lookup by workflow instance id"
+    BOOKMARK_TENANT_ID = "bookmark_tenant_id", "Bookmark lookup by tenant id"
+    TRIGGER_HASH = "trigger_hash", "Trigger lookup by hash"
+    TRIGGER_DEFINITION_ID = "trigger_definition_id", "Trigger lookup by workflow definition id"
+    TRIGGER_TENANT_ID = "trigger_tenant_id", "Trigger lookup by tenant id"
+    QUEUE_DEQUEUE = "queue_dequeue", "Queue dequeue"
+    QUEUE_LEASE = "queue_lease", "Queue lease"
+    QUEUE_RETRY = "queue_retry", "Queue retry"
+    QUEUE_DEAD_LETTER = "queue_dead_letter", "Queue dead-letter"
+    LOG_APPEND = "log_append", "Log append throughput"
+    LOG_RETENTION_CLEANUP = "log_retention_cleanup", "Log retention-cleanup throughput"
+
+
+class Provider(models.TextChoices):
+    """The supported providers, as the persistence decision lists them (the same values
+    as StoreProfile.Engine: a profile's engine is its provider), by product name."""
+
+    SQLITE = "sqlite", "SQLite"
+    SQLSERVER = "sqlserver", "Microsoft SQL Server"
+    POSTGRESQL = "postgresql", "PostgreSQL"
+    MONGODB = "mongodb", "MongoDB"
+
+
+class ProviderContract(models.TextChoices):
+    """The provider contract tests hot lookups are gated on."""
+
+    OPTIMISTIC_CONCURRENCY = "optimistic_concurrency", "Optimistic concurrency failures"
+    DISTRIBUTED_LOCK = "distributed_lock", "Distributed lock behaviour"
+    DUPLICATE_STARTUP = "duplicate_startup", "Duplicate startup materialization"
+    WORKER_RETRY = "worker_retry", "Worker retry behaviour"
+    TRANSACTIONAL_INDEX = "transactional_index", "Transactional index updates"
+    PARTIAL_MATERIALIZATION = (
+        "partial_materialization",
+        ("Recovery after partial materialization failure"),
+    )
 
 
 class Store(models.Model):
@@ -90,6 +139,8 @@ class ProfileCertification(models.Model):
     )
     notes = models.TextField(blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Evidence ages: past this time the certification counts as ended, as if revoked.
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-certified_at", "-id"]
@@ -103,6 +154,81 @@ class ProfileCertification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.profile} certified for {self.workload_class}"
+
+
+class EvidenceRecord(models.Model):
+    """Who recorded a piece of workload evidence, when, and from what run. The latest
+    record of a kind decides (a newer failure supersedes an older pass)."""
+
+    recorded_by = models.CharField(max_length=150)
+    recorded_at = models.DateTimeField(default=timezone.now)
+    run_reference = models.CharField(
+        max_length=500, help_text="The run it came from: a CI job URL, a benchmark run id."
+    )
+
+    class Meta:
+        abstract = True
+        ordering = ["-recorded_at", "-id"]
+
+
+class BenchmarkResult(EvidenceRecord):
+    """A benchmark of one query shape on one provider (and, for a profile's declared
+    indexes, on that profile): its figure against its threshold, passed or failed."""
+
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    query_shape = models.CharField(max_length=32, choices=QueryShape.choices)
+    profile = models.ForeignKey(
+        StoreProfile,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="benchmark_results",
+        help_text="The profile whose declared indexes were measured; empty for a "
+        "provider-wide representative benchmark.",
+    )
+    figure = models.FloatField()
+    threshold = models.FloatField()
+    unit = models.CharField(max_length=32, blank=True, help_text="e.g. ms p95, ops/s")
+    passed = models.BooleanField()
+
+    class Meta(EvidenceRecord.Meta):
+        indexes = [models.Index(fields=["query_shape", "provider", "-recorded_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.query_shape} on {self.provider}: {'pass' if self.passed else 'fail'}"
+
+
+class ContractTestResult(EvidenceRecord):
+    """A provider contract test's outcome on one provider."""
+
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    contract = models.CharField(max_length=32, choices=ProviderContract.choices)
+    passed = models.BooleanField()
+
+    def __str__(self) -> str:
+        return f"{self.contract} on {self.provider}: {'pass' if self.passed else 'fail'}"
+
+
+class PhysicalizationPolicy(EvidenceRecord):
+    """How a profile physicalizes a workload's filters, and how to roll it back."""
+
+    class Kind(models.TextChoices):
+        DEDICATED_TABLES = "dedicated_tables", "Relational dedicated tables"
+        INDEX_COLUMNS = "index_columns", "Generated or typed index columns"
+        DEDICATED_COLLECTIONS = "dedicated_collections", "MongoDB dedicated collections"
+        NATIVE_INDEXES = "native_indexes", "Native provider indexes"
+        RETENTION_COMMANDS = "retention_commands", "Retention / cleanup commands"
+
+    profile = models.ForeignKey(
+        StoreProfile, on_delete=models.PROTECT, related_name="physicalization_policies"
+    )
+    workload_class = models.CharField(max_length=16, choices=WorkloadClass.choices)
+    kind = models.CharField(max_length=24, choices=Kind.choices)
+    description = models.TextField(blank=True)
+    rollback_guidance = models.TextField()
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.workload_class} on {self.profile}"
 
 
 class ResidencyRule(models.Model):
@@ -192,6 +318,21 @@ class StoreBinding(models.Model):
     # Set when a residency rule changed after binding and no longer allows it.
     violation = models.TextField(blank=True)
     violation_detected_at = models.DateTimeField(null=True, blank=True)
+    # Set when the evidence the workload verdict relied on was revoked or expired and
+    # the workload is no longer allowed on the profile.
+    workload_violation = models.TextField(blank=True)
+    workload_violation_detected_at = models.DateTimeField(null=True, blank=True)
+    # An operator's exception for this binding to the residency rules, until it
+    # expires (then `exception_ended_at` is set and the binding is checked again).
+    exception_reason = models.TextField(blank=True)
+    exception_granted_by = models.CharField(max_length=150, blank=True)
+    exception_granted_at = models.DateTimeField(null=True, blank=True)
+    exception_expires_at = models.DateTimeField(null=True, blank=True)
+    exception_ended_at = models.DateTimeField(null=True, blank=True)
+    # Where the tenant's data lived is kept after retirement until the owning service's
+    # receipt says the data is gone (governance records it: binding_record_data_purged).
+    data_purged_at = models.DateTimeField(null=True, blank=True)
+    data_purge_receipt = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -210,6 +351,25 @@ class StoreBinding(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("stores:binding-detail", args=[self.pk])
+
+    def exception_in_force(self, now=None) -> bool:
+        """An operator's residency exception for this binding that has not ended."""
+        now = now or timezone.now()
+        return (
+            self.exception_granted_at is not None
+            and self.exception_ended_at is None
+            and self.exception_expires_at is not None
+            and self.exception_expires_at > now
+        )
+
+    @property
+    def awaits_decision(self) -> bool:
+        """Flagged and not yet decided: an operator retires it or grants an exception."""
+        return bool(self.violation or self.workload_violation) and self.status in (
+            self.Status.REQUESTED,
+            self.Status.PROVISIONED,
+            self.Status.ACTIVE,
+        )
 
 
 class StoreBindingChange(models.Model):

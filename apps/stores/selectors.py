@@ -3,14 +3,18 @@ workload evaluations that decide nothing by themselves (services act on them).""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from apps.core.scope import system_scope
 from apps.registry.models import Service
-from apps.stores import residency
-from apps.stores.gating import WorkloadVerdict, evaluate_workload
+from apps.stores import gating, residency
+from apps.stores.gating import Evidence, WorkloadVerdict, evaluate_workload
 from apps.stores.models import (
     LIVE_STATUSES,
+    BenchmarkResult,
+    ContractTestResult,
+    PhysicalizationPolicy,
     ProfileCertification,
     ResidencyRule,
     Store,
@@ -39,6 +43,32 @@ def live_binding_list() -> QuerySet[StoreBinding]:
     Provisioned, Active, Retiring), with their store, its owner and data class."""
     return StoreBinding.objects.filter(status__in=LIVE_STATUSES).select_related(
         "tenant", "store", "store__owning_service", "store__data_class", "region"
+    )
+
+
+def bindings_holding_tenant_data(tenant_id) -> QuerySet[StoreBinding]:
+    """Every binding that holds or held the tenant's data, retired ones included, for
+    governance to ask each owner for deletion: all but the refused ones and those that
+    failed before the broker issued credentials (nothing was ever stored). A retired
+    binding stays here, with `data_purged_at` empty, until the owner's receipt says
+    the data is gone (services.binding_record_data_purged)."""
+    return (
+        StoreBinding.objects.filter(tenant_id=tenant_id)
+        .exclude(status=Status.REFUSED)
+        .exclude(status=Status.FAILED, key_reference="", connection_reference="")
+        .select_related("tenant", "store", "store__owning_service", "store__data_class", "region")
+        .order_by("created_at", "id")
+    )
+
+
+def bindings_awaiting_decision() -> QuerySet[StoreBinding]:
+    """Flagged bindings (residency or workload) that wait on an operator: retire the
+    binding, or grant it a residency exception."""
+    return (
+        StoreBinding.objects.filter(status__in=CHECKED)
+        .filter(~Q(violation="") | ~Q(workload_violation=""))
+        .select_related("tenant", "store", "profile", "region")
+        .order_by("violation_detected_at", "workload_violation_detected_at", "id")
     )
 
 
@@ -75,9 +105,43 @@ def rule_views(**filters) -> list[residency.RuleView]:
 
 
 def live_certification(profile, workload: str) -> ProfileCertification | None:
-    return ProfileCertification.objects.filter(
-        profile=profile, workload_class=workload, revoked_at__isnull=True
-    ).first()
+    """The profile's certification for `workload` that is neither revoked nor expired."""
+    return (
+        ProfileCertification.objects.filter(
+            profile=profile, workload_class=workload, revoked_at__isnull=True
+        )
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
+        .first()
+    )
+
+
+def workload_evidence(profile) -> Evidence:
+    """The evidence records a verdict on `profile` may rest on: benchmarks of the
+    profile and provider-wide ones, every contract test, the profile's policies."""
+    return Evidence.of(
+        benchmarks=BenchmarkResult.objects.filter(Q(profile=profile) | Q(profile__isnull=True)),
+        contracts=ContractTestResult.objects.all(),
+        policies=PhysicalizationPolicy.objects.filter(profile=profile),
+    )
+
+
+def evaluate_profile(workload: str, profile) -> WorkloadVerdict:
+    """Workload gating's verdict for `workload` on `profile`, on the evidence in force."""
+    return evaluate_workload(
+        workload, profile, live_certification(profile, workload), workload_evidence(profile)
+    )
+
+
+def benchmark_list() -> QuerySet[BenchmarkResult]:
+    return BenchmarkResult.objects.select_related("profile")
+
+
+def contract_test_list() -> QuerySet[ContractTestResult]:
+    return ContractTestResult.objects.all()
+
+
+def policy_list() -> QuerySet[PhysicalizationPolicy]:
+    return PhysicalizationPolicy.objects.select_related("profile")
 
 
 def binding_verdicts(
@@ -88,9 +152,7 @@ def binding_verdicts(
     where = residency.evaluate_residency(
         rules, tenant_id=tenant_id, data_class_id=store.data_class_id, region=region
     )
-    how = evaluate_workload(
-        store.workload_class, profile, live_certification(profile, store.workload_class)
-    )
+    how = evaluate_profile(store.workload_class, profile)
     return where, how
 
 
@@ -120,6 +182,28 @@ def what_if(*, tenant, store, region, profile=None) -> dict:
     }
 
 
+def residency_now(binding, rules=None) -> residency.ResidencyVerdict:
+    """What the rules in force (`rules`, else those the scope sees) say of a binding
+    today; an operator's exception in force for the binding allows it."""
+    if binding.exception_in_force():
+        return residency.ResidencyVerdict(
+            True,
+            f"An exception for this binding allows region {binding.region.slug} until "
+            f"{binding.exception_expires_at:%Y-%m-%d %H:%M} UTC ({binding.exception_reason}).",
+        )
+    return residency.evaluate_residency(
+        rule_views() if rules is None else rules,
+        tenant_id=binding.tenant_id,
+        data_class_id=binding.store.data_class_id,
+        region=binding.region,
+    )
+
+
+def workload_now(binding) -> WorkloadVerdict:
+    """What workload gating says of a binding today, on the evidence in force."""
+    return evaluate_profile(binding.store.workload_class, binding.profile)
+
+
 # --------------------------------------------------------------------------- rule changes
 
 
@@ -132,15 +216,7 @@ def checked_bindings(rules):
             .order_by("tenant__slug", "store__slug")
         )
     for binding in bindings:
-        yield (
-            binding,
-            residency.evaluate_residency(
-                rules,
-                tenant_id=binding.tenant_id,
-                data_class_id=binding.store.data_class_id,
-                region=binding.region,
-            ),
-        )
+        yield binding, residency_now(binding, rules)
 
 
 def would_violate(rules) -> list[tuple[StoreBinding, residency.ResidencyVerdict]]:
@@ -165,3 +241,86 @@ def rule_preview(
     return would_violate(
         proposed_rules(replacing=replacing, proposal=residency.RuleView.proposed(proposal))
     )
+
+
+# --------------------------------------------------------------------------- migration checklist
+
+DONE, MISSING, PREFERRED, NOT_NEEDED = "done", "missing", "preferred", "not_needed"
+
+# The migration strategy's seven steps. Issue #16 names no steps, so they are derived:
+# 1–5 from the persistence decision as gating.py codifies it (classify, benchmark,
+# contract-test, physicalize with rollback guidance, certify), 6–7 from the binding
+# lifecycle of docs/stores.md (provisioned with credentials, Active after migrations).
+CHECKLIST_STEPS = (
+    ("classify", "Classify the workload under the persistence decision"),
+    ("benchmarks", "Benchmark the query shapes the decision names"),
+    ("contracts", "Pass the provider contract tests"),
+    ("policy", "Record the physicalization policy, with rollback guidance"),
+    ("certify", "Certify the profile for the workload"),
+    ("provision", "Provision a binding (residency allowed, credentials issued)"),
+    ("activate", "Apply the store's migrations (Active, no open flag)"),
+)
+
+
+def migration_checklist(store, profile) -> dict:
+    """The seven steps for `store` on `profile`, each with its state and what it
+    lacks, from the verdict on the evidence in force and the bindings the scope sees."""
+    verdict = evaluate_profile(store.workload_class, profile)
+    klass = verdict.persistence_class
+    missing = list(verdict.missing)
+
+    def gaps(prefix):
+        return [m for m in missing if m.startswith(prefix)]
+
+    def state(needed: bool, lacking: list[str], preferred: bool = False) -> tuple[str, list]:
+        if not needed:
+            return (PREFERRED if lacking else DONE) if preferred else NOT_NEEDED, lacking
+        return (MISSING if lacking else DONE), lacking
+
+    gated = klass == gating.CLASS_BENCHMARK_GATED
+    bindings = list(
+        StoreBinding.objects.filter(store=store, profile=profile).values_list(
+            "status", "violation", "workload_violation"
+        )
+    )
+    provisioned = [b for b in bindings if b[0] in (Status.PROVISIONED, Status.ACTIVE)]
+    active = [b for b in bindings if b[0] == Status.ACTIVE and not b[1] and not b[2]]
+    states = {
+        "classify": (DONE, [f"{store.get_workload_class_display()}: {klass}"]),
+        "benchmarks": state(klass != gating.CLASS_GO, gaps("benchmark")),
+        "contracts": state(gated, gaps("contract test")),
+        "policy": state(
+            gated,
+            gaps("physicalization policy"),
+            preferred=klass == gating.CLASS_CONDITIONAL_GO,
+        ),
+        "certify": state(
+            klass in (gating.CLASS_BENCHMARK_GATED, gating.CLASS_SPECIALIZED),
+            gaps("certification") + gaps("a specialised profile") + gaps("retention cleanup"),
+        ),
+        "provision": (DONE if provisioned else MISSING, []),
+        "activate": (DONE if active else MISSING, []),
+    }
+    return {
+        "store": store.slug,
+        "profile": profile.slug,
+        "persistence_class": klass,
+        "decision": verdict.decision,
+        "steps": [
+            {
+                "step": n,
+                "key": key,
+                "title": title,
+                "state": states[key][0],
+                "missing": states[key][1],
+            }
+            for n, (key, title) in enumerate(CHECKLIST_STEPS, start=1)
+        ],
+    }
+
+
+def checklist_profiles(store) -> QuerySet[StoreProfile]:
+    """The profiles a store's checklist is shown for: those it is or was bound on."""
+    return StoreProfile.objects.filter(
+        bindings__store=store, bindings__status__in=[*LIVE_STATUSES, Status.RETIRED]
+    ).distinct()

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.core.context import Actor
+from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.enqueue import enqueue_on_commit
 from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
 from apps.core.outbox import emit
@@ -29,6 +29,9 @@ from apps.eventing.models import UncertainEffect
 from apps.stores import brokers, selectors
 from apps.stores.models import (
     LIVE_STATUSES,
+    BenchmarkResult,
+    ContractTestResult,
+    PhysicalizationPolicy,
     ProfileCertification,
     ResidencyRule,
     StoreBinding,
@@ -171,6 +174,10 @@ def binding_provision(*, binding_id) -> str:
         )
     if binding is None or binding.status != Status.REQUESTED:
         return "nothing to do"
+    refusal = _noncompliance(binding)
+    if refusal is not None:
+        _record_refused_provisioning(binding, refusal)
+        return "refused"
 
     def issue() -> dict:
         key, connection = brokers.get_broker().issue_credentials(binding)
@@ -222,7 +229,63 @@ def binding_record_credentials(effect) -> None:
         )
 
 
+def _noncompliance(binding: StoreBinding) -> Conflict | None:
+    """Why the rules and evidence in force do not allow the binding now, as the
+    refusal the API answers with; None when they allow it."""
+    # The binding's tenant's scope sees exactly the rules that apply to it.
+    with tenant_scope(binding.tenant_id):
+        where = selectors.residency_now(binding)
+        how = selectors.workload_now(binding)
+    if not where.allowed:
+        return Conflict(
+            where.explanation,
+            code="residency_violation",
+            explanation=where.explanation,
+            rule_id=where.rule_id,
+        )
+    if not how.allows:
+        explanation = " ".join(how.reasons)
+        return Conflict(explanation, code="workload_not_allowed", explanation=explanation)
+    return None
+
+
+def _record_refused_provisioning(binding: StoreBinding, refusal: Conflict) -> None:
+    """The worker does not provision a binding the rules do not allow: the binding stays
+    Requested, flagged with the same reason the API gives, for an operator to decide (an
+    exception lets the sweep provision it; a rule allowing it again clears the flag)."""
+    reason = f"Not provisioned: {refusal.detail}"
+    flag = "violation" if refusal.code == "residency_violation" else "workload_violation"
+    with tenant_scope(binding.tenant_id):
+        current = StoreBinding.objects.filter(pk=binding.pk, status=Status.REQUESTED)
+        newly_flagged = current.filter(**{flag: ""}).update(
+            **{flag: refusal.detail, f"{flag}_detected_at": timezone.now()},
+            status_reason=reason,
+            updated_at=timezone.now(),
+        )
+        if newly_flagged:
+            binding.refresh_from_db()
+            if flag == "violation":
+                _event(
+                    binding,
+                    "ResidencyViolationDetected",
+                    violation=refusal.detail,
+                    rule_id=refusal.extra.get("rule_id"),
+                )
+        else:
+            # Already flagged: keep the reason current without touching `updated_at`
+            # otherwise, so the sweep keeps re-checking it every minute.
+            current.exclude(status_reason=reason).update(status_reason=reason)
+
+
 def binding_migrations_applied(*, actor: Actor, binding: StoreBinding) -> StoreBinding:
+    """Provisioned → Active, only while the rules and evidence in force allow the
+    binding (409 `residency_violation` or `workload_not_allowed` otherwise)."""
+    with tenant_scope(binding.tenant_id):
+        binding.refresh_from_db()
+    if binding.status == Status.PROVISIONED:
+        refusal = _noncompliance(binding)
+        if refusal is not None:
+            raise refusal
     return _transition(
         binding,
         Status.ACTIVE,
@@ -327,7 +390,349 @@ def flag_violations(rules=None) -> list[StoreBinding]:
                 StoreBinding.objects.filter(pk=binding.pk).update(
                     violation="", violation_detected_at=None
                 )
+                if binding.status == Status.REQUESTED:  # the worker may provision it now
+                    enqueue_on_commit("stores.provision_binding", binding_id=str(binding.pk))
     return flagged
+
+
+# --------------------------------------------------------------------------- operator decisions
+
+DECIDABLE = (Status.REQUESTED, Status.PROVISIONED, Status.ACTIVE)
+
+
+def binding_grant_exception(
+    *, actor: Actor, binding: StoreBinding, reason: str, expires_at
+) -> StoreBinding:
+    """An operator's decision on a binding flagged for residency: an exception for this
+    binding alone, with a reason and an expiry. It clears the flag until it expires
+    (expire_exceptions flags the binding again if the rules still refuse it). The other
+    decision is binding_retire."""
+    if not (reason or "").strip():
+        raise ValidationFailed(
+            "An exception needs a reason.", code="reason_required", field="reason"
+        )
+    if expires_at is None or expires_at <= timezone.now():
+        raise ValidationFailed(
+            "An exception needs an expiry in the future.",
+            code="invalid_expiry",
+            field="expires_at",
+        )
+    with tenant_scope(binding.tenant_id):
+        binding = StoreBinding.objects.select_for_update().get(pk=binding.pk)
+        if binding.status not in DECIDABLE:
+            raise Conflict(
+                f"The binding is {binding.status}; only a Requested, Provisioned or Active "
+                "binding can be granted an exception.",
+                code="binding_not_live",
+                current_status=binding.status,
+            )
+        if not binding.violation:
+            raise Conflict(
+                "The binding is not flagged for residency; there is nothing to except.",
+                code="not_flagged",
+            )
+        before = binding.violation
+        now = timezone.now()
+        StoreBinding.objects.filter(pk=binding.pk).update(
+            exception_reason=reason.strip(),
+            exception_granted_by=actor.label[:150],
+            exception_granted_at=now,
+            exception_expires_at=expires_at,
+            exception_ended_at=None,
+            violation="",
+            violation_detected_at=None,
+            updated_at=now,
+        )
+        binding.refresh_from_db()
+        _note(
+            binding,
+            f"Residency exception granted until {expires_at:%Y-%m-%d %H:%M} UTC: "
+            f"{binding.exception_reason} (the violation was: {before})",
+            actor.label,
+        )
+        audit_record(
+            actor=actor,
+            action="store_binding.grant_exception",
+            instance=binding,
+            tenant=binding.tenant_id,
+            changes={
+                "exception_reason": [None, binding.exception_reason],
+                "exception_expires_at": [None, expires_at.isoformat()],
+                "violation": [before, ""],
+            },
+        )
+        if binding.status == Status.REQUESTED:
+            enqueue_on_commit("stores.provision_binding", binding_id=str(binding.pk))
+    return binding
+
+
+def _note(binding: StoreBinding, reason: str, actor_label: str) -> None:
+    """A history row for a decision that does not move the binding."""
+    StoreBindingChange.objects.create(
+        binding=binding,
+        tenant_id=binding.tenant_id,
+        from_status=binding.status,
+        to_status=binding.status,
+        reason=reason,
+        actor_label=actor_label[:150],
+    )
+
+
+def expire_exceptions(*, now=None) -> list[StoreBinding]:
+    """End every binding exception past its expiry, then check those bindings against
+    the rules in force: each one they still refuse is flagged again (and announced).
+    Returns the bindings whose exception ended."""
+    now = now or timezone.now()
+    with system_scope():
+        due = list(
+            StoreBinding.objects.filter(
+                exception_granted_at__isnull=False,
+                exception_ended_at__isnull=True,
+                exception_expires_at__lte=now,
+            ).values_list("pk", "tenant_id")
+        )
+    ended = []
+    for binding_id, tenant_id in due:
+        with tenant_scope(tenant_id):
+            open_exception = StoreBinding.objects.filter(
+                pk=binding_id, exception_ended_at__isnull=True
+            )
+            if not open_exception.update(exception_ended_at=now):
+                continue  # a concurrent sweep ended it
+            binding = StoreBinding.objects.get(pk=binding_id)
+            _note(binding, "Residency exception expired.", "steward")
+            audit_record(
+                actor=SYSTEM_ACTOR,
+                action="store_binding.exception_expired",
+                instance=binding,
+                tenant=tenant_id,
+                changes={"exception_ended_at": [None, now.isoformat()]},
+            )
+            ended.append(binding)
+    if ended:
+        flag_violations()
+    return ended
+
+
+def expire_certifications(*, now=None) -> list[ProfileCertification]:
+    """End every certification past its expiry (recorded as revoked at that moment),
+    and re-evaluate the bindings that relied on it."""
+    now = now or timezone.now()
+    with system_scope():
+        due = list(
+            ProfileCertification.objects.filter(revoked_at__isnull=True, expires_at__lte=now)
+        )
+    return [
+        certification_revoke(actor=SYSTEM_ACTOR, record=record, why="expired") for record in due
+    ]
+
+
+def expire_exceptions_and_certifications() -> int:
+    """The periodic sweep: exceptions and certifications past their expiry end."""
+    return len(expire_exceptions()) + len(expire_certifications())
+
+
+def reevaluate_workload(*, certification: ProfileCertification) -> list[StoreBinding]:
+    """Every live binding whose workload verdict may rest on `certification` (its
+    profile, its workload) is evaluated again on the evidence in force."""
+    return reevaluate_bindings(
+        profile_id=certification.profile_id, workload_class=certification.workload_class
+    )
+
+
+def reevaluate_bindings(*, profile_id=None, workload_class=None) -> list[StoreBinding]:
+    """The live bindings on `profile_id` (any, if None) of stores of `workload_class`
+    (any, if None) are evaluated again on the evidence in force; those no longer allowed
+    are flagged, those allowed (on other evidence) are cleared. Returns the newly
+    flagged."""
+    filters = {"status__in": DECIDABLE}
+    if profile_id is not None:
+        filters["profile_id"] = profile_id
+    if workload_class is not None:
+        filters["store__workload_class"] = workload_class
+    with system_scope():
+        bindings = list(
+            StoreBinding.objects.filter(**filters).select_related("store", "profile", "region")
+        )
+    flagged = []
+    for binding in bindings:
+        with tenant_scope(binding.tenant_id):
+            verdict = selectors.workload_now(binding)
+            rows = StoreBinding.objects.filter(pk=binding.pk)
+            if not verdict.allows:
+                if rows.filter(workload_violation="").update(
+                    workload_violation=" ".join(verdict.reasons),
+                    workload_violation_detected_at=timezone.now(),
+                ):
+                    binding.refresh_from_db()
+                    _note(
+                        binding,
+                        f"Workload evidence withdrawn: {binding.workload_violation}",
+                        "steward",
+                    )
+                    flagged.append(binding)
+            else:
+                rows.update(
+                    workload_verdict=verdict.as_dict(),
+                    workload_violation="",
+                    workload_violation_detected_at=None,
+                )
+    return flagged
+
+
+# --------------------------------------------------------------------------- workload evidence
+
+
+def _require_run(run_reference: str) -> None:
+    if not (run_reference or "").strip():
+        raise ValidationFailed(
+            "Evidence names the run it came from.", code="run_required", field="run_reference"
+        )
+
+
+def _record_evidence(actor: Actor, record, action: str, changes: dict, **reevaluate):
+    """Save an evidence record and audit it (platform rows: the system scope), then
+    re-evaluate the live bindings whose verdict it may change."""
+    record.recorded_by = actor.label[:150]
+    with system_scope():
+        record.full_clean()
+        record.save()
+        audit_record(actor=actor, action=action, instance=record, changes=changes)
+    reevaluate_bindings(**reevaluate)
+    return record
+
+
+def benchmark_record(
+    *,
+    actor: Actor,
+    provider: str,
+    query_shape: str,
+    figure: float,
+    threshold: float,
+    passed: bool,
+    run_reference: str,
+    profile=None,
+    unit: str = "",
+) -> BenchmarkResult:
+    """A benchmark result of one query shape on one provider (on `profile`'s declared
+    indexes, or provider-wide without one). The latest per shape and provider decides."""
+    _require_run(run_reference)
+    record = BenchmarkResult(
+        provider=provider,
+        query_shape=query_shape,
+        profile=profile,
+        figure=figure,
+        threshold=threshold,
+        unit=unit,
+        passed=passed,
+        run_reference=run_reference,
+    )
+    return _record_evidence(
+        actor,
+        record,
+        "workload_evidence.benchmark",
+        {
+            "benchmark": [None, f"{query_shape} on {profile.slug if profile else provider}"],
+            "figure": [None, figure],
+            "threshold": [None, threshold],
+            "passed": [None, passed],
+            "run_reference": [None, run_reference],
+        },
+        profile_id=profile.pk if profile else None,
+    )
+
+
+def contract_test_record(
+    *, actor: Actor, provider: str, contract: str, passed: bool, run_reference: str
+) -> ContractTestResult:
+    """A provider contract test's outcome on one provider."""
+    _require_run(run_reference)
+    record = ContractTestResult(
+        provider=provider, contract=contract, passed=passed, run_reference=run_reference
+    )
+    return _record_evidence(
+        actor,
+        record,
+        "workload_evidence.contract_test",
+        {
+            "contract_test": [None, f"{contract} on {provider}"],
+            "passed": [None, passed],
+            "run_reference": [None, run_reference],
+        },
+        workload_class="hot_lookup",
+    )
+
+
+def policy_record(
+    *,
+    actor: Actor,
+    profile,
+    workload_class: str,
+    kind: str,
+    rollback_guidance: str,
+    run_reference: str,
+    description: str = "",
+) -> PhysicalizationPolicy:
+    """How `profile` physicalizes `workload_class`'s filters, with rollback guidance."""
+    _require_run(run_reference)
+    if not (rollback_guidance or "").strip():
+        raise ValidationFailed(
+            "A physicalization policy needs rollback guidance.",
+            code="rollback_guidance_required",
+            field="rollback_guidance",
+        )
+    record = PhysicalizationPolicy(
+        profile=profile,
+        workload_class=workload_class,
+        kind=kind,
+        description=description,
+        rollback_guidance=rollback_guidance,
+        run_reference=run_reference,
+    )
+    return _record_evidence(
+        actor,
+        record,
+        "workload_evidence.policy",
+        {
+            "policy": [None, f"{kind} for {workload_class} on {profile.slug}"],
+            "run_reference": [None, run_reference],
+        },
+        profile_id=profile.pk,
+        workload_class=workload_class,
+    )
+
+
+# --------------------------------------------------------------------------- data held
+
+
+def binding_record_data_purged(*, actor: Actor, binding: StoreBinding, receipt: dict):
+    """The owning service's receipt says the binding's data is gone (governance calls
+    this with the receipt of the purge or deletion task it issued). Only for a binding
+    that is no longer live; recorded once (a repeated receipt answers as it is)."""
+    with tenant_scope(binding.tenant_id):
+        binding = StoreBinding.objects.select_for_update().get(pk=binding.pk)
+        if binding.status in LIVE_STATUSES:
+            raise Conflict(
+                f"The binding is {binding.status}; retire it before recording its data gone.",
+                code="binding_live",
+                current_status=binding.status,
+            )
+        if binding.data_purged_at is not None:
+            return binding
+        now = timezone.now()
+        StoreBinding.objects.filter(pk=binding.pk).update(
+            data_purged_at=now, data_purge_receipt=receipt or {}, updated_at=now
+        )
+        binding.refresh_from_db()
+        _note(binding, "The owner's receipt says the data is gone.", actor.label)
+        audit_record(
+            actor=actor,
+            action="store_binding.data_purged",
+            instance=binding,
+            tenant=binding.tenant_id,
+            changes={"data_purged_at": [None, now.isoformat()]},
+        )
+    return binding
 
 
 # The fields a rule is written with, and what the audit trail records of it.
@@ -432,7 +837,13 @@ def rule_delete(*, actor: Actor, rule: ResidencyRule) -> None:
 
 
 def certification_record(
-    *, actor: Actor, profile, workload_class: str, benchmark_reference: str, notes: str = ""
+    *,
+    actor: Actor,
+    profile,
+    workload_class: str,
+    benchmark_reference: str,
+    notes: str = "",
+    expires_at=None,
 ) -> ProfileCertification:
     """Certify a profile for a workload on recorded benchmark evidence (one live record
     per profile and workload: revoke the old one to re-certify)."""
@@ -440,12 +851,19 @@ def certification_record(
         raise ValidationFailed(
             "Certification needs the benchmark evidence.", code="evidence_required"
         )
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationFailed(
+            "A certification's expiry must be in the future.",
+            code="invalid_expiry",
+            field="expires_at",
+        )
     record = ProfileCertification(
         profile=profile,
         workload_class=workload_class,
         certified_by=actor.label[:150],
         benchmark_reference=benchmark_reference,
         notes=notes,
+        expires_at=expires_at,
     )
     try:
         with system_scope(), transaction.atomic():
@@ -467,7 +885,11 @@ def certification_record(
     return record
 
 
-def certification_revoke(*, actor: Actor, record: ProfileCertification) -> ProfileCertification:
+def certification_revoke(
+    *, actor: Actor, record: ProfileCertification, why: str = "revoked"
+) -> ProfileCertification:
+    """End a certification (`why`: revoked, or expired), then re-evaluate every live
+    binding whose workload verdict relied on it; those no longer allowed are flagged."""
     with system_scope():
         updated = ProfileCertification.objects.filter(pk=record.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
@@ -475,9 +897,11 @@ def certification_revoke(*, actor: Actor, record: ProfileCertification) -> Profi
         if updated:
             audit_record(
                 actor=actor,
-                action="profile.revoke_certification",
+                action=f"profile.{'expire' if why == 'expired' else 'revoke'}_certification",
                 instance=record.profile,
                 changes={"certified_for": [record.workload_class, None]},
             )
         record.refresh_from_db()
+    if updated:
+        reevaluate_workload(certification=record)
     return record

@@ -18,3 +18,10 @@ def revoke_binding(*, binding_id: str) -> str:
 @shared_task(scope="self", name="stores.periodic_resume_bindings")
 def periodic_resume_bindings() -> int:
     return periodic_job("stores.resume_bindings")(services.resume_stalled_bindings)()
+
+
+@shared_task(scope="self", name="stores.periodic_expire_exceptions_and_certifications")
+def periodic_expire_exceptions_and_certifications() -> int:
+    return periodic_job("stores.expire_exceptions_and_certifications")(
+        services.expire_exceptions_and_certifications
+    )()

@@ -13,4 +13,29 @@ urlpatterns = [
     path("rules/<int:pk>/", views.rule_edit, name="rule-edit"),
     path("what-if/", views.what_if, name="what-if"),
     path("certifications/", views.CertificationListView.as_view(), name="certification-list"),
+    path("evidence/benchmarks/", views.BenchmarkListView.as_view(), name="benchmark-list"),
+    path(
+        "evidence/contract-tests/",
+        views.ContractTestListView.as_view(),
+        name="contract-test-list",
+    ),
+    path("evidence/policies/", views.PolicyListView.as_view(), name="policy-list"),
+    path(
+        "evidence/benchmarks/new/",
+        views.record_evidence,
+        {"kind": "benchmark"},
+        name="evidence-record-benchmark",
+    ),
+    path(
+        "evidence/contract-tests/new/",
+        views.record_evidence,
+        {"kind": "contract-test"},
+        name="evidence-record-contract-test",
+    ),
+    path(
+        "evidence/policies/new/",
+        views.record_evidence,
+        {"kind": "policy"},
+        name="evidence-record-policy",
+    ),
 ]

@@ -3,12 +3,16 @@ evaluator and the profiles' certification records."""
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
+from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
@@ -19,11 +23,14 @@ from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
 from apps.stores import selectors, services
 from apps.stores.filters import (
+    BenchmarkResultFilterSet,
+    ContractTestResultFilterSet,
+    PhysicalizationPolicyFilterSet,
     ProfileCertificationFilterSet,
     ResidencyRuleFilterSet,
     StoreBindingFilterSet,
 )
-from apps.stores.forms import RuleForm, WhatIfForm
+from apps.stores.forms import BenchmarkForm, ContractTestForm, PolicyForm, RuleForm, WhatIfForm
 from apps.tenancy.selectors import tenants_visible_to
 
 RELATED = (
@@ -31,6 +38,9 @@ RELATED = (
     ("Residency rules", "stores:rule-list"),
     ("What if…", "stores:what-if"),
     ("Profile certifications", "stores:certification-list"),
+    ("Benchmarks", "stores:benchmark-list"),
+    ("Contract tests", "stores:contract-test-list"),
+    ("Physicalization policies", "stores:policy-list"),
 )
 MANAGERS = (OPERATOR, TENANT_ADMIN, PLATFORM_SERVICE)
 
@@ -48,6 +58,7 @@ class BindingListView(ListPage):
         Column("Region", "region.slug", sort="region__slug"),
         Column("Status", "get_status_display", sort="status"),
         Column("Residency violation", "violation"),
+        Column("Workload violation", "workload_violation"),
         Column("Created", "created_at", sort="created_at"),
     )
 
@@ -66,6 +77,9 @@ class BindingDetailView(LoginRequiredMixin, DetailView):
         context = super().get_context_data(**kwargs)
         context["may_manage"] = caller_kind(self.request) in MANAGERS
         context["may_report"] = caller_kind(self.request) in (OPERATOR, PLATFORM_SERVICE)
+        context["may_decide"] = caller_kind(self.request) == OPERATOR
+        context["exception_in_force"] = self.object.exception_in_force()
+        context["checklist"] = selectors.migration_checklist(self.object.store, self.object.profile)
         context["related_pages"] = RELATED
         return context
 
@@ -75,13 +89,25 @@ class BindingDetailView(LoginRequiredMixin, DetailView):
 def binding_act(request, pk, act):
     # Retiring is for managers; reporting migrations applied is provisioning's (operators
     # stand in for it).
-    allowed = (OPERATOR, PLATFORM_SERVICE) if act == "migrations-applied" else MANAGERS
+    # granting a residency exception is an operator's decision alone.
+    allowed = {
+        "migrations-applied": (OPERATOR, PLATFORM_SERVICE),
+        "grant-exception": (OPERATOR,),
+    }.get(act, MANAGERS)
     if caller_kind(request) not in allowed:
         raise PermissionDenied
     binding = get_object_or_404(selectors.binding_list(), pk=pk)
     try:
         if act == "migrations-applied":
             services.binding_migrations_applied(actor=request.actor, binding=binding)
+        elif act == "grant-exception":
+            services.binding_grant_exception(
+                actor=request.actor,
+                binding=binding,
+                reason=request.POST.get("reason", ""),
+                expires_at=_moment(request.POST.get("expires_at", "")),
+            )
+            messages.success(request, "Exception granted; it ends by itself at its expiry.")
         elif act == "retire":
             services.binding_retire(
                 actor=request.actor, binding=binding, reason=request.POST.get("reason", "")
@@ -91,6 +117,14 @@ def binding_act(request, pk, act):
     except DomainError as exc:
         messages.error(request, exc.detail)
     return HttpResponseRedirect(binding.get_absolute_url())
+
+
+def _moment(value: str):
+    """A console datetime field (the browser's local form, read as UTC), or None."""
+    moment = parse_datetime(value.strip()) if value else None
+    if moment is not None and timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, UTC)
+    return moment
 
 
 class RuleListView(ListPage):
@@ -190,3 +224,98 @@ class CertificationListView(ListPage):
 
     def get_base_queryset(self):
         return selectors.certification_list()
+
+
+# --------------------------------------------------------------------------- workload evidence
+
+RECORDER = {OPERATOR}  # people; the benchmark and CI runs record through the API
+
+
+class BenchmarkListView(ListPage):
+    title = "Benchmark results"
+    filterset_class = BenchmarkResultFilterSet
+    default_ordering = "-recorded_at"
+    related_pages = RELATED
+    create = ("Record a benchmark", "stores:evidence-record-benchmark", RECORDER)
+    columns = (
+        Column("Query shape", "get_query_shape_display", sort="query_shape"),
+        Column("Provider", "get_provider_display", sort="provider"),
+        Column("Profile", "profile.slug"),
+        Column("Figure", "figure"),
+        Column("Threshold", "threshold"),
+        Column("Unit", "unit"),
+        Column("Passed", "passed", sort="passed"),
+        Column("Run", "run_reference"),
+        Column("Recorded by", "recorded_by"),
+        Column("When", "recorded_at", sort="recorded_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.benchmark_list()
+
+
+class ContractTestListView(ListPage):
+    title = "Provider contract tests"
+    filterset_class = ContractTestResultFilterSet
+    default_ordering = "-recorded_at"
+    related_pages = RELATED
+    create = ("Record a contract test", "stores:evidence-record-contract-test", RECORDER)
+    columns = (
+        Column("Contract", "get_contract_display", sort="contract"),
+        Column("Provider", "get_provider_display", sort="provider"),
+        Column("Passed", "passed", sort="passed"),
+        Column("Run", "run_reference"),
+        Column("Recorded by", "recorded_by"),
+        Column("When", "recorded_at", sort="recorded_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.contract_test_list()
+
+
+class PolicyListView(ListPage):
+    title = "Physicalization policies"
+    filterset_class = PhysicalizationPolicyFilterSet
+    default_ordering = "-recorded_at"
+    related_pages = RELATED
+    create = ("Record a policy", "stores:evidence-record-policy", RECORDER)
+    columns = (
+        Column("Profile", "profile.slug", sort="profile__slug"),
+        Column("Workload", "get_workload_class_display", sort="workload_class"),
+        Column("Kind", "get_kind_display", sort="kind"),
+        Column("Rollback guidance", "rollback_guidance"),
+        Column("Run", "run_reference"),
+        Column("Recorded by", "recorded_by"),
+        Column("When", "recorded_at", sort="recorded_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.policy_list()
+
+
+EVIDENCE_FORMS = {
+    "benchmark": (BenchmarkForm, services.benchmark_record, "stores:benchmark-list"),
+    "contract-test": (ContractTestForm, services.contract_test_record, "stores:contract-test-list"),
+    "policy": (PolicyForm, services.policy_record, "stores:policy-list"),
+}
+
+
+@platform_scope
+@login_required
+def record_evidence(request, kind):
+    """Record one piece of workload evidence (operators; runs use the API)."""
+    if kind not in EVIDENCE_FORMS:
+        raise Http404
+    if caller_kind(request) not in RECORDER:
+        raise PermissionDenied
+    form_class, record, listing = EVIDENCE_FORMS[kind]
+    form = form_class(request.POST or None)
+    if submit_form(request, form, lambda data: record(actor=request.actor, **data)):
+        messages.success(request, "Evidence recorded; the bindings it concerns are re-evaluated.")
+        return redirect(listing)
+    title = {
+        "benchmark": "Record a benchmark result",
+        "contract-test": "Record a contract test",
+        "policy": "Record a physicalization policy",
+    }[kind]
+    return render(request, "console/form.html", {"form": form, "title": title})

@@ -6,6 +6,8 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from apps.core.context import SYSTEM_ACTOR
+from apps.stores import services
 from tests.factories import service_token
 from tests.stores.conftest import local_broker, regions
 from tests.stores.factories import rule
@@ -75,3 +77,35 @@ def test_a_binding_refused_by_residency_is_allowed_by_an_exception(
     expect(page.locator("hgroup mark")).to_have_text("Active")
     expect(page.locator("dd code").first).to_contain_text("local:")
     tab.screenshot("2-active")
+
+
+def test_a_rule_change_flags_an_active_binding_and_the_operator_grants_an_exception(
+    journey, live_server, operator, tenant_a, store, profile, regions, provisioning, celery_worker
+):
+    allow = rule("allow", geographies=["EU"])
+    body = {"store": store.slug, "tenant": tenant_a.slug, "profile": profile.slug}
+    binding = ask_for_binding(live_server.url, provisioning, {**body, "region": "westeurope"})
+    tab = journey()
+    tab.sign_in_as(operator)
+    page = tab.open(f"/stores/bindings/{binding['id']}/")
+    tab.reload_until(page.locator("hgroup mark", has_text="Provisioned"))
+    page.get_by_role("button", name="Migrations applied").click()
+    expect(page.locator("hgroup mark")).to_have_text("Active")
+
+    # The default narrows to Israel: the Active binding is flagged and waits on a decision.
+    services.rule_update(actor=SYSTEM_ACTOR, rule=allow, geographies=["IL"], regions=[])
+    page = tab.open("/")
+    expect(page.get_by_text("Store bindings wait on a decision")).to_be_visible()
+    page.get_by_role("link", name=f"{store.slug} for {tenant_a.slug}").click()
+    expect(page.locator("#residency-violation")).to_contain_text("westeurope")
+    expect(page.locator("#migration-checklist")).to_contain_text("Classify the workload")
+    tab.screenshot("1-flagged")
+
+    page.get_by_label("Exception reason").fill("EU hosting agreed until the move")
+    page.get_by_label("Exception expires").fill("2099-01-01T00:00")
+    page.get_by_role("button", name="Grant exception").click()
+    expect(page.get_by_text("Exception granted; it ends by itself")).to_be_visible()
+    expect(page.locator("#residency-exception")).to_contain_text("in force")
+    expect(page.locator("#residency-exception")).to_contain_text("EU hosting agreed")
+    expect(page.locator("#residency-violation")).to_have_count(0)
+    tab.screenshot("2-excepted")

@@ -58,3 +58,54 @@ def provisioned(tenant, store, profile, region):
     binding = bind(tenant, store, profile, region)
     services.binding_provision(binding_id=binding.pk)
     return binding
+
+
+def record_evidence(profile, workload, *, skip=(), failing=(), policy=True, by="perf-team"):
+    """The complete evidence the persistence decision asks of `workload` on `profile`,
+    but for the benchmark shapes or contracts in `skip` (left unrecorded) and those in
+    `failing` (recorded as failed)."""
+    from apps.stores import gating
+
+    def bench(shape, provider, on=None):
+        if shape in skip:
+            return
+        services.benchmark_record(
+            actor=SYSTEM_ACTOR,
+            provider=provider,
+            query_shape=shape,
+            profile=on,
+            figure=12.0 if shape in failing else 3.0,
+            threshold=5.0,
+            unit="ms p95",
+            passed=shape not in failing,
+            run_reference=f"bench-run-{shape}",
+        )
+
+    if workload == "instance_query":
+        for shape in gating.INSTANCE_FILTERS:
+            bench(shape, profile.engine, profile)
+    elif workload == "hot_lookup":
+        for provider in gating.PROVIDERS:
+            for shape in gating.HOT_LOOKUP_SHAPES:
+                bench(shape, provider)
+            for contract in gating.CONTRACTS:
+                if contract not in skip:
+                    services.contract_test_record(
+                        actor=SYSTEM_ACTOR,
+                        provider=provider,
+                        contract=contract,
+                        passed=contract not in failing,
+                        run_reference="contracts-run-1",
+                    )
+    elif workload in ("queue", "append_log"):
+        for shape in gating.SPECIALIZED_SHAPES[workload]:
+            bench(shape, profile.engine, profile)
+    if policy and workload != "catalog":
+        services.policy_record(
+            actor=SYSTEM_ACTOR,
+            profile=profile,
+            workload_class=workload,
+            kind="dedicated_tables",
+            rollback_guidance="Drop the dedicated tables; the documents remain the source.",
+            run_reference="policy-review-1",
+        )

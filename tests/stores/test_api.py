@@ -6,13 +6,22 @@ from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
 
 from apps.core.scope import system_scope
+from apps.stores import gating
 from apps.stores.models import ResidencyRule, StoreBinding
 from apps.tenancy.models import AuditEvent
 from portal.celery import app
 from tests.conftest import bearer
 from tests.factories import member, service_token
 from tests.query_counts import assert_flat_query_count
-from tests.stores.factories import another_profile, bind, certify, provisioned, rule, stores_like
+from tests.stores.factories import (
+    another_profile,
+    bind,
+    certify,
+    provisioned,
+    record_evidence,
+    rule,
+    stores_like,
+)
 from tests.support import wait_for
 
 BINDINGS = "/api/v1/stores/bindings/"
@@ -20,6 +29,7 @@ RULES = "/api/v1/stores/residency/rules/"
 STORES = "/api/v1/stores/stores/"
 PROFILES = "/api/v1/stores/profiles/"
 CERTIFICATIONS = "/api/v1/stores/certifications/"
+EVIDENCE = "/api/v1/stores/evidence/"
 
 
 def platform():
@@ -293,3 +303,159 @@ def test_the_catalog_lists_cost_the_same_queries_for_more_rows(api, operator, st
     assert_flat_query_count(lambda n: stores_like(store, n), lambda: api.get(STORES))
     assert_flat_query_count(add_profiles, lambda: api.get(PROFILES))
     assert_flat_query_count(add_profiles, lambda: api.get(CERTIFICATIONS))
+
+
+@pytest.mark.django_db
+def test_activation_the_rules_refuse_is_a_409_residency_violation_changing_nothing(
+    tenant_a, store, profile, regions
+):
+    allow = rule("allow", geographies=["EU"])
+    binding = provisioned(tenant_a, store, profile, regions["westeurope"])
+    with system_scope():  # narrowed behind the services' back: nothing flagged it yet
+        ResidencyRule.objects.filter(pk=allow.pk).update(geographies=["IL"])
+    refused = platform().post(f"{BINDINGS}{binding.pk}/migrations-applied/")
+    assert refused.status_code == 409
+    assert refused["Content-Type"].startswith("application/problem+json")
+    problem = refused.json()
+    assert problem["code"] == "residency_violation" and problem["rule_id"] == allow.pk
+    assert "westeurope" in problem["explanation"] and problem["detail"] == problem["explanation"]
+    with system_scope():
+        kept = StoreBinding.objects.get(pk=binding.pk)
+        assert kept.status == "provisioned" and kept.violation == ""
+        assert kept.history.count() == 2
+
+
+@pytest.mark.django_db
+def test_operators_grant_an_exception_shown_on_the_binding(
+    operator, tenant_a, store, profile, regions
+):
+    allow = rule("allow", geographies=["EU"])
+    binding = provisioned(tenant_a, store, profile, regions["westeurope"])
+    ops = APIClient()
+    ops.force_login(operator)
+    ops.patch(f"{RULES}{allow.pk}/", {"geographies": ["IL"]}, format="json")
+    url = f"{BINDINGS}{binding.pk}/"
+    flagged = ops.get(url).json()
+    assert flagged["awaits_decision"] is True and flagged["exception_in_force"] is False
+    grant = f"{url}grant-exception/"
+    tenant_admin = bearer(
+        APIClient(), service_token(tenant=tenant_a, scopes=["stores:write"], name="t-adm")
+    )
+    body = {"reason": "EU DPA until migration", "expires_at": "2099-01-01T00:00:00Z"}
+    assert tenant_admin.post(grant, body, format="json").status_code == 403
+    no_reason = ops.post(grant, {**body, "reason": ""}, format="json")
+    assert no_reason.status_code == 400 and no_reason.json()["code"] == "reason_required"
+    past = ops.post(grant, {**body, "expires_at": "2000-01-01T00:00:00Z"}, format="json")
+    assert past.status_code == 400 and past.json()["code"] == "invalid_expiry"
+    granted = ops.post(grant, body, format="json")
+    assert granted.status_code == 200, granted.content
+    shown = ops.get(url).json()
+    assert shown["exception_in_force"] is True and shown["awaits_decision"] is False
+    assert shown["exception_reason"] == "EU DPA until migration"
+    assert shown["exception_expires_at"].startswith("2099-01-01")
+    assert shown["exception_granted_by"] and shown["violation"] == ""
+    again = ops.post(grant, body, format="json")
+    assert again.status_code == 409 and again.json()["code"] == "not_flagged"
+
+
+@pytest.mark.django_db
+def test_revoking_a_certification_through_the_api_flags_the_bindings_relying_on_it(
+    tenant_a, store, regions
+):
+    rule("allow", geographies=["IL"])
+    queues = another_profile(provides_retention_cleanup=True)
+    store.workload_class = "queue"
+    store.save()
+    client = platform()
+    made = client.post(
+        CERTIFICATIONS,
+        {
+            "profile": queues.slug,
+            "workload_class": "queue",
+            "benchmark_reference": "BM-3",
+            "expires_at": "2099-01-01T00:00:00Z",
+        },
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    assert made.json()["expires_at"].startswith("2099")
+    record_evidence(queues, "queue")
+    binding = provisioned(tenant_a, store, queues, regions["israelcentral"])
+    client.post(f"{CERTIFICATIONS}{made.json()['id']}/revoke/")
+    shown = client.get(f"{BINDINGS}{binding.pk}/").json()
+    assert "certification of profile" in shown["workload_violation"] and shown["awaits_decision"]
+    refused = client.post(f"{BINDINGS}{binding.pk}/migrations-applied/")
+    assert refused.status_code == 409 and refused.json()["code"] == "workload_not_allowed"
+
+
+@pytest.mark.django_db
+def test_evidence_is_recorded_and_read_through_the_api_and_decides_the_verdict(
+    tenant_a, store, regions
+):
+    rule("allow", geographies=["IL"])
+    store.workload_class = "instance_query"
+    store.save()
+    on = another_profile()
+    client = platform()
+    body = {"store": store.slug, "tenant": tenant_a.slug, "profile": on.slug}
+    refused = client.post(BINDINGS, {**body, "region": "israelcentral"}, format="json").json()
+    assert refused["status"] == "refused"
+    assert len(refused["workload_verdict"]["missing"]) == 6
+    assert "benchmark instance_status on profile" in refused["status_reason"]
+    for shape in gating.INSTANCE_FILTERS:
+        made = client.post(
+            f"{EVIDENCE}benchmarks/",
+            {
+                "provider": "postgresql",
+                "query_shape": shape,
+                "profile": on.slug,
+                "figure": 2.5,
+                "threshold": 5,
+                "unit": "ms p95",
+                "passed": True,
+                "run_reference": "ci/bench/812",
+            },
+            format="json",
+        )
+        assert made.status_code == 201, made.content
+    assert made.json()["recorded_by"] == "service:provisioning" and made.json()["recorded_at"]
+    no_run = client.post(
+        f"{EVIDENCE}contract-tests/",
+        {"provider": "sqlite", "contract": "worker_retry", "passed": True, "run_reference": ""},
+        format="json",
+    )
+    assert no_run.status_code == 400 and no_run.json()["code"] == "run_required"
+    no_rollback = client.post(
+        f"{EVIDENCE}policies/",
+        {
+            "profile": on.slug,
+            "workload_class": "instance_query",
+            "kind": "index_columns",
+            "rollback_guidance": "",
+            "run_reference": "review-3",
+        },
+        format="json",
+    )
+    assert no_rollback.json()["code"] == "rollback_guidance_required"
+    listed = client.get(f"{EVIDENCE}benchmarks/", {"profile__slug": on.slug}).json()
+    assert len(listed["results"]) == 6
+    tenant_service = bearer(APIClient(), service_token(tenant=tenant_a, scopes=["stores:write"]))
+    assert tenant_service.get(f"{EVIDENCE}benchmarks/").status_code == 200
+    assert tenant_service.post(f"{EVIDENCE}contract-tests/", {}, format="json").status_code == 403
+    allowed = client.post(BINDINGS, {**body, "region": "israelcentral"}, format="json").json()
+    assert allowed["status"] == "requested"
+    assert allowed["workload_verdict"]["decision"] == "conditional"
+    assert "No physicalization policy" in " ".join(allowed["workload_verdict"]["reasons"])
+    checklist = client.get(f"{STORES}{store.slug}/checklist/", {"profile": on.slug}).json()
+    [steps] = checklist["results"]
+    assert steps["persistence_class"] == "conditional_go"
+    assert [(s["step"], s["key"], s["state"]) for s in steps["steps"]] == [
+        (1, "classify", "done"),
+        (2, "benchmarks", "done"),
+        (3, "contracts", "not_needed"),
+        (4, "policy", "preferred"),
+        (5, "certify", "not_needed"),
+        (6, "provision", "missing"),
+        (7, "activate", "missing"),
+    ]
+    assert steps["steps"][3]["missing"][0].startswith("physicalization policy")

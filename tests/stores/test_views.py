@@ -2,7 +2,9 @@
 
 import pytest
 
+from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope
+from apps.stores import services
 from apps.stores.models import ResidencyRule, StoreBinding
 from tests.factories import member
 from tests.query_counts import assert_flat_query_count, queries_for
@@ -116,3 +118,103 @@ def test_each_list_filters_with_its_models_filterset(
     assert [r.pk for r in denies] == [mine.pk]
     queues = client.get("/stores/certifications/", {"workload_class": "queue"})
     assert [c.profile_id for c in queues.context["object_list"]] == [profile.pk]
+
+
+def test_a_flagged_binding_waits_on_the_dashboard_and_the_operator_grants_an_exception(
+    client, operator, admin_a, tenant_a, store, profile, regions
+):
+    allow = rule("allow", geographies=["EU"])
+    binding = provisioned(tenant_a, store, profile, regions["westeurope"])
+    services.rule_update(actor=SYSTEM_ACTOR, rule=allow, geographies=["IL"], regions=[])
+    client.force_login(operator)
+    dashboard = client.get("/").content.decode()
+    assert (
+        "Store bindings wait on a decision" in dashboard and binding.get_absolute_url() in dashboard
+    )
+    page = client.get(binding.get_absolute_url()).content.decode()
+    assert "Grant a residency exception" in page and "cannot be provisioned" in page
+    act = f"/stores/bindings/{binding.pk}/grant-exception/"
+    missing = client.post(act, {"reason": "", "expires_at": "2099-01-01T00:00"}, follow=True)
+    assert "needs a reason" in missing.content.decode()
+    client.post(act, {"reason": "DPA addendum", "expires_at": "2099-01-01T00:00"})
+    with system_scope():
+        excepted = StoreBinding.objects.get(pk=binding.pk)
+    assert excepted.exception_in_force() and excepted.violation == ""
+    page = client.get(binding.get_absolute_url()).content.decode()
+    assert "Residency exception" in page and "in force" in page and "DPA addendum" in page
+    assert "Store bindings wait on a decision" not in client.get("/").content.decode()
+    # A tenant admin may retire, but an exception is an operator's decision.
+    client.force_login(admin_a)
+    assert client.post(act, {"reason": "x", "expires_at": "2099-01-01T00:00"}).status_code == 403
+
+
+def test_operators_record_and_read_evidence_in_the_console(client, operator, admin_a, profile):
+    client.force_login(operator)
+    listing = client.get("/stores/evidence/benchmarks/").content.decode()
+    assert "Record a benchmark" in listing
+    recorded = client.post(
+        "/stores/evidence/benchmarks/new/",
+        {
+            "provider": "postgresql",
+            "query_shape": "instance_status",
+            "profile": profile.pk,
+            "figure": "2.5",
+            "threshold": "5",
+            "unit": "ms p95",
+            "passed": "on",
+            "run_reference": "ci/bench/1",
+        },
+    )
+    assert recorded.status_code == 302, recorded.content
+    page = client.get("/stores/evidence/benchmarks/").content.decode()
+    assert "ci/bench/1" in page and "Instances by status" in page
+    refused = client.post(
+        "/stores/evidence/policies/new/",
+        {
+            "profile": profile.pk,
+            "workload_class": "hot_lookup",
+            "kind": "native_indexes",
+            "rollback_guidance": "Drop the indexes.",
+            "run_reference": "",
+        },
+    )
+    assert refused.status_code == 200  # the form again, with the refusal
+    client.post(
+        "/stores/evidence/contract-tests/new/",
+        {"provider": "sqlite", "contract": "worker_retry", "run_reference": "ci/ct/4"},
+    )
+    assert "ci/ct/4" in client.get("/stores/evidence/contract-tests/").content.decode()
+    assert client.get("/stores/evidence/policies/").status_code == 200
+    client.force_login(admin_a)
+    assert client.get("/stores/evidence/benchmarks/").status_code == 200
+    assert client.get("/stores/evidence/benchmarks/new/").status_code == 403
+
+
+def test_the_evidence_lists_cost_the_same_queries_for_more_rows(client, operator, profile):
+    client.force_login(operator)
+
+    def add(n):
+        for i in range(n):
+            services.benchmark_record(
+                actor=SYSTEM_ACTOR,
+                provider="postgresql",
+                query_shape="instance_status",
+                profile=profile,
+                figure=1,
+                threshold=2,
+                passed=True,
+                run_reference=f"r{i}",
+            )
+
+    assert_flat_query_count(add, lambda: client.get("/stores/evidence/benchmarks/"))
+
+
+def test_the_binding_page_shows_the_migration_checklist(
+    client, operator, tenant_a, store, profile, regions
+):
+    rule("allow", geographies=["IL"])
+    binding = provisioned(tenant_a, store, profile, regions["israelcentral"])
+    client.force_login(operator)
+    page = client.get(binding.get_absolute_url()).content.decode()
+    assert 'id="migration-checklist"' in page and "Persistence class <strong>go" in page
+    assert page.count("<tr><td>") >= 7

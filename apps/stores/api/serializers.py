@@ -3,6 +3,9 @@ from rest_framework import serializers
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
 from apps.stores import selectors
 from apps.stores.models import (
+    BenchmarkResult,
+    ContractTestResult,
+    PhysicalizationPolicy,
     ProfileCertification,
     ResidencyRule,
     Store,
@@ -33,6 +36,12 @@ class BindingSerializer(StrictModelSerializer):
     profile = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     region = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     history = BindingChangeSerializer(many=True, read_only=True)
+    exception_in_force = serializers.SerializerMethodField(
+        help_text="An operator's residency exception for this binding has not ended."
+    )
+    awaits_decision = serializers.SerializerMethodField(
+        help_text="Flagged, and waiting on an operator: retire it or grant an exception."
+    )
 
     class Meta:
         model = StoreBinding
@@ -50,11 +59,33 @@ class BindingSerializer(StrictModelSerializer):
             "workload_verdict",
             "violation",
             "violation_detected_at",
+            "workload_violation",
+            "workload_violation_detected_at",
+            "awaits_decision",
+            "exception_in_force",
+            "exception_reason",
+            "exception_granted_by",
+            "exception_granted_at",
+            "exception_expires_at",
+            "exception_ended_at",
+            "data_purged_at",
+            "data_purge_receipt",
             "history",
             "created_at",
             "updated_at",
         ]
         read_only_fields = fields
+
+    def get_exception_in_force(self, binding) -> bool:
+        return binding.exception_in_force()
+
+    def get_awaits_decision(self, binding) -> bool:
+        return binding.awaits_decision
+
+
+class GrantExceptionSerializer(StrictSerializer):
+    reason = serializers.CharField(allow_blank=True)
+    expires_at = serializers.DateTimeField()
 
 
 class SetBindingSerializer(StrictSerializer):
@@ -110,6 +141,7 @@ class CertificationSerializer(StrictModelSerializer):
             "certified_at",
             "benchmark_reference",
             "notes",
+            "expires_at",
             "revoked_at",
         ]
         read_only_fields = ["id", "certified_by", "certified_at", "revoked_at"]
@@ -157,3 +189,66 @@ class RuleSerializer(StrictModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["id", "created_at", "updated_at"]
+
+
+EVIDENCE_READ_ONLY = ["id", "recorded_by", "recorded_at"]
+# Blank is the service's to refuse, with its own stable code (run_required, …).
+RUN = {"run_reference": {"allow_blank": True}}
+
+
+class BenchmarkResultSerializer(StrictModelSerializer):
+    profile = slug_of(StoreProfile.objects.all(), required=False, allow_null=True)
+
+    class Meta:
+        model = BenchmarkResult
+        fields = [
+            "id",
+            "provider",
+            "query_shape",
+            "profile",
+            "figure",
+            "threshold",
+            "unit",
+            "passed",
+            "run_reference",
+            "recorded_by",
+            "recorded_at",
+        ]
+        read_only_fields = EVIDENCE_READ_ONLY
+        extra_kwargs = RUN
+
+
+class ContractTestResultSerializer(StrictModelSerializer):
+    class Meta:
+        model = ContractTestResult
+        fields = [
+            "id",
+            "provider",
+            "contract",
+            "passed",
+            "run_reference",
+            "recorded_by",
+            "recorded_at",
+        ]
+        read_only_fields = EVIDENCE_READ_ONLY
+        extra_kwargs = RUN
+
+
+class PhysicalizationPolicySerializer(StrictModelSerializer):
+    profile = slug_of(StoreProfile.objects.all())
+
+    class Meta:
+        model = PhysicalizationPolicy
+        fields = [
+            "id",
+            "profile",
+            "workload_class",
+            "kind",
+            "description",
+            "rollback_guidance",
+            "run_reference",
+            "recorded_by",
+            "recorded_at",
+        ]
+        read_only_fields = EVIDENCE_READ_ONLY
+        extra_kwargs = {**RUN, "rollback_guidance": {"allow_blank": True}}

@@ -9,6 +9,13 @@ router.register("bindings", views.BindingViewSet, basename="store-binding")
 router.register("stores", views.StoreViewSet, basename="store")
 router.register("profiles", views.ProfileViewSet, basename="store-profile")
 router.register("certifications", views.CertificationViewSet, basename="profile-certification")
+router.register("evidence/benchmarks", views.BenchmarkResultViewSet, basename="benchmark-result")
+router.register(
+    "evidence/contract-tests", views.ContractTestResultViewSet, basename="contract-test-result"
+)
+router.register(
+    "evidence/policies", views.PhysicalizationPolicyViewSet, basename="physicalization-policy"
+)
 router.register("residency/rules", views.RuleViewSet, basename="residency-rule")
 
 urlpatterns = [

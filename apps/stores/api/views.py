@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -23,6 +23,9 @@ from apps.core.api.views import (
 from apps.stores import selectors, services
 from apps.stores.api import serializers
 from apps.stores.filters import (
+    BenchmarkResultFilterSet,
+    ContractTestResultFilterSet,
+    PhysicalizationPolicyFilterSet,
     ProfileCertificationFilterSet,
     ResidencyRuleFilterSet,
     StoreBindingFilterSet,
@@ -57,6 +60,9 @@ class BindingViewSet(
         # Only provisioning (a platform service) or an operator reports migrations applied.
         if self.action == "migrations_applied":
             return PLATFORM
+        # A residency exception is an operator's decision.
+        if self.action == "grant_exception":
+            return frozenset({OPERATOR})
         return self.write_access
 
     @extend_schema(
@@ -82,6 +88,21 @@ class BindingViewSet(
     def migrations_applied(self, request, pk=None):
         binding = services.binding_migrations_applied(
             actor=request.actor, binding=self.get_object()
+        )
+        return Response(self.read_representation(binding))
+
+    @extend_schema(
+        request=serializers.GrantExceptionSerializer, responses=serializers.BindingSerializer
+    )
+    @action(detail=True, methods=["post"], url_path="grant-exception")
+    @idempotent
+    def grant_exception(self, request, pk=None):
+        """An operator's decision on a binding flagged for residency: an exception for
+        this binding, with a reason and an expiry, audited; it ends by itself."""
+        payload = serializers.GrantExceptionSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        binding = services.binding_grant_exception(
+            actor=request.actor, binding=self.get_object(), **payload.validated_data
         )
         return Response(self.read_representation(binding))
 
@@ -135,6 +156,29 @@ class StoreViewSet(StewardCatalogViewSet):
     def get_queryset(self):
         return selectors.store_list()
 
+    @extend_schema(
+        responses=dict,
+        parameters=[
+            OpenApiParameter(
+                "profile", str, description="A profile's slug; else every profile bound."
+            )
+        ],
+    )
+    @action(detail=True, methods=["get"])
+    def checklist(self, request, slug=None):
+        """The migration strategy's seven steps for this store, per profile, each with
+        its state and exactly what it lacks."""
+        store = self.get_object()
+        wanted = request.query_params.get("profile")
+        profiles = (
+            selectors.profile_list().filter(slug=wanted)
+            if wanted
+            else selectors.checklist_profiles(store)
+        )
+        return Response(
+            {"results": [selectors.migration_checklist(store, profile) for profile in profiles]}
+        )
+
 
 class ProfileViewSet(StewardCatalogViewSet):
     scope_app = "stores"
@@ -179,6 +223,63 @@ class CertificationViewSet(
     def revoke(self, request, pk=None):
         record = services.certification_revoke(actor=request.actor, record=self.get_object())
         return Response(self.read_representation(record))
+
+
+class EvidenceViewSet(
+    StewardViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    IdempotentCreateMixin,
+    viewsets.GenericViewSet,
+):
+    """Workload evidence records: everyone reads; operators and platform services (the
+    benchmark and CI runs) record. Records are never changed: a newer one supersedes."""
+
+    steward_scope = "system"
+    ordering = "-recorded_at"
+    scope_app = "stores"
+    read_access = EVERYONE
+    write_access = PLATFORM
+    record = None  # the service that records one
+
+    def perform_create(self, serializer):
+        serializer.instance = type(self).record(
+            actor=self.request.actor, **serializer.validated_data
+        )
+
+
+class BenchmarkResultViewSet(EvidenceViewSet):
+    """Benchmark results: a query shape on a provider (or a profile's declared
+    indexes), its figure against its threshold, pass or fail, and the run."""
+
+    serializer_class = serializers.BenchmarkResultSerializer
+    filterset_class = BenchmarkResultFilterSet
+    record = staticmethod(services.benchmark_record)
+
+    def get_queryset(self):
+        return selectors.benchmark_list()
+
+
+class ContractTestResultViewSet(EvidenceViewSet):
+    """Provider contract-test results: a contract on a provider, pass or fail, the run."""
+
+    serializer_class = serializers.ContractTestResultSerializer
+    filterset_class = ContractTestResultFilterSet
+    record = staticmethod(services.contract_test_record)
+
+    def get_queryset(self):
+        return selectors.contract_test_list()
+
+
+class PhysicalizationPolicyViewSet(EvidenceViewSet):
+    """Physicalization policies of a profile for a workload, with rollback guidance."""
+
+    serializer_class = serializers.PhysicalizationPolicySerializer
+    filterset_class = PhysicalizationPolicyFilterSet
+    record = staticmethod(services.policy_record)
+
+    def get_queryset(self):
+        return selectors.policy_list()
 
 
 class RuleViewSet(
