@@ -33,9 +33,10 @@ class Topic(models.Model):
     """A named stream of events of one kind of aggregate (`assets.asset`, …)."""
 
     name = models.CharField(
-        max_length=100,
+        max_length=249,
         unique=True,
-        help_text="Dotted lower-case name, e.g. assets.asset.",
+        help_text="A Kafka topic name ([a-zA-Z0-9._-], 1-249 characters): Steward's own "
+        "are dotted lower-case (assets.asset), a Kafka shop's are as Kafka names them.",
     )
     description = models.CharField(max_length=255, blank=True)
     producers = models.ManyToManyField(Service, related_name="produces", blank=True)
@@ -59,8 +60,8 @@ class Topic(models.Model):
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(name__regex=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"),
-                name="topic_dotted_name",
+                condition=Q(name__regex=r"^[a-zA-Z0-9._-]{1,249}$"),
+                name="topic_kafka_name",
             ),
         ]
 
@@ -156,10 +157,18 @@ class SchemaVersion(models.Model):
     )
 
     topic = models.ForeignKey(Topic, on_delete=models.PROTECT, related_name="schema_versions")
+    # What of the topic's messages the schema describes, as the registry's subject names
+    # it (apps.registry.subjects): "value" (the payload Steward's events carry), "key",
+    # or "record:<full record name>" (RecordNameStrategy, TopicRecordNameStrategy).
+    # Each role has its own history, numbered from 1, and its own gate.
+    role = models.CharField(max_length=255, default="value")
     version = models.PositiveIntegerField()
+    schema_type = models.CharField(
+        max_length=8, choices=[("JSON", "JSON Schema"), ("AVRO", "Avro")], default="JSON"
+    )
     schema = models.JSONField(help_text="The schema as submitted.")
     canonical = models.TextField(
-        help_text="Keys sorted, no whitespace: what the fingerprint hashes."
+        help_text="Keys sorted, no whitespace (Avro: names in full): what the fingerprint hashes."
     )
     fingerprint = models.CharField(max_length=64, db_index=True)
     state = models.CharField(max_length=32, choices=State.choices)
@@ -175,9 +184,11 @@ class SchemaVersion(models.Model):
     class Meta:
         ordering = ["topic__name", "-version"]
         constraints = [
-            models.UniqueConstraint(fields=["topic", "version"], name="schema_version_unique"),
             models.UniqueConstraint(
-                fields=["topic"],
+                fields=["topic", "role", "version"], name="schema_version_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["topic", "role"],
                 condition=Q(state="awaiting_acknowledgement"),
                 name="one_pending_schema_version_per_topic",
             ),

@@ -22,7 +22,7 @@ from apps.core.context import Actor
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.outbox import emit
 from apps.core.scope import system_scope
-from apps.registry import compatibility
+from apps.registry import compatibility, schema_types
 from apps.registry.catalog import STEWARD_TOPICS
 from apps.registry.models import Acknowledgement, ModelSync, SchemaVersion, Service, Topic
 from apps.registry.selectors import missing_acknowledgements, mode_of
@@ -40,19 +40,53 @@ State = SchemaVersion.State
 TRANSITIONS = SchemaVersion.TRANSITIONS
 
 
+def _directions(mode: str) -> set[str]:
+    mode = mode.removesuffix("_TRANSITIVE")
+    return {"NONE": set(), "BACKWARD": {"b"}, "FORWARD": {"f"}, "FULL": {"b", "f"}}[mode]
+
+
+def mode_implies(mode: str, other: str) -> bool:
+    """Whether a check in `mode` makes every check `other` makes: BACKWARD does not
+    imply FORWARD, FULL implies both, a transitive mode its plain one, NONE nothing."""
+    wanted = _directions(other)
+    if not wanted <= _directions(mode):
+        return False
+    return not wanted or mode.endswith("_TRANSITIVE") or not other.endswith("_TRANSITIVE")
+
+
 def set_mode(*, actor: Actor, topic: Topic, mode: str) -> Topic:
-    """A topic's compatibility mode (it applies to the next version submitted)."""
+    """A topic's compatibility mode (it applies to the next version submitted): its
+    producers' and operators' to change. Lowering it (a mode that checks less than
+    before) on a topic that has consumers is audited as such and announced to them
+    (TopicCompatibilityLowered); it publishes and supersedes nothing."""
+    require_produces(actor, topic)
     before = mode_of(topic)
     topic.compatibility_mode = mode
     topic.full_clean()
-    with system_scope():
+    with system_scope(), transaction.atomic():
         topic.save(update_fields=["compatibility_mode", "updated_at"])
+        consumers = sorted(topic.consumers.values_list("name", flat=True))
+        lowered = bool(consumers) and not mode_implies(mode_of(topic), before)
         audit_record(
             actor=actor,
-            action="topic.compatibility",
+            action="topic.compatibility_lowered" if lowered else "topic.compatibility",
             instance=topic,
             changes={"compatibility_mode": [before, mode]},
         )
+        if lowered:
+            emit(
+                topic=TOPIC,
+                event_type="TopicCompatibilityLowered",
+                aggregate_type="topic",
+                aggregate_id=topic.name,
+                payload={
+                    "topic": topic.name,
+                    "from": before,
+                    "to": mode_of(topic),
+                    "consumers": consumers,
+                    "by": actor.label,
+                },
+            )
     return topic
 
 
@@ -70,6 +104,7 @@ def _announce(version: SchemaVersion, event_type: str, **payload) -> None:
             "verdict": version.verdict,
             "consumers": getattr(topic, "consumer_names", None)
             or sorted(topic.consumers.values_list("name", flat=True)),
+            **({"role": version.role} if version.role != "value" else {}),
             **payload,
         },
     )
@@ -94,9 +129,12 @@ def _publish(version: SchemaVersion, *, override_reason: str = "") -> SchemaVers
 
 
 def _make_current(version: SchemaVersion, topic: Topic) -> None:
-    """The topic's current version becomes this published one, announced."""
-    topic.current_schema_version = version.version
-    topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
+    """The topic's current version becomes this published one, announced. Only the
+    payload's (value) versions number the events Steward carries; a key's or a record's
+    version is announced and leaves the topic's current version alone."""
+    if version.role == "value":
+        topic.current_schema_version = version.version
+        topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
     version.topic = topic
     _announce(version, "SchemaVersionPublished", override_reason=version.override_reason or None)
 
@@ -107,7 +145,7 @@ def _make_current(version: SchemaVersion, topic: Topic) -> None:
 @dataclass
 class TopicAnswer:
     topic: str
-    outcome: str  # published, unchanged, awaiting_acknowledgement, rejected
+    outcome: str  # published, unchanged, awaiting_acknowledgement, rejected, refused
     version: int | None = None
     fingerprint: str = ""
     reason: str = ""
@@ -175,22 +213,28 @@ class _Sync:
 def _sync_topic(sync: _Sync, entry: dict) -> TopicAnswer:
     name = entry["name"]
     try:
-        schema = compatibility.parse_schema(entry["schema"])
+        parsed = schema_types.parse(entry.get("schema_type", "JSON"), entry["schema"])
     except compatibility.InvalidSchema as exc:
         return TopicAnswer(name, "rejected", reason=exc.reason)
     topic = sync.topic(entry)
-    answer = _decide(sync, topic, schema)
+    answer = _decide(sync, topic, parsed, entry.get("role", "value"))
     if any(topic.not_named.values()):
         answer.not_named = topic.not_named
     return answer
 
 
-def _decide(sync: _Sync, topic: Topic, schema) -> TopicAnswer:
+def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnswer:
     name = topic.name
-    fingerprint = compatibility.fingerprint(schema)
-    history = list(topic.schema_versions.order_by("version"))
+    fingerprint, kind = parsed.fingerprint, parsed.kind
+    history = list(topic.schema_versions.filter(role=role).order_by("version"))
     published = [v for v in history if v.state == State.PUBLISHED]
     current = published[-1] if published else None
+    if current is not None and current.schema_type != kind:
+        return TopicAnswer(
+            name,
+            "rejected",
+            reason=f"the subject's schemas are {current.schema_type}, not {kind}",
+        )
     if current is not None and current.fingerprint == fingerprint:
         return TopicAnswer(name, "unchanged", current.version, fingerprint)
     pending = next((v for v in history if v.state == State.AWAITING), None)
@@ -203,12 +247,35 @@ def _decide(sync: _Sync, topic: Topic, schema) -> TopicAnswer:
             awaiting=missing_acknowledgements(pending),
             verdict=pending.verdict,
         )
-    verdict = compatibility.check(
-        schema,
+    verdict = schema_types.check(
+        kind,
+        parsed.checked,
         [v.schema for v in published],
         mode=mode_of(topic),
         policy=topic.compatibility_policy,
     )
+    if pending is not None and verdict.compatible:
+        # A level lowered since the waiting version was judged lets nothing past it: a
+        # new version replaces the waiting one only if the waiting one's level passes it.
+        judged = pending.verdict.get("mode") or mode_of(topic)
+        if not mode_implies(mode_of(topic), judged):
+            strict = schema_types.check(
+                kind,
+                parsed.checked,
+                [v.schema for v in published],
+                mode=judged,
+                policy=topic.compatibility_policy,
+            )
+            if not strict.compatible:
+                return TopicAnswer(
+                    name,
+                    "refused",
+                    reason=f"Version {pending.version} of {name} waits for acknowledgement "
+                    f"from {', '.join(missing_acknowledgements(pending)) or 'no one'}; the "
+                    f"level lowered to {mode_of(topic)} since it was judged under {judged} "
+                    "lets no version replace it. Withdraw it, or have it acknowledged, first.",
+                    verdict=strict.as_dict(),
+                )
     if pending is not None:  # a newer release replaces the version that was waiting
         TRANSITIONS.check(pending.state, State.SUPERSEDED)
         pending.state = State.SUPERSEDED
@@ -218,9 +285,11 @@ def _decide(sync: _Sync, topic: Topic, schema) -> TopicAnswer:
     publish = verdict.compatible or not awaiting
     version = SchemaVersion.objects.create(
         topic=topic,
+        role=role,
         version=(history[-1].version if history else 0) + 1,
-        schema=schema,
-        canonical=compatibility.canonical(schema),
+        schema_type=kind,
+        schema=parsed.document,
+        canonical=parsed.canonical,
         fingerprint=fingerprint,
         state=State.PUBLISHED if publish else State.AWAITING,
         published_at=timezone.now() if publish else None,

@@ -138,22 +138,36 @@ def missing_acknowledgements(version: SchemaVersion) -> list[str]:
     return version.awaiting_consumers
 
 
-def published_versions(topic: Topic) -> QuerySet[SchemaVersion]:
-    """The topic's published versions, oldest first."""
-    return topic.schema_versions.filter(state=SchemaVersion.State.PUBLISHED).order_by("version")
+def published_versions(topic: Topic, role: str = "value") -> QuerySet[SchemaVersion]:
+    """The topic's published versions of one role (its payload by default), oldest first."""
+    return topic.schema_versions.filter(state=SchemaVersion.State.PUBLISHED, role=role).order_by(
+        "version"
+    )
 
 
 def published_before(version: SchemaVersion) -> SchemaVersion | None:
     """The topic's latest published version older than `version`: what it is compared with."""
-    return published_versions(version.topic).filter(version__lt=version.version).last()
+    return (
+        published_versions(version.topic, version.role).filter(version__lt=version.version).last()
+    )
 
 
 def published_version_by_id(pk: int) -> SchemaVersion | None:
     return SchemaVersion.objects.filter(pk=pk, state=SchemaVersion.State.PUBLISHED).first()
 
 
-def schema_version_of(topic_name: str, version: int) -> SchemaVersion:
-    return SchemaVersion.objects.get(topic__name=topic_name, version=version)
+def schema_version_of(topic_name: str, version: int, role: str = "value") -> SchemaVersion:
+    return SchemaVersion.objects.get(topic__name=topic_name, role=role, version=version)
+
+
+def subjects_with_published_versions() -> list[tuple[str, str]]:
+    """(topic name, role) of every subject with a published version, in name order."""
+    return list(
+        SchemaVersion.objects.filter(state=SchemaVersion.State.PUBLISHED)
+        .order_by("topic__name", "role")
+        .values_list("topic__name", "role")
+        .distinct()
+    )
 
 
 def topics_with_published_versions() -> QuerySet:
@@ -164,3 +178,8 @@ def topics_with_published_versions() -> QuerySet:
         .order_by("name")
         .values_list("name", flat=True)
     )
+
+
+def published_version_list() -> QuerySet[SchemaVersion]:
+    """Every published version, with its topic."""
+    return SchemaVersion.objects.filter(state=SchemaVersion.State.PUBLISHED).select_related("topic")
