@@ -142,17 +142,33 @@ def _subject(subject: str) -> subjects.Subject:
         raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.") from None
 
 
-def _topic(subject: str) -> tuple[Topic, str]:
-    """The subject's topic and role; 40401 when it has no version."""
+def _topic(subject: str, *, deleted: bool = False) -> tuple[Topic, str]:
+    """The subject's topic and role; 40401 when it has no (live, unless `deleted`) version."""
     named = _subject(subject)
     topic = selectors.topic_by_name(named.topic)
-    if topic is None or not selectors.published_versions(topic, named.role).exists():
+    found = topic is not None and (
+        selectors.published_versions(topic, named.role, deleted=deleted).exists()
+    )
+    if not found:
         raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.")
     return topic, named.role
 
 
-def _version(topic: Topic, version: str, role: str = "value") -> SchemaVersion:
-    versions = selectors.published_versions(topic, role)
+def _number(version: str) -> int:
+    if version.isdigit() and 0 < int(version) < 2**31:
+        return int(version)
+    raise RegistryError(
+        422,
+        42202,
+        f"The specified version '{version[:50]}' is not a valid version id. Allowed "
+        'values are between [1, 2^31-1] and the string "latest"',
+    )
+
+
+def _version(
+    topic: Topic, version: str, role: str = "value", *, deleted: bool = False
+) -> SchemaVersion:
+    versions = selectors.published_versions(topic, role, deleted=deleted)
     if version in ("latest", "-1"):
         found = versions.last()
     elif version.isdigit() and 0 < int(version) < 2**31:
@@ -224,9 +240,8 @@ INTS = build_array_type(build_basic_type(OpenApiTypes.INT))
 class Subjects(ConfluentView):
     @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
     def get(self, request):
-        """Every subject with a published version (`deleted=true` adds none: Steward keeps
-        no soft-deleted subjects)."""
-        found = selectors.subjects_with_published_versions()
+        """Every subject with a published version (`deleted=true`: soft-deleted ones too)."""
+        found = selectors.subjects_with_published_versions(deleted=_flag(request, "deleted"))
         return Response(sorted(subjects.subject_of(topic, role) for topic, role in found))
 
 
@@ -242,6 +257,34 @@ class Subject(ConfluentView):
             raise RegistryError(404, 40403, "Schema not found")
         return Response(_registered(found, subject))
 
+    @extend_schema(tags=TAG, responses={200: INTS, **ERRORS})
+    def delete(self, request, subject):
+        """Soft-delete the subject's versions, or (`permanent=true`) remove a subject soft
+        deleted before: the version numbers. The topic's producers and operators only."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        if topic is None:
+            raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.")
+        return Response(
+            _deleting(
+                schemas.subject_delete,
+                actor=request.actor,
+                topic=topic,
+                role=named.role,
+                subject=subject,
+                permanent=_flag(request, "permanent"),
+            )
+        )
+
+
+def _deleting(delete, **kwargs):
+    try:
+        return delete(**kwargs)
+    except NotPermitted as exc:
+        raise RegistryError(403, 40301, str(exc)) from None
+    except schemas.DeletionRefused as exc:
+        raise RegistryError(exc.status, exc.registry_code, exc.detail) from None
+
 
 class SubjectVersions(ConfluentView):
     @extend_schema(
@@ -250,7 +293,9 @@ class SubjectVersions(ConfluentView):
         responses={200: INTS, **ERRORS},
     )
     def get(self, request, subject):
-        versions = selectors.published_versions(*_topic(subject))
+        deleted = _flag(request, "deleted")
+        topic, role = _topic(subject, deleted=deleted)
+        versions = selectors.published_versions(topic, role, deleted=deleted)
         return Response(list(versions.values_list("version", flat=True)))
 
     @extend_schema(
@@ -326,8 +371,30 @@ class SubjectVersion(ConfluentView):
         responses={200: Registered, **ERRORS},
     )
     def get(self, request, subject, version):
-        topic, role = _topic(subject)
-        return Response(_registered(_version(topic, version, role), subject))
+        deleted = _flag(request, "deleted")
+        topic, role = _topic(subject, deleted=deleted)
+        return Response(_registered(_version(topic, version, role, deleted=deleted), subject))
+
+    @extend_schema(tags=TAG, responses={200: OpenApiTypes.INT, **ERRORS})
+    def delete(self, request, subject, version):
+        """Soft-delete a version, or (`permanent=true`) remove one soft-deleted before; a
+        version the topic's consumers read is refused (42206)."""
+        topic, role = _topic(subject, deleted=True)
+        if version in ("latest", "-1"):
+            number = _version(topic, version, role).version
+        else:
+            number = _number(version)
+        return Response(
+            _deleting(
+                schemas.version_delete,
+                actor=request.actor,
+                topic=topic,
+                role=role,
+                number=number,
+                subject=subject,
+                permanent=_flag(request, "permanent"),
+            )
+        )
 
 
 class SubjectVersionSchema(ConfluentView):
@@ -457,8 +524,26 @@ class Config(ConfluentView):
 class SubjectConfig(ConfluentView):
     @extend_schema(tags=TAG, responses={200: Level, **ERRORS})
     def get(self, request, subject):
+        """The subject's level; the default where it has none, unless
+        `defaultToGlobal=false` asks for its own only (40408 when it has none)."""
         topic, _ = _topic(subject)
+        own = request.query_params.get("defaultToGlobal", "").lower() == "false"
+        if own and not topic.compatibility_mode:
+            raise RegistryError(
+                404,
+                40408,
+                f"Subject '{subject[:300]}' does not have subject-level compatibility configured",
+            )
         return Response({"compatibilityLevel": selectors.mode_of(topic)})
+
+    @extend_schema(tags=TAG, responses={200: Level, **ERRORS})
+    def delete(self, request, subject):
+        """Back to the default level (audited, and announced if that lowers it)."""
+        topic, _ = _topic(subject)
+        before = selectors.mode_of(topic)
+        _require_produces(request, topic)
+        schemas.set_mode(actor=request.actor, topic=topic, mode="")
+        return Response({"compatibilityLevel": before})
 
     @extend_schema(tags=TAG, request=LevelIn, responses={200: LevelIn, **ERRORS})
     def put(self, request, subject):

@@ -180,6 +180,9 @@ class SchemaVersion(models.Model):
     override_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     published_at = models.DateTimeField(null=True, blank=True)
+    # Soft-deleted through the Schema Registry API: gone from its subject's versions and
+    # from compatibility checks, still served by id (data written with it stays readable).
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["topic__name", "-version"]

@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.core.context import Actor
-from apps.core.errors import Conflict, ValidationFailed
+from apps.core.errors import Conflict, DomainError, ValidationFailed
 from apps.core.outbox import emit
 from apps.core.scope import system_scope
 from apps.registry import compatibility, schema_types
@@ -227,7 +227,8 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
     name = topic.name
     fingerprint, kind = parsed.fingerprint, parsed.kind
     history = list(topic.schema_versions.filter(role=role).order_by("version"))
-    published = [v for v in history if v.state == State.PUBLISHED]
+    # soft-deleted versions are out of the subject and of its checks
+    published = [v for v in history if v.state == State.PUBLISHED and v.deleted_at is None]
     current = published[-1] if published else None
     if current is not None and current.schema_type != kind:
         return TopicAnswer(
@@ -503,3 +504,159 @@ def remind(*, actor: Actor, version: SchemaVersion) -> list[str]:
                 changes={"reminded": [None, missing]},
             )
     return missing
+
+
+# --------------------------------------------------------------------------- deleting
+
+
+class DeletionRefused(DomainError):
+    """A deletion the reference registry's rules refuse; `registry_code` is its code there
+    (40401/40402 not found, 40404/40406 already soft-deleted, 40405/40407 not soft-deleted
+    first, 42206 still read)."""
+
+    status = 422
+    code = "deletion_refused"
+
+    def __init__(self, detail: str, *, registry_code: int, status: int = 422):
+        super().__init__(detail)
+        self.registry_code, self.status = registry_code, status
+
+
+def _read_by(version: SchemaVersion, live: list[SchemaVersion]) -> list[str]:
+    """The consumers that still read the version: a topic's consumers read the latest
+    live version of each role, so it is protected as a referenced one is."""
+    if not live or live[-1].pk != version.pk:
+        return []
+    return sorted(version.topic.consumers.values_list("name", flat=True))
+
+
+def _delete(actor: Actor, version: SchemaVersion, *, permanent: bool, subject: str) -> None:
+    if permanent:
+        audit_record(
+            actor=actor,
+            action="schema_version.delete_permanently",
+            instance=version,
+            changes={"subject": [subject, None], "version": [version.version, None]},
+        )
+        version.delete()
+        return
+    version.deleted_at = timezone.now()
+    version.save(update_fields=["deleted_at"])
+    audit_record(
+        actor=actor,
+        action="schema_version.delete",
+        instance=version,
+        changes={"subject": [subject, subject], "deleted_at": [None, str(version.deleted_at)]},
+    )
+
+
+def _require_may_delete(actor: Actor, topic: Topic) -> None:
+    """As registering: on a topic that has producers, only they (and operators) delete;
+    on one that has none, whoever may register on it."""
+    if topic.producers.exists():
+        require_produces(actor, topic)
+
+
+def _locked_versions(topic: Topic, role: str) -> list[SchemaVersion]:
+    return list(
+        SchemaVersion.objects.select_for_update()
+        .filter(topic=topic, role=role, state=State.PUBLISHED)
+        .select_related("topic")
+        .order_by("version")
+    )
+
+
+def _step_back(topic: Topic, role: str) -> None:
+    """After a deletion, the topic's current version is its latest live value version."""
+    if role != "value":
+        return
+    latest = (
+        SchemaVersion.objects.filter(
+            topic=topic, role=role, state=State.PUBLISHED, deleted_at__isnull=True
+        )
+        .order_by("version")
+        .last()
+    )
+    number = latest.version if latest else topic.current_schema_version
+    if topic.current_schema_version != number:
+        topic.current_schema_version = number
+        topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
+
+
+def version_delete(
+    *, actor: Actor, topic: Topic, role: str, number: int, subject: str, permanent: bool = False
+) -> int:
+    """Soft-delete a published version of a subject, or (`permanent`) remove one that was
+    soft-deleted before; audited. The version the topic's consumers read is protected:
+    it cannot be deleted while they read it."""
+    _require_may_delete(actor, topic)
+    with system_scope(), transaction.atomic():
+        versions = _locked_versions(topic, role)
+        live = [v for v in versions if v.deleted_at is None]
+        version = next((v for v in versions if v.version == number), None)
+        if version is None:
+            raise DeletionRefused(f"Version {number} not found.", registry_code=40402, status=404)
+        if permanent and version.deleted_at is None:
+            raise DeletionRefused(
+                f"Subject '{subject}' Version {number} was not deleted first before being "
+                "permanently deleted",
+                registry_code=40407,
+                status=404,
+            )
+        if not permanent and version.deleted_at is not None:
+            raise DeletionRefused(
+                f"Subject '{subject}' Version {number} was soft deleted.Set permanent=true to "
+                "delete permanently",
+                registry_code=40406,
+                status=404,
+            )
+        readers = [] if permanent else _read_by(version, live)
+        if readers:
+            raise DeletionRefused(
+                f"Subject '{subject}' Version {number} is still read by {', '.join(readers)}; "
+                "a version its consumers read cannot be deleted.",
+                registry_code=42206,
+            )
+        _delete(actor, version, permanent=permanent, subject=subject)
+        _step_back(topic, role)
+    return number
+
+
+def subject_delete(
+    *, actor: Actor, topic: Topic, role: str, subject: str, permanent: bool = False
+) -> list[int]:
+    """Soft-delete every version of a subject, or (`permanent`) remove a subject that was
+    soft-deleted before; the version numbers deleted, each audited. A subject whose topic
+    has consumers is read by them, so it is protected."""
+    _require_may_delete(actor, topic)
+    with system_scope(), transaction.atomic():
+        versions = _locked_versions(topic, role)
+        live = [v for v in versions if v.deleted_at is None]
+        if not versions:
+            raise DeletionRefused(
+                f"Subject '{subject}' not found.", registry_code=40401, status=404
+            )
+        if permanent and live:
+            raise DeletionRefused(
+                f"Subject '{subject}' was not deleted first before being permanently deleted",
+                registry_code=40405,
+                status=404,
+            )
+        if not permanent and not live:
+            raise DeletionRefused(
+                f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently",
+                registry_code=40404,
+                status=404,
+            )
+        readers = [] if permanent else _read_by(live[-1], live)
+        if readers:
+            raise DeletionRefused(
+                f"Subject '{subject}' is still read by {', '.join(readers)}; a subject its "
+                "consumers read cannot be deleted.",
+                registry_code=42206,
+            )
+        chosen = versions if permanent else live
+        for version in chosen:
+            _delete(actor, version, permanent=permanent, subject=subject)
+        _step_back(topic, role)
+    return [v.version for v in chosen]

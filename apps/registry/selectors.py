@@ -138,11 +138,15 @@ def missing_acknowledgements(version: SchemaVersion) -> list[str]:
     return version.awaiting_consumers
 
 
-def published_versions(topic: Topic, role: str = "value") -> QuerySet[SchemaVersion]:
-    """The topic's published versions of one role (its payload by default), oldest first."""
-    return topic.schema_versions.filter(state=SchemaVersion.State.PUBLISHED, role=role).order_by(
-        "version"
-    )
+def published_versions(
+    topic: Topic, role: str = "value", *, deleted: bool = False
+) -> QuerySet[SchemaVersion]:
+    """The topic's published versions of one role (its payload by default), oldest first;
+    soft-deleted ones only with `deleted`."""
+    versions = topic.schema_versions.filter(state=SchemaVersion.State.PUBLISHED, role=role)
+    if not deleted:
+        versions = versions.filter(deleted_at__isnull=True)
+    return versions.order_by("version")
 
 
 def published_before(version: SchemaVersion) -> SchemaVersion | None:
@@ -160,13 +164,14 @@ def schema_version_of(topic_name: str, version: int, role: str = "value") -> Sch
     return SchemaVersion.objects.get(topic__name=topic_name, role=role, version=version)
 
 
-def subjects_with_published_versions() -> list[tuple[str, str]]:
-    """(topic name, role) of every subject with a published version, in name order."""
+def subjects_with_published_versions(*, deleted: bool = False) -> list[tuple[str, str]]:
+    """(topic name, role) of every subject with a published version (soft-deleted ones
+    count with `deleted`), in name order."""
+    versions = SchemaVersion.objects.filter(state=SchemaVersion.State.PUBLISHED)
+    if not deleted:
+        versions = versions.filter(deleted_at__isnull=True)
     return list(
-        SchemaVersion.objects.filter(state=SchemaVersion.State.PUBLISHED)
-        .order_by("topic__name", "role")
-        .values_list("topic__name", "role")
-        .distinct()
+        versions.order_by("topic__name", "role").values_list("topic__name", "role").distinct()
     )
 
 
@@ -180,6 +185,9 @@ def topics_with_published_versions() -> QuerySet:
     )
 
 
-def published_version_list() -> QuerySet[SchemaVersion]:
-    """Every published version, with its topic."""
-    return SchemaVersion.objects.filter(state=SchemaVersion.State.PUBLISHED).select_related("topic")
+def published_version_list(*, deleted: bool = False) -> QuerySet[SchemaVersion]:
+    """Every published version, with its topic (soft-deleted ones with `deleted`)."""
+    versions = SchemaVersion.objects.filter(state=SchemaVersion.State.PUBLISHED)
+    if not deleted:
+        versions = versions.filter(deleted_at__isnull=True)
+    return versions.select_related("topic")

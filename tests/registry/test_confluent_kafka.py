@@ -397,3 +397,95 @@ def test_invalid_avro_and_a_changed_type_are_42201(live):
     # no schemaType is Avro, as the reference registry reads it
     answer = http.post("/subjects/payments-value/versions", json={"schema": json.dumps(AVRO_V1)})
     assert answer.status_code == 200
+
+
+# --------------------------------------------------------------------------- deleting
+
+V3 = {**V2_COMPATIBLE, "properties": {**V2_COMPATIBLE["properties"], "x": {"type": "string"}}}
+
+
+@pytestmark_db
+def test_soft_then_hard_delete_of_versions_and_subjects_as_the_reference_rules(live):
+    new_client, http, _ = live
+    client = new_client()
+    first = client.register_schema("payments-value", schema(V1))
+    client.register_schema("payments-value", schema(V2_COMPATIBLE))
+    client.register_schema("payments-value", schema(V3))
+    # hard before soft is refused
+    with pytest.raises(SchemaRegistryError) as not_first:
+        client.delete_version("payments-value", 1, permanent=True)
+    assert (not_first.value.http_status_code, not_first.value.error_code) == (404, 40407)
+    assert client.delete_version("payments-value", 1) == 1
+    assert new_client().get_versions("payments-value") == [2, 3]
+    assert http.get("/subjects/payments-value/versions", params={"deleted": "true"}).json() == [
+        1,
+        2,
+        3,
+    ]
+    # still served by id: data written with it stays readable
+    assert json.loads(new_client().get_schema(first).schema_str) == V1
+    with pytest.raises(SchemaRegistryError) as again:
+        client.delete_version("payments-value", 1)
+    assert again.value.error_code == 40406
+    assert client.delete_version("payments-value", 1, permanent=True) == 1
+    assert http.get(f"/schemas/ids/{first}").json()["error_code"] == 40403
+    # the subject: soft, then hard
+    with pytest.raises(SchemaRegistryError) as subject_first:
+        client.delete_subject("payments-value", permanent=True)
+    assert subject_first.value.error_code == 40405
+    assert client.delete_subject("payments-value") == [2, 3]
+    assert new_client().get_subjects() == []
+    assert new_client().get_subjects(deleted=True) == ["payments-value"]
+    with pytest.raises(SchemaRegistryError) as soft_again:
+        client.delete_subject("payments-value")
+    assert soft_again.value.error_code == 40404
+    assert client.delete_subject("payments-value", permanent=True) == [2, 3]
+    assert new_client().get_subjects(deleted=True) == []
+    assert not SchemaVersion.objects.filter(topic__name="payments").exists()
+    # every deletion audited
+    assert len(audit_actions("schema_version.delete")) == 3
+    assert len(audit_actions("schema_version.delete_permanently")) == 3
+
+
+@pytestmark_db
+def test_a_version_its_consumers_read_is_protected(live):
+    new_client, http, intruder = live
+    produces("orders.order")
+    client = new_client()
+    client.register_schema("orders.order-value", schema(V1))
+    client.register_schema("orders.order-value", schema(V2_COMPATIBLE))
+    Topic.objects.get(name="orders.order").consumers.add(
+        services.service_ensure(actor=SYSTEM_ACTOR, name="billing")
+    )
+    with pytest.raises(SchemaRegistryError) as read:
+        client.delete_version("orders.order-value", 2)
+    assert (read.value.http_status_code, read.value.error_code) == (422, 42206)
+    assert "billing" in read.value.error_message
+    with pytest.raises(SchemaRegistryError) as subject_read:
+        client.delete_subject("orders.order-value")
+    assert subject_read.value.error_code == 42206
+    # an older version no one reads any more may go; only its producers may delete it
+    with pytest.raises(SchemaRegistryError) as outsider:
+        new_client(intruder).delete_version("orders.order-value", 1)
+    assert outsider.value.error_code == 40301
+    assert client.delete_version("orders.order-value", 1) == 1
+    assert Topic.objects.get(name="orders.order").current_schema_version == 2
+
+
+@pytestmark_db
+def test_a_deleted_version_leaves_the_checks_and_config_delete_reverts(live):
+    new_client, http, _ = live
+    produces("orders.order")
+    client = new_client()
+    client.register_schema("orders.order-value", schema(V1))
+    client.register_schema("orders.order-value", schema(V2_COMPATIBLE))
+    client.delete_version("orders.order-value", 2)
+    assert Topic.objects.get(name="orders.order").current_schema_version == 1
+    # the same schema again is a new version, checked against the live ones only
+    client.register_schema("orders.order-value", schema(V2_COMPATIBLE))
+    assert new_client().get_versions("orders.order-value") == [1, 3]
+    own = http.get("/config/orders.order-value", params={"defaultToGlobal": "false"})
+    assert (own.status_code, own.json()["error_code"]) == (404, 40408)
+    client.set_compatibility("orders.order-value", "FULL")
+    assert http.delete("/config/orders.order-value").json() == {"compatibilityLevel": "FULL"}
+    assert new_client().get_compatibility("orders.order-value") == "BACKWARD"
