@@ -30,8 +30,14 @@ from rest_framework.views import APIView
 from apps.core.api.permissions import PLATFORM
 from apps.core.api.views import StewardAccessMixin
 from apps.registry import compatibility, schema_types, schemas, selectors, subjects
-from apps.registry.models import SchemaVersion, Topic
-from apps.registry.services import NotPermitted, require_produces, service_ensure
+from apps.registry.models import REGISTRY_MODES, SchemaVersion, Topic
+from apps.registry.services import (
+    NotPermitted,
+    require_operator,
+    require_produces,
+    service_ensure,
+    topic_create,
+)
 
 SCHEMA_TYPES = list(schema_types.TYPES)
 
@@ -265,6 +271,7 @@ class Subject(ConfluentView):
         topic = selectors.topic_by_name(named.topic)
         if topic is None:
             raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.")
+        _writable(topic, subject)
         return Response(
             _deleting(
                 schemas.subject_delete,
@@ -319,10 +326,14 @@ class SubjectVersions(ConfluentView):
         topic = selectors.topic_by_name(named.topic)
         if topic is not None and topic.producers.exists():
             _require_produces(request, topic)
+        mode = _writable(topic, subject)
         account = request.service_account
         service = service_ensure(
             actor=request.actor, name=account.name if account else request.user.username
         )
+        body = request.data
+        if mode == "IMPORT" or body.get("id") is not None:
+            return Response(_import(request, service, named, parsed, body, mode, subject))
         fingerprint = parsed.fingerprint
         entry = {
             "name": named.topic,
@@ -357,6 +368,41 @@ class SubjectVersions(ConfluentView):
         return Response(_registered(version, subject))
 
 
+def _writable(topic: Topic | None, subject: str) -> str:
+    """The subject's mode, when it lets a schema be written (42205 when read-only)."""
+    mode = selectors.registry_mode_of(topic)
+    if mode in ("READONLY", "READONLY_OVERRIDE"):
+        raise RegistryError(422, 42205, f"Subject {subject[:300]} is in read-only mode")
+    return mode
+
+
+def _import(request, service, named, parsed, body: dict, mode: str, subject: str) -> dict:
+    """Register with the id and version given: only a subject in IMPORT mode may."""
+    if mode != "IMPORT":
+        raise RegistryError(
+            422, 42205, f"Subject {subject[:300]} is not in import mode: no id may be given"
+        )
+    schema_id, number = body.get("id"), body.get("version")
+    valid = all(type(n) is int and 0 < n < 2**31 for n in (schema_id, number))
+    if not valid:
+        raise RegistryError(
+            422, 42205, "In import mode, give the schema's id and version (positive integers)."
+        )
+    try:
+        version = schemas.version_import(
+            actor=request.actor,
+            service=service,
+            topic_name=named.topic,
+            role=named.role,
+            parsed=parsed,
+            schema_id=schema_id,
+            number=number,
+        )
+    except schemas.RegistryRefused as exc:
+        raise RegistryError(422, exc.registry_code, exc.detail) from None
+    return _registered(version, subject)
+
+
 def _require_produces(request, topic: Topic) -> None:
     try:
         require_produces(request.actor, topic)
@@ -380,6 +426,7 @@ class SubjectVersion(ConfluentView):
         """Soft-delete a version, or (`permanent=true`) remove one soft-deleted before; a
         version the topic's consumers read is refused (42206)."""
         topic, role = _topic(subject, deleted=True)
+        _writable(topic, subject)
         if version in ("latest", "-1"):
             number = _version(topic, version, role).version
         else:
@@ -472,20 +519,106 @@ class Contexts(ConfluentView):
         return Response(["."])
 
 
+class ModeIn(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=REGISTRY_MODES)
+
+
+def _mode_in(request) -> str:
+    mode = str(_body(request).get("mode", "")).upper()
+    if mode not in REGISTRY_MODES:
+        raise RegistryError(
+            422,
+            42204,
+            "Invalid mode. Valid values are READWRITE, READONLY, READONLY_OVERRIDE, and IMPORT",
+        )
+    return mode
+
+
+def _operator(call, **kwargs):
+    try:
+        return call(**kwargs)
+    except NotPermitted as exc:
+        raise RegistryError(403, 40301, str(exc)) from None
+    except schemas.RegistryRefused as exc:
+        raise RegistryError(422, exc.registry_code, exc.detail) from None
+
+
 class Mode(ConfluentView):
-    @extend_schema(
-        tags=TAG, operation_id="schema_registry_mode", responses={200: OpenApiTypes.OBJECT}
-    )
+    @extend_schema(tags=TAG, operation_id="schema_registry_mode", responses={200: ModeIn})
     def get(self, request):
-        """The registry's mode: READWRITE (Steward changes no mode yet)."""
-        return Response({"mode": "READWRITE"})
+        """The registry's mode."""
+        return Response({"mode": selectors.global_registry_mode()})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_mode_set",
+        request=ModeIn,
+        responses={200: ModeIn, **ERRORS},
+    )
+    def put(self, request):
+        """The registry's mode: operators only."""
+        mode = _mode_in(request)
+        _operator(schemas.set_registry_default, actor=request.actor, key="mode", value=mode)
+        return Response({"mode": mode})
+
+    @extend_schema(
+        tags=TAG, operation_id="schema_registry_mode_reset", responses={200: ModeIn, **ERRORS}
+    )
+    def delete(self, request):
+        before = selectors.global_registry_mode()
+        _operator(schemas.set_registry_default, actor=request.actor, key="mode", value=None)
+        return Response({"mode": before})
 
 
 class SubjectMode(ConfluentView):
-    @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    @extend_schema(tags=TAG, responses={200: ModeIn, **ERRORS})
     def get(self, request, subject):
-        _subject(subject)
-        return Response({"mode": "READWRITE"})
+        """The mode the subject is in; with `defaultToGlobal=false`, only its own (40409
+        when it has none)."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        own = request.query_params.get("defaultToGlobal", "").lower() == "false"
+        if own and (topic is None or not topic.registry_mode):
+            raise RegistryError(
+                404, 40409, f"Subject '{subject[:300]}' does not have subject-level mode configured"
+            )
+        return Response({"mode": selectors.registry_mode_of(topic)})
+
+    @extend_schema(tags=TAG, request=ModeIn, responses={200: ModeIn, **ERRORS})
+    def put(self, request, subject):
+        """The subject's mode (its topic's): producers and operators. IMPORT only on a
+        subject with no version yet, unless `force=true`."""
+        mode = _mode_in(request)
+        topic = _topic_for_setting(request, subject)
+        _operator(
+            schemas.set_registry_mode,
+            actor=request.actor,
+            topic=topic,
+            mode=mode,
+            force=_flag(request, "force"),
+        )
+        return Response({"mode": mode})
+
+    @extend_schema(tags=TAG, responses={200: ModeIn, **ERRORS})
+    def delete(self, request, subject):
+        topic = _topic_for_setting(request, subject)
+        before = selectors.registry_mode_of(topic)
+        _operator(schemas.set_registry_mode, actor=request.actor, topic=topic, mode="")
+        return Response({"mode": before})
+
+
+def _topic_for_setting(request, subject: str) -> Topic:
+    """The subject's topic, created (by an operator only) when a migration sets the mode
+    of a subject it is about to import."""
+    named = _subject(subject)
+    topic = selectors.topic_by_name(named.topic)
+    if topic is not None:
+        return topic
+    try:
+        require_operator(request.actor)
+    except NotPermitted:
+        raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.") from None
+    return topic_create(actor=request.actor, name=named.topic)
 
 
 class Compatibility(ConfluentView):
@@ -512,13 +645,42 @@ class Compatibility(ConfluentView):
 
 
 class Config(ConfluentView):
-    """The default compatibility level (set in Steward's configuration)."""
+    """The registry's default compatibility level: an operator's, else Steward's
+    configuration (STEWARD_REGISTRY_DEFAULT_MODE)."""
 
     @extend_schema(
         tags=TAG, operation_id="schema_registry_default_config", responses={200: Level, **ERRORS}
     )
     def get(self, request):
         return Response({"compatibilityLevel": selectors.default_mode()})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_default_config_set",
+        request=LevelIn,
+        responses={200: LevelIn, **ERRORS},
+    )
+    def put(self, request):
+        """Operators only; a lowered level is announced on every topic that follows it."""
+        level = str(_body(request).get("compatibility", "")).upper()
+        if level not in compatibility.MODES:
+            raise RegistryError(422, 42203, f"Invalid compatibility level '{level[:50]}'.")
+        _operator(
+            schemas.set_registry_default, actor=request.actor, key="compatibility", value=level
+        )
+        return Response({"compatibility": level})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_default_config_reset",
+        responses={200: Level, **ERRORS},
+    )
+    def delete(self, request):
+        before = selectors.default_mode()
+        _operator(
+            schemas.set_registry_default, actor=request.actor, key="compatibility", value=None
+        )
+        return Response({"compatibilityLevel": before})
 
 
 class SubjectConfig(ConfluentView):

@@ -14,6 +14,8 @@ from django.utils import timezone
 from apps.core.transitions import Transitions
 from apps.registry.compatibility import MODES
 
+REGISTRY_MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
+
 
 class Service(models.Model):
     """A platform service that produces or consumes events (Steward itself included)."""
@@ -50,6 +52,10 @@ class Topic(models.Model):
         blank=True,
         help_text="Blank: STEWARD_REGISTRY_DEFAULT_MODE (BACKWARD).",
     )
+    # The Schema Registry API's mode for the topic's subjects (blank: the registry's).
+    registry_mode = models.CharField(
+        max_length=24, choices=[(m, m) for m in REGISTRY_MODES], blank=True
+    )
     compatibility_policy = models.CharField(
         max_length=8, choices=[("STRICT", "STRICT"), ("LENIENT", "LENIENT")], default="STRICT"
     )
@@ -76,6 +82,21 @@ class Topic(models.Model):
     @property
     def consumer_list(self) -> str:
         return ", ".join(sorted(c.name for c in self.consumers.all())) or "—"
+
+
+class RegistryDefault(models.Model):
+    """A registry-wide setting of the Schema Registry API, set by an operator: the default
+    compatibility level (`compatibility`, over STEWARD_REGISTRY_DEFAULT_MODE) or the mode
+    (`mode`). No row: the configured default."""
+
+    key = models.CharField(
+        max_length=16, unique=True, choices=[("compatibility", "compatibility"), ("mode", "mode")]
+    )
+    value = models.CharField(max_length=24)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}"
 
 
 class Subscription(models.Model):

@@ -15,7 +15,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from django.db import IntegrityError, transaction
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.core.context import Actor
@@ -24,10 +25,18 @@ from apps.core.outbox import emit
 from apps.core.scope import system_scope
 from apps.registry import compatibility, schema_types
 from apps.registry.catalog import STEWARD_TOPICS
-from apps.registry.models import Acknowledgement, ModelSync, SchemaVersion, Service, Topic
+from apps.registry.models import (
+    Acknowledgement,
+    ModelSync,
+    RegistryDefault,
+    SchemaVersion,
+    Service,
+    Topic,
+)
 from apps.registry.selectors import missing_acknowledgements, mode_of
 from apps.registry.services import (
     NotPermitted,
+    require_operator,
     require_produces,
     require_speaks_for,
     service_ensure,
@@ -660,3 +669,168 @@ def subject_delete(
             _delete(actor, version, permanent=permanent, subject=subject)
         _step_back(topic, role)
     return [v.version for v in chosen]
+
+
+# --------------------------------------------------------------------------- registry settings
+
+
+class RegistryRefused(DomainError):
+    """A Schema Registry API operation its mode refuses (42205), or an import whose id is
+    another schema's (42207)."""
+
+    status = 422
+    code = "registry_refused"
+
+    def __init__(self, detail: str, *, registry_code: int = 42205):
+        super().__init__(detail)
+        self.registry_code = registry_code
+
+
+def set_registry_default(*, actor: Actor, key: str, value: str | None) -> str | None:
+    """The registry-wide compatibility level or mode (None: back to the configured
+    default); operators only, audited. A lowered level is announced on each topic that
+    has consumers and no level of its own."""
+    require_operator(actor)
+    with system_scope(), transaction.atomic():
+        row = RegistryDefault.objects.select_for_update().filter(key=key).first()
+        before = row.value if row else None
+        if value is None:
+            if row is not None:
+                row.delete()
+        elif row is None:
+            row = RegistryDefault.objects.create(key=key, value=value)
+        else:
+            row.value = value
+            row.save(update_fields=["value", "updated_at"])
+        audit_record(
+            actor=actor,
+            action=f"registry.{key}",
+            instance=row or RegistryDefault(key=key, value=""),
+            changes={key: [before, value]},
+        )
+        if key == "compatibility":
+            old = before or settings.STEWARD_REGISTRY_DEFAULT_MODE
+            new = value or settings.STEWARD_REGISTRY_DEFAULT_MODE
+            if not mode_implies(new, old):
+                for topic in Topic.objects.filter(compatibility_mode="").prefetch_related(
+                    "consumers"
+                ):
+                    _announce_lowered(actor, topic, old, new)
+    return before
+
+
+def _announce_lowered(actor: Actor, topic: Topic, before: str, after: str) -> None:
+    consumers = sorted(c.name for c in topic.consumers.all())
+    if not consumers:
+        return
+    audit_record(
+        actor=actor,
+        action="topic.compatibility_lowered",
+        instance=topic,
+        changes={"compatibility_mode": [before, after]},
+    )
+    emit(
+        topic=TOPIC,
+        event_type="TopicCompatibilityLowered",
+        aggregate_type="topic",
+        aggregate_id=topic.name,
+        payload={
+            "topic": topic.name,
+            "from": before,
+            "to": after,
+            "consumers": consumers,
+            "by": actor.label,
+        },
+    )
+
+
+def set_registry_mode(*, actor: Actor, topic: Topic, mode: str, force: bool = False) -> str:
+    """A topic's Schema Registry mode (blank: the registry's); its producers and operators
+    only. IMPORT only on a topic with no version yet, unless `force`."""
+    require_produces(actor, topic)
+    if mode == "IMPORT" and not force and topic.schema_versions.exists():
+        raise RegistryRefused(
+            f"Cannot import since found existing subjects for {topic.name}; set force=true "
+            "to import into it anyway."
+        )
+    with system_scope(), transaction.atomic():
+        before = topic.registry_mode
+        topic.registry_mode = mode
+        topic.save(update_fields=["registry_mode", "updated_at"])
+        audit_record(
+            actor=actor,
+            action="topic.registry_mode",
+            instance=topic,
+            changes={"registry_mode": [before, mode]},
+        )
+    return mode
+
+
+def version_import(
+    *,
+    actor: Actor,
+    service: Service,
+    topic_name: str,
+    role: str,
+    parsed,
+    schema_id: int,
+    number: int,
+) -> SchemaVersion:
+    """A migration's version, registered with the id and version it had in the registry
+    it comes from (the subject in IMPORT mode): published as it is, without a check or the
+    gate (it is history already in use), audited, not announced. The same import again
+    answers the same version."""
+    with system_scope(), transaction.atomic():
+        existing = SchemaVersion.objects.select_related("topic").filter(pk=schema_id).first()
+        if existing is not None:
+            same = (existing.topic.name, existing.role, existing.version, existing.fingerprint)
+            if same == (topic_name, role, number, parsed.fingerprint):
+                return existing
+            raise RegistryRefused(
+                f"Schema id {schema_id} is already used by another schema or subject.",
+                registry_code=42207,
+            )
+        topic = Topic.objects.select_for_update().filter(name=topic_name).first()
+        if topic is None:
+            topic = Topic(name=topic_name)
+            topic.full_clean()
+            topic.save()
+            audit_record(actor=actor, action="topic.create", instance=topic)
+            subscribe_steward_consumers_on_commit()
+        if topic.schema_versions.filter(role=role, version=number).exists():
+            raise RegistryRefused(
+                f"Version {number} of {topic_name} ({role}) exists already with another id.",
+                registry_code=42207,
+            )
+        version = SchemaVersion.objects.create(
+            pk=schema_id,
+            topic=topic,
+            role=role,
+            version=number,
+            schema_type=parsed.kind,
+            schema=parsed.document,
+            canonical=parsed.canonical,
+            fingerprint=parsed.fingerprint,
+            state=State.PUBLISHED,
+            published_at=timezone.now(),
+            verdict={"imported": True},
+            submitted_by=service,
+            release="schema-registry:import",
+        )
+        # ids Steward assigns from now on come after the imported ones
+        top = SchemaVersion.objects.order_by("-pk").values_list("pk", flat=True).first()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT setval(pg_get_serial_sequence(%s, 'id'), GREATEST(%s, 1))",
+                [SchemaVersion._meta.db_table, top],
+            )
+        if role == "value" and number > topic.current_schema_version:
+            topic.current_schema_version = number
+            topic.save(update_fields=["current_schema_version", "updated_at"])
+        audit_record(
+            actor=actor,
+            action="schema_version.import",
+            instance=version,
+            changes={"id": [None, schema_id], "version": [None, number]},
+        )
+    return version

@@ -11,7 +11,14 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Prefetch, QuerySet
 
-from apps.registry.models import Acknowledgement, SchemaVersion, Service, Subscription, Topic
+from apps.registry.models import (
+    Acknowledgement,
+    RegistryDefault,
+    SchemaVersion,
+    Service,
+    Subscription,
+    Topic,
+)
 
 logger = logging.getLogger(__name__)
 TOPIC_CACHE_SECONDS = 300
@@ -100,8 +107,26 @@ def active_subscriptions(transport: str | None = None) -> list[Subscription]:
 # --------------------------------------------------------------------------- schema versions
 
 
+def registry_default(key: str) -> str | None:
+    return RegistryDefault.objects.filter(key=key).values_list("value", flat=True).first()
+
+
 def default_mode() -> str:
-    return settings.STEWARD_REGISTRY_DEFAULT_MODE
+    """The registry's compatibility level: an operator's, else the configured default."""
+    return registry_default("compatibility") or settings.STEWARD_REGISTRY_DEFAULT_MODE
+
+
+def global_registry_mode() -> str:
+    return registry_default("mode") or "READWRITE"
+
+
+def registry_mode_of(topic: Topic | None) -> str:
+    """The mode a subject of the topic is in: READONLY_OVERRIDE set registry-wide wins,
+    then the topic's own, then the registry's."""
+    registry = global_registry_mode()
+    if registry == "READONLY_OVERRIDE" or topic is None or not topic.registry_mode:
+        return registry
+    return topic.registry_mode
 
 
 def mode_of(topic: Topic) -> str:

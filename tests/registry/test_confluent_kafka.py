@@ -489,3 +489,101 @@ def test_a_deleted_version_leaves_the_checks_and_config_delete_reverts(live):
     client.set_compatibility("orders.order-value", "FULL")
     assert http.delete("/config/orders.order-value").json() == {"compatibilityLevel": "FULL"}
     assert new_client().get_compatibility("orders.order-value") == "BACKWARD"
+
+
+# --------------------------------------------------------------------------- modes, config
+
+
+@pytestmark_db
+def test_read_only_modes_refuse_writes(live):
+    new_client, http, _ = live
+    produces("orders.order")
+    client = new_client()
+    client.register_schema("orders.order-value", schema(V1))
+    assert client.update_mode("orders.order-value", "READONLY") == "READONLY"
+    assert client.get_mode("orders.order-value") == "READONLY"
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema("orders.order-value", schema(V2_COMPATIBLE))
+    assert (refused.value.http_status_code, refused.value.error_code) == (422, 42205)
+    with pytest.raises(SchemaRegistryError) as no_delete:
+        client.delete_version("orders.order-value", 1)
+    assert no_delete.value.error_code == 42205
+    invalid = http.put("/mode/orders.order-value", json={"mode": "SOMETIMES"})
+    assert (invalid.status_code, invalid.json()["error_code"]) == (422, 42204)
+    assert http.delete("/mode/orders.order-value").json() == {"mode": "READONLY"}
+    assert client.register_schema("orders.order-value", schema(V2_COMPATIBLE)) > 0
+    # an id is given only in import mode
+    given = http.post(
+        "/subjects/orders.order-value/versions",
+        json={"schema": json.dumps(V3), "schemaType": "JSON", "id": 5000, "version": 9},
+    )
+    assert (given.status_code, given.json()["error_code"]) == (422, 42205)
+    # registry-wide settings are operators' only
+    with pytest.raises(SchemaRegistryError) as not_operator:
+        client.update_global_mode("READONLY")
+    assert not_operator.value.error_code == 40301
+    assert http.put("/config", json={"compatibility": "NONE"}).json()["error_code"] == 40301
+
+
+@pytestmark_db
+def test_import_mode_registers_with_the_ids_and_versions_a_migration_brings(live, operator):
+    new_client, http, _ = live
+    topic = produces("legacy.orders")
+    schemas.set_registry_mode(actor=SYSTEM_ACTOR, topic=topic, mode="IMPORT")
+    for number, (schema_id, document) in enumerate([(7001, V1), (7005, V2_BREAKING)], 1):
+        answer = http.post(
+            "/subjects/legacy.orders-value/versions",
+            json={
+                "schema": json.dumps(document),
+                "schemaType": "JSON",
+                "id": schema_id,
+                "version": number,
+            },
+        )
+        assert answer.status_code == 200, answer.text
+        assert (answer.json()["id"], answer.json()["version"]) == (schema_id, number)
+    # the same import again is the same answer; an id taken by another schema is 42207
+    again = http.post(
+        "/subjects/legacy.orders-value/versions",
+        json={"schema": json.dumps(V1), "schemaType": "JSON", "id": 7001, "version": 1},
+    )
+    assert again.json()["id"] == 7001
+    clash = http.post(
+        "/subjects/legacy.orders-value/versions",
+        json={"schema": json.dumps(V3), "schemaType": "JSON", "id": 7001, "version": 3},
+    )
+    assert (clash.status_code, clash.json()["error_code"]) == (422, 42207)
+    # imported history needs no acknowledgement: it is already in use
+    assert new_client().get_versions("legacy.orders-value") == [1, 2]
+    assert json.loads(new_client().get_schema(7005).schema_str) == V2_BREAKING
+    assert Topic.objects.get(name="legacy.orders").current_schema_version == 2
+    assert len(audit_actions("schema_version.import")) == 2
+    # back to READWRITE, new ids come after the imported ones
+    schemas.set_registry_mode(actor=SYSTEM_ACTOR, topic=topic, mode="")
+    assert new_client().register_schema("legacy.orders-value", schema(V2_BREAKING)) == 7005
+    other = new_client().register_schema("fresh.topic-value", schema(V1))
+    assert other > 7005
+    # IMPORT on a subject that has versions needs force
+    with pytest.raises(schemas.RegistryRefused):
+        schemas.set_registry_mode(actor=SYSTEM_ACTOR, topic=topic, mode="IMPORT")
+
+
+@pytestmark_db
+def test_the_registry_default_level_is_operators_and_lowering_it_is_announced(live, operator):
+    from apps.core.context import Actor
+
+    new_client, http, _ = live
+    produces("orders.order")
+    new_client().register_schema("orders.order-value", schema(V1))
+    Topic.objects.get(name="orders.order").consumers.add(
+        services.service_ensure(actor=SYSTEM_ACTOR, name="billing")
+    )
+    person = Actor(user=operator)
+    schemas.set_registry_default(actor=person, key="compatibility", value="NONE")
+    assert new_client().get_compatibility() == "NONE"
+    assert new_client().get_compatibility("orders.order-value") == "NONE"
+    [event] = lowered_events()
+    assert (event["topic"], event["from"], event["to"]) == ("orders.order", "BACKWARD", "NONE")
+    schemas.set_registry_default(actor=person, key="compatibility", value=None)
+    assert new_client().get_compatibility() == "BACKWARD"
+    assert len(lowered_events()) == 1

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('registry', '0008_kafka_subjects_and_avro'),
+        ("registry", "0008_kafka_subjects_and_avro"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='schemaversion',
-            name='deleted_at',
+            model_name="schemaversion",
+            name="deleted_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]
