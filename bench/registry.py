@@ -12,6 +12,12 @@
 - sync_200_topics_s: a ModelSync of 200 topics each bringing a new compatible
   version (after a first sync that created them), through the service, in the
   scratch database. sync_200_topics_first_s is the first one.
+- register_new_subject_ms / register_new_version_ms: medians of one registration as the
+  Schema Registry API makes it (the service call, without HTTP), of a first version on
+  a new topic and of a compatible new version of an existing one. Not yet through
+  gunicorn, and no SQL baseline (issue #18 asks for both).
+- avro_median_check_ms: one FULL check of a 50-field Avro record with nested types
+  against its previous version (apps.registry.avro.bench_check_ms).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import statistics
 import time
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.registry import compatibility, schemas
+from apps.registry import avro, compatibility, schemas
 from apps.registry.models import Service
 
 KINDS = ("string", "integer", "number", "boolean", "enum", "array", "object", "oneOf")
@@ -146,6 +152,26 @@ def run(*, quick: bool) -> dict:
 
     first = sync("r1", topic_schemas)
     second = sync("r2", [_evolve(schema, 0) for schema in topic_schemas])
+
+    def register(name: str, schema: dict) -> float:
+        # as the Schema Registry API registers (apps.registry.confluent), without HTTP
+        started = time.perf_counter()
+        answer = schemas.model_sync(
+            actor=SYSTEM_ACTOR,
+            service=producer,
+            release=f"bench-register:{name}",
+            topics=[{"name": name, "producers": [], "schema": schema}],
+            remember=False,
+        )
+        elapsed = (time.perf_counter() - started) * 1000
+        assert answer["topics"][0]["outcome"] == "published", answer["topics"][0]
+        return elapsed
+
+    registrations = 10 if quick else 40
+    new_subject = [register(f"bench.new_{n}", topic_schemas[n]) for n in range(registrations)]
+    new_version = [
+        register(f"bench.new_{n}", _evolve(topic_schemas[n], 0)) for n in range(registrations)
+    ]
     return {
         "name": "registry",
         "median_check_ms": round(statistics.median(timings), 3),
@@ -155,4 +181,7 @@ def run(*, quick: bool) -> dict:
         "ratio": round(checks_per_s / baseline_per_s, 3),
         "sync_200_topics_s": round(second, 3),
         "sync_200_topics_first_s": round(first, 3),
+        "register_new_subject_ms": round(statistics.median(new_subject), 3),
+        "register_new_version_ms": round(statistics.median(new_version), 3),
+        "avro_median_check_ms": round(avro.bench_check_ms(pairs=60 if quick else 300), 3),
     }

@@ -15,7 +15,8 @@ STEWARD_TOPICS = [
     ),
     (
         "registry.schema",
-        "Schema registry: SchemaVersionPublished, SchemaVersionAwaitingAcknowledgement.",
+        "Schema registry: SchemaVersionPublished, SchemaVersionAwaitingAcknowledgement, "
+        "TopicCompatibilityLowered.",
     ),
     (
         "stores.binding",

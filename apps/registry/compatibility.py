@@ -26,7 +26,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from urllib.parse import unquote
 
-from jsonschema import Draft7Validator, Draft202012Validator
+from jsonschema import (
+    Draft4Validator,
+    Draft6Validator,
+    Draft7Validator,
+    Draft201909Validator,
+    Draft202012Validator,
+)
 from jsonschema.exceptions import SchemaError
 
 __all__ = [
@@ -425,8 +431,9 @@ def is_allowed(kind: str, policy: str) -> bool:
 def parse_schema(text_or_obj) -> dict | bool:
     """Parse (if text) and validate a JSON Schema; raise InvalidSchema with a reason.
 
-    Draft 7 or 2020-12, as "$schema" says (2020-12 when it says nothing), checked against
-    the draft's meta-schema by the `jsonschema` library. Every "$ref" must be local ("#...")
+    Draft 4, 6, 7, 2019-09 or 2020-12, as "$schema" says (Draft 7 when it says nothing,
+    as the reference registry reads it), checked against the draft's meta-schema by the
+    `jsonschema` library. Every "$ref" must be local ("#...")
     and resolve; nothing is ever fetched.
     """
     value = text_or_obj
@@ -453,7 +460,8 @@ def parse_schema(text_or_obj) -> dict | bool:
         # $dynamicRef at every sub-schema); most schemas use only plain keywords, which
         # are checked here in microseconds. Anything else, and anything this check
         # would refuse, goes to the library, whose verdict and message stand.
-        if not plainly_valid(value, draft == "Draft 7"):
+        fast = draft in ("Draft 7", "Draft 2020-12")
+        if not (fast and plainly_valid(value, draft == "Draft 7")):
             validator.check_schema(value)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path)
@@ -662,11 +670,18 @@ _SCHEMA_MAPS = (
 )
 
 _DRAFTS = {
-    "http://json-schema.org/draft-07/schema": (Draft7Validator, "Draft 7"),
-    "https://json-schema.org/draft-07/schema": (Draft7Validator, "Draft 7"),
-    "https://json-schema.org/draft/2020-12/schema": (Draft202012Validator, "Draft 2020-12"),
-    "http://json-schema.org/draft/2020-12/schema": (Draft202012Validator, "Draft 2020-12"),
+    f"{scheme}://json-schema.org/{path}": found
+    for scheme in ("http", "https")
+    for path, found in (
+        ("draft-04/schema", (Draft4Validator, "Draft 4")),
+        ("draft-06/schema", (Draft6Validator, "Draft 6")),
+        ("draft-07/schema", (Draft7Validator, "Draft 7")),
+        ("draft/2019-09/schema", (Draft201909Validator, "Draft 2019-09")),
+        ("draft/2020-12/schema", (Draft202012Validator, "Draft 2020-12")),
+    )
 }
+# The drafts in which a "$ref" makes its siblings ignored (2019-09 and 2020-12 apply them).
+_REF_ALONE = frozenset({"Draft 4", "Draft 6", "Draft 7"})
 
 
 # --------------------------------------------------------------------------- the walker
@@ -1804,24 +1819,29 @@ def _pointer(root, ref, anchors):
 
 
 def _is_draft7(root) -> bool:
+    """Whether the schema's draft ignores a "$ref"'s siblings: Draft 4, 6 and 7, and a
+    schema that names no draft (read as Draft 7)."""
     if type(root) is not dict:
-        return False
+        return True
     uri = root.get("$schema")
-    return type(uri) is str and "draft-07" in uri
+    if type(uri) is not str:
+        return True
+    found = _DRAFTS.get(uri.strip().rstrip("#"))
+    return found is None or found[1] in _REF_ALONE
 
 
 def _validator_for(schema):
     if type(schema) is bool or "$schema" not in schema:
-        return Draft202012Validator, "Draft 2020-12"
+        return Draft7Validator, "Draft 7"
     uri = schema["$schema"]
     if type(uri) is not str:
         raise InvalidSchema("$schema must be a string")
     found = _DRAFTS.get(uri.strip().rstrip("#"))
     if found is None:
         raise InvalidSchema(
-            f"unsupported $schema {uri!r}: Steward accepts Draft 7"
-            " (http://json-schema.org/draft-07/schema#) and Draft 2020-12"
-            " (https://json-schema.org/draft/2020-12/schema)"
+            f"unsupported $schema {uri!r}: Steward accepts Draft 4, Draft 6, Draft 7"
+            " (http://json-schema.org/draft-07/schema#, also when $schema is absent),"
+            " Draft 2019-09 and Draft 2020-12 (https://json-schema.org/draft/2020-12/schema)"
         )
     return found
 

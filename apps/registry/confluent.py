@@ -1,18 +1,22 @@
-"""The part of the Confluent Schema Registry REST API that JSON Schema clients use.
+"""The Confluent Schema Registry REST API, for unmodified Confluent-compatible clients.
 
-Served under /api/schema-registry/ so an unmodified Confluent-compatible client can
-read and register schemas: a subject is a topic's payload (`<topic>-value`), a
-schema id is a Steward schema version's id. Registering goes through the same gate
-as ModelSync: a breaking schema answers 409 and names the consumers that have not
-acknowledged it. Errors take the registry's shape, `{"error_code": …, "message": …}`,
-with its codes (40401 subject not found, 40402 version not found, 40403 schema not
-found, 42201 invalid schema, 42203 invalid compatibility level). Clients send HTTP
+Served under /api/schema-registry/. A subject is named as Kafka clients name it
+(apps.registry.subjects: `<topic>-value`, `<topic>-key`, `<record>`,
+`<topic>-<record>`) and means a Steward topic and a role; a schema id is a Steward
+schema version's id. Registering goes through the same gate as ModelSync: a breaking
+schema answers 409 and names the consumers that have not acknowledged it. Registering
+never makes the caller a producer of the topic (only ModelSync or an operator does), and
+on a topic that has producers only they (and operators) may register or change its
+compatibility level.
+
+Errors take the registry's shape, `{"error_code": …, "message": …}`, on every path,
+unknown ones included, with its codes (40401 subject not found, 40402 version not
+found, 40403 schema not found, 42201 invalid schema, 42202 invalid version, 42203
+invalid compatibility level, 40301 forbidden, 409 incompatible). Clients send HTTP
 Basic: the service account's name and one of its tokens.
 """
 
 from __future__ import annotations
-
-import re
 
 from django.http import Http404
 from drf_spectacular.plumbing import build_array_type, build_basic_type
@@ -25,12 +29,17 @@ from rest_framework.views import APIView
 
 from apps.core.api.permissions import PLATFORM
 from apps.core.api.views import StewardAccessMixin
-from apps.registry import compatibility, schemas, selectors
-from apps.registry.models import SchemaVersion, Topic
-from apps.registry.services import service_ensure
+from apps.registry import compatibility, schema_types, schemas, selectors, subjects
+from apps.registry.models import REGISTRY_MODES, SchemaVersion, Topic
+from apps.registry.services import (
+    NotPermitted,
+    require_operator,
+    require_produces,
+    service_ensure,
+    topic_create,
+)
 
-SUFFIX = "-value"
-TOPIC_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")  # as Topic's constraint
+SCHEMA_TYPES = list(schema_types.TYPES)
 
 
 class RegistryError(Exception):
@@ -40,8 +49,8 @@ class RegistryError(Exception):
 
 
 class SchemaIn(serializers.Serializer):
-    schema = serializers.CharField(help_text="The JSON Schema, as text.")
-    schemaType = serializers.CharField(required=False, default="JSON")  # noqa: N815
+    schema = serializers.CharField(help_text="The schema (JSON Schema or Avro), as text.")
+    schemaType = serializers.CharField(required=False, default="AVRO")  # noqa: N815
     references = serializers.ListField(required=False)
 
 
@@ -51,6 +60,11 @@ class Registered(serializers.Serializer):
     version = serializers.IntegerField()
     schema = serializers.CharField()
     schemaType = serializers.CharField()  # noqa: N815
+
+
+class SubjectVersionOut(serializers.Serializer):
+    subject = serializers.CharField()
+    version = serializers.IntegerField()
 
 
 class Level(serializers.Serializer):
@@ -127,22 +141,65 @@ def _body(request) -> dict:
     return request.data
 
 
-def _topic(subject: str) -> Topic:
-    if subject.endswith(SUFFIX):
-        topic = selectors.topic_by_name(subject.removesuffix(SUFFIX))
-        if topic is not None:
-            return topic
-    raise RegistryError(404, 40401, f"Subject '{subject}' not found.")
+def _subject(subject: str) -> subjects.Subject:
+    try:
+        return subjects.parse(subject)
+    except subjects.InvalidSubject:
+        raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.") from None
 
 
-def _version(topic: Topic, version: str) -> SchemaVersion:
-    versions = selectors.published_versions(topic)
-    found = versions.last() if version in ("latest", "-1") else None
-    if version.isdigit():
+def _topic(subject: str, *, deleted: bool = False) -> tuple[Topic, str]:
+    """The subject's topic and role; 40401 when it has no (live, unless `deleted`) version."""
+    named = _subject(subject)
+    topic = selectors.topic_by_name(named.topic)
+    found = topic is not None and (
+        selectors.published_versions(topic, named.role, deleted=deleted).exists()
+    )
+    if not found:
+        raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.")
+    return topic, named.role
+
+
+def _number(version: str) -> int:
+    if version.isdigit() and 0 < int(version) < 2**31:
+        return int(version)
+    raise RegistryError(
+        422,
+        42202,
+        f"The specified version '{version[:50]}' is not a valid version id. Allowed "
+        'values are between [1, 2^31-1] and the string "latest"',
+    )
+
+
+def _version(
+    topic: Topic, version: str, role: str = "value", *, deleted: bool = False
+) -> SchemaVersion:
+    versions = selectors.published_versions(topic, role, deleted=deleted)
+    if version in ("latest", "-1"):
+        found = versions.last()
+    elif version.isdigit() and 0 < int(version) < 2**31:
         found = versions.filter(version=int(version)).first()
+    else:
+        raise RegistryError(
+            422,
+            42202,
+            f"The specified version '{version[:50]}' is not a valid version id. Allowed "
+            'values are between [1, 2^31-1] and the string "latest"',
+        )
     if found is None:
         raise RegistryError(404, 40402, f"Version {version} not found.")
     return found
+
+
+def _by_id(schema_id: int) -> SchemaVersion:
+    found = selectors.published_version_by_id(schema_id) if schema_id < 2**63 else None
+    if found is None:
+        raise RegistryError(404, 40403, "Schema not found")
+    return found
+
+
+def _subject_name(version: SchemaVersion) -> str:
+    return subjects.subject_of(version.topic.name, version.role)
 
 
 def _registered(version: SchemaVersion, subject: str | None = None) -> dict:
@@ -150,54 +207,102 @@ def _registered(version: SchemaVersion, subject: str | None = None) -> dict:
         "id": version.pk,
         "version": version.version,
         "schema": version.canonical,
-        "schemaType": "JSON",
+        "schemaType": version.schema_type,
     }
     if subject is not None:
         answer["subject"] = subject
     return answer
 
 
-def _schema_of(request) -> dict | bool:
+def _schema_of(request) -> schema_types.Parsed:
     body = _body(request)
-    if body.get("schemaType", "JSON") != "JSON":
-        raise RegistryError(422, 42201, "Steward's registry keeps JSON Schema only.")
+    kind = body.get("schemaType") or "AVRO"  # the reference registry's default type
+    if kind not in SCHEMA_TYPES:
+        raise RegistryError(
+            422,
+            42201,
+            f"Invalid schema type {str(kind)[:50]!r}: Steward's registry supports "
+            f"{', '.join(SCHEMA_TYPES)}.",
+        )
     if body.get("references"):
         raise RegistryError(422, 42201, "Schema references are not supported.")
+    text = body.get("schema", "")
+    if not isinstance(text, str):
+        raise RegistryError(422, 42201, "Invalid schema: 'schema' is the schema as text.")
     try:
-        return compatibility.parse_schema(body.get("schema", ""))
+        return schema_types.parse(kind, text)
     except compatibility.InvalidSchema as exc:
         raise RegistryError(422, 42201, f"Invalid schema: {exc.reason}") from None
 
 
+def _flag(request, name: str) -> bool:
+    return request.query_params.get(name, "").lower() == "true"
+
+
+STRINGS = build_array_type(build_basic_type(OpenApiTypes.STR))
+INTS = build_array_type(build_basic_type(OpenApiTypes.INT))
+
+
 class Subjects(ConfluentView):
-    @extend_schema(
-        tags=TAG, responses={200: build_array_type(build_basic_type(OpenApiTypes.STR)), **ERRORS}
-    )
+    @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
     def get(self, request):
-        names = selectors.topics_with_published_versions()
-        return Response([f"{name}{SUFFIX}" for name in names])
+        """Every subject with a published version (`deleted=true`: soft-deleted ones too)."""
+        found = selectors.subjects_with_published_versions(deleted=_flag(request, "deleted"))
+        return Response(sorted(subjects.subject_of(topic, role) for topic, role in found))
 
 
 class Subject(ConfluentView):
     @extend_schema(tags=TAG, request=SchemaIn, responses={200: Registered, **ERRORS})
     def post(self, request, subject):
         """Look a schema up under the subject."""
-        topic = _topic(subject)
-        fingerprint = compatibility.fingerprint(_schema_of(request))
-        found = selectors.published_versions(topic).filter(fingerprint=fingerprint).last()
+        topic, role = _topic(subject)
+        parsed = _schema_of(request)
+        fingerprint = parsed.fingerprint
+        found = selectors.published_versions(topic, role).filter(fingerprint=fingerprint).last()
         if found is None:
-            raise RegistryError(404, 40403, "Schema not found.")
+            raise RegistryError(404, 40403, "Schema not found")
         return Response(_registered(found, subject))
+
+    @extend_schema(tags=TAG, responses={200: INTS, **ERRORS})
+    def delete(self, request, subject):
+        """Soft-delete the subject's versions, or (`permanent=true`) remove a subject soft
+        deleted before: the version numbers. The topic's producers and operators only."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        if topic is None:
+            raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.")
+        _writable(topic, subject)
+        return Response(
+            _deleting(
+                schemas.subject_delete,
+                actor=request.actor,
+                topic=topic,
+                role=named.role,
+                subject=subject,
+                permanent=_flag(request, "permanent"),
+            )
+        )
+
+
+def _deleting(delete, **kwargs):
+    try:
+        return delete(**kwargs)
+    except NotPermitted as exc:
+        raise RegistryError(403, 40301, str(exc)) from None
+    except schemas.DeletionRefused as exc:
+        raise RegistryError(exc.status, exc.registry_code, exc.detail) from None
 
 
 class SubjectVersions(ConfluentView):
     @extend_schema(
         tags=TAG,
         operation_id="schema_registry_subject_version_numbers",
-        responses={200: build_array_type(build_basic_type(OpenApiTypes.INT)), **ERRORS},
+        responses={200: INTS, **ERRORS},
     )
     def get(self, request, subject):
-        versions = selectors.published_versions(_topic(subject))
+        deleted = _flag(request, "deleted")
+        topic, role = _topic(subject, deleted=deleted)
+        versions = selectors.published_versions(topic, role, deleted=deleted)
         return Response(list(versions.values_list("version", flat=True)))
 
     @extend_schema(
@@ -211,30 +316,43 @@ class SubjectVersions(ConfluentView):
     )
     def post(self, request, subject):
         """Register a schema: its id when it is (or becomes) published; 409 naming the
-        consumers still to acknowledge when it is breaking."""
-        schema = _schema_of(request)
-        name = subject.removesuffix(SUFFIX)
-        if not subject.endswith(SUFFIX) or not TOPIC_NAME.match(name):
-            raise RegistryError(
-                422,
-                42201,
-                f"Subjects are '<topic>{SUFFIX}', the topic a dotted lower-case name "
-                f"(orders.order), not '{subject}'.",
-            )
+        consumers still to acknowledge when it is breaking. `normalize` is accepted: a
+        JSON Schema is always kept in its canonical form."""
+        parsed = _schema_of(request)
+        try:
+            named = subjects.parse(subject)
+        except subjects.InvalidSubject as exc:
+            raise RegistryError(422, 42201, str(exc)) from None
+        topic = selectors.topic_by_name(named.topic)
+        if topic is not None and topic.producers.exists():
+            _require_produces(request, topic)
+        mode = _writable(topic, subject)
         account = request.service_account
         service = service_ensure(
             actor=request.actor, name=account.name if account else request.user.username
         )
-        fingerprint = compatibility.fingerprint(schema)
+        body = request.data
+        if mode == "IMPORT" or body.get("id") is not None:
+            return Response(_import(request, service, named, parsed, body, mode, subject))
+        fingerprint = parsed.fingerprint
+        entry = {
+            "name": named.topic,
+            "producers": [],
+            "schema": parsed.document if parsed.kind == "JSON" else parsed.canonical,
+            "schema_type": parsed.kind,
+            "role": named.role,
+        }
         answer = schemas.model_sync(
             actor=request.actor,
             service=service,
-            release=f"schema-registry:{name}:{fingerprint}",
-            topics=[{"name": name, "producers": [service.name], "schema": schema}],
+            release=f"schema-registry:{subject}:{fingerprint}",
+            topics=[entry],
             remember=False,
         )["topics"][0]
         if answer["outcome"] == "rejected":
             raise RegistryError(422, 42201, f"Invalid schema: {answer['reason']}")
+        if answer["outcome"] == "refused":
+            raise RegistryError(409, 409, answer["reason"])
         if answer["outcome"] == "awaiting_acknowledgement":
             waiting = ", ".join(answer["awaiting"])
             breaking = "; ".join(
@@ -246,8 +364,50 @@ class SubjectVersions(ConfluentView):
                 f"Schema being registered is incompatible with an earlier schema ({breaking}); "
                 f"it waits for acknowledgement from: {waiting}.",
             )
-        version = selectors.schema_version_of(name, answer["version"])
+        version = selectors.schema_version_of(named.topic, answer["version"], named.role)
         return Response(_registered(version, subject))
+
+
+def _writable(topic: Topic | None, subject: str) -> str:
+    """The subject's mode, when it lets a schema be written (42205 when read-only)."""
+    mode = selectors.registry_mode_of(topic)
+    if mode in ("READONLY", "READONLY_OVERRIDE"):
+        raise RegistryError(422, 42205, f"Subject {subject[:300]} is in read-only mode")
+    return mode
+
+
+def _import(request, service, named, parsed, body: dict, mode: str, subject: str) -> dict:
+    """Register with the id and version given: only a subject in IMPORT mode may."""
+    if mode != "IMPORT":
+        raise RegistryError(
+            422, 42205, f"Subject {subject[:300]} is not in import mode: no id may be given"
+        )
+    schema_id, number = body.get("id"), body.get("version")
+    valid = all(type(n) is int and 0 < n < 2**31 for n in (schema_id, number))
+    if not valid:
+        raise RegistryError(
+            422, 42205, "In import mode, give the schema's id and version (positive integers)."
+        )
+    try:
+        version = schemas.version_import(
+            actor=request.actor,
+            service=service,
+            topic_name=named.topic,
+            role=named.role,
+            parsed=parsed,
+            schema_id=schema_id,
+            number=number,
+        )
+    except schemas.RegistryRefused as exc:
+        raise RegistryError(422, exc.registry_code, exc.detail) from None
+    return _registered(version, subject)
+
+
+def _require_produces(request, topic: Topic) -> None:
+    try:
+        require_produces(request.actor, topic)
+    except NotPermitted as exc:
+        raise RegistryError(403, 40301, str(exc)) from None
 
 
 class SubjectVersion(ConfluentView):
@@ -257,37 +417,236 @@ class SubjectVersion(ConfluentView):
         responses={200: Registered, **ERRORS},
     )
     def get(self, request, subject, version):
-        return Response(_registered(_version(_topic(subject), version), subject))
+        deleted = _flag(request, "deleted")
+        topic, role = _topic(subject, deleted=deleted)
+        return Response(_registered(_version(topic, version, role, deleted=deleted), subject))
+
+    @extend_schema(tags=TAG, responses={200: OpenApiTypes.INT, **ERRORS})
+    def delete(self, request, subject, version):
+        """Soft-delete a version, or (`permanent=true`) remove one soft-deleted before; a
+        version the topic's consumers read is refused (42206)."""
+        topic, role = _topic(subject, deleted=True)
+        _writable(topic, subject)
+        if version in ("latest", "-1"):
+            number = _version(topic, version, role).version
+        else:
+            number = _number(version)
+        return Response(
+            _deleting(
+                schemas.version_delete,
+                actor=request.actor,
+                topic=topic,
+                role=role,
+                number=number,
+                subject=subject,
+                permanent=_flag(request, "permanent"),
+            )
+        )
+
+
+class SubjectVersionSchema(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request, subject, version):
+        """The version's schema itself, nothing around it."""
+        topic, role = _topic(subject)
+        return Response(_version(topic, version, role).schema)
+
+
+class ReferencedBy(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: INTS, **ERRORS})
+    def get(self, request, subject, version):
+        """The ids of the schemas that reference this version: none, as Steward's
+        registry takes no schema references yet."""
+        topic, role = _topic(subject)
+        _version(topic, version, role)
+        return Response([])
+
+
+class SchemaList(ConfluentView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_schemas",
+        responses={200: Registered(many=True), **ERRORS},
+    )
+    def get(self, request):
+        """Every published schema, with its subject (`subjectPrefix` filters them)."""
+        prefix = request.query_params.get("subjectPrefix", "")
+        found = [
+            _registered(v, _subject_name(v))
+            for v in selectors.published_version_list()
+            if _subject_name(v).startswith(prefix)
+        ]
+        return Response(sorted(found, key=lambda r: (r["subject"], r["version"])))
 
 
 class SchemaById(ConfluentView):
     @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request, schema_id):
-        found = selectors.published_version_by_id(schema_id)
-        if found is None:
-            raise RegistryError(404, 40403, "Schema not found.")
-        return Response({"schema": found.canonical, "schemaType": "JSON"})
+        found = _by_id(schema_id)
+        return Response({"schema": found.canonical, "schemaType": found.schema_type})
+
+
+class SchemaByIdText(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request, schema_id):
+        """The schema of that id itself."""
+        return Response(_by_id(schema_id).schema)
+
+
+class SchemaByIdSubjects(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
+    def get(self, request, schema_id):
+        return Response([_subject_name(_by_id(schema_id))])
+
+
+class SchemaByIdVersions(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: SubjectVersionOut(many=True), **ERRORS})
+    def get(self, request, schema_id):
+        found = _by_id(schema_id)
+        return Response([{"subject": _subject_name(found), "version": found.version}])
+
+
+class SchemaTypes(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
+    def get(self, request):
+        return Response(SCHEMA_TYPES)
+
+
+class Contexts(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
+    def get(self, request):
+        """The contexts: only the default one."""
+        return Response(["."])
+
+
+class ModeIn(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=REGISTRY_MODES)
+
+
+def _mode_in(request) -> str:
+    mode = str(_body(request).get("mode", "")).upper()
+    if mode not in REGISTRY_MODES:
+        raise RegistryError(
+            422,
+            42204,
+            "Invalid mode. Valid values are READWRITE, READONLY, READONLY_OVERRIDE, and IMPORT",
+        )
+    return mode
+
+
+def _operator(call, **kwargs):
+    try:
+        return call(**kwargs)
+    except NotPermitted as exc:
+        raise RegistryError(403, 40301, str(exc)) from None
+    except schemas.RegistryRefused as exc:
+        raise RegistryError(422, exc.registry_code, exc.detail) from None
+
+
+class Mode(ConfluentView):
+    @extend_schema(tags=TAG, operation_id="schema_registry_mode", responses={200: ModeIn})
+    def get(self, request):
+        """The registry's mode."""
+        return Response({"mode": selectors.global_registry_mode()})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_mode_set",
+        request=ModeIn,
+        responses={200: ModeIn, **ERRORS},
+    )
+    def put(self, request):
+        """The registry's mode: operators only."""
+        mode = _mode_in(request)
+        _operator(schemas.set_registry_default, actor=request.actor, key="mode", value=mode)
+        return Response({"mode": mode})
+
+    @extend_schema(
+        tags=TAG, operation_id="schema_registry_mode_reset", responses={200: ModeIn, **ERRORS}
+    )
+    def delete(self, request):
+        before = selectors.global_registry_mode()
+        _operator(schemas.set_registry_default, actor=request.actor, key="mode", value=None)
+        return Response({"mode": before})
+
+
+class SubjectMode(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: ModeIn, **ERRORS})
+    def get(self, request, subject):
+        """The mode the subject is in; with `defaultToGlobal=false`, only its own (40409
+        when it has none)."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        own = request.query_params.get("defaultToGlobal", "").lower() == "false"
+        if own and (topic is None or not topic.registry_mode):
+            raise RegistryError(
+                404, 40409, f"Subject '{subject[:300]}' does not have subject-level mode configured"
+            )
+        return Response({"mode": selectors.registry_mode_of(topic)})
+
+    @extend_schema(tags=TAG, request=ModeIn, responses={200: ModeIn, **ERRORS})
+    def put(self, request, subject):
+        """The subject's mode (its topic's): producers and operators. IMPORT only on a
+        subject with no version yet, unless `force=true`."""
+        mode = _mode_in(request)
+        topic = _topic_for_setting(request, subject)
+        _operator(
+            schemas.set_registry_mode,
+            actor=request.actor,
+            topic=topic,
+            mode=mode,
+            force=_flag(request, "force"),
+        )
+        return Response({"mode": mode})
+
+    @extend_schema(tags=TAG, responses={200: ModeIn, **ERRORS})
+    def delete(self, request, subject):
+        topic = _topic_for_setting(request, subject)
+        before = selectors.registry_mode_of(topic)
+        _operator(schemas.set_registry_mode, actor=request.actor, topic=topic, mode="")
+        return Response({"mode": before})
+
+
+def _topic_for_setting(request, subject: str) -> Topic:
+    """The subject's topic, created (by an operator only) when a migration sets the mode
+    of a subject it is about to import."""
+    named = _subject(subject)
+    topic = selectors.topic_by_name(named.topic)
+    if topic is not None:
+        return topic
+    try:
+        require_operator(request.actor)
+    except NotPermitted:
+        raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.") from None
+    return topic_create(actor=request.actor, name=named.topic)
 
 
 class Compatibility(ConfluentView):
     @extend_schema(tags=TAG, request=SchemaIn, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def post(self, request, subject, version):
-        topic = _topic(subject)
-        against = _version(topic, version)
-        verdict = compatibility.check(
-            _schema_of(request),
+        topic, role = _topic(subject)
+        against = _version(topic, version, role)
+        parsed = _schema_of(request)
+        if parsed.kind != against.schema_type:
+            raise RegistryError(
+                422, 42201, f"The subject's schemas are {against.schema_type}, not {parsed.kind}."
+            )
+        verdict = schema_types.check(
+            parsed.kind,
+            parsed.checked,
             [against.schema],
             mode=selectors.mode_of(topic).removesuffix("_TRANSITIVE"),
             policy=topic.compatibility_policy,
         )
         answer = {"is_compatible": verdict.compatible}
-        if request.query_params.get("verbose", "").lower() == "true":
+        if _flag(request, "verbose"):
             answer["messages"] = [f"{d.kind} at {d.path}: {d.message}" for d in verdict.breaking]
         return Response(answer)
 
 
 class Config(ConfluentView):
-    """The default compatibility level (set in Steward's configuration)."""
+    """The registry's default compatibility level: an operator's, else Steward's
+    configuration (STEWARD_REGISTRY_DEFAULT_MODE)."""
 
     @extend_schema(
         tags=TAG, operation_id="schema_registry_default_config", responses={200: Level, **ERRORS}
@@ -295,16 +654,76 @@ class Config(ConfluentView):
     def get(self, request):
         return Response({"compatibilityLevel": selectors.default_mode()})
 
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_default_config_set",
+        request=LevelIn,
+        responses={200: LevelIn, **ERRORS},
+    )
+    def put(self, request):
+        """Operators only; a lowered level is announced on every topic that follows it."""
+        level = str(_body(request).get("compatibility", "")).upper()
+        if level not in compatibility.MODES:
+            raise RegistryError(422, 42203, f"Invalid compatibility level '{level[:50]}'.")
+        _operator(
+            schemas.set_registry_default, actor=request.actor, key="compatibility", value=level
+        )
+        return Response({"compatibility": level})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_default_config_reset",
+        responses={200: Level, **ERRORS},
+    )
+    def delete(self, request):
+        before = selectors.default_mode()
+        _operator(
+            schemas.set_registry_default, actor=request.actor, key="compatibility", value=None
+        )
+        return Response({"compatibilityLevel": before})
+
 
 class SubjectConfig(ConfluentView):
     @extend_schema(tags=TAG, responses={200: Level, **ERRORS})
     def get(self, request, subject):
-        return Response({"compatibilityLevel": selectors.mode_of(_topic(subject))})
+        """The subject's level; the default where it has none, unless
+        `defaultToGlobal=false` asks for its own only (40408 when it has none)."""
+        topic, _ = _topic(subject)
+        own = request.query_params.get("defaultToGlobal", "").lower() == "false"
+        if own and not topic.compatibility_mode:
+            raise RegistryError(
+                404,
+                40408,
+                f"Subject '{subject[:300]}' does not have subject-level compatibility configured",
+            )
+        return Response({"compatibilityLevel": selectors.mode_of(topic)})
+
+    @extend_schema(tags=TAG, responses={200: Level, **ERRORS})
+    def delete(self, request, subject):
+        """Back to the default level (audited, and announced if that lowers it)."""
+        topic, _ = _topic(subject)
+        before = selectors.mode_of(topic)
+        _require_produces(request, topic)
+        schemas.set_mode(actor=request.actor, topic=topic, mode="")
+        return Response({"compatibilityLevel": before})
 
     @extend_schema(tags=TAG, request=LevelIn, responses={200: LevelIn, **ERRORS})
     def put(self, request, subject):
+        """A topic's compatibility level: its producers' and operators' to change."""
         level = str(_body(request).get("compatibility", "")).upper()
         if level not in compatibility.MODES:
-            raise RegistryError(422, 42203, f"Invalid compatibility level '{level}'.")
-        schemas.set_mode(actor=request.actor, topic=_topic(subject), mode=level)
+            raise RegistryError(422, 42203, f"Invalid compatibility level '{level[:50]}'.")
+        topic, _ = _topic(subject)
+        _require_produces(request, topic)
+        schemas.set_mode(actor=request.actor, topic=topic, mode=level)
         return Response({"compatibility": level})
+
+
+class UnknownPath(ConfluentView):
+    """Any other path under the API: the registry's 404, never an HTML page."""
+
+    schema = None  # not an operation of the API
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        raise RegistryError(404, 404, "HTTP 404 Not Found")

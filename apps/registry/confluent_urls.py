@@ -1,26 +1,37 @@
 """URLs of the Confluent-compatible Schema Registry API (see apps.registry.confluent)."""
 
-from django.urls import path
+from django.urls import path, re_path
 
 from apps.registry import confluent
 
 app_name = "schema-registry"
 
+SUBJECT = "subjects/<str:subject>"
+VERSION = f"{SUBJECT}/versions/<str:version>"
+SCHEMA = "schemas/ids/<int:schema_id>"
+
 urlpatterns = [
     path("subjects", confluent.Subjects.as_view(), name="subjects"),
-    path("subjects/<str:subject>", confluent.Subject.as_view(), name="subject"),
-    path("subjects/<str:subject>/versions", confluent.SubjectVersions.as_view(), name="versions"),
+    path(SUBJECT, confluent.Subject.as_view(), name="subject"),
+    path(f"{SUBJECT}/versions", confluent.SubjectVersions.as_view(), name="versions"),
+    path(VERSION, confluent.SubjectVersion.as_view(), name="version"),
+    path(f"{VERSION}/schema", confluent.SubjectVersionSchema.as_view(), name="version-schema"),
+    path(f"{VERSION}/referencedby", confluent.ReferencedBy.as_view(), name="referencedby"),
+    path("schemas", confluent.SchemaList.as_view(), name="schemas"),
+    path("schemas/types", confluent.SchemaTypes.as_view(), name="schema-types"),
+    path(SCHEMA, confluent.SchemaById.as_view(), name="schema"),
+    path(f"{SCHEMA}/schema", confluent.SchemaByIdText.as_view(), name="schema-text"),
+    path(f"{SCHEMA}/subjects", confluent.SchemaByIdSubjects.as_view(), name="schema-subjects"),
+    path(f"{SCHEMA}/versions", confluent.SchemaByIdVersions.as_view(), name="schema-versions"),
     path(
-        "subjects/<str:subject>/versions/<str:version>",
-        confluent.SubjectVersion.as_view(),
-        name="version",
-    ),
-    path("schemas/ids/<int:schema_id>", confluent.SchemaById.as_view(), name="schema"),
-    path(
-        "compatibility/subjects/<str:subject>/versions/<str:version>",
+        f"compatibility/{VERSION}",
         confluent.Compatibility.as_view(),
         name="compatibility",
     ),
     path("config", confluent.Config.as_view(), name="config"),
     path("config/<str:subject>", confluent.SubjectConfig.as_view(), name="subject-config"),
+    path("mode", confluent.Mode.as_view(), name="mode"),
+    path("mode/<str:subject>", confluent.SubjectMode.as_view(), name="subject-mode"),
+    path("contexts", confluent.Contexts.as_view(), name="contexts"),
+    re_path(r"^.*$", confluent.UnknownPath.as_view(), name="unknown"),
 ]

@@ -14,6 +14,8 @@ from django.utils import timezone
 from apps.core.transitions import Transitions
 from apps.registry.compatibility import MODES
 
+REGISTRY_MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
+
 
 class Service(models.Model):
     """A platform service that produces or consumes events (Steward itself included)."""
@@ -33,9 +35,10 @@ class Topic(models.Model):
     """A named stream of events of one kind of aggregate (`assets.asset`, …)."""
 
     name = models.CharField(
-        max_length=100,
+        max_length=249,
         unique=True,
-        help_text="Dotted lower-case name, e.g. assets.asset.",
+        help_text="A Kafka topic name ([a-zA-Z0-9._-], 1-249 characters): Steward's own "
+        "are dotted lower-case (assets.asset), a Kafka shop's are as Kafka names them.",
     )
     description = models.CharField(max_length=255, blank=True)
     producers = models.ManyToManyField(Service, related_name="produces", blank=True)
@@ -49,6 +52,10 @@ class Topic(models.Model):
         blank=True,
         help_text="Blank: STEWARD_REGISTRY_DEFAULT_MODE (BACKWARD).",
     )
+    # The Schema Registry API's mode for the topic's subjects (blank: the registry's).
+    registry_mode = models.CharField(
+        max_length=24, choices=[(m, m) for m in REGISTRY_MODES], blank=True
+    )
     compatibility_policy = models.CharField(
         max_length=8, choices=[("STRICT", "STRICT"), ("LENIENT", "LENIENT")], default="STRICT"
     )
@@ -59,8 +66,8 @@ class Topic(models.Model):
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(name__regex=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"),
-                name="topic_dotted_name",
+                condition=Q(name__regex=r"^[a-zA-Z0-9._-]{1,249}$"),
+                name="topic_kafka_name",
             ),
         ]
 
@@ -75,6 +82,21 @@ class Topic(models.Model):
     @property
     def consumer_list(self) -> str:
         return ", ".join(sorted(c.name for c in self.consumers.all())) or "—"
+
+
+class RegistryDefault(models.Model):
+    """A registry-wide setting of the Schema Registry API, set by an operator: the default
+    compatibility level (`compatibility`, over STEWARD_REGISTRY_DEFAULT_MODE) or the mode
+    (`mode`). No row: the configured default."""
+
+    key = models.CharField(
+        max_length=16, unique=True, choices=[("compatibility", "compatibility"), ("mode", "mode")]
+    )
+    value = models.CharField(max_length=24)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}"
 
 
 class Subscription(models.Model):
@@ -156,10 +178,18 @@ class SchemaVersion(models.Model):
     )
 
     topic = models.ForeignKey(Topic, on_delete=models.PROTECT, related_name="schema_versions")
+    # What of the topic's messages the schema describes, as the registry's subject names
+    # it (apps.registry.subjects): "value" (the payload Steward's events carry), "key",
+    # or "record:<full record name>" (RecordNameStrategy, TopicRecordNameStrategy).
+    # Each role has its own history, numbered from 1, and its own gate.
+    role = models.CharField(max_length=255, default="value")
     version = models.PositiveIntegerField()
+    schema_type = models.CharField(
+        max_length=8, choices=[("JSON", "JSON Schema"), ("AVRO", "Avro")], default="JSON"
+    )
     schema = models.JSONField(help_text="The schema as submitted.")
     canonical = models.TextField(
-        help_text="Keys sorted, no whitespace: what the fingerprint hashes."
+        help_text="Keys sorted, no whitespace (Avro: names in full): what the fingerprint hashes."
     )
     fingerprint = models.CharField(max_length=64, db_index=True)
     state = models.CharField(max_length=32, choices=State.choices)
@@ -171,13 +201,18 @@ class SchemaVersion(models.Model):
     override_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     published_at = models.DateTimeField(null=True, blank=True)
+    # Soft-deleted through the Schema Registry API: gone from its subject's versions and
+    # from compatibility checks, still served by id (data written with it stays readable).
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["topic__name", "-version"]
         constraints = [
-            models.UniqueConstraint(fields=["topic", "version"], name="schema_version_unique"),
             models.UniqueConstraint(
-                fields=["topic"],
+                fields=["topic", "role", "version"], name="schema_version_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["topic", "role"],
                 condition=Q(state="awaiting_acknowledgement"),
                 name="one_pending_schema_version_per_topic",
             ),

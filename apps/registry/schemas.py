@@ -15,19 +15,28 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from django.db import IntegrityError, transaction
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.core.context import Actor
-from apps.core.errors import Conflict, ValidationFailed
+from apps.core.errors import Conflict, DomainError, ValidationFailed
 from apps.core.outbox import emit
 from apps.core.scope import system_scope
-from apps.registry import compatibility
+from apps.registry import compatibility, schema_types
 from apps.registry.catalog import STEWARD_TOPICS
-from apps.registry.models import Acknowledgement, ModelSync, SchemaVersion, Service, Topic
+from apps.registry.models import (
+    Acknowledgement,
+    ModelSync,
+    RegistryDefault,
+    SchemaVersion,
+    Service,
+    Topic,
+)
 from apps.registry.selectors import missing_acknowledgements, mode_of
 from apps.registry.services import (
     NotPermitted,
+    require_operator,
     require_produces,
     require_speaks_for,
     service_ensure,
@@ -40,19 +49,53 @@ State = SchemaVersion.State
 TRANSITIONS = SchemaVersion.TRANSITIONS
 
 
+def _directions(mode: str) -> set[str]:
+    mode = mode.removesuffix("_TRANSITIVE")
+    return {"NONE": set(), "BACKWARD": {"b"}, "FORWARD": {"f"}, "FULL": {"b", "f"}}[mode]
+
+
+def mode_implies(mode: str, other: str) -> bool:
+    """Whether a check in `mode` makes every check `other` makes: BACKWARD does not
+    imply FORWARD, FULL implies both, a transitive mode its plain one, NONE nothing."""
+    wanted = _directions(other)
+    if not wanted <= _directions(mode):
+        return False
+    return not wanted or mode.endswith("_TRANSITIVE") or not other.endswith("_TRANSITIVE")
+
+
 def set_mode(*, actor: Actor, topic: Topic, mode: str) -> Topic:
-    """A topic's compatibility mode (it applies to the next version submitted)."""
+    """A topic's compatibility mode (it applies to the next version submitted): its
+    producers' and operators' to change. Lowering it (a mode that checks less than
+    before) on a topic that has consumers is audited as such and announced to them
+    (TopicCompatibilityLowered); it publishes and supersedes nothing."""
+    require_produces(actor, topic)
     before = mode_of(topic)
     topic.compatibility_mode = mode
     topic.full_clean()
-    with system_scope():
+    with system_scope(), transaction.atomic():
         topic.save(update_fields=["compatibility_mode", "updated_at"])
+        consumers = sorted(topic.consumers.values_list("name", flat=True))
+        lowered = bool(consumers) and not mode_implies(mode_of(topic), before)
         audit_record(
             actor=actor,
-            action="topic.compatibility",
+            action="topic.compatibility_lowered" if lowered else "topic.compatibility",
             instance=topic,
             changes={"compatibility_mode": [before, mode]},
         )
+        if lowered:
+            emit(
+                topic=TOPIC,
+                event_type="TopicCompatibilityLowered",
+                aggregate_type="topic",
+                aggregate_id=topic.name,
+                payload={
+                    "topic": topic.name,
+                    "from": before,
+                    "to": mode_of(topic),
+                    "consumers": consumers,
+                    "by": actor.label,
+                },
+            )
     return topic
 
 
@@ -70,6 +113,7 @@ def _announce(version: SchemaVersion, event_type: str, **payload) -> None:
             "verdict": version.verdict,
             "consumers": getattr(topic, "consumer_names", None)
             or sorted(topic.consumers.values_list("name", flat=True)),
+            **({"role": version.role} if version.role != "value" else {}),
             **payload,
         },
     )
@@ -94,9 +138,12 @@ def _publish(version: SchemaVersion, *, override_reason: str = "") -> SchemaVers
 
 
 def _make_current(version: SchemaVersion, topic: Topic) -> None:
-    """The topic's current version becomes this published one, announced."""
-    topic.current_schema_version = version.version
-    topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
+    """The topic's current version becomes this published one, announced. Only the
+    payload's (value) versions number the events Steward carries; a key's or a record's
+    version is announced and leaves the topic's current version alone."""
+    if version.role == "value":
+        topic.current_schema_version = version.version
+        topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
     version.topic = topic
     _announce(version, "SchemaVersionPublished", override_reason=version.override_reason or None)
 
@@ -107,7 +154,7 @@ def _make_current(version: SchemaVersion, topic: Topic) -> None:
 @dataclass
 class TopicAnswer:
     topic: str
-    outcome: str  # published, unchanged, awaiting_acknowledgement, rejected
+    outcome: str  # published, unchanged, awaiting_acknowledgement, rejected, refused
     version: int | None = None
     fingerprint: str = ""
     reason: str = ""
@@ -175,22 +222,29 @@ class _Sync:
 def _sync_topic(sync: _Sync, entry: dict) -> TopicAnswer:
     name = entry["name"]
     try:
-        schema = compatibility.parse_schema(entry["schema"])
+        parsed = schema_types.parse(entry.get("schema_type", "JSON"), entry["schema"])
     except compatibility.InvalidSchema as exc:
         return TopicAnswer(name, "rejected", reason=exc.reason)
     topic = sync.topic(entry)
-    answer = _decide(sync, topic, schema)
+    answer = _decide(sync, topic, parsed, entry.get("role", "value"))
     if any(topic.not_named.values()):
         answer.not_named = topic.not_named
     return answer
 
 
-def _decide(sync: _Sync, topic: Topic, schema) -> TopicAnswer:
+def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnswer:
     name = topic.name
-    fingerprint = compatibility.fingerprint(schema)
-    history = list(topic.schema_versions.order_by("version"))
-    published = [v for v in history if v.state == State.PUBLISHED]
+    fingerprint, kind = parsed.fingerprint, parsed.kind
+    history = list(topic.schema_versions.filter(role=role).order_by("version"))
+    # soft-deleted versions are out of the subject and of its checks
+    published = [v for v in history if v.state == State.PUBLISHED and v.deleted_at is None]
     current = published[-1] if published else None
+    if current is not None and current.schema_type != kind:
+        return TopicAnswer(
+            name,
+            "rejected",
+            reason=f"the subject's schemas are {current.schema_type}, not {kind}",
+        )
     if current is not None and current.fingerprint == fingerprint:
         return TopicAnswer(name, "unchanged", current.version, fingerprint)
     pending = next((v for v in history if v.state == State.AWAITING), None)
@@ -203,12 +257,35 @@ def _decide(sync: _Sync, topic: Topic, schema) -> TopicAnswer:
             awaiting=missing_acknowledgements(pending),
             verdict=pending.verdict,
         )
-    verdict = compatibility.check(
-        schema,
+    verdict = schema_types.check(
+        kind,
+        parsed.checked,
         [v.schema for v in published],
         mode=mode_of(topic),
         policy=topic.compatibility_policy,
     )
+    if pending is not None and verdict.compatible:
+        # A level lowered since the waiting version was judged lets nothing past it: a
+        # new version replaces the waiting one only if the waiting one's level passes it.
+        judged = pending.verdict.get("mode") or mode_of(topic)
+        if not mode_implies(mode_of(topic), judged):
+            strict = schema_types.check(
+                kind,
+                parsed.checked,
+                [v.schema for v in published],
+                mode=judged,
+                policy=topic.compatibility_policy,
+            )
+            if not strict.compatible:
+                return TopicAnswer(
+                    name,
+                    "refused",
+                    reason=f"Version {pending.version} of {name} waits for acknowledgement "
+                    f"from {', '.join(missing_acknowledgements(pending)) or 'no one'}; the "
+                    f"level lowered to {mode_of(topic)} since it was judged under {judged} "
+                    "lets no version replace it. Withdraw it, or have it acknowledged, first.",
+                    verdict=strict.as_dict(),
+                )
     if pending is not None:  # a newer release replaces the version that was waiting
         TRANSITIONS.check(pending.state, State.SUPERSEDED)
         pending.state = State.SUPERSEDED
@@ -218,9 +295,11 @@ def _decide(sync: _Sync, topic: Topic, schema) -> TopicAnswer:
     publish = verdict.compatible or not awaiting
     version = SchemaVersion.objects.create(
         topic=topic,
+        role=role,
         version=(history[-1].version if history else 0) + 1,
-        schema=schema,
-        canonical=compatibility.canonical(schema),
+        schema_type=kind,
+        schema=parsed.document,
+        canonical=parsed.canonical,
         fingerprint=fingerprint,
         state=State.PUBLISHED if publish else State.AWAITING,
         published_at=timezone.now() if publish else None,
@@ -434,3 +513,324 @@ def remind(*, actor: Actor, version: SchemaVersion) -> list[str]:
                 changes={"reminded": [None, missing]},
             )
     return missing
+
+
+# --------------------------------------------------------------------------- deleting
+
+
+class DeletionRefused(DomainError):
+    """A deletion the reference registry's rules refuse; `registry_code` is its code there
+    (40401/40402 not found, 40404/40406 already soft-deleted, 40405/40407 not soft-deleted
+    first, 42206 still read)."""
+
+    status = 422
+    code = "deletion_refused"
+
+    def __init__(self, detail: str, *, registry_code: int, status: int = 422):
+        super().__init__(detail)
+        self.registry_code, self.status = registry_code, status
+
+
+def _read_by(version: SchemaVersion, live: list[SchemaVersion]) -> list[str]:
+    """The consumers that still read the version: a topic's consumers read the latest
+    live version of each role, so it is protected as a referenced one is."""
+    if not live or live[-1].pk != version.pk:
+        return []
+    return sorted(version.topic.consumers.values_list("name", flat=True))
+
+
+def _delete(actor: Actor, version: SchemaVersion, *, permanent: bool, subject: str) -> None:
+    if permanent:
+        audit_record(
+            actor=actor,
+            action="schema_version.delete_permanently",
+            instance=version,
+            changes={"subject": [subject, None], "version": [version.version, None]},
+        )
+        version.delete()
+        return
+    version.deleted_at = timezone.now()
+    version.save(update_fields=["deleted_at"])
+    audit_record(
+        actor=actor,
+        action="schema_version.delete",
+        instance=version,
+        changes={"subject": [subject, subject], "deleted_at": [None, str(version.deleted_at)]},
+    )
+
+
+def _require_may_delete(actor: Actor, topic: Topic) -> None:
+    """As registering: on a topic that has producers, only they (and operators) delete;
+    on one that has none, whoever may register on it."""
+    if topic.producers.exists():
+        require_produces(actor, topic)
+
+
+def _locked_versions(topic: Topic, role: str) -> list[SchemaVersion]:
+    return list(
+        SchemaVersion.objects.select_for_update()
+        .filter(topic=topic, role=role, state=State.PUBLISHED)
+        .select_related("topic")
+        .order_by("version")
+    )
+
+
+def _step_back(topic: Topic, role: str) -> None:
+    """After a deletion, the topic's current version is its latest live value version."""
+    if role != "value":
+        return
+    latest = (
+        SchemaVersion.objects.filter(
+            topic=topic, role=role, state=State.PUBLISHED, deleted_at__isnull=True
+        )
+        .order_by("version")
+        .last()
+    )
+    number = latest.version if latest else topic.current_schema_version
+    if topic.current_schema_version != number:
+        topic.current_schema_version = number
+        topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
+
+
+def version_delete(
+    *, actor: Actor, topic: Topic, role: str, number: int, subject: str, permanent: bool = False
+) -> int:
+    """Soft-delete a published version of a subject, or (`permanent`) remove one that was
+    soft-deleted before; audited. The version the topic's consumers read is protected:
+    it cannot be deleted while they read it."""
+    _require_may_delete(actor, topic)
+    with system_scope(), transaction.atomic():
+        versions = _locked_versions(topic, role)
+        live = [v for v in versions if v.deleted_at is None]
+        version = next((v for v in versions if v.version == number), None)
+        if version is None:
+            raise DeletionRefused(f"Version {number} not found.", registry_code=40402, status=404)
+        if permanent and version.deleted_at is None:
+            raise DeletionRefused(
+                f"Subject '{subject}' Version {number} was not deleted first before being "
+                "permanently deleted",
+                registry_code=40407,
+                status=404,
+            )
+        if not permanent and version.deleted_at is not None:
+            raise DeletionRefused(
+                f"Subject '{subject}' Version {number} was soft deleted.Set permanent=true to "
+                "delete permanently",
+                registry_code=40406,
+                status=404,
+            )
+        readers = [] if permanent else _read_by(version, live)
+        if readers:
+            raise DeletionRefused(
+                f"Subject '{subject}' Version {number} is still read by {', '.join(readers)}; "
+                "a version its consumers read cannot be deleted.",
+                registry_code=42206,
+            )
+        _delete(actor, version, permanent=permanent, subject=subject)
+        _step_back(topic, role)
+    return number
+
+
+def subject_delete(
+    *, actor: Actor, topic: Topic, role: str, subject: str, permanent: bool = False
+) -> list[int]:
+    """Soft-delete every version of a subject, or (`permanent`) remove a subject that was
+    soft-deleted before; the version numbers deleted, each audited. A subject whose topic
+    has consumers is read by them, so it is protected."""
+    _require_may_delete(actor, topic)
+    with system_scope(), transaction.atomic():
+        versions = _locked_versions(topic, role)
+        live = [v for v in versions if v.deleted_at is None]
+        if not versions:
+            raise DeletionRefused(
+                f"Subject '{subject}' not found.", registry_code=40401, status=404
+            )
+        if permanent and live:
+            raise DeletionRefused(
+                f"Subject '{subject}' was not deleted first before being permanently deleted",
+                registry_code=40405,
+                status=404,
+            )
+        if not permanent and not live:
+            raise DeletionRefused(
+                f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently",
+                registry_code=40404,
+                status=404,
+            )
+        readers = [] if permanent else _read_by(live[-1], live)
+        if readers:
+            raise DeletionRefused(
+                f"Subject '{subject}' is still read by {', '.join(readers)}; a subject its "
+                "consumers read cannot be deleted.",
+                registry_code=42206,
+            )
+        chosen = versions if permanent else live
+        for version in chosen:
+            _delete(actor, version, permanent=permanent, subject=subject)
+        _step_back(topic, role)
+    return [v.version for v in chosen]
+
+
+# --------------------------------------------------------------------------- registry settings
+
+
+class RegistryRefused(DomainError):
+    """A Schema Registry API operation its mode refuses (42205), or an import whose id is
+    another schema's (42207)."""
+
+    status = 422
+    code = "registry_refused"
+
+    def __init__(self, detail: str, *, registry_code: int = 42205):
+        super().__init__(detail)
+        self.registry_code = registry_code
+
+
+def set_registry_default(*, actor: Actor, key: str, value: str | None) -> str | None:
+    """The registry-wide compatibility level or mode (None: back to the configured
+    default); operators only, audited. A lowered level is announced on each topic that
+    has consumers and no level of its own."""
+    require_operator(actor)
+    with system_scope(), transaction.atomic():
+        row = RegistryDefault.objects.select_for_update().filter(key=key).first()
+        before = row.value if row else None
+        if value is None:
+            if row is not None:
+                row.delete()
+        elif row is None:
+            row = RegistryDefault.objects.create(key=key, value=value)
+        else:
+            row.value = value
+            row.save(update_fields=["value", "updated_at"])
+        audit_record(
+            actor=actor,
+            action=f"registry.{key}",
+            instance=row or RegistryDefault(key=key, value=""),
+            changes={key: [before, value]},
+        )
+        if key == "compatibility":
+            old = before or settings.STEWARD_REGISTRY_DEFAULT_MODE
+            new = value or settings.STEWARD_REGISTRY_DEFAULT_MODE
+            if not mode_implies(new, old):
+                for topic in Topic.objects.filter(compatibility_mode="").prefetch_related(
+                    "consumers"
+                ):
+                    _announce_lowered(actor, topic, old, new)
+    return before
+
+
+def _announce_lowered(actor: Actor, topic: Topic, before: str, after: str) -> None:
+    consumers = sorted(c.name for c in topic.consumers.all())
+    if not consumers:
+        return
+    audit_record(
+        actor=actor,
+        action="topic.compatibility_lowered",
+        instance=topic,
+        changes={"compatibility_mode": [before, after]},
+    )
+    emit(
+        topic=TOPIC,
+        event_type="TopicCompatibilityLowered",
+        aggregate_type="topic",
+        aggregate_id=topic.name,
+        payload={
+            "topic": topic.name,
+            "from": before,
+            "to": after,
+            "consumers": consumers,
+            "by": actor.label,
+        },
+    )
+
+
+def set_registry_mode(*, actor: Actor, topic: Topic, mode: str, force: bool = False) -> str:
+    """A topic's Schema Registry mode (blank: the registry's); its producers and operators
+    only. IMPORT only on a topic with no version yet, unless `force`."""
+    require_produces(actor, topic)
+    if mode == "IMPORT" and not force and topic.schema_versions.exists():
+        raise RegistryRefused(
+            f"Cannot import since found existing subjects for {topic.name}; set force=true "
+            "to import into it anyway."
+        )
+    with system_scope(), transaction.atomic():
+        before = topic.registry_mode
+        topic.registry_mode = mode
+        topic.save(update_fields=["registry_mode", "updated_at"])
+        audit_record(
+            actor=actor,
+            action="topic.registry_mode",
+            instance=topic,
+            changes={"registry_mode": [before, mode]},
+        )
+    return mode
+
+
+def version_import(
+    *,
+    actor: Actor,
+    service: Service,
+    topic_name: str,
+    role: str,
+    parsed,
+    schema_id: int,
+    number: int,
+) -> SchemaVersion:
+    """A migration's version, registered with the id and version it had in the registry
+    it comes from (the subject in IMPORT mode): published as it is, without a check or the
+    gate (it is history already in use), audited, not announced. The same import again
+    answers the same version."""
+    with system_scope(), transaction.atomic():
+        existing = SchemaVersion.objects.select_related("topic").filter(pk=schema_id).first()
+        if existing is not None:
+            same = (existing.topic.name, existing.role, existing.version, existing.fingerprint)
+            if same == (topic_name, role, number, parsed.fingerprint):
+                return existing
+            raise RegistryRefused(
+                f"Schema id {schema_id} is already used by another schema or subject.",
+                registry_code=42207,
+            )
+        topic = Topic.objects.select_for_update().filter(name=topic_name).first()
+        if topic is None:
+            topic = Topic(name=topic_name)
+            topic.full_clean()
+            topic.save()
+            audit_record(actor=actor, action="topic.create", instance=topic)
+            subscribe_steward_consumers_on_commit()
+        if topic.schema_versions.filter(role=role, version=number).exists():
+            raise RegistryRefused(
+                f"Version {number} of {topic_name} ({role}) exists already with another id.",
+                registry_code=42207,
+            )
+        version = SchemaVersion.objects.create(
+            pk=schema_id,
+            topic=topic,
+            role=role,
+            version=number,
+            schema_type=parsed.kind,
+            schema=parsed.document,
+            canonical=parsed.canonical,
+            fingerprint=parsed.fingerprint,
+            state=State.PUBLISHED,
+            published_at=timezone.now(),
+            verdict={"imported": True},
+            submitted_by=service,
+            release="schema-registry:import",
+        )
+        # ids Steward assigns from now on come after the imported ones
+        top = SchemaVersion.objects.order_by("-pk").values_list("pk", flat=True).first()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT setval(pg_get_serial_sequence(%s, 'id'), GREATEST(%s, 1))",
+                [SchemaVersion._meta.db_table, top],
+            )
+        if role == "value" and number > topic.current_schema_version:
+            topic.current_schema_version = number
+            topic.save(update_fields=["current_schema_version", "updated_at"])
+        audit_record(
+            actor=actor,
+            action="schema_version.import",
+            instance=version,
+            changes={"id": [None, schema_id], "version": [None, number]},
+        )
+    return version

@@ -11,7 +11,14 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Prefetch, QuerySet
 
-from apps.registry.models import Acknowledgement, SchemaVersion, Service, Subscription, Topic
+from apps.registry.models import (
+    Acknowledgement,
+    RegistryDefault,
+    SchemaVersion,
+    Service,
+    Subscription,
+    Topic,
+)
 
 logger = logging.getLogger(__name__)
 TOPIC_CACHE_SECONDS = 300
@@ -100,8 +107,26 @@ def active_subscriptions(transport: str | None = None) -> list[Subscription]:
 # --------------------------------------------------------------------------- schema versions
 
 
+def registry_default(key: str) -> str | None:
+    return RegistryDefault.objects.filter(key=key).values_list("value", flat=True).first()
+
+
 def default_mode() -> str:
-    return settings.STEWARD_REGISTRY_DEFAULT_MODE
+    """The registry's compatibility level: an operator's, else the configured default."""
+    return registry_default("compatibility") or settings.STEWARD_REGISTRY_DEFAULT_MODE
+
+
+def global_registry_mode() -> str:
+    return registry_default("mode") or "READWRITE"
+
+
+def registry_mode_of(topic: Topic | None) -> str:
+    """The mode a subject of the topic is in: READONLY_OVERRIDE set registry-wide wins,
+    then the topic's own, then the registry's."""
+    registry = global_registry_mode()
+    if registry == "READONLY_OVERRIDE" or topic is None or not topic.registry_mode:
+        return registry
+    return topic.registry_mode
 
 
 def mode_of(topic: Topic) -> str:
@@ -138,22 +163,41 @@ def missing_acknowledgements(version: SchemaVersion) -> list[str]:
     return version.awaiting_consumers
 
 
-def published_versions(topic: Topic) -> QuerySet[SchemaVersion]:
-    """The topic's published versions, oldest first."""
-    return topic.schema_versions.filter(state=SchemaVersion.State.PUBLISHED).order_by("version")
+def published_versions(
+    topic: Topic, role: str = "value", *, deleted: bool = False
+) -> QuerySet[SchemaVersion]:
+    """The topic's published versions of one role (its payload by default), oldest first;
+    soft-deleted ones only with `deleted`."""
+    versions = topic.schema_versions.filter(state=SchemaVersion.State.PUBLISHED, role=role)
+    if not deleted:
+        versions = versions.filter(deleted_at__isnull=True)
+    return versions.order_by("version")
 
 
 def published_before(version: SchemaVersion) -> SchemaVersion | None:
     """The topic's latest published version older than `version`: what it is compared with."""
-    return published_versions(version.topic).filter(version__lt=version.version).last()
+    return (
+        published_versions(version.topic, version.role).filter(version__lt=version.version).last()
+    )
 
 
 def published_version_by_id(pk: int) -> SchemaVersion | None:
     return SchemaVersion.objects.filter(pk=pk, state=SchemaVersion.State.PUBLISHED).first()
 
 
-def schema_version_of(topic_name: str, version: int) -> SchemaVersion:
-    return SchemaVersion.objects.get(topic__name=topic_name, version=version)
+def schema_version_of(topic_name: str, version: int, role: str = "value") -> SchemaVersion:
+    return SchemaVersion.objects.get(topic__name=topic_name, role=role, version=version)
+
+
+def subjects_with_published_versions(*, deleted: bool = False) -> list[tuple[str, str]]:
+    """(topic name, role) of every subject with a published version (soft-deleted ones
+    count with `deleted`), in name order."""
+    versions = SchemaVersion.objects.filter(state=SchemaVersion.State.PUBLISHED)
+    if not deleted:
+        versions = versions.filter(deleted_at__isnull=True)
+    return list(
+        versions.order_by("topic__name", "role").values_list("topic__name", "role").distinct()
+    )
 
 
 def topics_with_published_versions() -> QuerySet:
@@ -164,3 +208,11 @@ def topics_with_published_versions() -> QuerySet:
         .order_by("name")
         .values_list("name", flat=True)
     )
+
+
+def published_version_list(*, deleted: bool = False) -> QuerySet[SchemaVersion]:
+    """Every published version, with its topic (soft-deleted ones with `deleted`)."""
+    versions = SchemaVersion.objects.filter(state=SchemaVersion.State.PUBLISHED)
+    if not deleted:
+        versions = versions.filter(deleted_at__isnull=True)
+    return versions.select_related("topic")

@@ -47,6 +47,13 @@ def require_produces(actor: Actor, topic: Topic) -> None:
         raise NotPermitted(f"{account.name} does not produce {topic.name}.")
 
 
+def require_operator(actor: Actor) -> None:
+    """What only operators (and Steward itself) may do: registry-wide settings."""
+    user = actor.user
+    if actor.service_account is not None or (user is not None and not user.is_operator):
+        raise NotPermitted("Only an operator may change a registry-wide setting.")
+
+
 # --------------------------------------------------------------------------- services
 
 

@@ -31,6 +31,7 @@ from apps.registry.compatibility import (
 )
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
+DRAFT2020 = "https://json-schema.org/draft/2020-12/schema"
 HANG_GUARD = 2.0  # seconds; the checker must answer long before this
 
 
@@ -1761,8 +1762,17 @@ def test_refs_are_resolved_in_each_schema_separately():
 
 
 def test_ref_siblings_apply_in_2020_12_and_annotations_count():
-    old = {"$defs": {"n": STR}, **obj(a={"$ref": "#/$defs/n", "maxLength": 5})}
-    new = {"$defs": {"n": STR}, **obj(["a"], a={"$ref": "#/$defs/n", "default": "x"})}
+    # 2020-12 as $schema says: a schema without one is Draft 7, which ignores the siblings
+    old = {
+        "$schema": DRAFT2020,
+        "$defs": {"n": STR},
+        **obj(a={"$ref": "#/$defs/n", "maxLength": 5}),
+    }
+    new = {
+        "$schema": DRAFT2020,
+        "$defs": {"n": STR},
+        **obj(["a"], a={"$ref": "#/$defs/n", "default": "x"}),
+    }
 
     assert kinds(diff(old, new)) == {
         "MAX_LENGTH_REMOVED",
@@ -1806,14 +1816,24 @@ def test_refs_by_anchor_and_escaped_pointer():
         ("42", "not a number"),
         ('"schema"', "not a string"),
         ('{"maximum": NaN}', "NaN"),
-        ('{"type": "strin"}', "not a valid JSON Schema (Draft 2020-12)"),
+        # no $schema: Draft 7, as the reference registry reads it
+        ('{"type": "strin"}', "not a valid JSON Schema (Draft 7)"),
+        (
+            '{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "strin"}',
+            "not a valid JSON Schema (Draft 2020-12)",
+        ),
         ('{"minLength": -1}', "at #/minLength"),
         ('{"required": "a"}', "not a valid JSON Schema"),
         (
             '{"$schema": "http://json-schema.org/draft-07/schema#", "items": {"type": 3}}',
             "not a valid JSON Schema (Draft 7)",
         ),
-        ('{"$schema": "http://json-schema.org/draft-04/schema#"}', "unsupported $schema"),
+        ('{"$schema": "http://json-schema.org/draft-03/schema#"}', "unsupported $schema"),
+        (
+            '{"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 0,'
+            ' "exclusiveMinimum": 1}',
+            "not a valid JSON Schema (Draft 4)",
+        ),
         ('{"$ref": "#/$defs/missing"}', "does not resolve"),
         ('{"$ref": "#nowhere"}', "anchor"),
         ('{"$ref": "#"}', "circular"),
@@ -1822,7 +1842,12 @@ def test_refs_by_anchor_and_escaped_pointer():
             ' "$ref": "#/$defs/a"}',
             "circular",
         ),
-        ('{"$defs": {"a": 1}, "$ref": "#/$defs/a"}', "not a valid JSON Schema"),
+        (
+            '{"$schema": "https://json-schema.org/draft/2020-12/schema",'
+            ' "$defs": {"a": 1}, "$ref": "#/$defs/a"}',
+            "not a valid JSON Schema",
+        ),
+        ('{"$defs": {"a": 1}, "$ref": "#/$defs/a"}', "does not point at a schema"),
     ],
 )
 def test_invalid_schemas_are_rejected_with_a_reason(document, reason):
@@ -2185,3 +2210,47 @@ def test_the_fast_meta_check_never_accepts_what_the_meta_schema_refuses(draft):
                 pytest.fail(f"fast check accepted an invalid schema: {schema} ({exc.message})")
     # It decides on its own for plain schemas (the point of it), mutated or not.
     assert plainly_valid(base, "draft-07" in draft) and accepted > 20
+
+
+# --------------------------------------------------------------------------- drafts
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http://json-schema.org/draft-04/schema#",
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-07/schema#",
+        "https://json-schema.org/draft/2019-09/schema",
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft-07/schema",
+    ],
+)
+def test_each_draft_the_reference_registry_reads_is_accepted(uri):
+    schema = {"$schema": uri, "type": "object", "properties": {"a": {"type": "string"}}}
+    assert parse_schema(json.dumps(schema)) == schema
+
+
+def test_a_schema_without_schema_is_draft_7_so_tuple_items_are_valid():
+    old = {"type": "array", "items": [{"type": "string"}], "additionalItems": False}
+    assert parse_schema(json.dumps(old)) == old
+    new = {**old, "items": [{"type": "string"}, {"type": "integer"}]}
+    # an item added to a closed tuple: compatible under STRICT, as for prefixItems
+    assert check(new, [old]).compatible
+
+
+def test_draft_4_bounds_are_read_as_draft_4():
+    schema = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "number",
+        "minimum": 0,
+        "exclusiveMinimum": True,
+    }
+    assert parse_schema(schema) == schema
+
+
+def test_ref_siblings_are_ignored_without_schema_as_in_draft_7():
+    old = {"definitions": {"n": STR}, **obj(a={"$ref": "#/definitions/n"})}
+    new = copy.deepcopy(old)
+    new["properties"]["a"]["maxLength"] = 5
+    assert diff(old, new) == []

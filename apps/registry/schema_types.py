@@ -1,0 +1,60 @@
+"""The schema types the registry keeps, behind one shape: JSON Schema
+(apps.registry.compatibility) and Avro (apps.registry.avro).
+
+`parse(kind, text_or_obj)` validates and answers a `Parsed`: the document to store, its
+identity text and fingerprint, and what the type's `check()` takes. An Avro schema's
+identity is its normal form (the Parsing Canonical Form's full names, and the defaults,
+aliases and logical types that form drops, kept): the same schema re-sent with other
+whitespace, attribute order or namespace spelling is the same schema, while a default
+added is a new version, as a reader needs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from apps.registry import avro, compatibility
+
+TYPES = ("AVRO", "JSON")
+InvalidSchema = compatibility.InvalidSchema  # avro's is the same class
+
+
+@dataclass(frozen=True)
+class Parsed:
+    kind: str
+    document: object  # the decoded JSON to store
+    canonical: str
+    fingerprint: str
+    checked: object  # what the type's check() takes
+
+
+def parse(kind: str, text_or_obj) -> Parsed:
+    if kind == "AVRO":
+        parsed = avro.parse_schema(text_or_obj)
+        normal = parsed.normal_form()
+        document = json.loads(text_or_obj) if isinstance(text_or_obj, str) else text_or_obj
+        if isinstance(document, str):  # a primitive named as text: '"string"'
+            document = document
+        digest = hashlib.sha256(normal.encode("utf-8")).hexdigest()
+        return Parsed(kind, document, normal, digest, parsed)
+    if kind != "JSON":
+        raise InvalidSchema(f"unknown schema type {kind!r}; supported: {', '.join(TYPES)}")
+    schema = compatibility.parse_schema(text_or_obj)
+    return Parsed(
+        kind,
+        schema,
+        compatibility.canonical(schema),
+        compatibility.fingerprint(schema),
+        schema,
+    )
+
+
+def check(kind: str, new, previous: list, *, mode: str, policy: str):
+    """The type's verdict on `new` against the published `previous` (oldest first)."""
+    if kind == "AVRO":
+        # a stored primitive ("string") is JSON text to the parser, not a document
+        previous = [json.dumps(p) if isinstance(p, str) else p for p in previous]
+        return avro.check(new, previous, mode=mode, policy=policy)
+    return compatibility.check(new, previous, mode=mode, policy=policy)
