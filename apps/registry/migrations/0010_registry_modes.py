@@ -4,24 +4,44 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('registry', '0009_soft_delete'),
+        ("registry", "0009_soft_delete"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RegistryDefault',
+            name="RegistryDefault",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(choices=[('compatibility', 'compatibility'), ('mode', 'mode')], max_length=16, unique=True)),
-                ('value', models.CharField(max_length=24)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "key",
+                    models.CharField(
+                        choices=[("compatibility", "compatibility"), ("mode", "mode")],
+                        max_length=16,
+                        unique=True,
+                    ),
+                ),
+                ("value", models.CharField(max_length=24)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
         ),
         migrations.AddField(
-            model_name='topic',
-            name='registry_mode',
-            field=models.CharField(blank=True, choices=[('READWRITE', 'READWRITE'), ('READONLY', 'READONLY'), ('READONLY_OVERRIDE', 'READONLY_OVERRIDE'), ('IMPORT', 'IMPORT')], max_length=24),
+            model_name="topic",
+            name="registry_mode",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("READWRITE", "READWRITE"),
+                    ("READONLY", "READONLY"),
+                    ("READONLY_OVERRIDE", "READONLY_OVERRIDE"),
+                    ("IMPORT", "IMPORT"),
+                ],
+                max_length=24,
+            ),
         ),
     ]
