@@ -58,14 +58,20 @@ logger = logging.getLogger(__name__)
 # --------------------------------------------------------------------------- subscriptions
 
 
-def sync_consumer_subscriptions() -> list[Subscription]:
-    """Make the catalog show each registered consumer's subscriptions (idempotent)."""
+def sync_consumer_subscriptions(topic_names: Iterable[str] | None = None) -> list[Subscription]:
+    """Make the catalog show each registered consumer's subscriptions (idempotent), on
+    every topic or, with `topic_names`, on those topics only."""
     subscriptions = []
     for handler in HANDLERS.values():
+        wanted = handler.topics
+        if topic_names is not None:
+            wanted = [n for n in topic_names if handler.topics is None or n in handler.topics]
+            if not wanted:
+                continue
         service = registry_services.service_ensure(
             actor=SYSTEM_ACTOR, name=handler.consumer, description="Steward's own consumer"
         )
-        for topic in registry_selectors.topics_named(handler.topics):
+        for topic in registry_selectors.topics_named(wanted):
             subscriptions.append(
                 registry_services.subscription_ensure(
                     actor=SYSTEM_ACTOR,

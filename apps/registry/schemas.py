@@ -200,7 +200,7 @@ class _Sync:
             topic.full_clean()
             topic.save()
             audit_record(actor=self.actor, action="topic.create", instance=topic)
-            subscribe_steward_consumers_on_commit()
+            subscribe_steward_consumers_on_commit([name])
             producers, consumers = set(), set()
         else:
             topic = Topic.objects.select_for_update().get(pk=known.pk)
@@ -796,7 +796,7 @@ def version_import(
             topic.full_clean()
             topic.save()
             audit_record(actor=actor, action="topic.create", instance=topic)
-            subscribe_steward_consumers_on_commit()
+            subscribe_steward_consumers_on_commit([topic_name])
         if topic.schema_versions.filter(role=role, version=number).exists():
             raise RegistryRefused(
                 f"Version {number} of {topic_name} ({role}) exists already with another id.",

@@ -101,7 +101,7 @@ def topic_create(*, actor: Actor, name: str, description: str = "", producers=()
         audit_record(
             actor=actor, action="topic.create", instance=topic, changes={"name": [None, name]}
         )
-    subscribe_steward_consumers_on_commit()
+    subscribe_steward_consumers_on_commit([name])
     return topic
 
 
@@ -117,11 +117,11 @@ def topic_ensure(*, name: str, description: str = "", producers=(), consumers=()
     if created:
         topic.producers.set([Service.objects.get_or_create(name=n)[0] for n in producers])
         topic.consumers.set([Service.objects.get_or_create(name=n)[0] for n in consumers])
-        subscribe_steward_consumers_on_commit()
+        subscribe_steward_consumers_on_commit([name])
     return topic
 
 
-def subscribe_steward_consumers_on_commit() -> None:
+def subscribe_steward_consumers_on_commit(names: list[str]) -> None:
     """For whoever creates a topic: Steward's catch-all consumers follow it as soon as
     it is committed, not at the consumers process's next refresh. Their consumer groups
     start at the end of the stream, so a group created after the topic's first events
@@ -130,7 +130,7 @@ def subscribe_steward_consumers_on_commit() -> None:
     The consumers are eventing's, above the registry: this sends `topics_created` on
     commit, and eventing's receiver subscribes them (apps.eventing.signals).
     """
-    transaction.on_commit(lambda: topics_created.send(sender=Topic), robust=True)
+    transaction.on_commit(lambda: topics_created.send(sender=Topic, names=names), robust=True)
 
 
 # --------------------------------------------------------------------------- subscriptions

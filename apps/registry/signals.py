@@ -15,8 +15,8 @@ from django.dispatch import Signal, receiver
 from apps.registry.models import Topic
 from apps.registry.selectors import forget_topic
 
-# Sent, with no arguments but the sender (Topic), once a transaction that created one or
-# more topics has committed: `services.subscribe_steward_consumers_on_commit()`.
+# Sent, with `names=` (the new topics' names), once a transaction that created them has
+# committed: `services.subscribe_steward_consumers_on_commit(names)`.
 topics_created = Signal()
 
 # Sent, with `subscription=`, once the transaction that created it has committed.

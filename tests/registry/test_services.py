@@ -3,6 +3,8 @@ announced to eventing after commit."""
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import ValidationFailed
@@ -90,8 +92,8 @@ def test_a_webhook_subscription_needs_an_endpoint_and_a_secret_reference(topic):
 def test_creating_a_topic_announces_it_after_commit(django_capture_on_commit_callbacks):
     heard = []
 
-    def listen(sender, **kwargs):
-        heard.append(sender)
+    def listen(sender, names, **kwargs):
+        heard.append((sender, names))
 
     topics_created.connect(listen)
     try:
@@ -102,7 +104,8 @@ def test_creating_a_topic_announces_it_after_commit(django_capture_on_commit_cal
             callback()
     finally:
         topics_created.disconnect(listen)
-    assert len(heard) == 1 and heard[0].__name__ == "Topic"
+    assert len(heard) == 1 and heard[0][0].__name__ == "Topic"
+    assert heard[0][1] == ["test.announced"]
 
 
 def test_stewards_consumers_follow_a_topic_once_it_is_committed(django_capture_on_commit_callbacks):
@@ -114,6 +117,29 @@ def test_stewards_consumers_follow_a_topic_once_it_is_committed(django_capture_o
         assert subscription.group_name.encode() in [g["name"] for g in groups]
     finally:
         get_redis().delete(stream_key(topic.name))
+
+
+def test_following_a_new_topic_costs_the_same_however_many_topics_exist(
+    django_capture_on_commit_callbacks,
+):
+    created = []
+
+    def follow_one_more() -> int:
+        name = f"test.grow{len(created)}"
+        created.append(name)
+        with CaptureQueriesContext(connection) as ctx:
+            with django_capture_on_commit_callbacks(execute=True):
+                services.topic_create(actor=SYSTEM_ACTOR, name=name)
+        return len(ctx.captured_queries)
+
+    try:
+        follow_one_more()  # the first also makes Steward's consumer services
+        first = follow_one_more()
+        for _ in range(15):
+            follow_one_more()
+        assert follow_one_more() == first
+    finally:
+        get_redis().delete(*[stream_key(name) for name in created])
 
 
 def test_a_new_subscription_is_announced_after_commit(topic, django_capture_on_commit_callbacks):
