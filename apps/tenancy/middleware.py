@@ -197,3 +197,13 @@ class TenantScopeMiddleware:
             request.tenant = chosen.tenant
             request.membership_role = chosen.role
         request.available_memberships = memberships
+
+
+def pin_session_tenant(sender, request, user, **kwargs):
+    """At sign-in, pin the tenant the session starts in (see _resolve_person), so that
+    later requests only read the session: a membership added afterwards never moves it."""
+    if request is None or getattr(user, "is_operator", False):
+        return
+    memberships = selectors.memberships_of(user)
+    if memberships:
+        request.session[SESSION_TENANT_SESSION_KEY] = str(memberships[0].tenant_id)
