@@ -64,7 +64,8 @@ if STEWARD_ENV not in {"development", "production"}:
     raise ImproperlyConfigured("STEWARD_ENV must be 'development' or 'production'.")
 PRODUCTION = STEWARD_ENV == "production"
 
-DEBUG = env_bool("STEWARD_DEBUG", not PRODUCTION)
+# Off unless a person opts in: Django's debug pages show settings and paths to anyone.
+DEBUG = env_bool("STEWARD_DEBUG", False)
 SECRET_KEY = env("STEWARD_SECRET_KEY")
 if not SECRET_KEY:
     if PRODUCTION:
@@ -126,6 +127,8 @@ MIDDLEWARE = [
     "apps.core.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "apps.core.middleware.RequestIdMiddleware",
+    # Before sessions and URL resolution: NUL bytes, oversized bodies, API 404 shapes.
+    "apps.core.middleware.BadInputMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -248,6 +251,11 @@ if not PRODUCTION:
 
 # ----------------------------------------------------------------------------- API
 
+# Bad input is refused before it is read (apps.core.middleware.BadInputMiddleware and
+# apps.core.api.parsers): JSON nested deeper than this, bodies over the upload limit.
+STEWARD_JSON_MAX_DEPTH = env_int("STEWARD_JSON_MAX_DEPTH", 64)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("STEWARD_MAX_BODY_BYTES", 2_621_440)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.tenancy.api.authentication.ApiTokenAuthentication",
@@ -263,7 +271,7 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["apps.core.api.parsers.JSONParser"],
     "DEFAULT_THROTTLE_CLASSES": ["apps.core.api.throttling.CallerRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"caller": env("STEWARD_API_RATE", "1200/min")},
     "EXCEPTION_HANDLER": "apps.core.api.exceptions.problem_exception_handler",

@@ -29,6 +29,7 @@ api_v1 = [
 ]
 
 handler404 = "apps.core.views.not_found"
+handler500 = "apps.core.views.server_error"
 
 urlpatterns = [
     path("api/v1/", include((api_v1, "api"), namespace="v1")),

@@ -12,8 +12,9 @@ from django.views.decorators.http import require_POST
 
 from apps.console.forms import MembershipForm, ServiceAccountForm, TenantForm, TokenForm
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
+from apps.core.context import Actor
 from apps.core.errors import DomainError
-from apps.core.view_scope import platform_scope
+from apps.core.view_scope import platform_scope, unscoped
 from apps.tenancy import selectors, services
 
 
@@ -99,14 +100,18 @@ def membership_add(request, pk):
         raise PermissionDenied
     form = MembershipForm(request.POST)
     if form.is_valid():
-        user = selectors.user_by_username(form.cleaned_data["username"])
-        if user is None:
-            messages.error(request, f"There is no user {form.cleaned_data['username']}.")
-        else:
-            services.membership_set(
-                actor=request.actor, tenant=tenant, user=user, role=form.cleaned_data["role"]
-            )
-            messages.success(request, f"{user.username} is now {form.cleaned_data['role']}.")
+        # An invitation the person accepts, answered alike whoever the username names.
+        username = form.cleaned_data["username"]
+        services.membership_invite(
+            actor=request.actor,
+            tenant=tenant,
+            username=username,
+            role=form.cleaned_data["role"],
+            by_operator=caller_kind(request) == OPERATOR,
+        )
+        messages.success(
+            request, f"Invited {username}, if they may join: they become a member on accepting."
+        )
     else:
         messages.error(request, "Give a username and a role.")
     return redirect(tenant)
@@ -118,7 +123,8 @@ def membership_remove(request, pk, membership_pk):
     tenant = _visible_tenant(request, pk)
     if not _may_manage(request, tenant):
         raise PermissionDenied
-    membership = get_object_or_404(selectors.membership_list(), pk=membership_pk, tenant=tenant)
+    memberships = selectors.membership_list(include_pending=True)
+    membership = get_object_or_404(memberships, pk=membership_pk, tenant=tenant)
     services.membership_remove(actor=request.actor, membership=membership)
     messages.success(request, f"{membership.user.username} removed from {tenant.slug}.")
     return redirect(tenant)
@@ -174,3 +180,33 @@ def token_revoke(request, pk, token_pk):
     services.api_token_revoke(actor=request.actor, token=token)
     messages.success(request, f"Token {token.prefix}… revoked.")
     return redirect("console:service-account-detail", pk=account.pk)
+
+
+# Outside the request scope: the invitations come from other tenants than the one the
+# person acts for, which that scope would hide; the services open each tenant's scope.
+@unscoped
+@login_required
+def invitations(request):
+    """The invitations waiting on the person signed in; each accepted or declined here."""
+    if request.method == "POST":
+        invitation = selectors.invitation_of(request.user, _int(request.POST.get("invitation")))
+        if invitation is None:
+            raise Http404
+        if request.POST.get("answer") == "accept":
+            services.membership_accept(actor=Actor(user=request.user), membership=invitation)
+            messages.success(
+                request, f"You are now a member of {invitation.tenant.slug}; switch to act for it."
+            )
+        else:
+            services.membership_decline(actor=Actor(user=request.user), membership=invitation)
+            messages.success(request, f"Invitation to {invitation.tenant.slug} declined.")
+        return redirect("console:invitations")
+    pending = selectors.invitations_of(request.user)
+    return render(request, "console/invitations.html", {"invitations": pending})
+
+
+def _int(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0

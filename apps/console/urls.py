@@ -28,6 +28,7 @@ urlpatterns = [
     ),
     path("account/two-factor/reset/", account_views.two_factor_reset, name="two-factor-reset"),
     path("switch-tenant/", views.switch_tenant, name="switch-tenant"),
+    path("invitations/", manage_views.invitations, name="invitations"),
     path("theme/", views.set_theme, name="theme"),
     path("tenants/", views.TenantListView.as_view(), name="tenant-list"),
     path("tenants/new/", manage_views.tenant_create, name="tenant-create"),

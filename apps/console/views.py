@@ -22,7 +22,7 @@ from apps.console.twofactor import PENDING_LOGIN_SESSION_KEY, two_factor_exempt
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.core.schedules import schedule_health
-from apps.core.view_scope import unscoped
+from apps.core.view_scope import any_tenant_status, unscoped
 from apps.tenancy import selectors, services
 from apps.tenancy.filters import AuditEventFilterSet, ServiceAccountFilterSet, TenantFilterSet
 from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
@@ -106,12 +106,14 @@ def login_code_view(request):
 
 
 @two_factor_exempt
+@any_tenant_status
 @require_POST
 def logout_view(request):
     logout(request)
     return redirect("console:login")
 
 
+@any_tenant_status
 @require_POST
 def switch_tenant(request):
     """Choose the tenant to act for; operators may choose none, to see every tenant."""
@@ -134,6 +136,7 @@ def switch_tenant(request):
     return redirect_next(request)
 
 
+@any_tenant_status
 @require_POST
 def set_theme(request):
     theme = request.POST.get("theme", "auto")

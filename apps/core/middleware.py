@@ -3,8 +3,11 @@ import re
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpResponse, JsonResponse
 
 from apps.core.context import request_id
+from apps.core.views import not_found
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -62,3 +65,81 @@ def content_security_policy(policy_setting: str):
         return wrapped
 
     return decorate
+
+
+API_PREFIX = "/api/"
+SCHEMA_REGISTRY_PREFIX = "/api/schema-registry/"
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+
+def bad_input_response(request, *, status: int, code: str, title: str, detail: str):
+    """The answer to input refused before any view ran, in the shape its caller reads."""
+    path = request.path
+    if path.startswith(SCHEMA_REGISTRY_PREFIX):
+        return JsonResponse({"error_code": status, "message": detail}, status=status)
+    if path.startswith(API_PREFIX):
+        body = {
+            "type": "https://steward.dev/problems/" + code,
+            "title": title,
+            "status": status,
+            "code": code,
+            "detail": detail,
+        }
+        return JsonResponse(body, status=status, content_type=PROBLEM_CONTENT_TYPE)
+    return HttpResponse(f"{title}: {detail}", status=status, content_type="text/plain")
+
+
+def body_too_large(request):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return bad_input_response(
+        request,
+        status=413,
+        code="body_too_large",
+        title="Request body too large",
+        detail=f"The request body is larger than {limit} bytes.",
+    )
+
+
+class BadInputMiddleware:
+    """Refuse, in one place, the input no view can mean: a NUL byte in the path or the
+    query string (PostgreSQL's text cannot hold one, so it would reach the database as
+    an error), and a body over DATA_UPLOAD_MAX_MEMORY_SIZE (413, before it is read;
+    file uploads are bounded by their own views). An API URL that no route matches, or
+    a 404 rendered as a page (DEBUG's technical page), is answered in the API's shape."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        meta = request.META
+        query = meta.get("QUERY_STRING", "")
+        if "\x00" in request.path or "%00" in query or "\x00" in query:
+            return bad_input_response(
+                request,
+                status=400,
+                code="nul_character",
+                title="NUL character",
+                detail="The URL contains a NUL character.",
+            )
+        length = meta.get("CONTENT_LENGTH") or ""
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if (
+            limit is not None
+            and length.isdigit()
+            and int(length) > limit
+            and not meta.get("CONTENT_TYPE", "").startswith("multipart/form-data")
+        ):
+            return body_too_large(request)
+        response = self.get_response(request)
+        if (
+            response.status_code == 404
+            and request.path.startswith(API_PREFIX)
+            and response.get("Content-Type", "").startswith("text/html")
+        ):
+            return not_found(request, None)
+        return response
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, RequestDataTooBig):
+            return body_too_large(request)
+        return None

@@ -25,3 +25,10 @@ def platform_scope(view):
     scope even while they act for one tenant (it reads or writes across tenants)."""
     view.steward_scope = SYSTEM_SCOPE
     return view
+
+
+def any_tenant_status(view):
+    """Mark a view a person may use whatever the status of the tenant they act for:
+    signing out, switching tenant, a display preference (apps.tenancy.middleware)."""
+    view.steward_any_tenant_status = True
+    return view

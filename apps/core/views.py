@@ -3,7 +3,8 @@
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
-from django.http import JsonResponse
+from django.http import HttpResponseServerError, JsonResponse
+from django.template import loader
 from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -68,3 +69,19 @@ def not_found(request, exception):
     if request.path.startswith("/api/"):
         return problem_response(status_code=404, code="not_found", title="Not found.")
     return defaults.page_not_found(request, exception)
+
+
+def server_error(request):
+    """Django's 500, Steward's way: API clients get a problem, people Steward's page
+    (never the debug page); the traceback is logged by django.request either way."""
+    rid = getattr(request, "request_id", "")
+    if request.path.startswith("/api/"):
+        return problem_response(
+            status_code=500,
+            code="server_error",
+            title="Server error",
+            detail="Steward could not answer this request; the error is logged.",
+            request_id=rid,
+        )
+    body = loader.get_template("500.html").render({"request_id": rid})
+    return HttpResponseServerError(body)

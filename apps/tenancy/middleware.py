@@ -10,13 +10,19 @@ from django.db import transaction
 from django.urls import Resolver404, resolve
 
 from apps.core.context import Actor
+from apps.core.middleware import bad_input_response
 from apps.core.scope import system_scope, tenant_scope
 from apps.core.view_scope import NO_SCOPE, SYSTEM_SCOPE
 from apps.tenancy import selectors
 from apps.tenancy.services import AuthenticationError, api_token_authenticate
 
-ACTING_TENANT_SESSION_KEY = "steward_acting_tenant"
+ACTING_TENANT_SESSION_KEY = "steward_acting_tenant"  # the person's own choice
+SESSION_TENANT_SESSION_KEY = "steward_session_tenant"  # the one the session started in
 STATIC_PREFIX = "/static/"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Steward's own governance work goes on while a tenant is suspended or offboarding:
+# its people and services complete the export and deletion tasks assigned to them.
+GOVERNANCE_PREFIXES = ("/api/v1/governance/", "/governance/")
 
 
 def _view_scope(request) -> str | None:
@@ -39,6 +45,41 @@ def _declared_scope(path_info: str) -> str | None:
         if declared:
             return declared
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _any_tenant_status(path_info: str) -> bool:
+    try:
+        func = resolve(path_info).func
+    except Resolver404:
+        return False
+    holders = (func, getattr(func, "cls", None), getattr(func, "view_class", None))
+    return any(getattr(holder, "steward_any_tenant_status", False) for holder in holders)
+
+
+def tenant_status_refusal(request):
+    """The answer refusing this request because of its tenant's status, or None.
+
+    The one check of what a tenant's status means, for the API and the console alike:
+    a deleted tenant's people and services cannot act at all; a suspended or
+    offboarding tenant's cannot write (governance's own tasks excepted). Platform
+    callers (operators, platform services) act as Steward and are not refused."""
+    tenant = request.tenant
+    if tenant is None or request.platform_wide:
+        return None
+    status = tenant.status
+    if status == "active" or _any_tenant_status(request.path_info):
+        return None
+    if status == "deleted":
+        code, detail = "tenant_deleted", "The tenant is deleted: it can no longer act."
+    elif request.method in SAFE_METHODS or request.path.startswith(GOVERNANCE_PREFIXES):
+        return None
+    else:
+        code = "tenant_suspended" if status == "suspended" else "tenant_offboarding"
+        detail = f"The tenant is {status}: it can read but not change anything."
+    return bad_input_response(
+        request, status=403, code=code, title="Tenant not active", detail=detail
+    )
 
 
 def _basic_credentials(encoded: str) -> tuple[str, str]:
@@ -128,6 +169,9 @@ class TenantScopeMiddleware:
             scope = system_scope()
         else:
             scope = transaction.atomic()
+        refusal = tenant_status_refusal(request)
+        if refusal is not None:
+            return refusal
         request.steward_transaction = True  # error answers roll it back (core.api)
         with scope:
             return self.get_response(request)
@@ -139,9 +183,27 @@ class TenantScopeMiddleware:
             request.tenant = selectors.tenant_by_id(wanted) if wanted else None
             return
         memberships = selectors.memberships_of(request.user)
+        if not wanted:
+            # The first request of a session pins the tenant it starts in, and later
+            # requests keep it: a membership someone else gives this person must not
+            # move their open session to another tenant. Only their own act (switching
+            # tenant) chooses another; a membership that ended leaves no tenant.
+            wanted = request.session.get(SESSION_TENANT_SESSION_KEY)
+            if not wanted and memberships:
+                wanted = str(memberships[0].tenant_id)
+                request.session[SESSION_TENANT_SESSION_KEY] = wanted
         chosen = next((m for m in memberships if str(m.tenant_id) == wanted), None)
-        chosen = chosen or (memberships[0] if memberships else None)
         if chosen is not None:
             request.tenant = chosen.tenant
             request.membership_role = chosen.role
         request.available_memberships = memberships
+
+
+def pin_session_tenant(sender, request, user, **kwargs):
+    """At sign-in, pin the tenant the session starts in (see _resolve_person), so that
+    later requests only read the session: a membership added afterwards never moves it."""
+    if request is None or getattr(user, "is_operator", False):
+        return
+    memberships = selectors.memberships_of(user)
+    if memberships:
+        request.session[SESSION_TENANT_SESSION_KEY] = str(memberships[0].tenant_id)

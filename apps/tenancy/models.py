@@ -160,6 +160,9 @@ class Membership(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    # An invitation the person has not accepted yet: it grants nothing, and only the
+    # person it names sees it (apps.tenancy.services.membership_invite).
+    pending = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

@@ -53,13 +53,35 @@ def memberships_of(user: User) -> list[Membership]:
     with system_scope():
         return list(
             Membership.objects.select_related("tenant", "tenant__home_region")
-            .filter(user=user)
+            .filter(user=user, pending=False)
             .order_by("tenant__slug")
         )
 
 
-def membership_list() -> QuerySet[Membership]:
-    return Membership.objects.select_related("tenant", "user")
+def membership_list(*, include_pending: bool = False) -> QuerySet[Membership]:
+    """Memberships the scope sees. Invitations not yet accepted are left out: whether a
+    username was invited must not tell a tenant admin that the person exists."""
+    memberships = Membership.objects.select_related("tenant", "user")
+    return memberships if include_pending else memberships.filter(pending=False)
+
+
+def invitations_of(user: User) -> list[Membership]:
+    """The invitations waiting on `user`, from every tenant (only they may answer them)."""
+    with system_scope():
+        return list(
+            Membership.objects.select_related("tenant")
+            .filter(user=user, pending=True)
+            .order_by("tenant__slug")
+        )
+
+
+def invitation_of(user: User, pk: int) -> Membership | None:
+    with system_scope():
+        return (
+            Membership.objects.select_related("tenant", "user")
+            .filter(user=user, pending=True, pk=pk)
+            .first()
+        )
 
 
 def region_list() -> QuerySet[Region]:

@@ -129,9 +129,10 @@ def membership_set(*, actor: Actor, tenant: Tenant, user: User, role: str) -> Me
         before = {"role": membership.role} if membership else {}
         if membership is None:
             membership = Membership.objects.create(tenant=tenant, user=user, role=role)
-        elif membership.role != role:
+        elif membership.role != role or membership.pending:
             membership.role = role
-            membership.save(update_fields=["role"])
+            membership.pending = False
+            membership.save(update_fields=["role", "pending"])
         else:
             return membership
         for perm in ROLE_PERMISSIONS[Membership.Role.ADMIN]:
@@ -146,6 +147,84 @@ def membership_set(*, actor: Actor, tenant: Tenant, user: User, role: str) -> Me
             changes=diff(before, {"role": role, "user": user.get_username()}),
         )
     return membership
+
+
+def membership_invite(
+    *, actor: Actor, tenant: Tenant, username: str, role: str, by_operator: bool = False
+) -> None:
+    """Invite the person named `username` into `tenant` with `role`; they join only by
+    accepting (membership_accept). Returns nothing on purpose: whether the username
+    exists, is an operator, or already belongs must not show in the answer, nor in the
+    tenant's audit trail, which records the invitation alike in every case.
+
+    A person already in the tenant gets the role at once (they chose the tenant when
+    they joined). An operator is invited only by an operator: a tenant admin's
+    invitation of one is recorded and does nothing."""
+    if role not in Membership.Role.values:
+        raise ValidationFailed(f"unknown role {role!r}", code="unknown_role", field="role")
+    user = User.objects.filter(username=username, is_active=True).first()
+    with tenant_scope(tenant):
+        audit_record(
+            actor=actor,
+            action="membership.invite",
+            instance=tenant,
+            tenant=tenant,
+            changes={"user": [None, username], "role": [None, role]},
+        )
+        if user is None or (user.is_operator and not by_operator):
+            return
+        membership = Membership.objects.select_for_update().filter(tenant=tenant, user=user).first()
+        if membership is None:
+            Membership.objects.create(tenant=tenant, user=user, role=role, pending=True)
+        elif membership.pending:
+            if membership.role != role:
+                membership.role = role
+                membership.save(update_fields=["role"])
+        else:
+            membership_set(actor=actor, tenant=tenant, user=user, role=role)
+
+
+def _own_invitation(actor: Actor, membership: Membership) -> None:
+    if actor.user is None or actor.user.pk != membership.user_id or not membership.pending:
+        raise NotFound("No such invitation.", code="invitation_not_found")
+
+
+def membership_accept(*, actor: Actor, membership: Membership) -> Membership:
+    """The invited person's own act: the invitation becomes a membership. The tenant
+    they act for does not change; they switch to it when they choose to."""
+    _own_invitation(actor, membership)
+    tenant = membership.tenant
+    with tenant_scope(tenant):
+        membership = Membership.objects.select_for_update().get(pk=membership.pk)
+        _own_invitation(actor, membership)
+        membership.pending = False
+        membership.save(update_fields=["pending"])
+        for perm in ROLE_PERMISSIONS[membership.role]:
+            assign_perm(perm, membership.user, tenant)
+        audit_record(
+            actor=actor,
+            action="membership.accept",
+            instance=membership,
+            tenant=tenant,
+            changes={"role": [None, membership.role], "user": [None, actor.user.get_username()]},
+        )
+    return membership
+
+
+def membership_decline(*, actor: Actor, membership: Membership) -> None:
+    _own_invitation(actor, membership)
+    tenant = membership.tenant
+    with tenant_scope(tenant):
+        membership = Membership.objects.select_for_update().get(pk=membership.pk)
+        _own_invitation(actor, membership)
+        audit_record(
+            actor=actor,
+            action="membership.decline",
+            instance=membership,
+            tenant=tenant,
+            changes={"role": [membership.role, None], "user": [actor.user.get_username(), None]},
+        )
+        membership.delete()
 
 
 def membership_remove(*, actor: Actor, membership: Membership) -> None:

@@ -182,3 +182,35 @@ def test_the_plain_path_takes_only_what_the_serializer_takes_the_same(body, cont
     assert payload.is_valid(), payload.errors
     data = payload.validated_data
     assert plain == (data["workflow_instance_id"], data["decision"], data["reason"])
+
+
+def test_a_timestamp_that_is_not_a_number_is_its_own_refusal(tenant_a):
+    # It was reported as `signature_missing`, though every header was there.
+    raw = json.dumps({"workflow_instance_id": str(uuid.uuid4()), "decision": "approve"}).encode()
+    response = APIClient().generic(
+        "POST",
+        URL,
+        raw,
+        content_type="application/json",
+        HTTP_WEBHOOK_ID="cb-1",
+        HTTP_WEBHOOK_TIMESTAMP="soon",
+        HTTP_WEBHOOK_SIGNATURE="v1,abc",
+    )
+    assert response.status_code == 401 and response.json()["code"] == "bad_timestamp"
+    assert outcomes() == []
+
+
+@pytest.mark.parametrize("depth", [100, 1000, 100_000])
+def test_a_deeply_nested_signed_body_is_bad_input_on_both_paths(tenant_a, depth):
+    raw = b"[" * depth + b"]" * depth
+    response = send(None, raw=raw)
+    assert response.status_code == 400, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == "json_too_deep"
+    nested = b'{"workflow_instance_id": "%s", "decision": "approve", "reason": %s}' % (
+        str(uuid.uuid4()).encode(),
+        raw,
+    )
+    response = send(None, raw=nested)
+    assert response.status_code == 400 and response.json()["code"] == "json_too_deep"
+    assert outcomes() == []

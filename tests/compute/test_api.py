@@ -96,3 +96,25 @@ def test_a_tenant_workers_batch_list_query_count_does_not_grow(tenant_a, tenant_
     worker = bearer(APIClient(), service_token(tenant=tenant_a, scopes=["compute:read"]))
     worker.get(BATCHES)  # a token's first use is recorded on it once, not per request
     assert_flat_query_count(batches_added_to(tenant_a, tenant_b), lambda: worker.get(BATCHES))
+
+
+@pytest.mark.django_db
+def test_a_tenant_bound_engine_cannot_tell_other_tenants_from_unknown_slugs(tenant_a, tenant_b):
+    # Issue #19: `tenant_mismatch` for bravo but `does_not_exist` for a slug nobody has
+    # let a tenant's token list the other tenants' slugs.
+    engine = bearer(APIClient(), service_token(tenant=tenant_a, scopes=["compute:write"]))
+    other = engine.post(BATCHES, submit_compute(tenant_b, idempotency_key="e-1"))
+    unknown = engine.post(
+        BATCHES, {**submit_compute(tenant_b, idempotency_key="e-2"), "tenant": "no-such-tenant"}
+    )
+    assert other.status_code == unknown.status_code == 400
+    assert other.json() == unknown.json()
+    assert other.json()["code"] == "tenant_mismatch"
+
+
+@pytest.mark.django_db
+def test_a_platform_engine_is_told_a_slug_names_no_tenant(tenant_a):
+    answer = platform_engine("engine-u").post(
+        BATCHES, {**submit_compute(tenant_a, idempotency_key="u-1"), "tenant": "no-such-tenant"}
+    )
+    assert answer.status_code == 400 and answer.json()["code"] == "does_not_exist"

@@ -130,7 +130,8 @@ def test_a_tenant_admin_adds_members_only_to_their_tenant(api, tenant_a, admin_a
     UserFactory(username="newcomer")
     api.force_login(admin_a)
     response = api.post(MEMBERSHIPS, {"username": "newcomer", "role": "member"})
-    assert response.status_code == 201, response.content
+    # An invitation now (Issue #19): 202, and the membership waits on newcomer's consent.
+    assert response.status_code == 202, response.content
     assert response.json()["tenant"] == "alpha"
     with system_scope():
         assert Membership.objects.filter(user__username="newcomer", tenant=tenant_a).exists()

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from apps.assets import services
 from apps.console.twofactor import two_factor_exempt
 from apps.core.api.exceptions import problem_response
+from apps.core.api.parsers import loads_bounded
 from apps.core.api.serializers import StrictSerializer
 from apps.core.errors import DomainError
 from apps.core.view_scope import unscoped
@@ -44,8 +45,12 @@ def verify_signature(request) -> str:
     callback_id = meta.get("HTTP_WEBHOOK_ID", "")
     stamp = meta.get("HTTP_WEBHOOK_TIMESTAMP", "")
     signature = meta.get("HTTP_WEBHOOK_SIGNATURE", "")
-    if not (callback_id and stamp.isdigit() and signature):
+    if not (callback_id and stamp and signature):
         raise CallbackRefused("The callback is not signed.", code="signature_missing")
+    if not (stamp.isascii() and stamp.isdigit()):
+        raise CallbackRefused(
+            "The callback's webhook-timestamp is not a number of seconds.", code="bad_timestamp"
+        )
     if abs(time.time() - int(stamp)) > settings.STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS:
         raise CallbackRefused("The callback's timestamp is stale.", code="stale_timestamp")
     expected = webhook_signature(secret.encode(), callback_id, int(stamp), request.body)
@@ -76,8 +81,8 @@ def plain_callback(request) -> tuple[uuid.UUID, str, str] | None:
     if request.content_type != "application/json" or charset != "utf-8":
         return None
     try:
-        data = json.loads(request.body.decode(), parse_constant=_refuse_constant)
-    except ValueError:  # not UTF-8 or not JSON
+        data = loads_bounded(request.body.decode(), parse_constant=_refuse_constant)
+    except ValueError:  # not UTF-8, not JSON, or nested too deeply (JsonTooDeep)
         return None
     if not isinstance(data, dict) or not data.keys() <= CALLBACK_FIELDS:
         return None

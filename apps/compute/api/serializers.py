@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from apps.compute.models import ComputeBatch
-from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
+from apps.core.api.serializers import StrictModelSerializer, StrictSerializer, TenantSlugField
 from apps.tenancy import selectors as tenancy_selectors
 
 
@@ -34,8 +34,7 @@ class BatchSubmitSerializer(StrictSerializer):
     workflow_instance_id = serializers.CharField(max_length=64)
     workflow_step_id = serializers.CharField(max_length=64)
     # Any tenant by its slug; tenant_for_write decides whether the caller may name it.
-    tenant = serializers.SlugRelatedField(
-        slug_field="slug",
+    tenant = TenantSlugField(
         queryset=tenancy_selectors.tenants_visible_to(platform_wide=True, tenant=None),
         required=False,
     )

@@ -8,7 +8,7 @@ The transaction of the failed request is rolled back here, so an error changes n
 
 from __future__ import annotations
 
-from django.core.exceptions import ObjectDoesNotExist
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
@@ -16,6 +16,7 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
+from apps.core.api.parsers import TOO_DEEP
 from apps.core.errors import Conflict, DomainError, NotFound
 from apps.core.scope import ScopeViolation
 
@@ -82,7 +83,34 @@ def _flatten(value) -> list:
     return [{"code": getattr(value, "code", "invalid"), "message": str(value)}]
 
 
+class BodyTooLarge(exceptions.APIException):
+    status_code = 413
+    default_detail = "Request body too large"
+    default_code = "body_too_large"
+
+
+def _title(exc, request) -> str:
+    # Some of DRF's default details are templates ("{media_type}", "{method}"): filled
+    # with what the request sent, so the title says what was refused.
+    title = str(getattr(exc, "default_detail", "Error"))
+    if "{" in title and request is not None:
+        try:
+            title = title.format(
+                media_type=getattr(request, "content_type", "") or "",
+                method=request.method,
+            )
+        except (KeyError, IndexError, ValueError):
+            title = title.split("{")[0].strip().rstrip('"').strip() or "Error"
+    return title
+
+
 def problem_exception_handler(exc, context):
+    if isinstance(exc, RecursionError):
+        # Input that nests deeper than a walk of it can go (a JSON body a parser of
+        # its own read unbounded, say): bad input, as the bounded parser answers it.
+        exc = exceptions.ParseError("The request nests too deeply.", code=TOO_DEEP)
+    elif isinstance(exc, RequestDataTooBig):
+        exc = BodyTooLarge("The request body is larger than the limit.")
     if isinstance(exc, Http404 | ObjectDoesNotExist):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -120,7 +148,7 @@ def problem_exception_handler(exc, context):
             if isinstance(specific, str) and specific != exc.default_code:
                 code = specific
         code = code or getattr(exc, "default_code", "error")
-        title = str(getattr(exc, "default_detail", "Error"))
+        title = _title(exc, context.get("request"))
         response = problem(
             status_code=exc.status_code,
             code=code,

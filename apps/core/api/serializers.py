@@ -46,3 +46,38 @@ class StrictSerializer(StrictFieldsMixin, serializers.Serializer):
 
 class StrictModelSerializer(StrictFieldsMixin, serializers.ModelSerializer):
     pass
+
+
+class _UnknownTenant:
+    """A tenant slug no tenant has: only tenant_for_write decides how to answer it."""
+
+    pk = None
+
+    def __init__(self, slug: str):
+        self.slug = slug
+
+    def __bool__(self) -> bool:
+        return True
+
+
+class TenantSlugField(serializers.SlugRelatedField):
+    """The tenant a write is for, named by its slug. An unknown slug is not refused
+    here: a caller acting for one tenant must get the same answer for a slug no tenant
+    has as for another tenant's (`tenant_mismatch`, from tenant_for_write), or they
+    could list the other tenants' slugs one refusal at a time."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("slug_field", "slug")
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        try:
+            return super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if getattr(exc.detail[0], "code", None) == "does_not_exist":
+                return _UnknownTenant(str(data))
+            raise
+
+
+def is_unknown_tenant(value) -> bool:
+    return isinstance(value, _UnknownTenant)

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from apps.core.api.idempotency import idempotent
 from apps.core.api.permissions import EVERYONE, StewardAccess
+from apps.core.api.serializers import is_unknown_tenant
 from apps.core.errors import PreconditionFailed, ValidationFailed
 from apps.core.scope import owning_tenant_id, tenant_scope
 
@@ -35,13 +36,18 @@ def tenant_for_write(request, named):
     """The tenant a create is for: a caller acting for a tenant creates for that one
     (naming another is refused); a platform-wide caller names it."""
     if request.tenant is not None:
-        if named is not None and named.pk != request.tenant.pk:
+        # The same refusal for a slug no tenant has (TenantSlugField) as for another's.
+        if named is not None and (is_unknown_tenant(named) or named.pk != request.tenant.pk):
             raise ValidationFailed(
                 "You act for another tenant than the one named.", code="tenant_mismatch"
             )
         return request.tenant
     if named is None:
         raise ValidationFailed("Name the tenant.", code="tenant_required", field="tenant")
+    if is_unknown_tenant(named):
+        raise ValidationFailed(
+            f"No tenant has the slug {named.slug!r}.", code="does_not_exist", field="tenant"
+        )
     return named
 
 

@@ -44,8 +44,25 @@ class MembershipSerializer(StrictModelSerializer):
 
 
 class MembershipWriteSerializer(StrictSerializer):
-    username = serializers.CharField()
+    username = serializers.CharField(max_length=150)
     role = serializers.ChoiceField(choices=Membership.Role.choices)
+
+
+class InvitationSentSerializer(serializers.Serializer):
+    """The same answer whoever the username names, or whether it names anyone."""
+
+    tenant = serializers.CharField()
+    username = serializers.CharField()
+    role = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class InvitationSerializer(StrictModelSerializer):
+    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "tenant", "role", "created_at"]
 
 
 class AuditEventSerializer(StrictModelSerializer):

@@ -6,6 +6,7 @@ router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
 router.register("tenants", views.TenantViewSet, basename="tenant")
 router.register("memberships", views.MembershipViewSet, basename="membership")
+router.register("invitations", views.InvitationViewSet, basename="invitation")
 router.register("regions", views.RegionViewSet, basename="region")
 router.register("data-classes", views.DataClassViewSet, basename="data-class")
 router.register("audit-events", views.AuditEventViewSet, basename="audit-event")

@@ -1,5 +1,7 @@
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -11,6 +13,7 @@ from apps.core.api.permissions import (
     TENANT_ADMIN,
     TENANT_SERVICE,
     IsAuthenticatedCaller,
+    caller_kind,
 )
 from apps.core.api.views import (
     IdempotentCreateMixin,
@@ -18,7 +21,9 @@ from apps.core.api.views import (
     StewardReadOnlyViewSet,
     StewardViewSetMixin,
 )
+from apps.core.context import Actor
 from apps.core.errors import NotFound, ValidationFailed
+from apps.core.view_scope import unscoped
 from apps.tenancy import selectors, services
 from apps.tenancy.api import serializers
 from apps.tenancy.api.catalog import StewardCatalogViewSet
@@ -88,29 +93,87 @@ class MembershipViewSet(
         return selectors.membership_list()
 
     @extend_schema(
-        request=serializers.MembershipWriteSerializer, responses=serializers.MembershipSerializer
+        request=serializers.MembershipWriteSerializer,
+        responses={202: serializers.InvitationSentSerializer},
     )
     @idempotent
     def create(self, request, *args, **kwargs):
+        """Invite a person: they join when they accept (`/tenancy/invitations/`). The
+        answer is the same whether the username exists or not."""
         if request.tenant is None:
             raise ValidationFailed(
                 "Choose the tenant to act for before adding members.", code="tenant_required"
             )
         payload = serializers.MembershipWriteSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        user = selectors.user_by_username(payload.validated_data["username"])
-        if user is None:
-            raise NotFound("No such user.", code="user_not_found")
-        membership = services.membership_set(
+        username, role = payload.validated_data["username"], payload.validated_data["role"]
+        services.membership_invite(
             actor=request.actor,
             tenant=request.tenant,
-            user=user,
-            role=payload.validated_data["role"],
+            username=username,
+            role=role,
+            by_operator=caller_kind(request) == OPERATOR,
         )
-        return Response(self.get_serializer(membership).data, status=status.HTTP_201_CREATED)
+        answer = {
+            "tenant": request.tenant.slug,
+            "username": username,
+            "role": role,
+            "detail": "Invited, if such a person may join: they become a member on accepting.",
+        }
+        return Response(answer, status=status.HTTP_202_ACCEPTED)
 
     def perform_destroy(self, instance):
         services.membership_remove(actor=self.request.actor, membership=instance)
+
+
+class IsPerson(BasePermission):
+    """A person signed in (a session, not a service's token)."""
+
+    def has_permission(self, request, view):
+        if not request.user.is_authenticated:
+            raise exceptions.NotAuthenticated()
+        return getattr(request, "service_account", None) is None
+
+
+# Outside the request scope: the invitations come from other tenants than the one the
+# person acts for, which that scope would hide; the services open each tenant's scope.
+@unscoped
+class InvitationViewSet(viewsets.GenericViewSet):
+    """The invitations waiting on the person calling, from any tenant: they accept or
+    decline each. Only people have invitations; services have none to answer."""
+
+    serializer_class = serializers.InvitationSerializer
+    permission_classes = [IsPerson]
+    pagination_class = None
+    filter_backends: list = []
+    lookup_value_regex = r"[0-9]+"
+
+    def get_queryset(self):  # for the schema; reads go through the selectors below
+        return selectors.membership_list(include_pending=True).none()
+
+    def _invitation(self, pk):
+        found = selectors.invitation_of(self.request.user, int(pk))
+        if found is None:
+            raise NotFound("No such invitation.", code="invitation_not_found")
+        return found
+
+    def list(self, request):
+        invitations = selectors.invitations_of(request.user)
+        return Response(self.get_serializer(invitations, many=True).data)
+
+    @extend_schema(request=None, responses=serializers.MembershipSerializer)
+    @action(detail=True, methods=["post"])
+    def accept(self, request, pk=None):
+        membership = services.membership_accept(
+            actor=Actor(user=request.user), membership=self._invitation(pk)
+        )
+        return Response(serializers.MembershipSerializer(membership).data)
+
+    @extend_schema(request=None, responses={204: None})
+    @action(detail=True, methods=["post"])
+    def decline(self, request, pk=None):
+        services.membership_decline(actor=Actor(user=request.user), membership=self._invitation(pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class RegionViewSet(StewardCatalogViewSet):
