@@ -270,3 +270,16 @@ def test_the_order_and_task_lists_query_count_does_not_grow(tenant_a, operator, 
     assert_flat_query_count(
         lambda n: running_exports(tenant_a, requester, approver, n), lambda: ops.get(url)
     )
+
+
+@pytest.mark.django_db
+def test_a_read_only_token_may_verify_evidence(tenant_a, operator):
+    # Issue #19: verifying changes nothing, so a read scope may call it.
+    order = approved(tenant_a)
+    document = signed_in(operator).get(f"{ORDERS}{order.pk}/evidence/").json()
+    reader = APIClient()
+    reader.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {service_token(scopes=['governance:read']).secret}"
+    )
+    answer = reader.post("/api/v1/governance/evidence/verify/", document, format="json")
+    assert answer.status_code == 200 and answer.json()["valid"] is True

@@ -459,3 +459,36 @@ def test_evidence_is_recorded_and_read_through_the_api_and_decides_the_verdict(
         (7, "activate", "missing"),
     ]
     assert steps["steps"][3]["missing"][0].startswith("physicalization policy")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", [BINDINGS, "/api/v1/stores/residency/evaluate/"])
+def test_a_tenant_token_cannot_tell_another_tenants_slug_from_an_unknown_one(
+    path, tenant_a, tenant_b, store, profile, regions
+):
+    # Issue #19: `tenant_mismatch` for another tenant's slug but `does_not_exist` for a
+    # slug nobody has let a tenant's token list the other tenants' slugs.
+    rule("allow", geographies=["IL"])
+    own = bearer(APIClient(), service_token(tenant=tenant_b, scopes=["stores:write"]))
+    body = {"store": store.slug, "profile": profile.slug, "region": "israelcentral"}
+    other = own.post(path, {**body, "tenant": tenant_a.slug}, format="json")
+    unknown = own.post(path, {**body, "tenant": "no-such-tenant"}, format="json")
+    assert other.status_code == unknown.status_code == 400
+    assert other.json() == unknown.json()
+    assert other.json()["code"] == "tenant_mismatch"
+    with system_scope():
+        assert not StoreBinding.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_read_only_token_may_ask_the_what_if_but_not_bind(tenant_a, store, profile, regions):
+    # Issue #19: the evaluator's POST changes nothing, so a read scope may call it.
+    rule("allow", geographies=["IL"])
+    reader = bearer(APIClient(), service_token(scopes=["stores:read"], name="reader"))
+    body = {"store": store.slug, "profile": profile.slug, "region": "israelcentral"}
+    answer = reader.post(
+        "/api/v1/stores/residency/evaluate/", {**body, "tenant": tenant_a.slug}, format="json"
+    )
+    assert answer.status_code == 200 and answer.json()["allowed"] is True
+    refused = reader.post(BINDINGS, {**body, "tenant": tenant_a.slug}, format="json")
+    assert refused.status_code == 403 and refused.json()["code"] == "missing_scope"

@@ -41,13 +41,18 @@ class StewardAccess(BasePermission):
     default), and may narrow them per action in `get_read_access()` /
     `get_write_access()`. Row-level security and the view's queryset then decide
     which rows a permitted caller sees.
+
+    A view whose POST only computes an answer (a what-if, a verification) sets
+    `read_only_post = True`: its POST needs only read access and the read scope.
     """
 
     def has_permission(self, request, view):
         kind = caller_kind(request)
         if kind is None:
             raise exceptions.NotAuthenticated()
-        write = request.method not in SAFE_METHODS
+        write = request.method not in SAFE_METHODS and not (
+            request.method == "POST" and getattr(view, "read_only_post", False)
+        )
         if request.service_account is not None:
             needed = f"{view.scope_app}:{'write' if write else 'read'}"
             if not request.api_token.allows(needed):

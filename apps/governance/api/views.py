@@ -126,7 +126,7 @@ class VerifyEvidenceView(StewardAccessMixin, APIView):
 
     scope_app = "governance"
     read_access = EVERYONE
-    write_access = EVERYONE  # a POST that changes nothing
+    read_only_post = True  # a read scope may ask: the POST changes nothing
 
     @extend_schema(
         request=serializers.EvidenceDocumentSerializer,

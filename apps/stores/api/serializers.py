@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
+from apps.core.api.serializers import StrictModelSerializer, StrictSerializer, TenantSlugField
 from apps.stores import selectors
 from apps.stores.models import (
     BenchmarkResult,
@@ -92,8 +92,8 @@ class SetBindingSerializer(StrictSerializer):
     store = slug_of(Store.objects.all())
     profile = slug_of(StoreProfile.objects.all())
     region = slug_of(tenancy.region_list())
-    tenant = slug_of(
-        ANY_TENANT,
+    tenant = TenantSlugField(
+        queryset=ANY_TENANT,
         required=False,
         help_text="For platform callers; a tenant's own callers bind for their tenant.",
     )
@@ -107,7 +107,7 @@ class EvaluateSerializer(StrictSerializer):
     store = slug_of(Store.objects.all())
     region = slug_of(tenancy.region_list())
     profile = slug_of(StoreProfile.objects.all(), required=False)
-    tenant = slug_of(ANY_TENANT, required=False)
+    tenant = TenantSlugField(queryset=ANY_TENANT, required=False)
 
 
 class StoreSerializer(StrictModelSerializer):

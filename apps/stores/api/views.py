@@ -127,7 +127,7 @@ class EvaluateView(StewardAccessMixin, APIView):
     steward_scope = "system"
 
     read_access = EVERYONE
-    write_access = EVERYONE  # a POST that changes nothing
+    read_only_post = True  # a read scope may ask: the POST changes nothing
 
     @extend_schema(request=serializers.EvaluateSerializer, responses=dict)
     def post(self, request):
