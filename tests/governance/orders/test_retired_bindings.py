@@ -6,8 +6,9 @@ import pytest
 from django.test import Client
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.core.scope import tenant_scope
+from apps.core.scope import system_scope, tenant_scope
 from apps.governance.models import EvidenceEntry
+from apps.governance.retention import services as retention
 from apps.stores import services as stores
 from apps.stores.models import StoreBinding
 from tests.factories import member
@@ -77,6 +78,11 @@ def test_a_deletion_asks_a_retired_stores_owner_and_records_its_receipt(bound, t
             if t.status == "issued":
                 complete(t, [{"what": "x", "action": "deleted", "count": 1}])
     assert fresh(order).status == "completed"
+    # phase 4 released the bindings (their rows go, the order's tasks and evidence stay
+    # as the record); none is owed a purge task
+    with system_scope():
+        assert not StoreBinding.objects.filter(tenant=tenant_a).exists()
+    assert retention.retired_binding_purges_now()["issued"] == []
 
 
 def test_a_retired_binding_whose_data_is_gone_is_not_asked_again(bound, tenant_a):
