@@ -8,7 +8,6 @@ from celery import shared_task
 from apps.core.jobs import periodic_job
 from apps.core.tasks import RETRY_WHILE_DATABASE_DOWN
 from apps.governance.orders import exports
-from apps.governance.orders import services as orders
 from apps.governance.retention import services as retention
 from apps.governance.steward_owner import services as steward_owner
 
@@ -25,7 +24,8 @@ def assemble_export(*, order_id: str) -> str:
 
 @shared_task(scope="self", name="governance.periodic_advance_orders")
 def periodic_advance_orders() -> dict:
-    return periodic_job("governance.advance_orders")(orders.advance_orders)()
+    """The minute's round: orders, then the purge tasks retired bindings are owed."""
+    return periodic_job("governance.advance_orders")(retention.advance_round)()
 
 
 # ------------------------------------------------------------------------ retention

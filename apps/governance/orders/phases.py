@@ -6,8 +6,11 @@ then audit redaction (audit evidence is redacted, never purged), then the commer
 service closes the subscription while Steward releases the tenant's store bindings
 (revoking their credentials: every owner is done with the stores). An export has one
 phase in which every owner contributes a bundle. Owners are the services owning the
-stores the tenant has live bindings of, and Steward itself for its own tables
-(apps.core.governed, read through apps.governance.coverage).
+stores that hold or held the tenant's data -- live bindings and retired ones whose
+owner has not yet sent the receipt saying the data is gone
+(apps.stores.selectors.bindings_holding_tenant_data) -- and Steward itself for its own
+tables (apps.core.governed, read through apps.governance.coverage). A retired binding's
+task says so in its detail (`retired`, `binding_status`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from apps.core.governed import AUDIT_REDACTION, AUTHORITATIVE, DERIVED, RELEASE
 from apps.governance import coverage
 from apps.governance.models import GovernanceOrder, GovernanceTask
 from apps.registry.catalog import STEWARD_SERVICE
-from apps.stores.selectors import live_binding_list
+from apps.stores.models import LIVE_STATUSES
+from apps.stores.selectors import bindings_holding_tenant_data
 
 Kind = GovernanceTask.Kind
 
@@ -75,16 +79,18 @@ class Assignment:
 
 
 def assignments(order: GovernanceOrder, number: int) -> list[Assignment]:
-    """Who is asked in phase `number`: one task per live binding of the phase's store
-    categories (to the store's owning service), Steward's own, and in the last deletion
-    phase the commercial service."""
+    """Who is asked in phase `number`: one task per binding of the phase's store
+    categories that holds or held the tenant's data (to the store's owning service),
+    retired ones included until their data is recorded gone, Steward's own, and in the
+    last deletion phase the commercial service. An export asks live bindings only and
+    retired ones whose data is not yet purged alike: the data is still there."""
     step = phase(order, number)
     found = []
     if step.store_categories:
         bindings = (
-            live_binding_list()
-            .filter(tenant_id=order.tenant_id, store__category__in=step.store_categories)
-            .order_by("store__slug")
+            bindings_holding_tenant_data(order.tenant_id)
+            .filter(store__category__in=step.store_categories, data_purged_at__isnull=True)
+            .order_by("store__slug", "created_at", "id")
         )
         found += [
             Assignment(
@@ -96,6 +102,8 @@ def assignments(order: GovernanceOrder, number: int) -> list[Assignment]:
                     "binding": str(b.pk),
                     "region": b.region.slug,
                     "connection_reference": b.connection_reference,
+                    "binding_status": b.status,
+                    "retired": b.status not in LIVE_STATUSES,
                 },
             )
             for b in bindings

@@ -32,6 +32,8 @@ from apps.governance.permissions import NotAllowed, may_govern, require_governor
 from apps.governance.retention.selectors import active_legal_holds
 from apps.registry.catalog import STEWARD_SERVICE
 from apps.registry.services import topic_ensure
+from apps.stores import services as stores
+from apps.stores.selectors import bindings_holding_tenant_data
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import Tenant
 from apps.tenancy.services import tenant_set_lifecycle_status
@@ -255,6 +257,16 @@ def _announce_owner_task(task: GovernanceTask) -> None:
             store=task.detail.get("store"),
             attempt=task.attempt,
             due_at=task.due_at.isoformat(),
+            # a binding no longer live is named as such: its owner is still asked
+            **(
+                {
+                    "binding": task.detail.get("binding"),
+                    "binding_status": task.detail.get("binding_status"),
+                    "retired": True,
+                }
+                if task.detail.get("retired")
+                else {}
+            ),
         )
     if task.owner == STEWARD_SERVICE:
         enqueue_on_commit("governance.run_steward_task", task_id=str(task.pk))
@@ -582,10 +594,37 @@ def _owner_task_settle(
                 **({"receipt": task.receipt} if receipt is not None else {"reason": failure}),
             )
             _advance_order(order)
+        if status == TaskStatus.COMPLETED:
+            _record_retired_binding_purged(actor, task)
         audit_record(
             actor=actor, action=f"governance.task.{status}", instance=task, tenant=task.tenant_id
         )
     return task
+
+
+def _record_retired_binding_purged(actor: Actor, task: GovernanceTask) -> None:
+    """A completed deletion, redaction or purge task issued for a retired binding
+    (`detail.retired`): the owner's receipt says its data is gone, and the binding
+    records it (once, audited by stores). A live binding's receipt is not recorded
+    here: the binding still holds, or may come to hold, data."""
+    kinds = (GovernanceTask.Kind.DELETE, GovernanceTask.Kind.REDACT, GovernanceTask.Kind.PURGE)
+    binding_id = task.detail.get("binding")
+    if task.kind not in kinds or not task.detail.get("retired") or not binding_id:
+        return
+    binding = bindings_holding_tenant_data(task.tenant_id).filter(pk=binding_id).first()
+    if binding is None or binding.status in phases.LIVE_STATUSES:
+        return
+    stores.binding_record_data_purged(
+        actor=actor,
+        binding=binding,
+        receipt={
+            "task": str(task.pk),
+            "order": str(task.order_id) if task.order_id else None,
+            "kind": task.kind,
+            "owner": task.owner,
+            **task.receipt,
+        },
+    )
 
 
 def owner_task_complete(*, actor: Actor, task_id, receipt: dict) -> GovernanceTask:

@@ -14,7 +14,8 @@ from django_celery_beat.models import PeriodicTask
 from apps.core.scope import system_scope
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
 from apps.governance.retention import policy, sweeper
-from apps.stores.selectors import live_binding_list
+from apps.stores.models import LIVE_STATUSES, StoreBinding
+from apps.stores.selectors import bindings_holding_tenant_data, live_binding_list
 
 SWEEP_TASK = "governance.periodic_retention_sweep"
 
@@ -58,6 +59,44 @@ def purge_targets() -> list[policy.Target]:
                     ("store", b.store.slug),
                     ("data_class", b.store.data_class.slug),
                     ("owner", b.store.owning_service.name),
+                ),
+            )
+            for b in bindings
+        ]
+
+
+def retired_purge_targets() -> list[policy.Target]:
+    """Every binding no longer live whose data its owner has not yet said is gone
+    (stores' `bindings_holding_tenant_data`, less the live ones), as the policy sees
+    them: each is owed a purge owner task."""
+    with system_scope():
+        tenants = (
+            StoreBinding.objects.exclude(status__in=LIVE_STATUSES)
+            .filter(data_purged_at__isnull=True)
+            .values_list("tenant_id", flat=True)
+            .distinct()
+            .order_by()
+        )
+        bindings = [
+            b
+            for tenant_id in sorted(tenants, key=str)
+            for b in bindings_holding_tenant_data(tenant_id)
+            .exclude(status__in=LIVE_STATUSES)
+            .filter(data_purged_at__isnull=True)
+        ]
+        return [
+            policy.Target(
+                tenant_id=b.tenant_id,
+                store_id=b.store_id,
+                data_class_id=b.store.data_class_id,
+                owning_service_id=b.store.owning_service_id,
+                binding_id=b.pk,
+                labels=(
+                    ("tenant", b.tenant.slug),
+                    ("store", b.store.slug),
+                    ("data_class", b.store.data_class.slug),
+                    ("owner", b.store.owning_service.name),
+                    ("binding_status", b.status),
                 ),
             )
             for b in bindings

@@ -23,7 +23,7 @@ from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.locks import session_lock
 from apps.core.scope import system_scope, tenant_scope
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
-from apps.governance.orders.services import owner_task_issue
+from apps.governance.orders.services import advance_orders, owner_task_issue
 from apps.governance.permissions import require_governor, require_operator
 from apps.governance.retention import policy, selectors, sweeper
 from apps.tenancy.audit import audit_record, diff, snapshot
@@ -276,6 +276,117 @@ def purge_owner_task_issue(
             instance=task,
             tenant=target.tenant_id,
             changes={"rule": [None, purge.rule.name], "action": [None, purge.action]},
+        )
+    return task, True
+
+
+def retired_binding_purges_now() -> dict:
+    """The minute's round (`governance.periodic_advance_orders`, after the orders'):
+    purge tasks for the retired bindings that are owed one, with the holds as they are
+    now. Stores never imports governance: governance finds the retired bindings."""
+    return retired_binding_purges(as_of=timezone.now(), holds=selectors.active_hold_views())
+
+
+def advance_round() -> dict:
+    """The minute's round: the orders' (orders.services.advance_orders), then the
+    retired bindings' purge tasks."""
+    done = advance_orders()
+    retired = retired_binding_purges_now()
+    return {**done, "retired_purges": len(retired["issued"]), "retired_held": len(retired["held"])}
+
+
+def retired_purge_key(target: policy.Target) -> str:
+    """One purge task per retired binding: what keeps a second run from issuing it again
+    (an open one is awaited, a failed one an operator retries, a completed one's
+    receipt has recorded the data gone)."""
+    return f"retired:{target.tenant_id}:{target.binding_id}"
+
+
+def retired_binding_purges(*, as_of: datetime, holds: list[policy.HoldView]) -> dict:
+    """Issue its owner a purge task for each retired binding whose data is not yet
+    recorded gone and that has none: the action the effective retention rule says
+    (delete when no rule covers the store), all of the binding's data. A legal hold
+    covering the binding pauses it: no task while the hold stands (the binding is listed
+    as held), issued by the first round after its release. The owner's receipt records
+    the data gone on the binding (orders.services, binding_record_data_purged)."""
+    rules = selectors.enabled_rule_views()
+    due_at = as_of + selectors.purge_task_due_after()
+    issued, held = [], []
+    for target in selectors.retired_purge_targets():
+        rule = policy.effective_rule(rules, target)
+        holding = [hold for hold in holds if policy.hold_covers(hold, target)]
+        if holding:
+            held.append(
+                {
+                    "tenant": target.label("tenant"),
+                    "store": target.label("store"),
+                    "binding": str(target.binding_id),
+                    "rule": rule.name if rule else None,
+                    "holds": [str(hold.id) for hold in holding],
+                    "reasons": [hold.reason for hold in holding],
+                }
+            )
+            continue
+        task, new = retired_purge_owner_task_issue(target, rule=rule, due_at=due_at)
+        if new:
+            issued.append(
+                {
+                    "task": str(task.pk),
+                    "tenant": target.label("tenant"),
+                    "store": target.label("store"),
+                    "binding": str(target.binding_id),
+                    "owner": task.owner,
+                    "rule": task.detail["rule"],
+                    "action": task.detail["action"],
+                }
+            )
+    return {"issued": issued, "held": held}
+
+
+def retired_purge_owner_task_issue(
+    target: policy.Target, *, rule: policy.RuleView | None, due_at: datetime
+) -> tuple[GovernanceTask, bool]:
+    """The purge owner task of a retired binding, once; (task, issued now)."""
+    key = retired_purge_key(target)
+    action = rule.action if rule else RetentionRule.Action.DELETE
+    with tenant_scope(target.tenant_id):
+        existing = GovernanceTask.objects.filter(
+            kind=GovernanceTask.Kind.PURGE, detail__key=key
+        ).first()
+        if existing is None:
+            # a deletion order's open task for the binding asks the same already
+            existing = GovernanceTask.objects.filter(
+                status__in=GovernanceTask.OPEN, detail__binding=str(target.binding_id)
+            ).first()
+        if existing is not None:
+            return existing, False
+        task = owner_task_issue(
+            tenant_id=target.tenant_id,
+            owner=target.label("owner"),
+            kind=GovernanceTask.Kind.PURGE,
+            store_id=target.store_id,
+            due_at=due_at,
+            detail={
+                "key": key,
+                "reason": "binding retired",
+                "rule": rule.name if rule else None,
+                "rule_id": rule.id if rule else None,
+                "action": action,
+                "cutoff": None,  # all of the binding's data
+                "store": target.label("store"),
+                "data_class": target.label("data_class"),
+                "binding": str(target.binding_id),
+                "binding_id": str(target.binding_id),
+                "binding_status": target.label("binding_status"),
+                "retired": True,
+            },
+        )
+        audit_record(
+            actor=SYSTEM_ACTOR,
+            action="retention.purge_task.issue",
+            instance=task,
+            tenant=target.tenant_id,
+            changes={"rule": [None, rule.name if rule else None], "action": [None, action]},
         )
     return task, True
 

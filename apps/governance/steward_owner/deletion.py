@@ -127,8 +127,10 @@ def delete_artifact_file(artifact: ExportArtifact) -> None:
     ExportArtifact.objects.filter(pk=artifact.pk).update(deleted_at=timezone.now())
 
 
-def retire_bindings(tenant_id) -> int:
-    """Retire the tenant's live store bindings and revoke their credentials now."""
+def retire_bindings(tenant_id, order=None) -> int:
+    """Retire the tenant's live store bindings and revoke their credentials now. A
+    binding whose owner completed this order's deletion (or redaction) task records
+    that receipt as its data gone, so no purge task is owed it afterwards."""
     with tenant_scope(tenant_id):
         bindings = list(live_binding_list().filter(tenant_id=tenant_id))
     for binding in bindings:
@@ -140,7 +142,37 @@ def retire_bindings(tenant_id) -> int:
             stores.binding_retire(actor=SYSTEM_ACTOR, binding=binding, reason="tenant deletion")
         if stores.binding_revoke(binding_id=binding.pk) == "retry":
             raise RuntimeError(f"The credentials of binding {binding.pk} could not be revoked.")
+        if order is not None:
+            _record_deleted(order, binding)
     return len(bindings)
+
+
+def _record_deleted(order, binding: StoreBinding) -> None:
+    with tenant_scope(binding.tenant_id):
+        task = (
+            GovernanceTask.objects.filter(
+                order=order,
+                status=GovernanceTask.Status.COMPLETED,
+                kind__in=[GovernanceTask.Kind.DELETE, GovernanceTask.Kind.REDACT],
+                detail__binding=str(binding.pk),
+            )
+            .order_by("-settled_at")
+            .first()
+        )
+        binding = StoreBinding.objects.get(pk=binding.pk)
+    if task is None or binding.status != StoreBinding.Status.RETIRED:
+        return
+    stores.binding_record_data_purged(
+        actor=SYSTEM_ACTOR,
+        binding=binding,
+        receipt={
+            "task": str(task.pk),
+            "order": str(order.pk),
+            "kind": task.kind,
+            "owner": task.owner,
+            **task.receipt,
+        },
+    )
 
 
 def _item(what: str, action: str, count: int) -> dict:
@@ -160,7 +192,11 @@ def carry_out_deletion_phase(task: GovernanceTask) -> list[dict]:
         items.append(_item("export archives", "deleted", delete_export_files(task.tenant_id)))
     if step.slug == "subscription":
         items.append(
-            _item("stores.StoreBinding credentials", "revoked", retire_bindings(task.tenant_id))
+            _item(
+                "stores.StoreBinding credentials",
+                "revoked",
+                retire_bindings(task.tenant_id, task.order),
+            )
         )
     if step.slug == "audit":
         items.append(_item("tenancy.AuditEvent", "redacted", redact_audit(task.tenant_id)))
