@@ -109,3 +109,33 @@ def record_evidence(profile, workload, *, skip=(), failing=(), policy=True, by="
             rollback_guidance="Drop the dedicated tables; the documents remain the source.",
             run_reference="policy-review-1",
         )
+
+
+def record_evidence_of_each_kind(profile, n):
+    """n benchmark results, contract-test results and physicalization policies."""
+    for i in range(n):
+        services.benchmark_record(
+            actor=SYSTEM_ACTOR,
+            provider="postgresql",
+            query_shape="instance_status",
+            profile=profile,
+            figure=1,
+            threshold=2,
+            passed=True,
+            run_reference=f"b{i}",
+        )
+        services.contract_test_record(
+            actor=SYSTEM_ACTOR,
+            provider="mongodb",
+            contract="worker_retry",
+            passed=True,
+            run_reference=f"c{i}",
+        )
+        services.policy_record(
+            actor=SYSTEM_ACTOR,
+            profile=profile,
+            workload_class="instance_query",
+            kind="native_indexes",
+            rollback_guidance="drop the indexes",
+            run_reference=f"p{i}",
+        )

@@ -19,6 +19,7 @@ from tests.stores.factories import (
     certify,
     provisioned,
     record_evidence,
+    record_evidence_of_each_kind,
     rule,
     stores_like,
 )
@@ -492,3 +493,19 @@ def test_a_read_only_token_may_ask_the_what_if_but_not_bind(tenant_a, store, pro
     assert answer.status_code == 200 and answer.json()["allowed"] is True
     refused = reader.post(BINDINGS, {**body, "tenant": tenant_a.slug}, format="json")
     assert refused.status_code == 403 and refused.json()["code"] == "missing_scope"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/stores/evidence/benchmarks/",
+        "/api/v1/stores/evidence/contract-tests/",
+        "/api/v1/stores/evidence/policies/",
+    ],
+)
+def test_the_evidence_lists_cost_the_same_queries_for_more_rows(api, operator, profile, url):
+    api.force_login(operator)
+    assert_flat_query_count(
+        lambda n: record_evidence_of_each_kind(profile, n), lambda: api.get(url)
+    )

@@ -8,7 +8,13 @@ from apps.stores import services
 from apps.stores.models import ResidencyRule, StoreBinding
 from tests.factories import member
 from tests.query_counts import assert_flat_query_count, queries_for
-from tests.stores.factories import another_profile, certify, provisioned, rule
+from tests.stores.factories import (
+    another_profile,
+    certify,
+    provisioned,
+    record_evidence_of_each_kind,
+    rule,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -207,6 +213,16 @@ def test_the_evidence_lists_cost_the_same_queries_for_more_rows(client, operator
             )
 
     assert_flat_query_count(add, lambda: client.get("/stores/evidence/benchmarks/"))
+
+
+@pytest.mark.parametrize("url", ["/stores/evidence/contract-tests/", "/stores/evidence/policies/"])
+def test_the_other_evidence_lists_cost_the_same_queries_for_more_rows(
+    client, operator, profile, url
+):
+    client.force_login(operator)
+    assert_flat_query_count(
+        lambda n: record_evidence_of_each_kind(profile, n), lambda: client.get(url)
+    )
 
 
 def test_the_binding_page_shows_the_migration_checklist(

@@ -238,3 +238,22 @@ def test_the_data_class_list_costs_the_same_whatever_the_rows(api, operator):
             DataClass.objects.create(slug=f"class-{number}", name=f"Class {number}")
 
     assert_flat_query_count(add_rows, lambda: api.get("/api/v1/tenancy/data-classes/"))
+
+
+def test_a_persons_invitation_list_costs_the_same_whatever_the_invitations(api, region):
+    invited = UserFactory()
+    api.force_login(invited)
+
+    def invite_from_new_tenants(n):
+        for _ in range(n):
+            services.membership_invite(
+                actor=SYSTEM_ACTOR,
+                tenant=TenantFactory(home_region=region),
+                username=invited.username,
+                role="member",
+            )
+
+    assert_flat_query_count(
+        invite_from_new_tenants, lambda: api.get("/api/v1/tenancy/invitations/")
+    )
+    assert len(api.get("/api/v1/tenancy/invitations/").json()) == 10
