@@ -50,6 +50,7 @@ from apps.registry.compatibility import (
     InvalidSchema,
     SchemaTooComplex,
     Verdict,
+    json_type_name,
 )
 
 __all__ = [
@@ -410,7 +411,7 @@ def _decoded(value):
         if not isinstance(value, str | dict | list):
             raise InvalidSchema(
                 f"an Avro schema is a type name, an object or an array (a union), "
-                f"not {_json_type(value)}"
+                f"not {json_type_name(value)}"
             )
         return value
     if isinstance(value, dict | list):
@@ -526,7 +527,7 @@ class _Shape:
             return node if all(a is b for a, b in zip(branches, node, strict=True)) else branches
         if kind is not dict:
             raise InvalidSchema(
-                f"a type is a name, an object or an array (a union), not {_json_type(node)}, "
+                f"a type is a name, an object or an array (a union), not {json_type_name(node)}, "
                 f"at {_at(path)}"
             )
         typ = node.get("type", _MISSING)
@@ -534,7 +535,7 @@ class _Shape:
             raise InvalidSchema(f"a schema object without 'type' at {_at(path)}")
         if type(typ) is not str:
             raise InvalidSchema(
-                f"'type' of a schema object must be a type name, not {_json_type(typ)}, "
+                f"'type' of a schema object must be a type name, not {json_type_name(typ)}, "
                 f"at {path}/type (only a field's 'type' holds a whole schema)"
             )
         if typ in ("record", "error"):
@@ -1090,22 +1091,6 @@ def _symbols(symbols) -> str:
 
 def _at(path: str) -> str:
     return path or "/"
-
-
-def _json_type(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
 
 
 def _show_json(value) -> str:

@@ -450,9 +450,7 @@ def parse_schema(text_or_obj) -> dict | bool:
         except ValueError as exc:
             raise InvalidSchema(f"not JSON: {exc}") from None
     if not isinstance(value, dict | bool):
-        raise InvalidSchema(
-            f"a JSON Schema is an object or a boolean, not {_json_type_name(value)}"
-        )
+        raise InvalidSchema(f"a JSON Schema is an object or a boolean, not {json_type_name(value)}")
     _check_json(value)
     validator, draft = _validator_for(value)
     try:
@@ -527,7 +525,7 @@ def _schema(value):
         return value
     if isinstance(value, str | bytes | bytearray):
         return parse_schema(value)
-    raise InvalidSchema(f"a JSON Schema is an object or a boolean, not {_json_type_name(value)}")
+    raise InvalidSchema(f"a JSON Schema is an object or a boolean, not {json_type_name(value)}")
 
 
 def _diff(original, update, allowed, labels) -> list[Difference]:
@@ -757,14 +755,14 @@ class _Walker:
         elif o is False:
             return
         else:
-            raise InvalidSchema(f"not a schema at {self._where()}: {_json_type_name(o)}")
+            raise InvalidSchema(f"not a schema at {self._where()}: {json_type_name(o)}")
         if type(u) is dict:
             if "$ref" in u or "$dynamicRef" in u:
                 u = self._deref(u, 1)
         elif u is True:
             u = _EMPTY
         elif u is not False:
-            raise InvalidSchema(f"not a schema at {self._where()}: {_json_type_name(u)}")
+            raise InvalidSchema(f"not a schema at {self._where()}: {json_type_name(u)}")
         if o is u:
             return
         key = (id(o), id(u))
@@ -1765,7 +1763,8 @@ def _show_shape(node) -> str:
     return _show_types(node.get("type"))
 
 
-def _json_type_name(value) -> str:
+def json_type_name(value) -> str:
+    """How a message names a JSON value's type ("an object", "a string", ...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -1866,7 +1865,7 @@ def _check_json(document):
                 )
             for key, value in node.items():
                 if type(key) is not str:
-                    raise InvalidSchema(f"not JSON: an object key is {_json_type_name(key)}")
+                    raise InvalidSchema(f"not JSON: an object key is {json_type_name(key)}")
                 stack.append((value, depth + 1))
         elif kind is list:
             if depth > MAX_JSON_DEPTH:
@@ -1876,7 +1875,7 @@ def _check_json(document):
             if node != node or node in (_INF, -_INF):
                 raise InvalidSchema("not JSON: NaN and Infinity are not JSON numbers")
         elif kind not in (str, int, bool) and node is not None:
-            raise InvalidSchema(f"not JSON: {_json_type_name(node)} is not a JSON value")
+            raise InvalidSchema(f"not JSON: {json_type_name(node)} is not a JSON value")
 
 
 def _subschemas(node):

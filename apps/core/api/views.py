@@ -69,6 +69,31 @@ class StewardAccessMixin:
         return self.write_access
 
 
+class ServiceWritesMixin:
+    """A model viewset whose writes are its app's services, so it holds no rule of its
+    own: `create_service(actor=, **data)`, `update_service(actor=, <instance_kwarg>=,
+    **data)` and `destroy_service(actor=, <instance_kwarg>=)`, each given as
+    `staticmethod(services.x)`. A viewset leaves out the ones it does not serve."""
+
+    create_service = update_service = destroy_service = None
+    instance_kwarg = "instance"
+
+    def perform_create(self, serializer):
+        serializer.instance = self.create_service(
+            actor=self.request.actor, **serializer.validated_data
+        )
+
+    def perform_update(self, serializer):
+        serializer.instance = self.update_service(
+            actor=self.request.actor,
+            **{self.instance_kwarg: serializer.instance},
+            **serializer.validated_data,
+        )
+
+    def perform_destroy(self, instance):
+        self.destroy_service(actor=self.request.actor, **{self.instance_kwarg: instance})
+
+
 class StewardViewSetMixin(StewardAccessMixin):
     def read_representation(self, obj) -> dict:
         """What GET answers for `obj`. A view whose writes take another shape keeps its

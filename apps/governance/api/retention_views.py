@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from apps.core.api.idempotency import idempotent
 from apps.core.api.permissions import EVERYONE, OPERATOR, PLATFORM, TENANT_ADMIN
 from apps.core.api.views import (
+    ServiceWritesMixin,
     StewardAccessMixin,
     StewardReadOnlyViewSet,
     StewardViewSetMixin,
@@ -34,7 +35,7 @@ from apps.governance.retention.filters import (
 GOVERNORS = frozenset({OPERATOR, TENANT_ADMIN})
 
 
-class RetentionRuleViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
+class RetentionRuleViewSet(StewardViewSetMixin, ServiceWritesMixin, viewsets.ModelViewSet):
     """Retention rules. A locked rule takes a longer period and nothing else (409
     `retention_rule_locked`, naming what was refused)."""
 
@@ -47,21 +48,13 @@ class RetentionRuleViewSet(StewardViewSetMixin, viewsets.ModelViewSet):
     read_access = EVERYONE
     write_access = frozenset({OPERATOR})
 
+    create_service = staticmethod(services.rule_create)
+    update_service = staticmethod(services.rule_update)
+    destroy_service = staticmethod(services.rule_delete)
+    instance_kwarg = "rule"
+
     def get_queryset(self):
         return selectors.rule_list()
-
-    def perform_create(self, serializer):
-        serializer.instance = services.rule_create(
-            actor=self.request.actor, **serializer.validated_data
-        )
-
-    def perform_update(self, serializer):
-        serializer.instance = services.rule_update(
-            actor=self.request.actor, rule=serializer.instance, **serializer.validated_data
-        )
-
-    def perform_destroy(self, instance):
-        services.rule_delete(actor=self.request.actor, rule=instance)
 
 
 class LegalHoldViewSet(

@@ -9,6 +9,7 @@ from apps.core.api.permissions import PLATFORM
 from apps.core.api.views import (
     IdempotentCreateMixin,
     ReadShapeUpdateMixin,
+    ServiceWritesMixin,
     StewardAccessMixin,
     StewardViewSetMixin,
 )
@@ -70,6 +71,7 @@ class TopicViewSet(
 
 class SubscriptionViewSet(
     StewardViewSetMixin,
+    ServiceWritesMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     IdempotentCreateMixin,
@@ -95,18 +97,12 @@ class SubscriptionViewSet(
             return serializers.SubscriptionUpdateSerializer
         return serializers.SubscriptionSerializer
 
+    create_service = staticmethod(services.subscription_create)
+    update_service = staticmethod(services.subscription_update)
+    instance_kwarg = "subscription"
+
     def get_queryset(self):
         return selectors.subscription_list()
-
-    def perform_create(self, serializer):
-        serializer.instance = services.subscription_create(
-            actor=self.request.actor, **serializer.validated_data
-        )
-
-    def perform_update(self, serializer):
-        serializer.instance = services.subscription_update(
-            actor=self.request.actor, subscription=serializer.instance, **serializer.validated_data
-        )
 
 
 class ModelSyncView(StewardAccessMixin, APIView):

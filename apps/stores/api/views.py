@@ -16,6 +16,7 @@ from apps.core.api.permissions import (
 from apps.core.api.views import (
     IdempotentCreateMixin,
     ReadShapeUpdateMixin,
+    ServiceWritesMixin,
     StewardAccessMixin,
     StewardViewSetMixin,
     tenant_for_write,
@@ -283,7 +284,11 @@ class PhysicalizationPolicyViewSet(EvidenceViewSet):
 
 
 class RuleViewSet(
-    StewardViewSetMixin, IdempotentCreateMixin, ReadShapeUpdateMixin, viewsets.ModelViewSet
+    StewardViewSetMixin,
+    ServiceWritesMixin,
+    IdempotentCreateMixin,
+    ReadShapeUpdateMixin,
+    viewsets.ModelViewSet,
 ):
     """Residency rules. Saving one flags the bindings it makes non-compliant."""
 
@@ -295,21 +300,13 @@ class RuleViewSet(
     read_access = EVERYONE
     write_access = frozenset({OPERATOR})
 
+    create_service = staticmethod(services.rule_create)
+    update_service = staticmethod(services.rule_update)
+    destroy_service = staticmethod(services.rule_delete)
+    instance_kwarg = "rule"
+
     def get_queryset(self):
         return selectors.rule_list()
-
-    def perform_create(self, serializer):
-        serializer.instance = services.rule_create(
-            actor=self.request.actor, **serializer.validated_data
-        )
-
-    def perform_update(self, serializer):
-        serializer.instance = services.rule_update(
-            actor=self.request.actor, rule=serializer.instance, **serializer.validated_data
-        )
-
-    def perform_destroy(self, instance):
-        services.rule_delete(actor=self.request.actor, rule=instance)
 
     @extend_schema(request=serializers.RuleSerializer, responses=dict)
     @action(detail=False, methods=["post"])
