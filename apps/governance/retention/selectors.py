@@ -47,22 +47,24 @@ def purge_targets() -> list[policy.Target]:
     """Every tenant's live store bindings, as the policy sees them."""
     with system_scope():
         bindings = live_binding_list().order_by("tenant__slug", "store__slug")
-        return [
-            policy.Target(
-                tenant_id=b.tenant_id,
-                store_id=b.store_id,
-                data_class_id=b.store.data_class_id,
-                owning_service_id=b.store.owning_service_id,
-                binding_id=b.pk,
-                labels=(
-                    ("tenant", b.tenant.slug),
-                    ("store", b.store.slug),
-                    ("data_class", b.store.data_class.slug),
-                    ("owner", b.store.owning_service.name),
-                ),
-            )
-            for b in bindings
-        ]
+        return [_target(b) for b in bindings]
+
+
+def _target(binding, *extra_labels) -> policy.Target:
+    return policy.Target(
+        tenant_id=binding.tenant_id,
+        store_id=binding.store_id,
+        data_class_id=binding.store.data_class_id,
+        owning_service_id=binding.store.owning_service_id,
+        binding_id=binding.pk,
+        labels=(
+            ("tenant", binding.tenant.slug),
+            ("store", binding.store.slug),
+            ("data_class", binding.store.data_class.slug),
+            ("owner", binding.store.owning_service.name),
+            *extra_labels,
+        ),
+    )
 
 
 def retired_purge_targets() -> list[policy.Target]:
@@ -84,23 +86,7 @@ def retired_purge_targets() -> list[policy.Target]:
             .exclude(status__in=LIVE_STATUSES)
             .filter(data_purged_at__isnull=True)
         ]
-        return [
-            policy.Target(
-                tenant_id=b.tenant_id,
-                store_id=b.store_id,
-                data_class_id=b.store.data_class_id,
-                owning_service_id=b.store.owning_service_id,
-                binding_id=b.pk,
-                labels=(
-                    ("tenant", b.tenant.slug),
-                    ("store", b.store.slug),
-                    ("data_class", b.store.data_class.slug),
-                    ("owner", b.store.owning_service.name),
-                    ("binding_status", b.status),
-                ),
-            )
-            for b in bindings
-        ]
+        return [_target(b, ("binding_status", b.status)) for b in bindings]
 
 
 def enabled_rule_views() -> list[policy.RuleView]:
