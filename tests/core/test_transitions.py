@@ -9,7 +9,7 @@ from django.apps import apps
 from apps.core.errors import InvalidTransition
 from apps.core.transitions import Transitions
 
-# The models whose status is a state machine (docs/architecture.md, "State machines").
+# The models whose status is a state machine (docs/architecture.md, "The rules of the house").
 STATEFUL = {
     "assets.Asset",
     "stores.StoreBinding",
