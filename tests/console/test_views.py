@@ -10,7 +10,7 @@ from apps.tenancy import services
 from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
 from apps.tenancy.models import AuditEvent
 from tests.factories import TenantFactory, member
-from tests.query_counts import assert_flat_query_count, queries_for
+from tests.query_counts import assert_flat_query_count
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "correct horse battery"
@@ -137,12 +137,6 @@ def test_a_long_list_counts_up_to_the_cap_and_pages_up_to_it(client, operator, r
     # and a list under the cap is counted exactly
     exact = client.get(url, {"q": "t1"})
     assert not exact.context["paginator"].capped and "1 in all" in exact.content.decode()
-
-
-def list_page_queries(client, url):
-    """The statements a list page costs. Kept for the domain apps' tests that import it
-    from here; new tests use tests/query_counts.py."""
-    return queries_for(lambda: client.get(url))
 
 
 @pytest.mark.parametrize(
