@@ -219,7 +219,8 @@ def test_bad_bundles_are_refused_and_leave_nothing(export_order, settings, tmp_p
         (put_bundle(orders, task, b"not json\n", "jsonl"), 400, "bundle_unreadable"),
         (put_bundle(orders, task, b"PAR1 broken", "parquet"), 400, "bundle_unreadable"),
         (put_bundle(orders, task, body, "csv"), 400, "unsupported_bundle_type"),
-        (put_bundle(as_owner("audit-log"), task, body, "jsonl"), 403, "not_allowed"),
+        # another owner's task is answered as a missing one (issue #19, enumeration)
+        (put_bundle(as_owner("audit-log"), task, body, "jsonl"), 404, "not_found"),
     ]
     settings.STEWARD_EXPORT_BUNDLE_MAX_BYTES = 4
     cases.append((put_bundle(orders, task, body, "jsonl"), 413, "bundle_too_large"))
@@ -283,3 +284,32 @@ def test_a_read_only_token_may_verify_evidence(tenant_a, operator):
     )
     answer = reader.post("/api/v1/governance/evidence/verify/", document, format="json")
     assert answer.status_code == 200 and answer.json()["valid"] is True
+
+
+@pytest.mark.django_db
+def test_another_owners_bundle_upload_is_told_what_a_missing_task_is_told(export_order):
+    # Issue #19: 403 for another owner's task but 404 for a missing one told the caller
+    # which tasks exist.
+    task = next(t for t in open_tasks(export_order["id"]) if t.owner == "orders")
+    intruder = as_owner("search")
+    body = b'{"a": 1}\n'
+    theirs = put_bundle(intruder, task.pk, body, "jsonl")
+    missing = put_bundle(intruder, "00000000-0000-0000-0000-000000000000", body, "jsonl")
+    assert theirs.status_code == missing.status_code == 404
+    assert theirs.json() == missing.json()
+    assert fresh(task).status == task.status
+
+
+@pytest.mark.django_db
+def test_a_tenant_admin_cannot_tell_another_tenants_slug_from_an_unknown_one(tenant_a, tenant_b):
+    # Issue #19: tenant_mismatch for another tenant's slug, does_not_exist for a slug
+    # nobody has, let a tenant's people list the other tenants.
+    admin = signed_in(member(tenant_a, role="admin"))
+    body = {"kind": "export", "reason": "asked"}
+    other = admin.post(ORDERS, {**body, "tenant": tenant_b.slug}, format="json")
+    unknown = admin.post(ORDERS, {**body, "tenant": "no-such-tenant"}, format="json")
+    assert other.status_code == unknown.status_code == 400
+    assert other.json() == unknown.json()
+    assert other.json()["code"] == "tenant_mismatch"
+    with system_scope():
+        assert not GovernanceOrder.objects.exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
+from apps.core.api.serializers import StrictModelSerializer, StrictSerializer, TenantSlugField
 from apps.governance.models import LegalHold, RetentionRule, RetentionSweep
 from apps.governance.orders.selectors import tenant_choices
 from apps.governance.retention import selectors
@@ -75,8 +75,8 @@ class LegalHoldSerializer(StrictModelSerializer):
 
 
 class PlaceLegalHoldSerializer(StrictSerializer):
-    tenant = slug_of(
-        tenant_choices(),
+    tenant = TenantSlugField(
+        queryset=tenant_choices(),
         required=False,
         help_text="For operators; a tenant's admins hold their own.",
     )

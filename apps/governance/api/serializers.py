@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
+from apps.core.api.serializers import StrictModelSerializer, StrictSerializer, TenantSlugField
 from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask, OrderApproval
 from apps.governance.orders import selectors, services
 
@@ -112,9 +112,7 @@ class OrderSerializer(StrictModelSerializer):
 
 
 class OrderRequestSerializer(StrictSerializer):
-    tenant = serializers.SlugRelatedField(
-        slug_field="slug", queryset=selectors.tenant_choices(), required=False
-    )
+    tenant = TenantSlugField(queryset=selectors.tenant_choices(), required=False)
     kind = serializers.ChoiceField(choices=GovernanceOrder.Kind.choices)
     reason = serializers.CharField(max_length=2000)
 

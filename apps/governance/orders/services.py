@@ -510,7 +510,9 @@ def _notify_requester(order: GovernanceOrder, subject: str, text: str) -> None:
 
 def owner_task_for_caller(actor: Actor, task_id, *, for_update: bool = True) -> GovernanceTask:
     """The owner task, locked, when the caller is its owner (a service account of that
-    name) or an operator; 403/404 otherwise. Opens no scope: call inside the task's."""
+    name) or an operator; 403/404 otherwise. Another owner's token is told there is no
+    such task, exactly as for one that does not exist: owners must not learn which other
+    owners' tasks exist. Opens no scope: call inside the task's."""
     query = GovernanceTask.objects.select_related("order")
     task = (
         (query.select_for_update(of=("self",)) if for_update else query).filter(pk=task_id).first()
@@ -522,7 +524,7 @@ def owner_task_for_caller(actor: Actor, task_id, *, for_update: bool = True) -> 
         if task.owner != STEWARD_SERVICE:
             raise NotAllowed(f"Steward does not answer for {task.owner}.")
     elif account is not None and account.name != task.owner:
-        raise NotAllowed(f"This token speaks for {account.name}, not {task.owner}.")
+        raise NotFound("There is no such governance task.")
     elif account is None and not (actor.user and actor.user.is_operator):
         raise NotAllowed("Only the task's owner or an operator may act on it.")
     return task

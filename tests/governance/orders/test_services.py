@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from apps.assets.models import Asset
 from apps.core.context import Actor
-from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
+from apps.core.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
 from apps.core.redis import get_redis
 from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import OutboxEvent
@@ -281,7 +281,8 @@ def test_a_failed_task_is_retried_by_an_operator_and_each_retry_is_evidence(
 def test_only_the_owner_or_an_operator_speaks_for_a_task(bound, tenant_a):
     order = approved(tenant_a)
     search = open_tasks(order, 1)[0]
-    with pytest.raises(services.NotAllowed):
+    # another owner is told there is no such task (issue #19: existence must not show)
+    with pytest.raises(NotFound):
         services.owner_task_complete(
             actor=owner("orders"), task_id=search.pk, receipt={"items": []}
         )
