@@ -35,7 +35,9 @@ from django.utils import timezone
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.models import IdempotencyRecord
 from apps.core.scope import tenant_scope
+from apps.core.setup import SetupReport
 from apps.eventing.models import InboxEntry, RecentEvent
+from apps.governance.install import install_reference_data
 from apps.governance.retention import services as retention_services
 from apps.tenancy import services
 from apps.tenancy.models import Region, Tenant
@@ -192,6 +194,8 @@ def run(*, quick: bool) -> dict:
     issued = services.api_token_issue(
         actor=SYSTEM_ACTOR, service_account=account, name="bench", scopes=["eventing:read"]
     )
+    # Steward's tables are decided by the rules set-up installs from the settings.
+    install_reference_data(SetupReport())
     as_of = timezone.now()
     filled_started = time.perf_counter()
     expired = _fill(tenants, total, as_of)

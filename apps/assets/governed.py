@@ -3,7 +3,9 @@
 from apps.core.governed import AUTHORITATIVE, Coverage
 
 GOVERNED = {
-    "assets.Asset": Coverage(AUTHORITATIVE, exported=True),
-    "assets.WorkflowCallback": Coverage(AUTHORITATIVE, exported=True),
+    "assets.Asset": Coverage(AUTHORITATIVE, exported=True, retention="steward-assets"),
+    "assets.WorkflowCallback": Coverage(
+        AUTHORITATIVE, exported=True, retention="steward-callback-receipts"
+    ),
 }
 EXEMPT: dict[str, str] = {}

@@ -26,7 +26,7 @@ BATCH_DELETE = (
 )
 
 
-def _tenant_owned(model) -> bool:
+def tenant_owned(model) -> bool:
     return any(f.name == "tenant" for f in model._meta.concrete_fields)
 
 
@@ -37,7 +37,7 @@ def _names(model, time_field: str) -> tuple[str, str]:
 def owners_with_rows_before(model, time_field: str, older_than, condition: str = "") -> list:
     """The tenants (None: platform-wide rows) with rows of `model` before `older_than`;
     [None] for a model no tenant owns. Read in the system scope: it takes no locks."""
-    if not _tenant_owned(model):
+    if not tenant_owned(model):
         return [None]
     table, column = _names(model, time_field)
     extra = f" AND ({condition})" if condition else ""
@@ -57,12 +57,12 @@ def delete_batch(
     share the work and never wait on each other."""
     table, column = _names(model, time_field)
     where, params = f'"{column}" < %s', [older_than]
-    if _tenant_owned(model):
+    if tenant_owned(model):
         where += " AND tenant_id = %s" if owner is not None else " AND tenant_id IS NULL"
         params += [owner] if owner is not None else []
     if condition:
         where += f" AND ({condition})"
-    scope = owner_scope(owner) if _tenant_owned(model) else transaction.atomic()
+    scope = owner_scope(owner) if tenant_owned(model) else transaction.atomic()
     with scope, connection.cursor() as cursor:
         cursor.execute(BATCH_DELETE.format(table=table, where=where, size=int(size)), params)
         return cursor.rowcount

@@ -35,7 +35,9 @@ PHASES = (DERIVED, AUTHORITATIVE, AUDIT_REDACTION, RELEASE)
 class Coverage:
     phase: str
     exported: bool
-    retention: str = ""  # the retention rule that expires rows before any deletion order
+    # The data class of Steward's own whose retention rules expire rows before any
+    # deletion order (apps.governance.retention.sweeper.OWN_TABLES); "" for none.
+    retention: str = ""
 
 
 @dataclass(frozen=True)

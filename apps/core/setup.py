@@ -36,12 +36,10 @@ SETUP_LOCK = 7_246_001  # arbitrary, fixed: the advisory lock key of the set-up
 
 # (task, every, period, queue); each periodic task guards itself against double firing.
 SCHEDULES = [
-    ("core.periodic_purge_idempotency_records", 1, IntervalSchedule.HOURS, "periodic"),
     # The dispatcher is kicked on commit; this sweep only catches lost kicks and lanes
     # whose back-off has passed, so a few seconds is plenty.
     ("eventing.periodic_sweep_outbox", 5, IntervalSchedule.SECONDS, "periodic"),
     ("eventing.periodic_reconcile_effects", 30, IntervalSchedule.SECONDS, "periodic"),
-    ("eventing.periodic_purge_inbox", 1, IntervalSchedule.HOURS, "periodic"),
     ("eventing.periodic_trim_streams", 1, IntervalSchedule.MINUTES, "periodic"),
     ("eventing.periodic_redeliver_replays", 30, IntervalSchedule.SECONDS, "periodic"),
     # Kicked when a batch turns terminal; this sweep only catches lost kicks.

@@ -12,16 +12,12 @@ without a scope having been chosen on purpose.
 
 from __future__ import annotations
 
-from celery import Task, shared_task
+from celery import Task
 from celery.signals import before_task_publish
-from django.conf import settings
 from django.db import InterfaceError, OperationalError
-from django.utils import timezone
 
-from apps.core.bulk import delete_in_owner_scopes
 from apps.core.context import request_id
-from apps.core.jobs import periodic_job, record_run
-from apps.core.models import IdempotencyRecord
+from apps.core.jobs import record_run
 from apps.core.scope import system_scope, tenant_scope
 
 SCOPES = ("system", "tenant", "self")
@@ -77,16 +73,3 @@ class ScopedTask(Task):
         if self.scope == "self":
             return super().__call__(*args, **kwargs)
         raise RuntimeError(f"task {self.name} declares no scope (one of {', '.join(SCOPES)})")
-
-
-def purge_idempotency_records(*, older_than) -> int:
-    """Delete stored Idempotency-Key answers older than the replay window, in bounded
-    batches claimed with SKIP LOCKED (apps.core.bulk), so two purges running at once
-    share the work instead of waiting on each other."""
-    return delete_in_owner_scopes(IdempotencyRecord, "created_at", older_than)
-
-
-@shared_task(scope="self", name="core.periodic_purge_idempotency_records")
-@periodic_job("core.purge_idempotency_records")
-def periodic_purge_idempotency_records() -> int:
-    return purge_idempotency_records(older_than=timezone.now() - settings.STEWARD_IDEMPOTENCY_TTL)

@@ -3,10 +3,13 @@
 from apps.core.governed import AUTHORITATIVE, DERIVED, Coverage
 
 GOVERNED = {
-    "eventing.OutboxEvent": Coverage(DERIVED, exported=False, retention="outbox-dispatched"),
-    "eventing.InboxEntry": Coverage(DERIVED, exported=False, retention="inbox-window"),
-    "eventing.RecentEvent": Coverage(DERIVED, exported=False, retention="inbox-window"),
-    "eventing.DeadLetter": Coverage(DERIVED, exported=True, retention="dead-letters-resolved"),
-    "eventing.UncertainEffect": Coverage(AUTHORITATIVE, exported=False),
+    # Dispatched rows are deleted by the dispatcher as it publishes them.
+    "eventing.OutboxEvent": Coverage(DERIVED, exported=False),
+    "eventing.InboxEntry": Coverage(DERIVED, exported=False, retention="steward-event-receipts"),
+    "eventing.RecentEvent": Coverage(DERIVED, exported=False, retention="steward-event-receipts"),
+    "eventing.DeadLetter": Coverage(DERIVED, exported=True, retention="steward-dead-letters"),
+    "eventing.UncertainEffect": Coverage(
+        AUTHORITATIVE, exported=False, retention="steward-uncertain-effects"
+    ),
 }
 EXEMPT: dict[str, str] = {}

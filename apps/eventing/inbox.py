@@ -10,18 +10,13 @@ handlers themselves in `handlers`.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.conf import settings
 from django.db import connection, transaction
-from django.utils import timezone
 
-from apps.core.bulk import delete_in_owner_scopes
 from apps.core.context import request_id
 from apps.core.scope import owner_scope
 from apps.eventing.consumer_registry import Handler
 from apps.eventing.envelope import Envelope
-from apps.eventing.models import InboxEntry, RecentEvent
+from apps.eventing.models import InboxEntry
 
 INBOX = InboxEntry._meta.db_table
 
@@ -80,11 +75,3 @@ def handle_envelopes(handler: Handler, envelopes: list[Envelope]) -> int:
                             request_id.reset(token)
                 handled += len(fresh)
     return handled
-
-
-def purge_inbox() -> int:
-    """Delete inbox rows (and recent events) older than the deduplication window."""
-    cutoff = timezone.now() - timedelta(hours=settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
-    removed = delete_in_owner_scopes(InboxEntry, "handled_at", cutoff)
-    removed += delete_in_owner_scopes(RecentEvent, "received_at", cutoff)
-    return removed

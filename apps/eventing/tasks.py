@@ -7,7 +7,7 @@ from celery import shared_task
 
 from apps.core.jobs import periodic_job
 from apps.core.kick import clear_kick
-from apps.eventing import consumers, dispatcher, effects, inbox, streams
+from apps.eventing import consumers, dispatcher, effects, streams
 from apps.eventing.services import KICK_KEY
 
 
@@ -26,12 +26,6 @@ def periodic_sweep_outbox() -> int:
     """Beat's safety net for lost kicks and backed-off lanes. Several may overlap:
     lanes are leased, so they share the work instead of repeating it."""
     return dispatcher.drain()
-
-
-@shared_task(scope="self", name="eventing.periodic_purge_inbox")
-@periodic_job("eventing.purge_inbox")
-def periodic_purge_inbox() -> int:
-    return inbox.purge_inbox()
 
 
 @shared_task(scope="self", name="eventing.periodic_reconcile_effects")

@@ -41,6 +41,12 @@ def _sweep_tonight() -> dict:
     }
 
 
+@shared_task(scope="self", name="governance.periodic_sweep_own_tables")
+def periodic_sweep_own_tables() -> dict:
+    """Hourly: Steward's own tables under the retention rules naming their classes."""
+    return periodic_job("governance.sweep_own_tables")(retention.own_tables_sweep_now)()
+
+
 @shared_task(
     scope="self",
     name="governance.periodic_retention_sweep",

@@ -461,6 +461,13 @@ def binding_grant_exception(
                 "violation": [before, ""],
             },
         )
+        _event(
+            binding,
+            "ResidencyExceptionGranted",
+            reason=binding.exception_reason,
+            expires_at=expires_at.isoformat(),
+            violation=before,
+        )
         if binding.status == Status.REQUESTED:
             enqueue_on_commit("stores.provision_binding", binding_id=str(binding.pk))
     return binding
@@ -508,6 +515,7 @@ def expire_exceptions(*, now=None) -> list[StoreBinding]:
                 tenant=tenant_id,
                 changes={"exception_ended_at": [None, now.isoformat()]},
             )
+            _event(binding, "ResidencyExceptionExpired", expired_at=now.isoformat())
             ended.append(binding)
     if ended:
         flag_violations()

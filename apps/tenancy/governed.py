@@ -8,6 +8,6 @@ GOVERNED = {
     "tenancy.ServiceAccount": Coverage(AUDIT_REDACTION, exported=True),
     "tenancy.TenantUserObjectPermission": Coverage(AUTHORITATIVE, exported=False),
     "tenancy.TenantGroupObjectPermission": Coverage(AUTHORITATIVE, exported=False),
-    "tenancy.AuditEvent": Coverage(AUDIT_REDACTION, exported=True),
+    "tenancy.AuditEvent": Coverage(AUDIT_REDACTION, exported=True, retention="steward-audit-trail"),
 }
 EXEMPT: dict[str, str] = {}

@@ -15,7 +15,6 @@ from tests.support import wait_for
 TASK_NAMES = [
     "eventing.dispatch_outbox",
     "eventing.periodic_sweep_outbox",
-    "eventing.periodic_purge_inbox",
     "eventing.periodic_reconcile_effects",
     "eventing.replay_dead_letter",
     "eventing.periodic_trim_streams",

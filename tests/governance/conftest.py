@@ -2,6 +2,9 @@ import pytest
 
 from apps.core.context import Actor
 from apps.core.scope import tenant_scope
+from apps.core.setup import SetupReport
+from apps.governance import install
+from apps.governance.models import RetentionRule
 from apps.registry.models import Service
 from apps.stores.models import Store, StoreBinding, StoreProfile
 from apps.tenancy.models import DataClass
@@ -70,3 +73,10 @@ def retention_bindings(tenant_a, tenant_b, store, profile, personal, telemetry):
 @pytest.fixture
 def op(operator):
     return Actor(user=operator)
+
+
+@pytest.fixture
+def own_rules(db):
+    """What set-up installs: Steward's data classes and their default rules."""
+    install.install_reference_data(SetupReport())
+    return {rule.name: rule for rule in RetentionRule.objects.all()}

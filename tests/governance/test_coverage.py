@@ -5,6 +5,7 @@ registers its own tables in its governed.py (apps.core.governed)."""
 from apps.core.governed import PHASES, exempt_tables, governed_tables
 from apps.core.hooks import app_modules
 from apps.governance.coverage import tenant_owned_models
+from apps.governance.retention.sweeper import OWN_CLASS, OWN_TABLES
 from apps.governance.steward_owner.deletion import NOT_DELETED
 
 
@@ -37,3 +38,13 @@ def test_audit_evidence_is_redacted_never_deleted():
     GOVERNED = governed_tables()
     assert GOVERNED["tenancy.AuditEvent"].phase == "audit_redaction"
     assert "tenancy.AuditEvent" in NOT_DELETED
+
+
+def test_each_governed_table_names_the_steward_data_class_that_expires_it():
+    """A governed table's `retention` is the class its rows are swept under, and every
+    tenant table the sweeper expires says so: the two lists cannot drift apart."""
+    GOVERNED = governed_tables()
+    swept = {table.label: table.data_class for table in OWN_TABLES if table.label in GOVERNED}
+    named = {label: c.retention for label, c in GOVERNED.items() if c.retention}
+    assert named == swept
+    assert set(named.values()) <= set(OWN_CLASS)

@@ -134,6 +134,10 @@ def test_a_flagged_binding_awaits_a_decision_and_an_exception_clears_it(
         note = excepted.history.last()
     assert note.from_status == note.to_status == "active"
     assert "Residency exception granted" in note.reason
+    [granted] = events("ResidencyExceptionGranted")  # a pager or a ledger can follow it
+    assert granted["reason"] == "DPA signed for EU hosting"
+    assert granted["expires_at"] == until.isoformat()
+    assert "westeurope" in granted["violation"]
     # While in force, a rule check neither flags it nor announces it again.
     services.flag_violations()
     assert reload(binding).violation == ""
@@ -157,6 +161,7 @@ def test_the_exception_ends_by_itself_at_its_expiry_and_flags_the_binding_again(
     assert len(events("ResidencyViolationDetected")) == 2
     with system_scope():
         assert AuditEvent.objects.filter(action="store_binding.exception_expired").count() == 1
+    assert len(events("ResidencyExceptionExpired")) == 1
     assert services.expire_exceptions(now=until + timedelta(seconds=2)) == []  # once
 
 

@@ -190,6 +190,9 @@ class GovernanceTask(models.Model):
     acknowledged_at = models.DateTimeField(null=True, blank=True)
     settled_at = models.DateTimeField(null=True, blank=True)
     overdue_at = models.DateTimeField(null=True, blank=True)
+    # A purge a legal hold placed after its issue pauses: the owner is told to stop,
+    # its receipt is refused, it is not overdue, and the hold's release resumes it.
+    held_at = models.DateTimeField(null=True, blank=True)
     receipt = models.JSONField(default=dict, blank=True)
     detail = models.JSONField(default=dict, blank=True, help_text="What the owner is asked.")
     failure = models.TextField(blank=True)
@@ -224,6 +227,10 @@ class GovernanceTask(models.Model):
     @property
     def is_overdue(self) -> bool:
         return self.is_open and self.overdue_at is not None
+
+    @property
+    def is_held(self) -> bool:
+        return self.is_open and self.held_at is not None
 
     # A template's `task.receipt.items` would call the dict's items() method when the
     # receipt has no "items" key (an export's bundles), and show its pairs as lines.

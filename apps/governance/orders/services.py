@@ -193,7 +193,8 @@ def _ensure_owner_task_topic(owner: str) -> None:
     is made for is announced in the same transaction."""
     topic_ensure(
         name=owner_task_topic(owner),
-        description=f"Governance tasks for {owner}: GovernanceTaskIssued.",
+        description=f"Governance tasks for {owner}: GovernanceTaskIssued, and "
+        "GovernanceTaskPaused / GovernanceTaskResumed as legal holds stop and free a purge.",
         producers=[STEWARD_SERVICE],
         consumers=[owner],
     )
@@ -270,6 +271,50 @@ def _announce_owner_task(task: GovernanceTask) -> None:
         )
     if task.owner == STEWARD_SERVICE:
         enqueue_on_commit("governance.run_steward_task", task_id=str(task.pk))
+
+
+def owner_task_hold(*, task: GovernanceTask, hold_id) -> None:
+    """Pause an open task a legal hold now covers (the caller's tenant scope, the task
+    locked): the owner is told to stop on its task topic (GovernanceTaskPaused)."""
+    task.held_at = timezone.now()
+    task.save(update_fields=["held_at"])
+    _announce_hold(task, "GovernanceTaskPaused", hold=str(hold_id))
+    audit_record(
+        actor=SYSTEM_ACTOR,
+        action="governance.task.pause",
+        instance=task,
+        tenant=task.tenant_id,
+        changes={"held_at": [None, task.held_at.isoformat()], "hold": [None, str(hold_id)]},
+    )
+
+
+def owner_task_unhold(*, task: GovernanceTask, due_at) -> None:
+    """Resume a paused task once no hold covers it: due afresh, the owner told to go on
+    (GovernanceTaskResumed)."""
+    held_at = task.held_at
+    task.held_at = None
+    task.due_at = due_at
+    task.overdue_at = None
+    task.save(update_fields=["held_at", "due_at", "overdue_at"])
+    _announce_hold(task, "GovernanceTaskResumed")
+    audit_record(
+        actor=SYSTEM_ACTOR,
+        action="governance.task.resume",
+        instance=task,
+        tenant=task.tenant_id,
+        changes={"held_at": [held_at.isoformat() if held_at else None, None]},
+    )
+
+
+def _announce_hold(task: GovernanceTask, event_type: str, **extra) -> None:
+    emit(
+        topic=owner_task_topic(task.owner),
+        event_type=event_type,
+        aggregate_type="governance.task",
+        aggregate_id=str(task.pk),
+        payload={**_owner_task_payload(task), **extra},
+        tenant=task.tenant_id,
+    )
 
 
 def _owner_task_due_at() -> timezone.datetime:
@@ -415,7 +460,10 @@ def resend_stalled_work() -> int:
     with system_scope():
         tasks = list(
             GovernanceTask.objects.filter(
-                owner=STEWARD_SERVICE, status__in=GovernanceTask.OPEN, issued_at__lt=cutoff
+                owner=STEWARD_SERVICE,
+                status__in=GovernanceTask.OPEN,
+                held_at=None,
+                issued_at__lt=cutoff,
             ).values_list("pk", flat=True)
         )
         orders = list(
@@ -579,6 +627,12 @@ def _owner_task_settle(
         _refuse_unless_allowed(
             GovernanceTask, task.status, status, f"The task is {task.status} already."
         )
+        if status == TaskStatus.COMPLETED and task.is_held:
+            raise Conflict(
+                "A legal hold pauses this task: the data must stay until the hold is "
+                "released (GovernanceTaskResumed says when to go on).",
+                code="task_held",
+            )
         if status == TaskStatus.DECLINED and task.kind != GovernanceTask.Kind.EXPORT:
             raise Conflict("Only an export bundle can be declined.", code="not_declinable")
         task.status = status
@@ -686,7 +740,7 @@ def flag_overdue_owner_tasks() -> int:
     with system_scope():
         late = list(
             GovernanceTask.objects.filter(
-                status__in=GovernanceTask.OPEN, overdue_at=None, due_at__lt=now
+                status__in=GovernanceTask.OPEN, overdue_at=None, held_at=None, due_at__lt=now
             ).values_list("pk", "tenant_id")
         )
     flagged = 0
@@ -697,7 +751,7 @@ def flag_overdue_owner_tasks() -> int:
                 .select_related("order")
                 .get(pk=task_id)
             )
-            if not task.is_open or task.overdue_at is not None:
+            if not task.is_open or task.overdue_at is not None or task.is_held:
                 continue
             order = _lock_order_of(task)
             task.overdue_at = now

@@ -10,6 +10,10 @@ a legal hold stops it, what tonight's sweep issues, and which rule changes a loc
   held, with the holds.
 - A locked rule may be lengthened, nothing else: no shorter period, no other scope or
   action, never disabled, unlocked or deleted.
+- Steward's own tables are data like an owner's store: each table holds one of
+  Steward's data classes (`steward-…`), so the rules naming that class decide it (a
+  rule naming a store never does), and the holds of a tenant that are tenant-wide or
+  name that class keep the tenant's rows (own_table_decision).
 
 The inputs are plain views so the rules can be tested table-driven and property-based;
 apps.governance.retention.selectors turns rows into views and plans, and
@@ -77,7 +81,7 @@ class Target:
     """A tenant's live store binding: the data a purge task would be about."""
 
     tenant_id: object
-    store_id: int
+    store_id: int | None  # None: one of Steward's own tables
     data_class_id: int
     owning_service_id: int | None = None
     binding_id: object = None
@@ -175,6 +179,40 @@ def plan_retention(
             )
         )
     return plan
+
+
+@dataclass(frozen=True)
+class OwnDecision:
+    """What decides the retention of one of Steward's own tables: the effective rule of
+    its data class (None: no enabled rule, its rows are kept), the cutoff it gives, and
+    the tenants whose rows an active hold keeps."""
+
+    rule: RuleView | None
+    cutoff: datetime | None
+    holds: tuple[HoldView, ...] = ()
+
+    @property
+    def held_tenants(self) -> frozenset[str]:
+        return frozenset(str(hold.tenant_id) for hold in self.holds)
+
+
+def own_table_decision(
+    *, rules: Sequence[RuleView], holds: Sequence[HoldView], data_class_id, as_of: datetime
+) -> OwnDecision:
+    """The rules and holds, applied to a table of Steward's own that holds
+    `data_class_id` (None: the class is not installed, so no rule can name it)."""
+    if data_class_id is None:
+        return OwnDecision(rule=None, cutoff=None)
+    rule = effective_rule(rules, Target(tenant_id=None, store_id=None, data_class_id=data_class_id))
+    holding = tuple(
+        hold
+        for hold in holds
+        if hold_covers(
+            hold, Target(tenant_id=hold.tenant_id, store_id=None, data_class_id=data_class_id)
+        )
+    )
+    cutoff = as_of - timedelta(days=rule.period_days) if rule else None
+    return OwnDecision(rule=rule, cutoff=cutoff, holds=holding)
 
 
 # --------------------------------------------------------------------------- locked rules

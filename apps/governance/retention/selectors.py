@@ -16,6 +16,7 @@ from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, Ret
 from apps.governance.retention import policy, sweeper
 from apps.stores.models import LIVE_STATUSES, StoreBinding
 from apps.stores.selectors import bindings_holding_tenant_data, live_binding_list
+from apps.tenancy.models import DataClass, Tenant
 
 SWEEP_TASK = "governance.periodic_retention_sweep"
 
@@ -89,6 +90,61 @@ def retired_purge_targets() -> list[policy.Target]:
         return [_target(b, ("binding_status", b.status)) for b in bindings]
 
 
+def retired_purge_key(target: policy.Target) -> str:
+    """One purge task per retired binding: what keeps a second round from issuing it
+    again (an open one is awaited, a failed one an operator retries, a completed one's
+    receipt has recorded the data gone)."""
+    return f"retired:{target.tenant_id}:{target.binding_id}"
+
+
+def retired_purge_task(target: policy.Target) -> GovernanceTask | None:
+    """The owner task that asks for a retired binding's data to go: its purge task, or a
+    deletion order's open task for the binding (which asks the same). The caller's
+    tenant scope."""
+    task = GovernanceTask.objects.filter(
+        kind=GovernanceTask.Kind.PURGE, detail__key=retired_purge_key(target)
+    ).first()
+    if task is None:
+        task = GovernanceTask.objects.filter(
+            status__in=GovernanceTask.OPEN, detail__binding=str(target.binding_id)
+        ).first()
+    return task
+
+
+def retired_purges_preview(holds: list[policy.HoldView]) -> list[dict]:
+    """Every retired binding whose data is not yet recorded gone, with the rule that
+    says what its owner is asked, the hold that pauses it, and its task as it stands
+    (none yet: the next minute's round issues it)."""
+    rules = enabled_rule_views()
+    rows = []
+    for target in retired_purge_targets():
+        rule = policy.effective_rule(rules, target)
+        holding = [hold for hold in holds if policy.hold_covers(hold, target)]
+        with system_scope():
+            task = retired_purge_task(target)
+        rows.append(
+            {
+                "tenant": target.label("tenant"),
+                "store": target.label("store"),
+                "owner": target.label("owner"),
+                "binding": str(target.binding_id),
+                "binding_status": target.label("binding_status"),
+                "rule": rule.name if rule else None,
+                "action": rule.action if rule else "delete",
+                "holds": [{"id": str(h.id), "reason": h.reason} for h in holding],
+                "task": str(task.pk) if task else None,
+                "task_status": _retired_task_status(task, held=bool(holding)),
+            }
+        )
+    return rows
+
+
+def _retired_task_status(task: GovernanceTask | None, *, held: bool) -> str:
+    if task is None:
+        return "held" if held else "to issue"
+    return "held" if task.held_at else task.status
+
+
 def enabled_rule_views() -> list[policy.RuleView]:
     return [policy.RuleView.of(r) for r in RetentionRule.objects.filter(enabled=True)]
 
@@ -115,12 +171,64 @@ def plan_at(as_of: datetime, *, holds: list[policy.HoldView] | None = None) -> p
     )
 
 
-def tenant_wide_holds(holds: list[policy.HoldView]) -> frozenset[str]:
-    """Tenants whose every row a hold keeps (Steward's own tables know no data class or
-    store, so only a tenant-wide hold keeps their rows)."""
-    return frozenset(
-        str(h.tenant_id) for h in holds if h.store_id is None and h.data_class_id is None
-    )
+def own_data_classes() -> dict[str, int]:
+    """Steward's own data classes as installed (slug → id); one not installed yet has no
+    rule, so its tables are kept."""
+    return dict(DataClass.objects.filter(slug__in=sweeper.OWN_CLASS).values_list("slug", "id"))
+
+
+def own_decisions(
+    as_of: datetime,
+    *,
+    rules: list[policy.RuleView] | None = None,
+    holds: list[policy.HoldView] | None = None,
+) -> dict[str, policy.OwnDecision]:
+    """What decides each of Steward's own data classes at `as_of` (slug → decision),
+    from the enabled rules and active holds (`rules`/`holds` when read already)."""
+    rules = enabled_rule_views() if rules is None else rules
+    holds = active_hold_views() if holds is None else holds
+    ids = own_data_classes()
+    return {
+        slug: policy.own_table_decision(
+            rules=rules, holds=holds, data_class_id=ids.get(slug), as_of=as_of
+        )
+        for slug in sweeper.OWN_CLASS
+    }
+
+
+def own_tables_preview(as_of: datetime, holds: list[policy.HoldView]) -> list[dict]:
+    """Each of Steward's own tables with the rule that decides it, what the rule does and
+    how many rows it would take at `as_of`, and the tenants a hold keeps."""
+    decisions = own_decisions(as_of, holds=holds)
+    tenants = _tenant_slugs({t for d in decisions.values() for t in d.held_tenants})
+    rows = []
+    for table in sweeper.OWN_TABLES:
+        decision = decisions[table.data_class]
+        rule = decision.rule
+        rows.append(
+            {
+                "table": table.label,
+                "data_class": table.data_class,
+                "rule": rule.name if rule else None,
+                "period_days": rule.period_days if rule else None,
+                "action": rule.action if rule else None,
+                "cutoff": decision.cutoff,
+                "rows": sweeper.expired_counts(table, decision),
+                "held_tenants": sorted(tenants[t] for t in decision.held_tenants)
+                if table.tenant_owned
+                else [],
+                "decided_by": (
+                    f"rule {rule.name}" if rule else "no enabled rule names its data class: kept"
+                ),
+            }
+        )
+    return rows
+
+
+def _tenant_slugs(ids: set[str]) -> dict[str, str]:
+    with system_scope():
+        found = dict(Tenant.objects.filter(pk__in=ids).values_list("pk", "slug"))
+    return {str(pk): slug for pk, slug in found.items()}
 
 
 def traces_note() -> str:
@@ -182,14 +290,14 @@ def next_sweep_at(now: datetime | None = None, line: str | None = None) -> datet
 
 def sweep_preview(*, now: datetime | None = None) -> dict:
     """What the next nightly sweep would do, with the rules and holds as they are now:
-    the purge tasks it would issue, the targets a hold keeps, and the rows of Steward's
-    own tables that would be expired by then. Changes nothing."""
+    the purge tasks it would issue, the targets a hold keeps, the retired bindings still
+    owed a purge, and Steward's own tables with the rule deciding each and the rows it
+    would take by then. Changes nothing."""
     now = now or timezone.now()
     schedule = sweep_schedule()
     as_of = next_sweep_at(now, schedule["crontab"])
-    plan = plan_at(as_of)
     holds = active_hold_views()
-    own = sweeper.expired_counts(as_of=as_of, held_tenants=tenant_wide_holds(holds))
+    plan = plan_at(as_of, holds=holds)
     return {
         "as_of": as_of,
         "schedule": schedule,
@@ -219,6 +327,7 @@ def sweep_preview(*, now: datetime | None = None) -> dict:
         "uncovered": [
             {"tenant": t.label("tenant"), "store": t.label("store")} for t in plan.uncovered
         ],
-        "own_tables": own,
+        "retired": retired_purges_preview(holds),
+        "own_tables": own_tables_preview(as_of, holds),
         "traces": traces_note(),
     }

@@ -23,7 +23,12 @@ from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.locks import session_lock
 from apps.core.scope import system_scope, tenant_scope
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
-from apps.governance.orders.services import advance_orders, owner_task_issue
+from apps.governance.orders.services import (
+    advance_orders,
+    owner_task_hold,
+    owner_task_issue,
+    owner_task_unhold,
+)
 from apps.governance.permissions import require_governor, require_operator
 from apps.governance.retention import policy, selectors, sweeper
 from apps.tenancy.audit import audit_record, diff, snapshot
@@ -66,6 +71,14 @@ def _check_rule(rule: RetentionRule) -> None:
         raise ValidationFailed(
             f"There is no action {rule.action!r} (one of {', '.join(Action.values)}).",
             code="invalid",
+            field="action",
+        )
+    own = sweeper.OWN_CLASS.get(rule.data_class.slug) if rule.data_class_id else None
+    if own is not None and rule.action not in own.actions:
+        raise ValidationFailed(
+            f"A rule may ask {' or '.join(own.actions)} of {own.name}, not {rule.action}: "
+            "Steward has no archive of its own, and its audit trail is append-only.",
+            code="retention_action_unsupported",
             field="action",
         )
     if rule.locked and not rule.enabled:
@@ -193,7 +206,57 @@ def hold_place(*, actor: Actor, tenant, reason: str, data_class=None, store=None
             tenant=tenant,
             changes={"scope": [None, hold.scope_label], "reason": [None, reason]},
         )
+        _pause_purges(hold)
     return hold
+
+
+def _purge_target(task: GovernanceTask) -> policy.Target:
+    return policy.Target(
+        tenant_id=task.tenant_id,
+        store_id=task.store_id,
+        data_class_id=task.store.data_class_id if task.store_id else None,
+    )
+
+
+def _open_purges(tenant_id, *, held: bool) -> list[GovernanceTask]:
+    """The tenant's open purge tasks, paused (`held`) or going (the caller's scope),
+    locked: a receipt arriving meanwhile waits for the hold's decision."""
+    return list(
+        GovernanceTask.objects.select_for_update(of=("self",))
+        .select_related("store")
+        .filter(
+            tenant_id=tenant_id,
+            kind=GovernanceTask.Kind.PURGE,
+            status__in=GovernanceTask.OPEN,
+            held_at__isnull=not held,
+        )
+        .order_by("issued_at", "id")
+    )
+
+
+def _pause_purges(hold: LegalHold) -> int:
+    """A hold placed after a purge was issued (a night's, or a retired binding's)
+    pauses it: the owner is told to stop, and its receipt is refused until the release."""
+    view = policy.HoldView.of(hold)
+    paused = 0
+    for task in _open_purges(hold.tenant_id, held=False):
+        if policy.hold_covers(view, _purge_target(task)):
+            owner_task_hold(task=task, hold_id=hold.pk)
+            paused += 1
+    return paused
+
+
+def _resume_purges(tenant_id) -> int:
+    """The tenant's paused purges that no active hold covers any more go on, due afresh."""
+    holds = [policy.HoldView.of(h) for h in selectors.active_legal_holds(tenant_id)]
+    due_at = timezone.now() + selectors.purge_task_due_after()
+    resumed = 0
+    for task in _open_purges(tenant_id, held=True):
+        target = _purge_target(task)
+        if not any(policy.hold_covers(hold, target) for hold in holds):
+            owner_task_unhold(task=task, due_at=due_at)
+            resumed += 1
+    return resumed
 
 
 def hold_release(*, actor: Actor, hold: LegalHold, reason: str) -> LegalHold:
@@ -221,6 +284,7 @@ def hold_release(*, actor: Actor, hold: LegalHold, reason: str) -> LegalHold:
                 "release_reason": [None, reason],
             },
         )
+        _resume_purges(hold.tenant_id)
     return hold
 
 
@@ -280,6 +344,12 @@ def purge_owner_task_issue(
     return task, True
 
 
+def own_tables_sweep_now() -> dict:
+    """The hour's sweep of Steward's own tables (governance.periodic_sweep_own_tables),
+    under the rules and holds as they are now; the night's sweep records its own."""
+    return sweeper.sweep_own_tables(selectors.own_decisions(timezone.now()))
+
+
 def retired_binding_purges_now() -> dict:
     """The minute's round (`governance.periodic_advance_orders`, after the orders'):
     purge tasks for the retired bindings that are owed one, with the holds as they are
@@ -293,13 +363,6 @@ def advance_round() -> dict:
     done = advance_orders()
     retired = retired_binding_purges_now()
     return {**done, "retired_purges": len(retired["issued"]), "retired_held": len(retired["held"])}
-
-
-def retired_purge_key(target: policy.Target) -> str:
-    """One purge task per retired binding: what keeps a second run from issuing it again
-    (an open one is awaited, a failed one an operator retries, a completed one's
-    receipt has recorded the data gone)."""
-    return f"retired:{target.tenant_id}:{target.binding_id}"
 
 
 def retired_binding_purges(*, as_of: datetime, holds: list[policy.HoldView]) -> dict:
@@ -347,17 +410,10 @@ def retired_purge_owner_task_issue(
     target: policy.Target, *, rule: policy.RuleView | None, due_at: datetime
 ) -> tuple[GovernanceTask, bool]:
     """The purge owner task of a retired binding, once; (task, issued now)."""
-    key = retired_purge_key(target)
+    key = selectors.retired_purge_key(target)
     action = rule.action if rule else RetentionRule.Action.DELETE
     with tenant_scope(target.tenant_id):
-        existing = GovernanceTask.objects.filter(
-            kind=GovernanceTask.Kind.PURGE, detail__key=key
-        ).first()
-        if existing is None:
-            # a deletion order's open task for the binding asks the same already
-            existing = GovernanceTask.objects.filter(
-                status__in=GovernanceTask.OPEN, detail__binding=str(target.binding_id)
-            ).first()
+        existing = selectors.retired_purge_task(target)
         if existing is not None:
             return existing, False
         task = owner_task_issue(
@@ -470,9 +526,7 @@ def _sweep(sweep: RetentionSweep) -> dict:
                 "due_at": purge.due_at.isoformat(),
             }
         )
-    tables = sweeper.sweep_own_tables(
-        as_of=sweep.as_of, held_tenants=selectors.tenant_wide_holds(holds)
-    )
+    tables = sweeper.sweep_own_tables(selectors.own_decisions(sweep.as_of, holds=holds))
     tables = _merge_tables(previous.get("tables", {}), tables)
     return {
         "as_of": sweep.as_of.isoformat(),

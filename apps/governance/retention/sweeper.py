@@ -1,91 +1,177 @@
-"""Steward's own expirable tables, swept in bounded batches that never hold long locks.
+"""Steward's own tables, governed by the retention rules and legal holds as owners'
+data is, and swept in bounded batches that never hold long locks.
 
-Each table names the retention rule (its app's governed.py) that expires its rows,
-the time column, and the window after which a row may go. A batch is one short
-transaction in the owning tenant's scope (row-level security lets nothing else delete
-a tenant's rows), through apps.core.bulk, the hourly purges' mechanism too: it
-claims the ids of at most n expired rows once, with FOR UPDATE SKIP LOCKED, and deletes
-those, so concurrent sweeps share the work and a row someone holds is left for later.
-A batch's transaction is the longest any of its row locks is held; each one is timed,
-and the batch size adapts so that none takes much longer than the target.
+Each table holds one of Steward's data classes (OWN_CLASSES, `steward-…`): the rules
+naming that class decide how long its rows are kept and what happens after
+(policy.own_table_decision); with no enabled rule the rows are kept. Set-up installs
+one rule per class that has a default (apps.governance.install), its period taken from
+the setting that used to decide it; an operator changes or locks it like any rule.
+A tenant's active hold that is tenant-wide or names the class keeps the tenant's rows.
 
-Tenants under an active tenant-wide legal hold keep their rows: a hold always wins.
+A batch is one short transaction in the owning tenant's scope (row-level security lets
+nothing else delete a tenant's rows), through apps.core.bulk: it claims the ids of at
+most n expired rows once, with FOR UPDATE SKIP LOCKED, and deletes those, so
+concurrent sweeps share the work and a row someone holds is left for later. A batch's
+transaction is the longest any of its row locks is held; each one is timed, and the
+batch size adapts so that none takes much longer than the target.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from django.apps import apps
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
+from django.utils import timezone
 
 from apps.core import bulk
 from apps.core.scope import owner_scope, system_scope
 from apps.governance.models import ExportArtifact
+from apps.governance.retention.policy import OwnDecision
+from apps.governance.steward_owner.deletion import redact_audit_before
+
+DELETE, REDACT = "delete", "redact"
+
+
+def _hours_as_days(hours: int) -> int:
+    return max(1, math.ceil(hours / 24))
+
+
+@dataclass(frozen=True)
+class OwnClass:
+    """One class of Steward's own data: what a rule naming it may ask (`actions`), and
+    the rule set-up installs for it (`default_days`; None: none, the rows are kept
+    until an operator adds a rule)."""
+
+    slug: str
+    name: str
+    sensitivity: str
+    actions: tuple[str, ...] = (DELETE,)
+    default_days: Callable[[], int] | None = None
+    setting: str = ""  # the setting the default period comes from
+
+    @property
+    def default_rule(self) -> str:
+        return self.slug
+
+
+OWN_CLASSES: tuple[OwnClass, ...] = (
+    # Append-only evidence: its entries are redacted (the trail's one door), never deleted.
+    OwnClass("steward-audit-trail", "Steward's audit trail", "restricted", actions=(REDACT,)),
+    OwnClass("steward-assets", "Steward's decided assets", "confidential"),
+    OwnClass("steward-callback-receipts", "Steward's workflow callback receipts", "internal"),
+    OwnClass(
+        "steward-event-receipts",
+        "Steward's handled-event receipts (the inbox)",
+        "internal",
+        default_days=lambda: _hours_as_days(settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"]),
+        setting="STEWARD_INBOX_RETENTION_HOURS",
+    ),
+    OwnClass(
+        "steward-dead-letters",
+        "Steward's resolved dead letters",
+        "confidential",
+        default_days=lambda: settings.STEWARD_RETENTION_DEAD_LETTERS_DAYS,
+        setting="STEWARD_RETENTION_DEAD_LETTERS_DAYS",
+    ),
+    OwnClass("steward-uncertain-effects", "Steward's settled uncertain effects", "internal"),
+    OwnClass(
+        "steward-export-archives",
+        "Steward's export archives",
+        "restricted",
+        default_days=lambda: _hours_as_days(settings.STEWARD_EXPORT_TTL_HOURS),
+        setting="STEWARD_EXPORT_TTL_HOURS",
+    ),
+    OwnClass(
+        "steward-idempotency-answers",
+        "Steward's stored Idempotency-Key answers",
+        "confidential",
+        default_days=lambda: _hours_as_days(
+            settings.STEWARD_IDEMPOTENCY_TTL.total_seconds() / 3600
+        ),
+        setting="STEWARD_IDEMPOTENCY_TTL_HOURS",
+    ),
+)
+OWN_CLASS = {c.slug: c for c in OWN_CLASSES}
 
 
 @dataclass(frozen=True)
 class OwnTable:
-    rule: str  # the retention rule name, as the table's app's governed.py names it
+    data_class: str  # the OwnClass slug whose rules decide it
     model: str  # app_label.Model
     time_field: str
-    window: Callable[[], timedelta]
     condition: str = ""  # more SQL the expired rows meet
-    tenant_owned: bool = True
+    # Rows other tables reference through Django's cascades (object permissions):
+    # deleted through the ORM, which removes those first.
+    cascade: bool = False
 
     @property
     def label(self) -> str:
         return self.model
 
-
-def _inbox_window() -> timedelta:
-    return timedelta(hours=settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
-
-
-def _dead_letter_window() -> timedelta:
-    return timedelta(days=settings.STEWARD_RETENTION_DEAD_LETTERS_DAYS)
+    @property
+    def tenant_owned(self) -> bool:
+        return bulk.tenant_owned(apps.get_model(self.model))
 
 
-def _idempotency_window() -> timedelta:
-    return settings.STEWARD_IDEMPOTENCY_TTL
-
-
-# Dispatched outbox rows ("outbox-dispatched") are deleted by the dispatcher in the
-# transaction that publishes them, so no dispatched row is left for a sweep.
+# Dispatched outbox rows are deleted by the dispatcher in the transaction that publishes
+# them, so no dispatched row is left for a sweep. Open work (pending callbacks, dead
+# letters awaiting a decision, unsettled effects, assets still in play) never expires.
 OWN_TABLES: tuple[OwnTable, ...] = (
-    OwnTable("inbox-window", "eventing.InboxEntry", "handled_at", _inbox_window),
-    OwnTable("inbox-window", "eventing.RecentEvent", "received_at", _inbox_window),
+    OwnTable("steward-audit-trail", "tenancy.AuditEvent", "occurred_at", "redacted_at IS NULL"),
     OwnTable(
-        "dead-letters-resolved",
+        "steward-assets",
+        "assets.Asset",
+        "updated_at",
+        "status IN ('rejected', 'retired')",
+        cascade=True,
+    ),
+    OwnTable(
+        "steward-callback-receipts",
+        "assets.WorkflowCallback",
+        "received_at",
+        "outcome <> 'pending'",
+    ),
+    OwnTable("steward-event-receipts", "eventing.InboxEntry", "handled_at"),
+    OwnTable("steward-event-receipts", "eventing.RecentEvent", "received_at"),
+    OwnTable(
+        "steward-dead-letters",
         "eventing.DeadLetter",
         "resolved_at",
-        _dead_letter_window,
-        condition="state IN ('replayed', 'discarded')",
+        "state IN ('replayed', 'discarded')",
     ),
     OwnTable(
-        "idempotency-ttl",
-        "core.IdempotencyRecord",
-        "created_at",
-        _idempotency_window,
-        tenant_owned=False,
+        "steward-uncertain-effects",
+        "eventing.UncertainEffect",
+        "updated_at",
+        "state IN ('succeeded', 'failed')",
     ),
+    OwnTable(
+        "steward-export-archives", "governance.ExportArtifact", "created_at", "deleted_at IS NULL"
+    ),
+    OwnTable("steward-idempotency-answers", "core.IdempotencyRecord", "created_at"),
 )
+EXPORTS = "governance.ExportArtifact"
 
 
 @dataclass
 class TableResult:
-    rule: str
-    cutoff: str
+    data_class: str
+    rule: str | None  # the rule that decided; None: no rule, the rows are kept
+    action: str | None
+    cutoff: str | None
     rows: int = 0
     batches: int = 0
     max_lock_ms: float = 0.0
     longest_batch_rows: int = 0
     held_tenants: int = 0
+    files_removed: int = 0
     lookup_ms: float = 0.0  # finding the tenants with expired rows
     duration_ms: float = 0.0
 
@@ -97,13 +183,16 @@ class TableResult:
 
     def as_dict(self) -> dict:
         return {
+            "data_class": self.data_class,
             "rule": self.rule,
+            "action": self.action,
             "cutoff": self.cutoff,
             "rows": self.rows,
             "batches": self.batches,
             "max_lock_ms": round(self.max_lock_ms, 1),
             "longest_batch_rows": self.longest_batch_rows,
             "held_tenants": self.held_tenants,
+            "files_removed": self.files_removed,
             "lookup_ms": round(self.lookup_ms, 1),
             "duration_ms": round(self.duration_ms, 1),
         }
@@ -148,64 +237,100 @@ def _owners(table: OwnTable, cutoff: datetime, held: frozenset) -> tuple[list, i
     return [owner for owner in owners if owner not in kept], len(kept)
 
 
-def _delete_batch(table: OwnTable, owner, cutoff: datetime, size: int) -> int:
-    return bulk.delete_batch(
-        apps.get_model(table.model),
-        table.time_field,
-        cutoff,
-        owner=owner,
-        size=size,
-        condition=table.condition,
+def _delete_batch(table: OwnTable, owner, cutoff: datetime, size: int) -> tuple[int, int]:
+    """One batch of `owner`'s expired rows gone: (rows, files removed)."""
+    model = apps.get_model(table.model)
+    if table.label == EXPORTS:
+        return _export_batch(owner, cutoff, size)
+    if table.cascade:
+        # Claimed as the raw batches claim (SKIP LOCKED), deleted with Django's cascades.
+        db_table, column, condition = _sql(table)
+        with owner_scope(owner), transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f'SELECT id FROM {db_table} WHERE "{column}" < %s AND tenant_id = %s'  # noqa: S608 - names only
+                f"{condition} LIMIT {int(size)} FOR UPDATE SKIP LOCKED",
+                [cutoff, owner],
+            )
+            pks = [row[0] for row in cursor.fetchall()]
+            model.objects.filter(pk__in=pks).delete()
+            return len(pks), 0
+    deleted = bulk.delete_batch(
+        model, table.time_field, cutoff, owner=owner, size=size, condition=table.condition
     )
+    return deleted, 0
 
 
-def sweep_table(
-    table: OwnTable, *, as_of: datetime, held_tenants: frozenset, batching: Batching
-) -> TableResult:
+def _export_batch(owner, cutoff: datetime, size: int) -> tuple[int, int]:
+    """Expired export archives: the file is removed and the row marked deleted (it stays
+    as the record of the export)."""
+    table = ExportArtifact._meta.db_table
+    now = timezone.now()
+    with owner_scope(owner), connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH batch AS MATERIALIZED ("  # noqa: S608 - names only
+            f" SELECT id FROM {table} WHERE created_at < %s AND deleted_at IS NULL"
+            f" AND tenant_id = %s LIMIT {int(size)} FOR UPDATE SKIP LOCKED)"
+            f" UPDATE {table} SET deleted_at = %s"
+            " WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING path",
+            [cutoff, owner, now],
+        )
+        paths = [row[0] for row in cursor.fetchall()]
+        return len(paths), sum(_remove_export_file(path) for path in paths)
+
+
+def _batch(table: OwnTable, action: str, owner, cutoff: datetime, size: int) -> tuple[int, int]:
+    if action == REDACT:
+        return redact_audit_before(owner, cutoff, size=size), 0
+    return _delete_batch(table, owner, cutoff, size)
+
+
+def sweep_table(table: OwnTable, *, decision: OwnDecision, batching: Batching) -> TableResult:
+    """The table's expired rows, as `decision` says: none when no rule decides it, or
+    when the rule asks what the table's class cannot do (services refuse such a rule)."""
     began = time.perf_counter()
-    cutoff = as_of - table.window()
-    result = TableResult(rule=table.rule, cutoff=cutoff.isoformat())
-    owners, result.held_tenants = _owners(table, cutoff, held_tenants)
+    rule = decision.rule
+    result = TableResult(
+        data_class=table.data_class,
+        rule=rule.name if rule else None,
+        action=rule.action if rule else None,
+        cutoff=decision.cutoff.isoformat() if decision.cutoff else None,
+    )
+    if rule is None or rule.action not in OWN_CLASS[table.data_class].actions:
+        return result
+    held = decision.held_tenants if table.tenant_owned else frozenset()
+    owners, result.held_tenants = _owners(table, decision.cutoff, held)
     result.lookup_ms = (time.perf_counter() - began) * 1000
     for owner in owners:
         while True:
             size = batching.size
             started = time.perf_counter()
             # Its own transaction (commit included in the timing): the lock time.
-            deleted = _delete_batch(table, owner, cutoff, size)
+            rows, files = _batch(table, rule.action, owner, decision.cutoff, size)
             elapsed_ms = (time.perf_counter() - started) * 1000
-            batching.after(elapsed_ms, deleted)
-            result.add_batch(deleted, elapsed_ms)
-            if deleted < size:
+            batching.after(elapsed_ms, rows)
+            result.add_batch(rows, elapsed_ms)
+            result.files_removed += files
+            if rows < size:
                 break
     result.duration_ms = (time.perf_counter() - began) * 1000
     return result
 
 
-def expired_counts(*, as_of: datetime, held_tenants: frozenset) -> dict[str, int]:
-    """How many rows of each table a sweep at `as_of` would remove (for the preview)."""
-    counts = {}
-    for table in OWN_TABLES:
-        db_table, column, condition = _sql(table)
-        cutoff = as_of - table.window()
-        held = ""
-        params: list = [cutoff]
-        if table.tenant_owned and held_tenants:
-            held = " AND (tenant_id IS NULL OR NOT (tenant_id::text = ANY(%s)))"
-            params.append(sorted(held_tenants))
-        with system_scope(), connection.cursor() as cursor:
-            cursor.execute(
-                f'SELECT count(*) FROM {db_table} WHERE "{column}" < %s{condition}{held}',  # noqa: S608
-                params,
-            )
-            counts[table.label] = cursor.fetchone()[0]
-    with system_scope():
-        counts["governance.ExportArtifact"] = (
-            ExportArtifact.objects.filter(expires_at__lt=as_of, deleted_at__isnull=True)
-            .exclude(tenant_id__in=list(held_tenants))
-            .count()
+def expired_counts(table: OwnTable, decision: OwnDecision) -> int:
+    """How many of the table's rows a sweep under `decision` would expire (the preview)."""
+    if decision.rule is None or decision.rule.action not in OWN_CLASS[table.data_class].actions:
+        return 0
+    db_table, column, condition = _sql(table)
+    held, params = "", [decision.cutoff]
+    if table.tenant_owned and decision.held_tenants:
+        held = " AND (tenant_id IS NULL OR NOT (tenant_id::text = ANY(%s)))"
+        params.append(sorted(decision.held_tenants))
+    with system_scope(), connection.cursor() as cursor:
+        cursor.execute(
+            f'SELECT count(*) FROM {db_table} WHERE "{column}" < %s{condition}{held}',  # noqa: S608
+            params,
         )
-    return counts
+        return cursor.fetchone()[0]
 
 
 def _remove_export_file(path: str) -> bool:
@@ -222,61 +347,16 @@ def _remove_export_file(path: str) -> bool:
     return True
 
 
-def sweep_expired_export_artifacts(
-    *, as_of: datetime, held_tenants: frozenset, batching: Batching
-) -> TableResult:
-    """Expired export archives: the file is removed and the row marked deleted (it stays
-    as the record of the export), tenant by tenant in bounded batches. An artifact is
-    past its `expires_at`, so it is unavailable whether or not the batch commits."""
-    table = ExportArtifact._meta.db_table
-    result = TableResult(rule="export-artifact-expiry", cutoff=as_of.isoformat())
-    with system_scope():
-        owners = list(
-            ExportArtifact.objects.filter(expires_at__lt=as_of, deleted_at__isnull=True)
-            .values_list("tenant_id", flat=True)
-            .distinct()
-        )
-    held = [owner for owner in owners if str(owner) in held_tenants]
-    result.held_tenants = len(held)
-    files = 0
-    for owner in owners:
-        if owner in held:
-            continue
-        while True:
-            size = batching.size
-            started = time.perf_counter()
-            with owner_scope(owner), connection.cursor() as cursor:
-                cursor.execute(
-                    f"WITH batch AS MATERIALIZED ("  # noqa: S608 - names only
-                    f" SELECT id FROM {table} WHERE expires_at < %s AND deleted_at IS NULL"
-                    f" AND tenant_id = %s LIMIT {int(size)} FOR UPDATE SKIP LOCKED)"
-                    f" UPDATE {table} SET deleted_at = %s"
-                    " WHERE id = ANY(ARRAY(SELECT id FROM batch)) RETURNING path",
-                    [as_of, owner, as_of],
-                )
-                paths = [row[0] for row in cursor.fetchall()]
-                files += sum(_remove_export_file(path) for path in paths)
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            batching.after(elapsed_ms, len(paths))
-            result.add_batch(len(paths), elapsed_ms)
-            if len(paths) < size:
-                break
-    return result.as_dict() | {"files_removed": files}
-
-
-def sweep_own_tables(*, as_of: datetime, held_tenants: frozenset) -> dict:
-    """Sweep every table in OWN_TABLES; {table label: TableResult.as_dict()}. Each
-    table adapts its own batch size: rows cost differently from table to table."""
-    results = {
+def sweep_own_tables(decisions: dict[str, OwnDecision]) -> dict:
+    """Sweep every table in OWN_TABLES as its class's decision says; {table label:
+    TableResult.as_dict()}. Each table adapts its own batch size: rows cost differently
+    from table to table."""
+    return {
         table.label: sweep_table(
-            table, as_of=as_of, held_tenants=held_tenants, batching=new_batching()
+            table, decision=decisions[table.data_class], batching=new_batching()
         ).as_dict()
         for table in OWN_TABLES
     }
-    results["governance.ExportArtifact"] = sweep_expired_export_artifacts(
-        as_of=as_of, held_tenants=held_tenants, batching=new_batching()
-    )
-    return results
 
 
 def new_batching() -> Batching:

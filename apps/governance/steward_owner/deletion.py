@@ -87,29 +87,50 @@ def redact_audit(tenant_id) -> int:
     return own_entries + about_it
 
 
+def redact_audit_before(owner, cutoff, *, size: int = BATCH) -> int:
+    """One batch of at most `size` of `owner`'s audit entries (None: the platform's)
+    older than `cutoff` redacted, through the same door: what a retention rule naming
+    Steward's audit trail asks. Its own short transaction; the rows redacted."""
+    if owner is None:
+        return _redact_batch(
+            system_scope, "tenant_id IS NULL AND occurred_at < %(c)s", {"c": cutoff}, size
+        )
+    return _redact_batch(
+        lambda: tenant_scope(owner),
+        "tenant_id = %(t)s AND occurred_at < %(c)s",
+        {"t": str(owner), "c": cutoff},
+        size,
+    )
+
+
 def _redact(scope, which: str, tenant_id) -> int:
-    table = AuditEvent._meta.db_table
     total = 0
     while True:
-        with scope(), connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('steward.audit_redaction', 'on', true)")
-            cursor.execute(
-                f"""
-                UPDATE {table} SET actor_label = %(r)s, actor_user_id = NULL,
-                    actor_service_id = NULL, object_repr = %(r)s,
-                    changes = (SELECT coalesce(jsonb_object_agg(key, to_jsonb(%(r)s::text)),
-                                               '{{}}'::jsonb)
-                               FROM jsonb_each(CASE jsonb_typeof(changes) WHEN 'object'
-                                               THEN changes ELSE '{{}}'::jsonb END)),
-                    redacted_at = now()
-                WHERE id IN (SELECT id FROM {table} WHERE redacted_at IS NULL AND {which}
-                             ORDER BY id LIMIT %(n)s)
-                """,  # noqa: S608 - table name and a fixed condition only
-                {"r": REDACTED, "t": str(tenant_id), "n": BATCH},
-            )
-            if not cursor.rowcount:
-                return total
-            total += cursor.rowcount
+        redacted = _redact_batch(scope, which, {"t": str(tenant_id)}, BATCH)
+        if not redacted:
+            return total
+        total += redacted
+
+
+def _redact_batch(scope, which: str, params: dict, size: int) -> int:
+    table = AuditEvent._meta.db_table
+    with scope(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('steward.audit_redaction', 'on', true)")
+        cursor.execute(
+            f"""
+            UPDATE {table} SET actor_label = %(r)s, actor_user_id = NULL,
+                actor_service_id = NULL, object_repr = %(r)s,
+                changes = (SELECT coalesce(jsonb_object_agg(key, to_jsonb(%(r)s::text)),
+                                           '{{}}'::jsonb)
+                           FROM jsonb_each(CASE jsonb_typeof(changes) WHEN 'object'
+                                           THEN changes ELSE '{{}}'::jsonb END)),
+                redacted_at = now()
+            WHERE id IN (SELECT id FROM {table} WHERE redacted_at IS NULL AND {which}
+                         ORDER BY id LIMIT %(n)s FOR UPDATE SKIP LOCKED)
+            """,  # noqa: S608 - table name and a fixed condition only
+            {"r": REDACTED, "n": int(size), **params},
+        )
+        return cursor.rowcount
 
 
 def delete_export_files(tenant_id) -> int:

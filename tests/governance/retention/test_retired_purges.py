@@ -2,15 +2,19 @@
 purge task (the action the retention rule says), the owner's receipt records the data
 gone on the binding, and a legal hold pauses the purge until it is released."""
 
-import pytest
+from datetime import timedelta
 
+import pytest
+from django.utils import timezone
+
+from apps.core.errors import Conflict
 from apps.core.scope import system_scope
 from apps.eventing.models import OutboxEvent
 from apps.governance.models import GovernanceTask
 from apps.governance.orders import services as orders
-from apps.governance.retention import services
+from apps.governance.retention import selectors, services
 from apps.governance.tasks import periodic_advance_orders
-from tests.governance.factories import complete, fresh
+from tests.governance.factories import NIGHT, complete, fresh
 
 pytestmark = pytest.mark.django_db
 
@@ -87,3 +91,80 @@ def test_a_tenant_wide_hold_pauses_it_too(op, retention_bindings, tenant_b):
     assert services.retired_binding_purges_now()["issued"] == []
     assert orders.advance_orders()  # the orders' round alone issues nothing either
     assert retired_purges() == []
+
+
+def owner_events(event_type, task):
+    with system_scope():
+        return list(
+            OutboxEvent.objects.filter(
+                topic="governance.tasks.metrics", event_type=event_type, payload__task=str(task.pk)
+            )
+        )
+
+
+def test_a_hold_placed_after_the_purge_was_issued_pauses_it_until_released(
+    op, retention_bindings, tenant_b, telemetry, store
+):
+    services.retired_binding_purges_now()
+    [task] = retired_purges()
+    other = services.hold_place(actor=op, tenant=tenant_b, store=store, reason="another store")
+    assert fresh(task).held_at is None  # a hold on another store leaves it going
+    hold = services.hold_place(
+        actor=op, tenant=tenant_b, data_class=telemetry, reason="litigation #9"
+    )
+    task = fresh(task)
+    assert task.is_held and task.status == "issued"
+    [paused] = owner_events("GovernanceTaskPaused", task)
+    assert paused.payload["hold"] == str(hold.pk)
+    # the owner's receipt is refused while the hold stands, and changes nothing
+    with pytest.raises(Conflict) as refused:
+        complete(task)
+    assert refused.value.code == "task_held"
+    assert fresh(task).status == "issued"
+    assert fresh(retention_bindings["retired"]).data_purged_at is None
+    # not overdue while held, however long the hold lasts
+    with system_scope():
+        GovernanceTask.objects.filter(pk=task.pk).update(due_at=NIGHT - timedelta(days=30))
+    assert orders.flag_overdue_owner_tasks() == 0
+    # another hold released: this one still stands, the task stays paused
+    services.hold_release(actor=op, hold=other, reason="done with that store")
+    assert fresh(task).is_held
+    services.hold_release(actor=op, hold=hold, reason="case closed")
+    task = fresh(task)
+    assert task.held_at is None and task.due_at > timezone.now()
+    assert len(owner_events("GovernanceTaskResumed", task)) == 1
+    complete(task)
+    assert fresh(task).status == "completed"
+    assert fresh(retention_bindings["retired"]).data_purged_at is not None
+
+
+def test_a_hold_pauses_a_nights_purge_of_a_live_binding_too(
+    op, retention_bindings, personal, tenant_a
+):
+    services.rule_create(actor=op, name="p", data_class=personal, period_days=90, action="delete")
+    services.sweep_run(now=NIGHT)
+    with system_scope():
+        [task] = GovernanceTask.objects.filter(
+            kind="purge", tenant=tenant_a, detail__night=NIGHT.date().isoformat()
+        )
+    services.hold_place(actor=op, tenant=tenant_a, reason="whole tenant")
+    assert fresh(task).is_held
+
+
+def test_the_preview_lists_retired_bindings_owed_a_purge_with_their_task(
+    op, retention_bindings, tenant_b, telemetry
+):
+    retired = retention_bindings["retired"]
+    [row] = selectors.sweep_preview(now=NIGHT)["retired"]
+    assert (row["binding"], row["owner"], row["task_status"]) == (
+        str(retired.pk),
+        "metrics",
+        "to issue",
+    )
+    services.retired_binding_purges_now()
+    [task] = retired_purges()
+    [row] = selectors.sweep_preview(now=NIGHT)["retired"]
+    assert (row["task"], row["task_status"], row["action"]) == (str(task.pk), "issued", "delete")
+    hold = services.hold_place(actor=op, tenant=tenant_b, data_class=telemetry, reason="hold")
+    [row] = selectors.sweep_preview(now=NIGHT)["retired"]
+    assert row["task_status"] == "held" and row["holds"][0]["id"] == str(hold.pk)

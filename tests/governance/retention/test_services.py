@@ -252,10 +252,10 @@ def test_a_hold_stops_the_purge_until_it_is_released(
 
 
 def test_the_sweep_run_twice_the_same_night_issues_and_purges_nothing_more(
-    op, retention_bindings, personal, tenant_a, settings
+    op, retention_bindings, personal, tenant_a, own_rules
 ):
     services.rule_create(actor=op, name="p", data_class=personal, period_days=90, action="delete")
-    window = settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"]
+    window = own_rules["steward-event-receipts"].period_days * 24
     inbox(tenant_a, window + 1, n=5)
     first = services.sweep_run(now=NIGHT)
     # rows that expire between the two runs belong to the next night
@@ -272,8 +272,9 @@ def test_the_sweep_run_twice_the_same_night_issues_and_purges_nothing_more(
     assert RetentionSweep.objects.count() == 1
 
 
-def test_a_failed_sweep_is_recorded_with_its_error(op, settings):
-    settings.STEWARD_RETENTION_DEAD_LETTERS_DAYS = 10**10  # no date is that far back
+def test_a_failed_sweep_is_recorded_with_its_error(op, own_rules):
+    # no date is that far back
+    RetentionRule.objects.filter(name="steward-dead-letters").update(period_days=10**9)
     with pytest.raises(OverflowError):
         services.sweep_run(now=NIGHT)
     sweep = RetentionSweep.objects.get()

@@ -1,0 +1,61 @@
+"""What every set-up installs for governance (apps.core.setup): Steward's own data
+classes, each with the retention rule its setting used to be, and the hourly sweep of
+Steward's own tables.
+
+A class's default rule is installed with the class, once: an operator's later change
+to the rule, or its deletion (the class's rows are then kept), survives every set-up.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+from apps.core.scope import system_scope
+from apps.governance.models import RetentionRule
+from apps.governance.retention.sweeper import OWN_CLASSES
+from apps.tenancy.models import DataClass
+
+OWN_TABLES_SWEEP = "governance.periodic_sweep_own_tables"
+
+
+def install_reference_data(report) -> None:
+    with system_scope():
+        for own in OWN_CLASSES:
+            data_class, created = DataClass.objects.get_or_create(
+                slug=own.slug,
+                defaults={
+                    "name": own.name,
+                    "sensitivity": own.sensitivity,
+                    "description": "Steward's own data: the retention rules naming this "
+                    "class decide how long Steward keeps it.",
+                },
+            )
+            if not created:
+                continue
+            report.created.append(f"data class {own.slug}")
+            if own.default_days is None:
+                continue
+            RetentionRule.objects.get_or_create(
+                name=own.default_rule,
+                defaults={
+                    "data_class": data_class,
+                    "period_days": own.default_days(),
+                    "action": own.actions[0],
+                },
+            )
+            report.created.append(f"retention rule {own.default_rule} (from {own.setting})")
+    interval, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.HOURS)
+    _, created = PeriodicTask.objects.get_or_create(
+        name=OWN_TABLES_SWEEP,
+        defaults={
+            "task": OWN_TABLES_SWEEP,
+            "queue": "periodic",
+            "kwargs": json.dumps({}),
+            "enabled": True,
+            "interval": interval,
+        },
+    )
+    if created:
+        report.created.append(f"schedule {OWN_TABLES_SWEEP}")
