@@ -283,8 +283,29 @@ def ensure_browser(env: dict) -> None:
     env["STEWARD_CHROMIUM"] = path
 
 
+PROMTOOL_PACKAGE = "prometheus"  # Debian ships promtool with the server
+
+
+def ensure_promtool(env: dict) -> None:
+    """Find promtool, which checks the alert rules Steward ships (docs/attention-alerts.yml),
+    installing Debian's package when we can; otherwise stop with one sentence."""
+    path = shutil.which("promtool")
+    may_install = hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get")
+    if path is None and may_install:
+        print("Installing Debian's prometheus for promtool (the alert rules' check)...")
+        if _apt_install(PROMTOOL_PACKAGE):
+            path = shutil.which("promtool")
+    if path is None:
+        raise StackError(
+            "The alert rules' test needs promtool: install Debian's package "
+            f"(sudo apt-get install {PROMTOOL_PACKAGE}) or put promtool on PATH."
+        )
+    env["STEWARD_PROMTOOL"] = path
+
+
 def command_test(stack: Stack, pytest_args: list[str]) -> int:
     ensure_browser(stack.env)
+    ensure_promtool(stack.env)
     _require(stack.call(str(BIN / "ruff"), "check", "."), "ruff check")
     # The layers and rules of docs/architecture.md (pyproject.toml [tool.importlinter]).
     _require(stack.call(str(BIN / "lint-imports")), "lint-imports")

@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "apps.assets",
     "apps.stores",
     "apps.governance",
+    "apps.attention",
     "apps.console",
 ]
 
@@ -335,6 +336,9 @@ STEWARD_COMPUTE_STALE_LINK_MINUTES = env_int("STEWARD_COMPUTE_STALE_LINK_MINUTES
 # it again (a task that died with its worker is otherwise held for the broker's
 # visibility timeout).
 STEWARD_STALLED_WORK_SECONDS = env_int("STEWARD_STALLED_WORK_SECONDS", 60)
+# Work the sweeps keep sending again that has still not moved after this long waits on
+# a person: it enters the attention queue (apps.attention).
+STEWARD_ATTENTION_STALLED_MINUTES = env_int("STEWARD_ATTENTION_STALLED_MINUTES", 15)
 
 # The Workflow Service that decides delegated asset approvals.
 STEWARD_WORKFLOW_SERVICE_URL = env("STEWARD_WORKFLOW_SERVICE_URL", "")

@@ -25,6 +25,7 @@ api_v1 = [
     path("stores/", include("apps.stores.api.urls")),
     path("governance/retention/", include("apps.governance.api.retention_urls")),
     path("governance/", include("apps.governance.api.urls")),
+    path("attention/", include("apps.attention.api.urls")),
     path("whoami/", WhoAmIView.as_view(), name="whoami"),
 ]
 
@@ -58,5 +59,6 @@ urlpatterns = [
     path("stores/", include("apps.stores.urls")),
     path("governance/retention/", include("apps.governance.retention.urls")),
     path("governance/", include("apps.governance.orders.urls")),
+    path("attention/", include("apps.attention.urls")),
     path("", include("apps.console.urls")),
 ]

@@ -6,6 +6,7 @@ from apps.tenancy.selectors import tenants_visible_to
 # is shown disabled rather than hidden, so operators see the whole shape of Steward.
 NAVIGATION = (
     ("Dashboard", "console:dashboard"),
+    ("Attention", "attention:queue", "operators"),
     ("Tenants", "console:tenant-list"),
     ("Assets", "assets:asset-list"),
     ("Eventing", "eventing:overview"),
@@ -18,9 +19,11 @@ NAVIGATION = (
 )
 
 
-def _navigation(path: str):
+def _navigation(path: str, *, operator: bool):
     items = []
-    for label, name in NAVIGATION:
+    for label, name, *who in NAVIGATION:
+        if who and not operator:
+            continue
         try:
             url = reverse(name)
         except NoReverseMatch:
@@ -42,7 +45,7 @@ def console(request):
             (str(m.tenant_id), m.tenant.slug) for m in getattr(request, "available_memberships", [])
         ]
     return {
-        "navigation": _navigation(request.path),
+        "navigation": _navigation(request.path, operator=user.is_operator),
         "acting_tenant": getattr(request, "tenant", None),
         "switchable_tenants": switchable,
         "theme": request.COOKIES.get("steward_theme", "auto"),

@@ -83,8 +83,7 @@ def run_step(step: str, report: SetupReport) -> None:
 def install_schedules(report: SetupReport) -> None:
     schedules = [(*s, True) for s in SCHEDULES] + [(*s, False) for s in OPT_IN_SCHEDULES]
     for task, every, period, queue, enabled in schedules:
-        interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=period)
-        _install(report, task, queue, enabled, interval=interval)
+        install_interval_schedule(report, task, every, period, queue, enabled)
     for task, setting, queue in CRONTAB_SCHEDULES:
         minute, hour, day_of_month, month_of_year, day_of_week = crontab_fields(
             getattr(settings, setting), setting
@@ -98,6 +97,15 @@ def install_schedules(report: SetupReport) -> None:
             timezone="UTC",
         )
         _install(report, task, queue, True, f" ({getattr(settings, setting)})", crontab=schedule)
+
+
+def install_interval_schedule(
+    report, task: str, every: int, period: str, queue: str = "periodic", enabled: bool = True
+) -> None:
+    """One periodic task on an interval, for an app's own `install.py` (its schedules
+    are its own, not this list's); created once, so an operator's change is kept."""
+    interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=period)
+    _install(report, task, queue, enabled, interval=interval)
 
 
 def _install(report, task: str, queue: str, enabled: bool, note: str = "", **when) -> None:

@@ -109,6 +109,11 @@ def dead_letter_list() -> QuerySet[DeadLetter]:
     )
 
 
+def dead_letters_waiting() -> QuerySet[DeadLetter]:
+    """Dead letters no one has replayed or discarded yet: each waits on an operator."""
+    return dead_letter_list().filter(state=DeadLetter.State.DEAD).order_by("created_at", "id")
+
+
 def uncertain_effect_list() -> QuerySet[UncertainEffect]:
     return UncertainEffect.objects.select_related("tenant")
 

@@ -8,11 +8,10 @@ to the rule, or its deletion (the class's rows are then kept), survives every se
 
 from __future__ import annotations
 
-import json
-
-from django_celery_beat.models import IntervalSchedule, PeriodicTask
+from django_celery_beat.models import IntervalSchedule
 
 from apps.core.scope import system_scope
+from apps.core.setup import install_interval_schedule
 from apps.governance.models import RetentionRule
 from apps.governance.retention.sweeper import OWN_CLASSES
 from apps.tenancy.models import DataClass
@@ -46,16 +45,4 @@ def install_reference_data(report) -> None:
                 },
             )
             report.created.append(f"retention rule {own.default_rule} (from {own.setting})")
-    interval, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.HOURS)
-    _, created = PeriodicTask.objects.get_or_create(
-        name=OWN_TABLES_SWEEP,
-        defaults={
-            "task": OWN_TABLES_SWEEP,
-            "queue": "periodic",
-            "kwargs": json.dumps({}),
-            "enabled": True,
-            "interval": interval,
-        },
-    )
-    if created:
-        report.created.append(f"schedule {OWN_TABLES_SWEEP}")
+    install_interval_schedule(report, OWN_TABLES_SWEEP, 1, IntervalSchedule.HOURS)

@@ -9,9 +9,9 @@ transaction, before core's schedules.)
 
 from __future__ import annotations
 
-import json
+from django_celery_beat.models import IntervalSchedule
 
-from django_celery_beat.models import IntervalSchedule, PeriodicTask
+from apps.core.setup import install_interval_schedule
 
 # (task, every, period, queue); the job claims its ScheduledJob row against double firing.
 SCHEDULES = [
@@ -26,16 +26,4 @@ SCHEDULES = [
 
 def install_reference_data(report) -> None:
     for task, every, period, queue in SCHEDULES:
-        interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=period)
-        _, created = PeriodicTask.objects.get_or_create(
-            name=task,
-            defaults={
-                "task": task,
-                "queue": queue,
-                "kwargs": json.dumps({}),
-                "enabled": True,
-                "interval": interval,
-            },
-        )
-        if created:
-            report.created.append(f"schedule {task}")
+        install_interval_schedule(report, task, every, period, queue)

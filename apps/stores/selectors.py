@@ -72,6 +72,23 @@ def bindings_awaiting_decision() -> QuerySet[StoreBinding]:
     )
 
 
+def bindings_stalled(older_than) -> QuerySet[StoreBinding]:
+    """Bindings that should have moved on by now and have not: Requested (not refused,
+    not flagged) or Retiring, untouched since `older_than`, though the minute's sweep
+    sends their work again. A broker that keeps failing, or a worker that never runs,
+    leaves them here: a person looks (apps.stores.attention)."""
+    return (
+        StoreBinding.objects.filter(
+            status__in=[StoreBinding.Status.REQUESTED, StoreBinding.Status.RETIRING],
+            updated_at__lt=older_than,
+            violation="",
+            workload_violation="",
+        )
+        .select_related("tenant", "store")
+        .order_by("updated_at", "id")
+    )
+
+
 def rule_list() -> QuerySet[ResidencyRule]:
     return ResidencyRule.objects.select_related("tenant", "data_class").prefetch_related("regions")
 

@@ -356,6 +356,27 @@ def resume_stalled_bindings(*, older_than: timedelta | None = None) -> int:
     return resumed
 
 
+def binding_retry(*, actor: Actor, binding: StoreBinding) -> str:
+    """A person sends a stalled binding's work again now: provisioning a Requested one,
+    revoking a Retiring one. Audited; anything else is refused (`binding_not_stalled`)."""
+    if binding.status not in (Status.REQUESTED, Status.RETIRING):
+        raise Conflict(
+            f"The binding is {binding.status}: there is no work of its to send again.",
+            code="binding_not_stalled",
+        )
+    with tenant_scope(binding.tenant_id):
+        audit_record(
+            actor=actor,
+            action="store_binding.retry",
+            instance=binding,
+            tenant=binding.tenant_id,
+            changes={"status": [binding.status, binding.status]},
+        )
+    if binding.status == Status.REQUESTED:
+        return binding_provision(binding_id=binding.pk)
+    return binding_revoke(binding_id=binding.pk)
+
+
 # --------------------------------------------------------------------------- residency rules
 
 

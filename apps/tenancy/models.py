@@ -11,7 +11,16 @@ from django.utils.crypto import salted_hmac
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
 # Apps a service token can be scoped to; `<app>:write` implies `<app>:read`.
-TOKEN_SCOPE_APPS = ("tenancy", "eventing", "assets", "registry", "stores", "governance", "compute")
+TOKEN_SCOPE_APPS = (
+    "tenancy",
+    "eventing",
+    "assets",
+    "registry",
+    "stores",
+    "governance",
+    "compute",
+    "attention",
+)
 TOKEN_SCOPES = tuple(f"{app}:{level}" for app in TOKEN_SCOPE_APPS for level in ("read", "write"))
 
 

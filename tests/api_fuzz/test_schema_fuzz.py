@@ -141,6 +141,16 @@ def _confluent_values(template: str) -> dict[str, str] | None:
     }
 
 
+def _attention_values(template: str) -> dict[str, str] | None:
+    """An item of the attention queue: the seeded dead letter, which waits on a person."""
+    if not template.startswith("/api/v1/attention/"):
+        return None
+    from apps.eventing.models import DeadLetter
+
+    dead = DeadLetter.objects.order_by("pk").first()
+    return {"kind": "dead-letter", "key": str(dead.pk), "action": "replay"}
+
+
 def _object_values(template: str, names: list[str]) -> dict[str, str]:
     """A seeded object's lookup value for a viewset route, found through the view."""
     for placeholder in ("0", "00000000-0000-0000-0000-000000000000"):
@@ -171,7 +181,11 @@ def _known_path_values() -> dict[str, dict[str, str]]:
             names = re.findall(r"{(\w+)}", template)
             if not names:
                 continue
-            values = _confluent_values(template) or _object_values(template, names)
+            values = (
+                _confluent_values(template)
+                or _attention_values(template)
+                or _object_values(template, names)
+            )
             known[template] = {name: values[name] for name in names}
     return known
 

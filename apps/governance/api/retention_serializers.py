@@ -19,7 +19,10 @@ def slug_of(queryset, **kwargs):
 class RetentionRuleSerializer(StrictModelSerializer):
     data_class = slug_of(data_class_list(), required=False, allow_null=True)
     store = slug_of(store_list(), required=False, allow_null=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    # None for the rules set-up installs (Steward's own data classes' defaults).
+    created_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = RetentionRule

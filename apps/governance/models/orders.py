@@ -193,6 +193,10 @@ class GovernanceTask(models.Model):
     # A purge a legal hold placed after its issue pauses: the owner is told to stop,
     # its receipt is refused, it is not overdue, and the hold's release resumes it.
     held_at = models.DateTimeField(null=True, blank=True)
+    # An overdue task an operator reminded its owner of (due afresh), or escalated: handed
+    # to the order's requester and the governance topic's subscribers, out of the queue.
+    reminded_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
     receipt = models.JSONField(default=dict, blank=True)
     detail = models.JSONField(default=dict, blank=True, help_text="What the owner is asked.")
     failure = models.TextField(blank=True)

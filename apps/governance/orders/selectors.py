@@ -29,6 +29,29 @@ def owner_task_list(*, owner: str | None = None) -> QuerySet[GovernanceTask]:
     return tasks.filter(owner=owner) if owner is not None else tasks
 
 
+def overdue_tasks() -> QuerySet[GovernanceTask]:
+    """Open tasks past their due date that no person has handled yet: not paused by a
+    hold, not escalated. An operator reminds, reassigns or escalates each."""
+    return (
+        owner_task_list()
+        .filter(
+            status__in=GovernanceTask.OPEN,
+            overdue_at__isnull=False,
+            held_at=None,
+            escalated_at=None,
+        )
+        .order_by("overdue_at", "id")
+    )
+
+
+def failed_tasks() -> QuerySet[GovernanceTask]:
+    """Tasks their owner reported failed: the order (or the retention purge) stands
+    still until an operator issues the task again."""
+    return (
+        owner_task_list().filter(status=GovernanceTask.Status.FAILED).order_by("settled_at", "id")
+    )
+
+
 def export_artifact_of(order: GovernanceOrder) -> ExportArtifact | None:
     """The record of the order's archive, if it has one (order_list joins it)."""
     try:

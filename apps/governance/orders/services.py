@@ -31,6 +31,7 @@ from apps.governance.orders import evidence, phases
 from apps.governance.permissions import NotAllowed, may_govern, require_governor, require_operator
 from apps.governance.retention.selectors import active_legal_holds
 from apps.registry.catalog import STEWARD_SERVICE
+from apps.registry.selectors import service_list
 from apps.registry.services import topic_ensure
 from apps.stores import services as stores
 from apps.stores.selectors import bindings_holding_tenant_data
@@ -278,7 +279,7 @@ def owner_task_hold(*, task: GovernanceTask, hold_id) -> None:
     locked): the owner is told to stop on its task topic (GovernanceTaskPaused)."""
     task.held_at = timezone.now()
     task.save(update_fields=["held_at"])
-    _announce_hold(task, "GovernanceTaskPaused", hold=str(hold_id))
+    _announce_to_owner(task, "GovernanceTaskPaused", hold=str(hold_id))
     audit_record(
         actor=SYSTEM_ACTOR,
         action="governance.task.pause",
@@ -296,7 +297,7 @@ def owner_task_unhold(*, task: GovernanceTask, due_at) -> None:
     task.due_at = due_at
     task.overdue_at = None
     task.save(update_fields=["held_at", "due_at", "overdue_at"])
-    _announce_hold(task, "GovernanceTaskResumed")
+    _announce_to_owner(task, "GovernanceTaskResumed")
     audit_record(
         actor=SYSTEM_ACTOR,
         action="governance.task.resume",
@@ -306,7 +307,7 @@ def owner_task_unhold(*, task: GovernanceTask, due_at) -> None:
     )
 
 
-def _announce_hold(task: GovernanceTask, event_type: str, **extra) -> None:
+def _announce_to_owner(task: GovernanceTask, event_type: str, **extra) -> None:
     emit(
         topic=owner_task_topic(task.owner),
         event_type=event_type,
@@ -702,6 +703,123 @@ def owner_task_decline(*, actor: Actor, task_id, reason: str) -> GovernanceTask:
     return _owner_task_settle(actor, task_id, TaskStatus.DECLINED, failure=reason)
 
 
+def _overdue_task(
+    actor: Actor, task_id, what: str
+) -> tuple[GovernanceTask, GovernanceOrder | None]:
+    """The open, overdue task an operator acts on (locked, in the caller's transaction and
+    the task's tenant scope), with its order locked after it."""
+    require_operator(actor, what)
+    task = owner_task_for_caller(actor, task_id)
+    order = _lock_order_of(task)
+    if not task.is_open:
+        raise Conflict(f"The task is {task.status}: nothing waits on it.", code="task_settled")
+    if task.overdue_at is None or task.escalated_at is not None:
+        raise Conflict("The task is not overdue.", code="task_not_overdue")
+    return task, order
+
+
+def owner_task_remind(*, actor: Actor, task_id) -> GovernanceTask:
+    """Remind an overdue task's owner: announced again (GovernanceTaskReminder on its
+    task topic), due afresh, no longer overdue. Audited, and in the order's evidence."""
+    with tenant_scope(owner_task_tenant(task_id)), transaction.atomic():
+        task, order = _overdue_task(actor, task_id, "remind a task's owner")
+        task.reminded_at = timezone.now()
+        task.due_at = _owner_task_due_at()
+        task.overdue_at = None
+        task.save(update_fields=["reminded_at", "due_at", "overdue_at"])
+        _announce_to_owner(task, "GovernanceTaskReminder")
+        if order is not None:
+            evidence.append(order, "task_reminded", task=str(task.pk), by=actor.label)
+            _advance_order(order)
+        audit_record(
+            actor=actor, action="governance.task.remind", instance=task, tenant=task.tenant_id
+        )
+    return task
+
+
+def owner_task_reassign(*, actor: Actor, task_id, owner: str, reason: str) -> GovernanceTask:
+    """Give an overdue task to another owning service (one the registry knows), with a
+    reason: the old owner is told to stop (GovernanceTaskReassigned), the new one gets
+    it as issued, due afresh."""
+    if not (reason or "").strip():
+        raise ValidationFailed("Say why.", code="reason_required", field="reason")
+    if not service_list().filter(name=owner).exists():
+        raise ValidationFailed(
+            f"No service is named {owner!r}.", code="unknown_owner", field="owner"
+        )
+    with tenant_scope(owner_task_tenant(task_id)), transaction.atomic():
+        task, order = _overdue_task(actor, task_id, "reassign a governance task")
+        if owner == task.owner:
+            raise Conflict(f"The task is {owner}'s already.", code="same_owner")
+        before = task.owner
+        _announce_to_owner(task, "GovernanceTaskReassigned", to=owner, reason=reason)
+        task.owner = owner
+        task.status = TaskStatus.ISSUED
+        task.acknowledged_at = task.overdue_at = None
+        task.issued_at = timezone.now()
+        task.due_at = _owner_task_due_at()
+        task.save()
+        if order is not None:
+            evidence.append(
+                order,
+                "task_reassigned",
+                task=str(task.pk),
+                by=actor.label,
+                owner=owner,
+                previous_owner=before,
+                reason=reason,
+            )
+        _announce_owner_task(task)
+        if order is not None:
+            _advance_order(order)
+        audit_record(
+            actor=actor,
+            action="governance.task.reassign",
+            instance=task,
+            tenant=task.tenant_id,
+            changes={"owner": [before, owner], "reason": [None, reason]},
+        )
+    return task
+
+
+def owner_task_escalate(*, actor: Actor, task_id, reason: str) -> GovernanceTask:
+    """Escalate an overdue task past its owner: GovernanceTaskEscalated on the
+    governance topic (the order's subscribers: a pager, a ticketing bridge), an email to
+    the order's requester. It is still awaited; it leaves the attention queue."""
+    if not (reason or "").strip():
+        raise ValidationFailed("Say why.", code="reason_required", field="reason")
+    with tenant_scope(owner_task_tenant(task_id)), transaction.atomic():
+        task, order = _overdue_task(actor, task_id, "escalate a governance task")
+        task.escalated_at = timezone.now()
+        task.save(update_fields=["escalated_at"])
+        emit(
+            topic=ORDER_TOPIC,
+            event_type="GovernanceTaskEscalated",
+            aggregate_type="governance.order" if order else "governance.task",
+            aggregate_id=str(order.pk if order else task.pk),
+            payload={**_owner_task_payload(task), "reason": reason, "by": actor.label},
+            tenant=task.tenant_id,
+        )
+        if order is not None:
+            evidence.append(
+                order, "task_escalated", task=str(task.pk), by=actor.label, reason=reason
+            )
+            _notify_requester(
+                order,
+                f"{order.get_kind_display()}: a task escalated",
+                f"The {task.get_kind_display().lower()} task of {task.owner} for tenant "
+                f"{order.tenant.slug} is overdue and was escalated by {actor.label}: {reason}",
+            )
+        audit_record(
+            actor=actor,
+            action="governance.task.escalate",
+            instance=task,
+            tenant=task.tenant_id,
+            changes={"reason": [None, reason]},
+        )
+    return task
+
+
 def owner_task_retry(*, actor: Actor, task_id) -> GovernanceTask:
     """An operator issues a failed task again (a new attempt, a new due date)."""
     require_operator(actor, "retry a governance task")
@@ -717,7 +835,7 @@ def owner_task_retry(*, actor: Actor, task_id) -> GovernanceTask:
         task.attempt += 1
         task.issued_at = timezone.now()
         task.due_at = _owner_task_due_at()
-        task.acknowledged_at = task.settled_at = task.overdue_at = None
+        task.acknowledged_at = task.settled_at = task.overdue_at = task.escalated_at = None
         task.failure = ""
         task.receipt = {}
         task.save()

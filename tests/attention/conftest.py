@@ -1,0 +1,105 @@
+"""One stalled thing of each kind the attention queue knows, made the way it stalls."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.core.context import SYSTEM_ACTOR, Actor
+from apps.core.scope import system_scope, tenant_scope
+from apps.governance.models import GovernanceTask
+from apps.governance.orders import services as orders
+from apps.registry.models import Service, Topic
+from apps.stores import services as stores
+from apps.stores.models import StoreBinding
+from apps.tenancy.models import Region
+from tests.eventing.factories import make_dead_letter, subscribe
+from tests.governance.factories import owner
+from tests.stores.factories import bind, provisioned, rule
+
+
+@pytest.fixture(autouse=True)
+def local_broker(settings, tmp_path):
+    settings.STEWARD_SECRET_BROKER = "apps.stores.brokers.LocalFileBroker"
+    settings.STEWARD_SECRET_BROKER_DIR = str(tmp_path / "secrets")
+
+
+@pytest.fixture
+def op(operator):
+    return Actor(user=operator)
+
+
+@pytest.fixture
+def regions(db):
+    return {
+        slug: Region.objects.get_or_create(slug=slug, defaults={"name": slug, "jurisdiction": j})[0]
+        for slug, j in (("israelcentral", "IL"), ("westeurope", "EU"))
+    }
+
+
+def flagged_binding(tenant, store, profile, regions):
+    """Active in Europe, then the rule narrows to Israel: flagged, awaiting a decision."""
+    allow = rule("allow", geographies=["EU", "IL"])
+    binding = provisioned(tenant, store, profile, regions["westeurope"])
+    stores.binding_migrations_applied(actor=SYSTEM_ACTOR, binding=binding)
+    stores.rule_update(actor=SYSTEM_ACTOR, rule=allow, geographies=["IL"], regions=[])
+    return binding
+
+
+def stalled_binding(tenant, store, profile, regions):
+    """Requested, and untouched for longer than the queue waits (its worker never ran)."""
+    binding = bind(tenant, store, profile, regions["israelcentral"])
+    with tenant_scope(tenant):
+        StoreBinding.objects.filter(pk=binding.pk).update(
+            updated_at=timezone.now() - timedelta(hours=1)
+        )
+    return binding
+
+
+def owner_task(tenant, name="knowledge", *, days_late=1):
+    Service.objects.get_or_create(name=name)
+    with tenant_scope(tenant):
+        task = orders.owner_task_issue(
+            tenant_id=tenant.pk,
+            owner=name,
+            kind=GovernanceTask.Kind.PURGE,
+            detail={"store": "knowledge-sql"},
+            due_at=timezone.now() - timedelta(days=days_late),
+        )
+    return task
+
+
+def overdue_task(tenant, name="knowledge"):
+    task = owner_task(tenant, name)
+    orders.flag_overdue_owner_tasks()
+    return task
+
+
+def failed_task(tenant, name="search"):
+    task = owner_task(tenant, name, days_late=-1)
+    orders.owner_task_fail(actor=owner(name), task_id=task.pk, reason="index offline")
+    return task
+
+
+def dead_letter(tenant):
+    topic = Topic.objects.create(name="attention.test", current_schema_version=1)
+    subscription = subscribe(topic, "sink")
+    return make_dead_letter(tenant, topic, subscription)
+
+
+@pytest.fixture
+def stalled(tenant_a, tenant_b, store, profile, regions):
+    """One item of each kind Steward's own apps raise here."""
+    return {
+        "flagged-binding": flagged_binding(tenant_a, store, profile, regions),
+        "stalled-binding": stalled_binding(tenant_b, store, profile, regions),
+        "overdue-task": overdue_task(tenant_a),
+        "stalled-order": failed_task(tenant_b),
+        "dead-letter": dead_letter(tenant_a),
+    }
+
+
+def fresh(obj):
+    with system_scope():
+        obj.refresh_from_db()
+    return obj
