@@ -19,9 +19,9 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from apps.core.context import Actor
+from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, DomainError, ValidationFailed
-from apps.core.outbox import emit
+from apps.core.outbox import NewEvent, emit, emit_many
 from apps.core.scope import system_scope
 from apps.registry import compatibility, schema_types
 from apps.registry.catalog import STEWARD_TOPICS
@@ -33,9 +33,11 @@ from apps.registry.models import (
     Service,
     Topic,
 )
+from apps.registry.news import AWAITING, PUBLISHED, WITHDRAWN, news_topic
 from apps.registry.selectors import missing_acknowledgements, mode_of
 from apps.registry.services import (
     NotPermitted,
+    news_delivery_sync,
     require_operator,
     require_produces,
     require_speaks_for,
@@ -99,24 +101,51 @@ def set_mode(*, actor: Actor, topic: Topic, mode: str) -> Topic:
     return topic
 
 
-def _announce(version: SchemaVersion, event_type: str, **payload) -> None:
+def _announce(
+    version: SchemaVersion, event_type: str, *, addressees: list[str] | None = None, **payload
+) -> None:
+    """Announce news of the version: once on the shared topic, for observers, and once to
+    each addressee (every consumer of the topic unless named), on its own news topic
+    (apps.registry.news). A consumer with no subscription to receive it gets no copy; it
+    is listed by `selectors.unreachable_consumers` instead, for an operator."""
     topic = version.topic
-    emit(
+    consumers = getattr(topic, "consumer_names", None) or sorted(
+        topic.consumers.values_list("name", flat=True)
+    )
+    body = {
+        "topic": topic.name,
+        "version": version.version,
+        "fingerprint": version.fingerprint,
+        "verdict": version.verdict,
+        "consumers": consumers,
+        **({"role": version.role} if version.role != "value" else {}),
+        **payload,
+    }
+    shared = emit(
         topic=TOPIC,
         event_type=event_type,
         aggregate_type="topic",
         aggregate_id=topic.name,
-        payload={
-            "topic": topic.name,
-            "version": version.version,
-            "fingerprint": version.fingerprint,
-            "verdict": version.verdict,
-            "consumers": getattr(topic, "consumer_names", None)
-            or sorted(topic.consumers.values_list("name", flat=True)),
-            **({"role": version.role} if version.role != "value" else {}),
-            **payload,
-        },
+        payload=body,
     )
+    wanted = set(consumers if addressees is None else addressees)
+    copies = [
+        NewEvent(
+            topic=news_topic(service.name),
+            event_type=event_type,
+            # The schema's topic is the aggregate, as on the shared topic: all news of one
+            # topic leaves in one lane, in the order it was written, to every addressee.
+            aggregate_type="topic",
+            aggregate_id=topic.name,
+            payload={**body, "addressee": service.name},
+            # Ties each copy to the one announcement observers saw.
+            causation_id=str(shared.event_id),
+        )
+        for service in topic.consumers.filter(name__in=wanted).order_by("name")
+        if news_delivery_sync(actor=SYSTEM_ACTOR, consumer=service)
+    ]
+    if copies:
+        emit_many(copies)
 
 
 def _publish(version: SchemaVersion, *, override_reason: str = "") -> SchemaVersion:
@@ -145,7 +174,7 @@ def _make_current(version: SchemaVersion, topic: Topic) -> None:
         topic.current_schema_version = version.version
         topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
     version.topic = topic
-    _announce(version, "SchemaVersionPublished", override_reason=version.override_reason or None)
+    _announce(version, PUBLISHED, override_reason=version.override_reason or None)
 
 
 # --------------------------------------------------------------------------- ModelSync
@@ -310,7 +339,7 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
     if publish:
         _make_current(version, topic)
         return TopicAnswer(name, "published", version.version, fingerprint, verdict=version.verdict)
-    _announce(version, "SchemaVersionAwaitingAcknowledgement", awaiting=awaiting)
+    _announce(version, AWAITING, awaiting=awaiting)
     return TopicAnswer(
         name,
         "awaiting_acknowledgement",
@@ -496,6 +525,9 @@ def withdraw_version(*, actor: Actor, version: SchemaVersion, reason: str = "") 
             instance=version,
             changes={"state": [State.AWAITING, State.WITHDRAWN], "reason": [None, reason]},
         )
+        # Every consumer hears of it, those that acknowledged it included: they may have
+        # prepared a release for a version that will now never be published.
+        _announce(version, WITHDRAWN, reason=reason or None)
     return version
 
 
@@ -505,7 +537,8 @@ def remind(*, actor: Actor, version: SchemaVersion) -> list[str]:
         version = _lock_waiting(version)
         missing = missing_acknowledgements(version)
         if missing:
-            _announce(version, "SchemaVersionAwaitingAcknowledgement", awaiting=missing)
+            # Only to the consumers still awaited: the others have answered.
+            _announce(version, AWAITING, awaiting=missing, reminder=True, addressees=missing)
             audit_record(
                 actor=actor,
                 action="schema_version.remind",
