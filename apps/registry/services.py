@@ -190,11 +190,11 @@ def subscription_create(
     with transaction.atomic():
         subscription.save()
         _audit_created(actor, subscription)
+        # Eventing makes its consumer group once this commits, at the stream's end: the
+        # subscription receives what comes next.
+        _announce_created(subscription)
         # The consumer's schema news follows it through this subscription from now on.
         _sync_news_of(actor, subscription)
-    # Eventing makes its consumer group then, at the stream's end: the subscription
-    # receives what comes next.
-    _announce_created(subscription)
     return subscription
 
 
