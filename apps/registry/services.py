@@ -288,6 +288,8 @@ def news_delivery_sync(*, actor: Actor, consumer: Service) -> list[Subscription]
             sources.setdefault(subscription.transport, subscription)
     if not sources and not any(m.is_active for m in mirrors.values()):
         return []
+    if not mirrors and not consumer.consumes.exists():
+        return []  # it reads no topic's payloads, so no news concerns it (yet)
     topic = (
         next(iter(mirrors.values())).topic
         if mirrors
@@ -316,6 +318,18 @@ def news_delivery_sync(*, actor: Actor, consumer: Service) -> list[Subscription]
                 _mirror_update(actor, mirror, is_active=True, **wanted)
             active.append(mirror)
     return active
+
+
+def news_delivery_sync_all(*, actor: Actor) -> list[Subscription]:
+    """`news_delivery_sync` for every consumer of a topic that has a subscription: at
+    set-up, so consumers subscribed before news was addressed see their news
+    subscriptions (and stream readers the stream to read) before the first news."""
+    consumers = Service.objects.filter(consumes__isnull=False, subscriptions__isnull=False)
+    return [
+        mirror
+        for consumer in consumers.distinct().order_by("name")
+        for mirror in news_delivery_sync(actor=actor, consumer=consumer)
+    ]
 
 
 def _mirror_update(actor: Actor, mirror: Subscription, **fields) -> None:

@@ -15,11 +15,12 @@ from celery.contrib.testing.worker import start_worker
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.redis import get_redis
 from apps.core.scope import system_scope
+from apps.core.setup import SetupReport
 from apps.eventing.consumers import build_runners
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import OutboxEvent
 from apps.eventing.transports import stream_key, webhook_signature
-from apps.registry import gauges, schemas, selectors, services
+from apps.registry import gauges, install, schemas, selectors, services
 from apps.registry.models import SchemaVersion, Service, Subscription
 from apps.registry.news import AWAITING, PUBLISHED, WITHDRAWN, news_topic
 from portal.celery import app
@@ -329,3 +330,33 @@ def test_news_topic_names_are_topic_names_and_never_shared():
     odd, other = news_topic("billing team"), news_topic("billing/team")
     assert odd.startswith("registry.news.billing_team.") and odd != other
     assert re.fullmatch(r"[a-zA-Z0-9._-]{1,249}", odd)
+
+
+@pytest.mark.django_db
+def test_set_up_gives_a_consumer_subscribed_before_addressed_news_its_news_subscription(names):
+    # given: ledger subscribed before news was addressed (no news subscription made)
+    topic, ledger, reader = names["topic"], names["ledger"], names["shipping"]
+    sync(f"{names['uid']}-1", V1, name=topic, consumers=(ledger,))
+    Subscription.objects.create(
+        consumer=services.service_ensure(actor=SYSTEM_ACTOR, name=ledger),
+        topic=selectors.topic_by_name(topic),
+        transport=Subscription.Transport.REDIS_STREAM,
+    )
+    # and a subscriber that consumes no topic in the catalog
+    Subscription.objects.create(
+        consumer=services.service_ensure(actor=SYSTEM_ACTOR, name=reader),
+        topic=selectors.topic_by_name(topic),
+        transport=Subscription.Transport.REDIS_STREAM,
+    )
+    assert not selectors.news_subscriptions(ledger).exists()
+
+    install.install_topics(SetupReport())
+    install.install_topics(SetupReport())  # idempotent
+
+    [mirror] = selectors.news_subscriptions(ledger)
+    assert (mirror.transport, mirror.group_name, mirror.is_active) == (
+        Subscription.Transport.REDIS_STREAM,
+        ledger,
+        True,
+    )
+    assert not selectors.news_subscriptions(reader).exists()
