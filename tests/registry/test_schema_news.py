@@ -16,10 +16,12 @@ from apps.core.context import SYSTEM_ACTOR
 from apps.core.redis import get_redis
 from apps.core.scope import system_scope
 from apps.core.setup import SetupReport
-from apps.eventing.consumers import build_runners
+from apps.eventing import dispatcher
+from apps.eventing.consumer_registry import Handler
+from apps.eventing.consumers import build_runners, consumer_runner, ensure_subscription_groups
 from apps.eventing.envelope import Envelope
-from apps.eventing.models import OutboxEvent
-from apps.eventing.transports import stream_key, webhook_signature
+from apps.eventing.models import InboxEntry, OutboxEvent
+from apps.eventing.transports import RedisStreamTransport, stream_key, webhook_signature
 from apps.registry import gauges, install, schemas, selectors, services
 from apps.registry.models import SchemaVersion, Service, Subscription
 from apps.registry.news import AWAITING, PUBLISHED, WITHDRAWN, news_topic
@@ -360,3 +362,31 @@ def test_set_up_gives_a_consumer_subscribed_before_addressed_news_its_news_subsc
         True,
     )
     assert not selectors.news_subscriptions(reader).exists()
+
+
+@pytest.mark.django_db
+def test_a_stewards_own_consumer_handles_each_copy_of_its_news_once_through_its_inbox(names):
+    # given: one of Steward's own consumers reads orders and so hears of its schema news
+    topic, reader = names["topic"], f"steward.reader-{names['uid']}"
+    sync(f"{names['uid']}-1", V1, name=topic, consumers=(reader,))
+    subscribe(reader, topic, transport=Subscription.Transport.REDIS_STREAM)
+    [mirror] = selectors.news_subscriptions(reader)
+    ensure_subscription_groups([mirror])  # after commit in production (apps.eventing.signals)
+    handled = []
+    handler = Handler(reader, (news_topic(reader),), lambda envelope: handled.append(envelope))
+    runner = consumer_runner(handler, [mirror])
+
+    # when: news is dispatched, then dispatched again (a dispatcher that died before
+    # deleting its rows publishes them once more)
+    sync(f"{names['uid']}-2", V2_BREAKING, name=topic, consumers=(reader,))
+    dispatcher.drain()
+    stream = stream_key(news_topic(reader))
+    copies = [Envelope.from_json(f[b"envelope"]) for _, f in get_redis().xrange(stream)]
+    RedisStreamTransport().publish(copies)
+    pump(runner)
+
+    # then: the handler ran once for its one copy, and the inbox holds it once
+    assert [(e.event_type, e.payload["addressee"]) for e in handled] == [(AWAITING, reader)]
+    with system_scope():
+        inbox = InboxEntry.objects.filter(consumer=reader).values_list("event_id", flat=True)
+        assert list(inbox) == [handled[0].event_id]
