@@ -1,9 +1,10 @@
 """Schema news addressed to each consumer: the names of its delivery topic.
 
 The registry's news about a topic's schema (a version awaiting acknowledgement, a
-reminder, a publication, a withdrawal) is written twice: once on the shared
-`registry.schema` topic, for observers, and once per consumer of the topic, addressed
-to it, on that consumer's own news topic `registry.news.<service>`.
+reminder, a publication, a withdrawal, a lowered compatibility level) is written
+twice: once on the shared `registry.schema` topic, for observers, and once per
+consumer of the topic, addressed to it, on that consumer's own news topic
+`registry.news.<service>`.
 
 Why a topic per addressee, and not an addressee field the dispatcher filters on:
 delivery in Steward is one Redis stream per topic, read by one consumer group per
@@ -38,6 +39,7 @@ _NOT_IN_A_TOPIC_NAME = re.compile(r"[^a-zA-Z0-9._-]")
 AWAITING = "SchemaVersionAwaitingAcknowledgement"
 PUBLISHED = "SchemaVersionPublished"
 WITHDRAWN = "SchemaVersionWithdrawn"
+LOWERED = "TopicCompatibilityLowered"
 
 
 def news_topic(service_name: str) -> str:

@@ -33,7 +33,7 @@ from apps.registry.models import (
     Service,
     Topic,
 )
-from apps.registry.news import AWAITING, PUBLISHED, WITHDRAWN, news_topic
+from apps.registry.news import AWAITING, LOWERED, PUBLISHED, WITHDRAWN, news_topic
 from apps.registry.selectors import missing_acknowledgements, mode_of
 from apps.registry.services import (
     NotPermitted,
@@ -85,19 +85,7 @@ def set_mode(*, actor: Actor, topic: Topic, mode: str) -> Topic:
             changes={"compatibility_mode": [before, mode]},
         )
         if lowered:
-            emit(
-                topic=TOPIC,
-                event_type="TopicCompatibilityLowered",
-                aggregate_type="topic",
-                aggregate_id=topic.name,
-                payload={
-                    "topic": topic.name,
-                    "from": before,
-                    "to": mode_of(topic),
-                    "consumers": consumers,
-                    "by": actor.label,
-                },
-            )
+            _announce_lowering(actor, topic, before, mode_of(topic), consumers)
     return topic
 
 
@@ -128,7 +116,12 @@ def _announce(
         aggregate_id=topic.name,
         payload=body,
     )
-    wanted = set(consumers if addressees is None else addressees)
+    _address(topic, event_type, body, consumers if addressees is None else addressees, shared)
+
+
+def _address(topic: Topic, event_type: str, body: dict, addressees, shared) -> None:
+    """One copy of the announcement `shared` to each addressee that consumes the topic
+    and has a subscription to receive it, on its own news topic."""
     copies = [
         NewEvent(
             topic=news_topic(service.name),
@@ -141,7 +134,7 @@ def _announce(
             # Ties each copy to the one announcement observers saw.
             causation_id=str(shared.event_id),
         )
-        for service in topic.consumers.filter(name__in=wanted).order_by("name")
+        for service in topic.consumers.filter(name__in=set(addressees)).order_by("name")
         if news_delivery_sync(actor=SYSTEM_ACTOR, consumer=service)
     ]
     if copies:
@@ -762,19 +755,27 @@ def _announce_lowered(actor: Actor, topic: Topic, before: str, after: str) -> No
         instance=topic,
         changes={"compatibility_mode": [before, after]},
     )
-    emit(
+    _announce_lowering(actor, topic, before, after, consumers)
+
+
+def _announce_lowering(actor: Actor, topic: Topic, before: str, after: str, consumers) -> None:
+    """TopicCompatibilityLowered, on the shared topic and to each consumer: what the
+    topic's next version is checked against has changed under them."""
+    body = {
+        "topic": topic.name,
+        "from": before,
+        "to": after,
+        "consumers": consumers,
+        "by": actor.label,
+    }
+    shared = emit(
         topic=TOPIC,
-        event_type="TopicCompatibilityLowered",
+        event_type=LOWERED,
         aggregate_type="topic",
         aggregate_id=topic.name,
-        payload={
-            "topic": topic.name,
-            "from": before,
-            "to": after,
-            "consumers": consumers,
-            "by": actor.label,
-        },
+        payload=body,
     )
+    _address(topic, LOWERED, body, consumers, shared)
 
 
 def set_registry_mode(*, actor: Actor, topic: Topic, mode: str, force: bool = False) -> str:

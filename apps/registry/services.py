@@ -18,6 +18,7 @@ from apps.registry.catalog import STEWARD_SERVICE
 from apps.registry.models import Service, Subscription, Topic
 from apps.registry.news import (
     AWAITING,
+    LOWERED,
     NEWS_TOPIC_PREFIX,
     PUBLISHED,
     WITHDRAWN,
@@ -295,7 +296,8 @@ def news_delivery_sync(*, actor: Actor, consumer: Service) -> list[Subscription]
         if mirrors
         else topic_ensure(
             name=name,
-            description=f"Schema news for {consumer.name}: {AWAITING}, {PUBLISHED}, {WITHDRAWN}.",
+            description=f"Schema news for {consumer.name}: {AWAITING}, {PUBLISHED}, "
+            f"{WITHDRAWN}, {LOWERED}.",
             producers=[STEWARD_SERVICE],
             consumers=[consumer.name],
         )
@@ -311,9 +313,20 @@ def news_delivery_sync(*, actor: Actor, consumer: Service) -> list[Subscription]
             wanted = {"endpoint": source.endpoint, "secret_ref": source.secret_ref}
             if mirror is None:
                 mirror = Subscription(consumer=consumer, topic=topic, transport=transport, **wanted)
-                mirror.save()
-                _audit_created(actor, mirror)
-                _announce_created(mirror)
+                try:
+                    with transaction.atomic():
+                        mirror.save()
+                        _audit_created(actor, mirror)
+                except IntegrityError:
+                    # Two announcements to the same new consumer at once: the other one
+                    # made it (the unique index held this insert until it committed).
+                    # No lock on the consumer instead: releases syncing several topics
+                    # would take such locks in different orders and deadlock.
+                    mirror = Subscription.objects.get(
+                        consumer=consumer, topic=topic, transport=transport
+                    )
+                else:
+                    _announce_created(mirror)
             else:
                 _mirror_update(actor, mirror, is_active=True, **wanted)
             active.append(mirror)

@@ -24,7 +24,7 @@ from apps.eventing.models import InboxEntry, OutboxEvent
 from apps.eventing.transports import RedisStreamTransport, stream_key, webhook_signature
 from apps.registry import gauges, install, schemas, selectors, services
 from apps.registry.models import SchemaVersion, Service, Subscription
-from apps.registry.news import AWAITING, PUBLISHED, WITHDRAWN, news_topic
+from apps.registry.news import AWAITING, LOWERED, PUBLISHED, WITHDRAWN, news_topic
 from portal.celery import app
 from tests.eventing.factories import pump
 from tests.registry.factories import V1, V2_BREAKING, sync
@@ -390,3 +390,24 @@ def test_a_stewards_own_consumer_handles_each_copy_of_its_news_once_through_its_
     with system_scope():
         inbox = InboxEntry.objects.filter(consumer=reader).values_list("event_id", flat=True)
         assert list(inbox) == [handled[0].event_id]
+
+
+@pytest.mark.django_db
+def test_a_lowered_compatibility_level_is_news_to_each_consumer_of_that_topic_only(names):
+    topic, billing, shipping = names["topic"], names["billing"], names["shipping"]
+    parcels = {"name": names["other_topic"], "consumers": [shipping], "schema": V1}
+    sync(f"{names['uid']}-1", V1, name=topic, consumers=(billing,), extra=[parcels])
+    subscribe(billing, topic, transport=Subscription.Transport.REDIS_STREAM)
+    subscribe(shipping, names["other_topic"], transport=Subscription.Transport.REDIS_STREAM)
+
+    schemas.set_mode(actor=SYSTEM_ACTOR, topic=selectors.topic_by_name(topic), mode="NONE")
+
+    with system_scope():
+        addressed = list(
+            OutboxEvent.objects.filter(topic__startswith="registry.news.").values_list(
+                "topic", "event_type", "payload"
+            )
+        )
+    assert [(t, e, p["addressee"], p["to"]) for t, e, p in addressed] == [
+        (news_topic(billing), LOWERED, billing, "NONE")
+    ]
