@@ -238,6 +238,10 @@ class UnreachableConsumer:
     awaiting_acknowledgement: bool
     reason: str  # "no_subscription" | "subscriptions_inactive"
     detail: str
+    service_id: int
+    topic_id: int
+    # The waiting version's id (its page; `schemas.remind` once the consumer can hear).
+    waiting_version_id: int | None = None
 
 
 UNREACHABLE_REASONS = {
@@ -275,25 +279,30 @@ def unreachable_consumers() -> list[UnreachableConsumer]:
         .annotate(total=Count("id"), active=Count("id", filter=Q(is_active=True)))
     )
     subscriptions = {row["consumer_id"]: (row["total"], row["active"]) for row in held}
-    waiting = dict(
-        SchemaVersion.objects.filter(
+    waiting = {
+        topic_id: (version, pk)
+        for topic_id, version, pk in SchemaVersion.objects.filter(
             topic_id__in={p[2] for p in pairs}, state=SchemaVersion.State.AWAITING, role="value"
-        ).values_list("topic_id", "version")
-    )
+        ).values_list("topic_id", "version", "pk")
+    }
     found = []
     for service_id, service, topic_id, topic, current in pairs:
         total, active = subscriptions.get(service_id, (0, 0))
         if active:
             continue
         reason = "subscriptions_inactive" if total else "no_subscription"
+        version, waiting_id = waiting.get(topic_id, (current, None))
         found.append(
             UnreachableConsumer(
                 service=service,
                 topic=topic,
-                schema_version=waiting.get(topic_id, current),
-                awaiting_acknowledgement=topic_id in waiting,
+                schema_version=version,
+                awaiting_acknowledgement=waiting_id is not None,
                 reason=reason,
                 detail=UNREACHABLE_REASONS[reason].format(service=service, topic=topic),
+                service_id=service_id,
+                topic_id=topic_id,
+                waiting_version_id=waiting_id,
             )
         )
     return found

@@ -242,6 +242,7 @@ def test_a_consumer_without_a_subscription_is_listed_unreachable_and_gets_no_cop
     sync(f"{release}-2", V2_BREAKING, name=topic, consumers=(billing, ledger))
     [item] = [i for i in selectors.unreachable_consumers() if i.topic == topic]
     assert (item.service, item.schema_version, item.awaiting_acknowledgement) == (billing, 2, True)
+    assert item.waiting_version_id == waiting(topic).pk
     with system_scope():
         addressed = list(
             OutboxEvent.objects.filter(topic__startswith="registry.news.").values_list(
