@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from django.dispatch import receiver
 
-from apps.eventing.consumers import ensure_subscription_groups, sync_consumer_subscriptions
+from apps.core.redis import get_redis
+from apps.eventing.consumers import (
+    ensure_group,
+    ensure_subscription_groups,
+    sync_consumer_subscriptions,
+)
+from apps.eventing.transports import stream_key
+from apps.registry.news import is_news_topic
 from apps.registry.signals import subscription_created, topics_created
 
 
@@ -21,5 +28,18 @@ def subscribe_stewards_consumers(sender, names, **kwargs) -> None:
 
 @receiver(subscription_created, dispatch_uid="eventing.make_subscription_group")
 def make_subscription_group(sender, subscription, **kwargs) -> None:
-    """The group starts at the stream's end: the subscription receives what comes next."""
-    ensure_subscription_groups([subscription])
+    """The group starts at the stream's end: the subscription receives what comes next.
+
+    Except on a consumer's news topic (apps.registry.news), where it starts at the
+    stream's beginning. The registry creates a consumer's news subscription in the same
+    transaction as the first news addressed to it, and the dispatcher, kicked by the
+    same commit, may add that news to the stream before this runs; a group starting at
+    the end would never see it. Everything on that stream is addressed to the one
+    consumer and is written only while it has a subscription to receive it, so reading
+    from the beginning delivers nothing that is not its own.
+    """
+    topic = subscription.topic.name
+    if is_news_topic(topic):
+        ensure_group(get_redis(), stream_key(topic), subscription.group_name, start="0")
+    else:
+        ensure_subscription_groups([subscription])

@@ -15,8 +15,9 @@ STEWARD_TOPICS = [
     ),
     (
         "registry.schema",
-        "Schema registry: SchemaVersionPublished, SchemaVersionAwaitingAcknowledgement, "
-        "TopicCompatibilityLowered.",
+        "Schema registry, for observers: SchemaVersionPublished, "
+        "SchemaVersionAwaitingAcknowledgement, SchemaVersionWithdrawn, TopicCompatibilityLowered. "
+        "Each consumer gets its own copy of its topics' news on registry.news.<service>.",
     ),
     (
         "stores.binding",

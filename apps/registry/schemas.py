@@ -19,9 +19,9 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from apps.core.context import Actor
+from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, DomainError, ValidationFailed
-from apps.core.outbox import emit
+from apps.core.outbox import NewEvent, emit, emit_many
 from apps.core.scope import system_scope
 from apps.registry import compatibility, schema_types
 from apps.registry.catalog import STEWARD_TOPICS
@@ -33,9 +33,11 @@ from apps.registry.models import (
     Service,
     Topic,
 )
+from apps.registry.news import AWAITING, LOWERED, PUBLISHED, WITHDRAWN, news_topic
 from apps.registry.selectors import missing_acknowledgements, mode_of
 from apps.registry.services import (
     NotPermitted,
+    news_delivery_sync,
     require_operator,
     require_produces,
     require_speaks_for,
@@ -83,40 +85,60 @@ def set_mode(*, actor: Actor, topic: Topic, mode: str) -> Topic:
             changes={"compatibility_mode": [before, mode]},
         )
         if lowered:
-            emit(
-                topic=TOPIC,
-                event_type="TopicCompatibilityLowered",
-                aggregate_type="topic",
-                aggregate_id=topic.name,
-                payload={
-                    "topic": topic.name,
-                    "from": before,
-                    "to": mode_of(topic),
-                    "consumers": consumers,
-                    "by": actor.label,
-                },
-            )
+            _announce_lowering(actor, topic, before, mode_of(topic), consumers)
     return topic
 
 
-def _announce(version: SchemaVersion, event_type: str, **payload) -> None:
+def _announce(
+    version: SchemaVersion, event_type: str, *, addressees: list[str] | None = None, **payload
+) -> None:
+    """Announce news of the version: once on the shared topic, for observers, and once to
+    each addressee (every consumer of the topic unless named), on its own news topic
+    (apps.registry.news). A consumer with no subscription to receive it gets no copy; it
+    is listed by `selectors.unreachable_consumers` instead, for an operator."""
     topic = version.topic
-    emit(
+    consumers = getattr(topic, "consumer_names", None) or sorted(
+        topic.consumers.values_list("name", flat=True)
+    )
+    body = {
+        "topic": topic.name,
+        "version": version.version,
+        "fingerprint": version.fingerprint,
+        "verdict": version.verdict,
+        "consumers": consumers,
+        **({"role": version.role} if version.role != "value" else {}),
+        **payload,
+    }
+    shared = emit(
         topic=TOPIC,
         event_type=event_type,
         aggregate_type="topic",
         aggregate_id=topic.name,
-        payload={
-            "topic": topic.name,
-            "version": version.version,
-            "fingerprint": version.fingerprint,
-            "verdict": version.verdict,
-            "consumers": getattr(topic, "consumer_names", None)
-            or sorted(topic.consumers.values_list("name", flat=True)),
-            **({"role": version.role} if version.role != "value" else {}),
-            **payload,
-        },
+        payload=body,
     )
+    _address(topic, event_type, body, consumers if addressees is None else addressees, shared)
+
+
+def _address(topic: Topic, event_type: str, body: dict, addressees, shared) -> None:
+    """One copy of the announcement `shared` to each addressee that consumes the topic
+    and has a subscription to receive it, on its own news topic."""
+    copies = [
+        NewEvent(
+            topic=news_topic(service.name),
+            event_type=event_type,
+            # The schema's topic is the aggregate, as on the shared topic: all news of one
+            # topic leaves in one lane, in the order it was written, to every addressee.
+            aggregate_type="topic",
+            aggregate_id=topic.name,
+            payload={**body, "addressee": service.name},
+            # Ties each copy to the one announcement observers saw.
+            causation_id=str(shared.event_id),
+        )
+        for service in topic.consumers.filter(name__in=set(addressees)).order_by("name")
+        if news_delivery_sync(actor=SYSTEM_ACTOR, consumer=service)
+    ]
+    if copies:
+        emit_many(copies)
 
 
 def _publish(version: SchemaVersion, *, override_reason: str = "") -> SchemaVersion:
@@ -145,7 +167,7 @@ def _make_current(version: SchemaVersion, topic: Topic) -> None:
         topic.current_schema_version = version.version
         topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
     version.topic = topic
-    _announce(version, "SchemaVersionPublished", override_reason=version.override_reason or None)
+    _announce(version, PUBLISHED, override_reason=version.override_reason or None)
 
 
 # --------------------------------------------------------------------------- ModelSync
@@ -310,7 +332,7 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
     if publish:
         _make_current(version, topic)
         return TopicAnswer(name, "published", version.version, fingerprint, verdict=version.verdict)
-    _announce(version, "SchemaVersionAwaitingAcknowledgement", awaiting=awaiting)
+    _announce(version, AWAITING, awaiting=awaiting)
     return TopicAnswer(
         name,
         "awaiting_acknowledgement",
@@ -496,6 +518,9 @@ def withdraw_version(*, actor: Actor, version: SchemaVersion, reason: str = "") 
             instance=version,
             changes={"state": [State.AWAITING, State.WITHDRAWN], "reason": [None, reason]},
         )
+        # Every consumer hears of it, those that acknowledged it included: they may have
+        # prepared a release for a version that will now never be published.
+        _announce(version, WITHDRAWN, reason=reason or None)
     return version
 
 
@@ -505,7 +530,8 @@ def remind(*, actor: Actor, version: SchemaVersion) -> list[str]:
         version = _lock_waiting(version)
         missing = missing_acknowledgements(version)
         if missing:
-            _announce(version, "SchemaVersionAwaitingAcknowledgement", awaiting=missing)
+            # Only to the consumers still awaited: the others have answered.
+            _announce(version, AWAITING, awaiting=missing, reminder=True, addressees=missing)
             audit_record(
                 actor=actor,
                 action="schema_version.remind",
@@ -729,19 +755,27 @@ def _announce_lowered(actor: Actor, topic: Topic, before: str, after: str) -> No
         instance=topic,
         changes={"compatibility_mode": [before, after]},
     )
-    emit(
+    _announce_lowering(actor, topic, before, after, consumers)
+
+
+def _announce_lowering(actor: Actor, topic: Topic, before: str, after: str, consumers) -> None:
+    """TopicCompatibilityLowered, on the shared topic and to each consumer: what the
+    topic's next version is checked against has changed under them."""
+    body = {
+        "topic": topic.name,
+        "from": before,
+        "to": after,
+        "consumers": consumers,
+        "by": actor.label,
+    }
+    shared = emit(
         topic=TOPIC,
-        event_type="TopicCompatibilityLowered",
+        event_type=LOWERED,
         aggregate_type="topic",
         aggregate_id=topic.name,
-        payload={
-            "topic": topic.name,
-            "from": before,
-            "to": after,
-            "consumers": consumers,
-            "by": actor.label,
-        },
+        payload=body,
     )
+    _address(topic, LOWERED, body, consumers, shared)
 
 
 def set_registry_mode(*, actor: Actor, topic: Topic, mode: str, force: bool = False) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from apps.registry.models import (
     Acknowledgement,
@@ -19,6 +19,7 @@ from apps.registry.models import (
     Subscription,
     Topic,
 )
+from apps.registry.news import NEWS_TOPIC_PREFIX, news_topic
 
 logger = logging.getLogger(__name__)
 TOPIC_CACHE_SECONDS = 300
@@ -216,3 +217,99 @@ def published_version_list(*, deleted: bool = False) -> QuerySet[SchemaVersion]:
     if not deleted:
         versions = versions.filter(deleted_at__isnull=True)
     return versions.select_related("topic")
+
+
+# --------------------------------------------------------------------------- schema news
+
+
+@dataclass(frozen=True)
+class UnreachableConsumer:
+    """A consumer of a topic that schema news about the topic cannot reach: it has no
+    active subscription, so it has neither a webhook nor a stream to receive its copy
+    through (apps.registry.news). What unblocks it: the consumer subscribes (a webhook or
+    a stream), or an operator reactivates its subscription; then a reminder re-sends a
+    waiting version's news."""
+
+    service: str
+    topic: str
+    # The version the news concerns: the one awaiting acknowledgement when there is one
+    # (the consumer's answer holds it up), else the topic's current one.
+    schema_version: int
+    awaiting_acknowledgement: bool
+    reason: str  # "no_subscription" | "subscriptions_inactive"
+    detail: str
+    service_id: int
+    topic_id: int
+    # The waiting version's id (its page; `schemas.remind` once the consumer can hear).
+    waiting_version_id: int | None = None
+
+
+UNREACHABLE_REASONS = {
+    "no_subscription": "{service} consumes {topic} but has no subscription: schema news "
+    "about {topic} cannot reach it. Subscribe it (a webhook or a stream).",
+    "subscriptions_inactive": "{service} consumes {topic} but every subscription it has is "
+    "inactive: schema news about {topic} cannot reach it. Reactivate one.",
+}
+
+
+def unreachable_consumers() -> list[UnreachableConsumer]:
+    """Every (consumer, topic) pair whose schema news reaches no one: the consumer of a
+    topic with a schema version has no active subscription (on any topic but a news
+    topic) to mirror for its news, by service then topic name. Three queries, whatever
+    the number of rows: for the attention queue's list and its gauge."""
+    pairs = list(
+        Topic.consumers.through.objects.filter(topic__schema_versions__isnull=False)
+        .exclude(topic__name__startswith=NEWS_TOPIC_PREFIX)
+        .distinct()
+        .order_by("service__name", "topic__name")
+        .values_list(
+            "service_id",
+            "service__name",
+            "topic_id",
+            "topic__name",
+            "topic__current_schema_version",
+        )
+    )
+    if not pairs:
+        return []
+    held = (
+        Subscription.objects.filter(consumer_id__in={p[0] for p in pairs})
+        .exclude(topic__name__startswith=NEWS_TOPIC_PREFIX)
+        .values("consumer_id")
+        .annotate(total=Count("id"), active=Count("id", filter=Q(is_active=True)))
+    )
+    subscriptions = {row["consumer_id"]: (row["total"], row["active"]) for row in held}
+    waiting = {
+        topic_id: (version, pk)
+        for topic_id, version, pk in SchemaVersion.objects.filter(
+            topic_id__in={p[2] for p in pairs}, state=SchemaVersion.State.AWAITING, role="value"
+        ).values_list("topic_id", "version", "pk")
+    }
+    found = []
+    for service_id, service, topic_id, topic, current in pairs:
+        total, active = subscriptions.get(service_id, (0, 0))
+        if active:
+            continue
+        reason = "subscriptions_inactive" if total else "no_subscription"
+        version, waiting_id = waiting.get(topic_id, (current, None))
+        found.append(
+            UnreachableConsumer(
+                service=service,
+                topic=topic,
+                schema_version=version,
+                awaiting_acknowledgement=waiting_id is not None,
+                reason=reason,
+                detail=UNREACHABLE_REASONS[reason].format(service=service, topic=topic),
+                service_id=service_id,
+                topic_id=topic_id,
+                waiting_version_id=waiting_id,
+            )
+        )
+    return found
+
+
+def news_subscriptions(service_name: str) -> QuerySet[Subscription]:
+    """The subscriptions the service's schema news is delivered through."""
+    return subscription_list().filter(
+        consumer__name=service_name, topic__name=news_topic(service_name)
+    )

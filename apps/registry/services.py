@@ -14,7 +14,17 @@ from django.utils import timezone
 
 from apps.core.context import Actor
 from apps.core.errors import DomainError, ValidationFailed
+from apps.registry.catalog import STEWARD_SERVICE
 from apps.registry.models import Service, Subscription, Topic
+from apps.registry.news import (
+    AWAITING,
+    LOWERED,
+    NEWS_TOPIC_PREFIX,
+    PUBLISHED,
+    WITHDRAWN,
+    is_news_topic,
+    news_topic,
+)
 from apps.registry.signals import subscription_created, topics_created
 from apps.registry.webhook_secrets import SecretUnavailable, resolve_secret
 from apps.tenancy.audit import audit_record, diff, snapshot
@@ -181,13 +191,24 @@ def subscription_create(
     with transaction.atomic():
         subscription.save()
         _audit_created(actor, subscription)
-    # Eventing makes its consumer group then, at the stream's end: the subscription
-    # receives what comes next.
+        # Eventing makes its consumer group once this commits, at the stream's end: the
+        # subscription receives what comes next.
+        _announce_created(subscription)
+        # The consumer's schema news follows it through this subscription from now on.
+        _sync_news_of(actor, subscription)
+    return subscription
+
+
+def _announce_created(subscription: Subscription) -> None:
     transaction.on_commit(
         lambda: subscription_created.send(sender=Subscription, subscription=subscription),
         robust=True,
     )
-    return subscription
+
+
+def _sync_news_of(actor: Actor, subscription: Subscription) -> None:
+    if not is_news_topic(subscription.topic.name):
+        news_delivery_sync(actor=actor, consumer=subscription.consumer)
 
 
 def subscription_ensure(
@@ -232,7 +253,106 @@ def subscription_update(*, actor: Actor, subscription: Subscription, **fields) -
             audit_record(
                 actor=actor, action="subscription.update", instance=subscription, changes=changes
             )
+            # A moved endpoint, a rotated secret reference or a deactivation moves the
+            # consumer's schema news with it.
+            _sync_news_of(actor, subscription)
     return subscription
+
+
+# --------------------------------------------------------------------------- schema news
+
+
+def news_delivery_sync(*, actor: Actor, consumer: Service) -> list[Subscription]:
+    """Keep the consumer's delivery of schema news in step with its own subscriptions;
+    its active news subscriptions (none: the consumer is unreachable).
+
+    For each transport the consumer has an active subscription with (on any topic but
+    a news topic), its news topic `registry.news.<service>` gets a subscription of the
+    same transport that mirrors the first of them by topic name: the same webhook
+    endpoint and secret reference, or, for a stream, the same consumer group name (a
+    stream subscription's group is its consumer's name). A transport the consumer no
+    longer has an active subscription with is deactivated on the news topic, not
+    deleted: its dead letters and delivery counts keep pointing at it.
+
+    Idempotent, and cheap when nothing changed (two queries), so the announcement of
+    every piece of news calls it for each addressee: a consumer added to a topic by a
+    release, or subscribed before news delivery existed, is followed from then on.
+    """
+    name = news_topic(consumer.name)
+    mine = Subscription.objects.filter(consumer=consumer).select_related("topic")
+    sources: dict[str, Subscription] = {}
+    mirrors: dict[str, Subscription] = {}
+    for subscription in mine.order_by("topic__name", "pk"):
+        if subscription.topic.name == name:
+            mirrors[subscription.transport] = subscription
+        elif subscription.is_active and not subscription.topic.name.startswith(NEWS_TOPIC_PREFIX):
+            sources.setdefault(subscription.transport, subscription)
+    if not sources and not any(m.is_active for m in mirrors.values()):
+        return []
+    if not mirrors and not consumer.consumes.exists():
+        return []  # it reads no topic's payloads, so no news concerns it (yet)
+    topic = (
+        next(iter(mirrors.values())).topic
+        if mirrors
+        else topic_ensure(
+            name=name,
+            description=f"Schema news for {consumer.name}: {AWAITING}, {PUBLISHED}, "
+            f"{WITHDRAWN}, {LOWERED}.",
+            producers=[STEWARD_SERVICE],
+            consumers=[consumer.name],
+        )
+    )
+    active = []
+    with transaction.atomic():
+        for transport in sorted(set(sources) | set(mirrors)):
+            source, mirror = sources.get(transport), mirrors.get(transport)
+            if source is None:
+                if mirror.is_active:
+                    _mirror_update(actor, mirror, is_active=False)
+                continue
+            wanted = {"endpoint": source.endpoint, "secret_ref": source.secret_ref}
+            if mirror is None:
+                mirror = Subscription(consumer=consumer, topic=topic, transport=transport, **wanted)
+                try:
+                    with transaction.atomic():
+                        mirror.save()
+                        _audit_created(actor, mirror)
+                except IntegrityError:
+                    # Two announcements to the same new consumer at once: the other one
+                    # made it (the unique index held this insert until it committed).
+                    # No lock on the consumer instead: releases syncing several topics
+                    # would take such locks in different orders and deadlock.
+                    mirror = Subscription.objects.get(
+                        consumer=consumer, topic=topic, transport=transport
+                    )
+                else:
+                    _announce_created(mirror)
+            else:
+                _mirror_update(actor, mirror, is_active=True, **wanted)
+            active.append(mirror)
+    return active
+
+
+def news_delivery_sync_all(*, actor: Actor) -> list[Subscription]:
+    """`news_delivery_sync` for every consumer of a topic that has a subscription: at
+    set-up, so consumers subscribed before news was addressed see their news
+    subscriptions (and stream readers the stream to read) before the first news."""
+    consumers = Service.objects.filter(consumes__isnull=False, subscriptions__isnull=False)
+    return [
+        mirror
+        for consumer in consumers.distinct().order_by("name")
+        for mirror in news_delivery_sync(actor=actor, consumer=consumer)
+    ]
+
+
+def _mirror_update(actor: Actor, mirror: Subscription, **fields) -> None:
+    before = snapshot(mirror, SUBSCRIPTION_FIELDS)
+    for field, value in fields.items():
+        setattr(mirror, field, value)
+    changes = diff(before, snapshot(mirror, SUBSCRIPTION_FIELDS))
+    if changes:
+        mirror.save()
+        audit_record(actor=actor, action="subscription.update", instance=mirror, changes=changes)
 
 
 # Delivery health is kept by eventing's runners on every delivery: one conditional
