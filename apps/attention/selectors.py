@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db.models import Count, Min, QuerySet
+from django.utils import timezone
 
 from apps.attention.models import AttentionEntry
 from apps.core.attention import Item, Kind, kinds
@@ -23,9 +24,23 @@ class Group:
 
 def queue(kind: str | None = None) -> list[Group]:
     """Each kind (or the one named) with its items now, oldest first. The kinds read in
-    the system scope: the queue is the operators'."""
+    the system scope: the queue is the operators'. An item whose kind cannot say since
+    when it waits is dated from its entry into the queue (now, for a new one)."""
     chosen = [k for slug, k in kinds().items() if kind in (None, slug)]
-    return [Group(k, sorted(k.items(), key=lambda item: item.since)) for k in chosen]
+    groups = [Group(k, k.items()) for k in chosen]
+    if any(item.since is None for group in groups for item in group.items):
+        entered = {(e.kind, e.key): e.entered_at for e in open_entries()}
+        now = timezone.now()
+        for group in groups:
+            group.items = [
+                item
+                if item.since is not None
+                else replace(item, since=entered.get((group.kind.slug, item.key), now))
+                for item in group.items
+            ]
+    for group in groups:
+        group.items.sort(key=lambda item: item.since)
+    return groups
 
 
 def counts() -> dict[str, int]:

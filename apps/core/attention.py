@@ -75,7 +75,9 @@ class Item:
     key: str
     title: str
     waiting_for: str  # what would unblock it, said to the person
-    since: datetime
+    # When the thing began to wait; None when the kind cannot tell, and the queue says
+    # since when it has known instead.
+    since: datetime | None
     tenant_id: object = None
     tenant: str = ""  # the tenant's slug, for display
     url: str = ""  # the console page of the thing itself

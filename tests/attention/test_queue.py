@@ -19,11 +19,13 @@ from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import DeadLetter, OutboxEvent
 from apps.governance.models import GovernanceTask
 from apps.governance.orders.services import flag_overdue_owner_tasks
+from apps.registry.models import Subscription
 from apps.stores.models import StoreBinding
 from apps.tenancy.models import AuditEvent
 from tests.attention.conftest import fresh
 from tests.conftest import bearer
 from tests.factories import service_token
+from tests.registry.factories import V1, V2_BREAKING, sync
 from tests.support import problem
 
 pytestmark = pytest.mark.django_db
@@ -220,3 +222,35 @@ def test_promtool_accepts_the_alert_rules():
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "SUCCESS" in checked.stdout
+
+
+def test_a_consumer_news_cannot_reach_is_subscribed_from_the_queue(api, operator, monkeypatch):
+    monkeypatch.setenv("STEWARD_WEBHOOK_SECRET_BILLING", "whsec-billing")
+    sync("r1", V1, consumers=("billing",))
+    sync("r2", V2_BREAKING, consumers=("billing",))  # awaits billing's acknowledgement
+    api.force_login(operator)
+    [item] = queued(api, "unreachable-consumer")["results"]
+    assert item["title"].startswith("billing on orders.order (v2, awaiting")
+    assert item["since"]  # dated from its entry into the queue
+    refused = act(api, "unreachable-consumer", item["key"], "subscribe", transport="pigeon")
+    assert problem(refused, 400, "invalid")
+    answer = act(
+        api,
+        "unreachable-consumer",
+        item["key"],
+        "subscribe",
+        transport="webhook",
+        endpoint="https://billing.example/hooks",
+        secret_ref="env:STEWARD_WEBHOOK_SECRET_BILLING",
+    )
+    assert answer.status_code == 200, answer.content
+    assert "news sent again" in answer.json()["result"]
+    assert queued(api, "unreachable-consumer")["results"] == []
+    with system_scope():
+        assert Subscription.objects.filter(
+            consumer__name="billing", topic__name="orders.order", transport="webhook"
+        ).exists()
+        reminded = OutboxEvent.objects.filter(
+            event_type="SchemaVersionAwaitingAcknowledgement", payload__reminder=True
+        )
+        assert reminded.exists()
