@@ -80,7 +80,12 @@ class StalledBindings(Kind):
         return selectors.bindings_stalled(timezone.now() - timedelta(minutes=minutes))
 
     def item(self, b) -> Item:
-        return _item(b, b.status_reason or f"Still {b.status}.", b.updated_at)
+        return _item(
+            b,
+            f"Still {b.status}, though its work is sent again every minute: its worker never "
+            f"took it, or the secret broker keeps failing. Last said: {b.status_reason or '—'}",
+            b.updated_at,
+        )
 
     def resolve(self, *, actor, row, action, values) -> str:
         outcome = services.binding_retry(actor=actor, binding=row)

@@ -13,9 +13,10 @@ from apps.registry.models import Service, Topic
 from apps.stores import services as stores
 from apps.stores.models import StoreBinding
 from apps.tenancy.models import Region
-from tests.eventing.factories import make_dead_letter, subscribe
+from tests.eventing.factories import make_dead_letter, webhook
 from tests.governance.factories import owner
 from tests.stores.factories import bind, provisioned, rule
+from tests.support import LocalServer
 
 
 @pytest.fixture(autouse=True)
@@ -81,21 +82,30 @@ def failed_task(tenant, name="search"):
     return task
 
 
-def dead_letter(tenant):
+def dead_letter(tenant, url):
+    """An event the webhook at `url` refused every time; it answers now (mended)."""
     topic = Topic.objects.create(name="attention.test", current_schema_version=1)
-    subscription = subscribe(topic, "sink")
+    subscription = webhook(topic, url, "sink")
     return make_dead_letter(tenant, topic, subscription)
 
 
 @pytest.fixture
-def stalled(tenant_a, tenant_b, store, profile, regions):
+def subscriber(monkeypatch):
+    """The dead letter's subscriber, mended: its webhook takes what is replayed."""
+    monkeypatch.setenv("STEWARD_WEBHOOK_SECRET_TEST", "whsec-sink")
+    with LocalServer() as server:
+        yield server
+
+
+@pytest.fixture
+def stalled(tenant_a, tenant_b, store, profile, regions, subscriber):
     """One item of each kind Steward's own apps raise here."""
     return {
         "flagged-binding": flagged_binding(tenant_a, store, profile, regions),
         "stalled-binding": stalled_binding(tenant_b, store, profile, regions),
         "overdue-task": overdue_task(tenant_a),
         "stalled-order": failed_task(tenant_b),
-        "dead-letter": dead_letter(tenant_a),
+        "dead-letter": dead_letter(tenant_a, subscriber.url),
     }
 
 
