@@ -11,7 +11,7 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from apps.core.scope import system_scope
+from apps.core.scope import system_scope, tenant_scope
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
 from apps.governance.retention import policy, sweeper
 from apps.stores.models import LIVE_STATUSES, StoreBinding
@@ -143,6 +143,28 @@ def _retired_task_status(task: GovernanceTask | None, *, held: bool) -> str:
     if task is None:
         return "held" if held else "to issue"
     return "held" if task.held_at else task.status
+
+
+def purge_task_target(task: GovernanceTask) -> policy.Target:
+    """The data a purge task is about, as the policy sees it (to ask which holds cover it)."""
+    return policy.Target(
+        tenant_id=task.tenant_id,
+        store_id=task.store_id,
+        data_class_id=task.store.data_class_id if task.store_id else None,
+    )
+
+
+def purges_paused_by(hold: LegalHold) -> list[GovernanceTask]:
+    """The open purge tasks the hold covers that are paused (by it, or by it and others)."""
+    view = policy.HoldView.of(hold)
+    with tenant_scope(hold.tenant_id):
+        paused = GovernanceTask.objects.select_related("store").filter(
+            tenant_id=hold.tenant_id,
+            kind=GovernanceTask.Kind.PURGE,
+            status__in=GovernanceTask.OPEN,
+            held_at__isnull=False,
+        )
+        return [task for task in paused if policy.hold_covers(view, purge_task_target(task))]
 
 
 def enabled_rule_views() -> list[policy.RuleView]:

@@ -210,14 +210,6 @@ def hold_place(*, actor: Actor, tenant, reason: str, data_class=None, store=None
     return hold
 
 
-def _purge_target(task: GovernanceTask) -> policy.Target:
-    return policy.Target(
-        tenant_id=task.tenant_id,
-        store_id=task.store_id,
-        data_class_id=task.store.data_class_id if task.store_id else None,
-    )
-
-
 def _open_purges(tenant_id, *, held: bool) -> list[GovernanceTask]:
     """The tenant's open purge tasks, paused (`held`) or going (the caller's scope),
     locked: a receipt arriving meanwhile waits for the hold's decision."""
@@ -240,7 +232,7 @@ def _pause_purges(hold: LegalHold) -> int:
     view = policy.HoldView.of(hold)
     paused = 0
     for task in _open_purges(hold.tenant_id, held=False):
-        if policy.hold_covers(view, _purge_target(task)):
+        if policy.hold_covers(view, selectors.purge_task_target(task)):
             owner_task_hold(task=task, hold_id=hold.pk)
             paused += 1
     return paused
@@ -252,7 +244,7 @@ def _resume_purges(tenant_id) -> int:
     due_at = timezone.now() + selectors.purge_task_due_after()
     resumed = 0
     for task in _open_purges(tenant_id, held=True):
-        target = _purge_target(task)
+        target = selectors.purge_task_target(task)
         if not any(policy.hold_covers(hold, target) for hold in holds):
             owner_task_unhold(task=task, due_at=due_at)
             resumed += 1

@@ -221,5 +221,10 @@ def hold_detail(request, pk):
     return render(
         request,
         "governance/legal_hold_detail.html",
-        {"hold": hold, "form": form, "related_pages": RELATED},
+        {
+            "hold": hold,
+            "form": form,
+            "paused": selectors.purges_paused_by(hold) if hold.active else [],
+            "related_pages": RELATED,
+        },
     )

@@ -103,7 +103,7 @@ def owner_events(event_type, task):
 
 
 def test_a_hold_placed_after_the_purge_was_issued_pauses_it_until_released(
-    op, retention_bindings, tenant_b, telemetry, store
+    op, retention_bindings, tenant_b, telemetry, store, client
 ):
     services.retired_binding_purges_now()
     [task] = retired_purges()
@@ -116,6 +116,12 @@ def test_a_hold_placed_after_the_purge_was_issued_pauses_it_until_released(
     assert task.is_held and task.status == "issued"
     [paused] = owner_events("GovernanceTaskPaused", task)
     assert paused.payload["hold"] == str(hold.pk)
+    # the hold's page lists what it pauses; the hold on another store pauses nothing
+    assert [t.pk for t in selectors.purges_paused_by(hold)] == [task.pk]
+    assert selectors.purges_paused_by(other) == []
+    client.force_login(op.user)
+    page = client.get(hold.get_absolute_url()).content.decode()
+    assert "Purges it pauses" in page and "metrics" in page
     # the owner's receipt is refused while the hold stands, and changes nothing
     with pytest.raises(Conflict) as refused:
         complete(task)
