@@ -17,18 +17,28 @@ from apps.core.api.permissions import (
     TENANT_SERVICE,
     caller_kind,
 )
-from apps.core.api.views import IdempotentCreateMixin, StewardViewSetMixin
+from apps.core.api.views import (
+    IdempotentCreateMixin,
+    ReadShapeUpdateMixin,
+    ServiceWritesMixin,
+    StewardViewSetMixin,
+)
 from apps.core.errors import ValidationFailed
 
 
 class AssetViewSet(
     StewardViewSetMixin,
+    ServiceWritesMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     IdempotentCreateMixin,
+    ReadShapeUpdateMixin,
+    mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Assets of the tenant the caller acts for, and their approval."""
+    """Assets of the tenant the caller acts for, their approval and their lifecycle:
+    PATCH of name and description (not while Requested), DELETE of a Draft, retire of
+    an Approved asset."""
 
     serializer_class = serializers.AssetSerializer
     queryset = Asset.objects.none()
@@ -40,6 +50,16 @@ class AssetViewSet(
     read_access = EVERYONE
     # Members may create and request; deciding is checked per object (see _decide).
     write_access = frozenset({OPERATOR, TENANT_ADMIN, TENANT_MEMBER, TENANT_SERVICE})
+    # PATCH only: a PUT would have to restate fields the asset's lifecycle owns.
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    update_service = staticmethod(services.asset_update)
+    destroy_service = staticmethod(services.asset_delete)
+    instance_kwarg = "asset"
+
+    def get_serializer_class(self):
+        if self.action == "partial_update":
+            return serializers.AssetUpdateSerializer
+        return serializers.AssetSerializer
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
@@ -95,3 +115,26 @@ class AssetViewSet(
     @idempotent
     def reject(self, request, pk=None):
         return self._decide(request, approve=False)
+
+    @extend_schema(request=serializers.AssetRetireSerializer, responses=serializers.AssetSerializer)
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def retire(self, request, pk=None):
+        payload = serializers.AssetRetireSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        asset = self.get_object()
+        # Retiring undoes an approval: whoever may decide the asset may retire it.
+        if not selectors.may_decide(request.user, asset, caller_kind=caller_kind(request)):
+            raise PermissionDenied("Retiring needs the approve_asset permission on this asset.")
+        asset = services.asset_retire(
+            actor=request.actor, asset=asset, reason=payload.validated_data["reason"]
+        )
+        return Response(self.read_representation(asset))
+
+    @extend_schema(responses=serializers.CallbackReceiptSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def callbacks(self, request, pk=None):
+        """Every callback receipt of the asset, across all its workflow instances (the
+        latest 500)."""
+        receipts = selectors.callbacks_of(self.get_object())[:500]
+        return Response(serializers.CallbackReceiptSerializer(receipts, many=True).data)
