@@ -86,8 +86,8 @@ class AssetDetailView(LoginRequiredMixin, DetailView):
         context["may_retire"] = (
             asset.TRANSITIONS.allows(asset.status, asset.Status.RETIRED) and may_decide_any
         )
-        context["delegation_failed"] = (
-            asset.status == asset.Status.REQUESTED and bool(asset.delegation_failure)
+        context["delegation_failed"] = asset.status == asset.Status.REQUESTED and bool(
+            asset.delegation_failure
         )
         context["may_resolve_delegation"] = context["delegation_failed"] and may_decide_any
         return context
