@@ -567,6 +567,26 @@ def callback_receive(
             [workflow_instance_id, "approve" if approve else "reject", reason, callback_id],
         )
         receipt = Receipt(*cursor.fetchone())
+    if not receipt.known:
+        # It waits on a person now (selectors.unknown_instance_callbacks): say so, for
+        # whatever pages or chats about the attention queue. Platform-wide, as it is.
+        with system_scope():
+            emit_many(
+                [
+                    NewEvent(
+                        tenant=None,
+                        topic=TOPIC,
+                        event_type="WorkflowCallbackUnknownInstance",
+                        aggregate_type="workflow_callback",
+                        aggregate_id=str(receipt.id),
+                        payload={
+                            "receipt": receipt.id,
+                            "workflow_instance_id": str(workflow_instance_id),
+                            "decision": "approve" if approve else "reject",
+                        },
+                    )
+                ]
+            )
     if receipt.known:
         # Immediately when the statement was its own transaction (the endpoint's case).
         transaction.on_commit(lambda: kick_callback_worker(receipt.tenant_id), robust=True)

@@ -84,14 +84,15 @@ def test_of_callbacks_waiting_together_the_first_received_decides(tenant_a):
 
 
 @pytest.mark.django_db
-def test_a_callback_for_an_unknown_instance_is_recorded_and_changes_nothing(tenant_a):
+def test_a_callback_for_an_unknown_instance_is_recorded_announced_and_changes_nothing(tenant_a):
     new_asset(tenant_a)
     receipt = callback(uuid.uuid4())
     assert not receipt.known and outcomes() == ["unknown_instance"]
     with system_scope():
         assert WorkflowCallback.objects.get(pk=receipt.id).tenant_id is None
     assert services.drain_all_callbacks() == 0
-    assert events() == []
+    # Only the announcement that it waits on a person: no asset moved.
+    assert [event for event, _ in events()] == ["WorkflowCallbackUnknownInstance"]
 
 
 @pytest.mark.django_db

@@ -15,7 +15,7 @@ from apps.core.errors import Conflict, ValidationFailed
 from apps.core.scope import system_scope, tenant_scope
 from apps.tenancy.models import AuditEvent
 from portal.celery import app
-from tests.assets.factories import delegated, new_asset, reload, requested
+from tests.assets.factories import delegated, events, new_asset, reload, requested
 from tests.support import wait_for
 
 
@@ -53,6 +53,8 @@ def test_a_callback_for_a_start_whose_answer_never_came_is_linked_and_applied_by
     asset = requested(tenant_a, "lost-answer")
     stray = unknown_callback(approve=True)
     assert waiting_list() == [stray.pk]
+    [(_, announced)] = events("WorkflowCallbackUnknownInstance")
+    assert announced["receipt"] == stray.pk
     # when an operator links it to the asset
     with start_worker(
         app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
