@@ -284,6 +284,23 @@ def record_failed_start(effect) -> bool:
     )
 
 
+def _update_undelegated_request(
+    asset: Asset, approval_request_id: uuid.UUID, *, only_if: dict | None = None, **changes
+) -> int:
+    """UPDATE the asset while this request is still current and Requested with no
+    instance started for it yet, so a retried or late start cannot overwrite one."""
+    return (
+        Asset.objects.filter(
+            pk=asset.pk,
+            status=Asset.Status.REQUESTED,
+            approval_request_id=approval_request_id,
+            **(only_if or {}),
+        )
+        .exclude(workflow_request_id=approval_request_id)
+        .update(updated_at=timezone.now(), **changes)
+    )
+
+
 def asset_record_delegation(
     *, asset: Asset, approval_request_id: uuid.UUID, workflow_instance_id: uuid.UUID
 ) -> bool:
@@ -294,20 +311,13 @@ def asset_record_delegation(
         previous = (
             Asset.objects.filter(pk=asset.pk).values_list("workflow_instance_id", flat=True).first()
         )
-        updated = (
-            Asset.objects.filter(
-                pk=asset.pk,
-                status=Asset.Status.REQUESTED,
-                approval_request_id=approval_request_id,
-            )
-            .exclude(workflow_request_id=approval_request_id)
-            .update(
-                workflow_instance_id=workflow_instance_id,
-                workflow_request_id=approval_request_id,
-                delegation_failure="",
-                status_reason="",
-                updated_at=timezone.now(),
-            )
+        updated = _update_undelegated_request(
+            asset,
+            approval_request_id,
+            workflow_instance_id=workflow_instance_id,
+            workflow_request_id=approval_request_id,
+            delegation_failure="",
+            status_reason="",
         )
         if updated:
             asset.refresh_from_db()
@@ -337,15 +347,12 @@ def asset_record_delegation_failure(
     (its status reason), AssetDelegationFailed announces it, and it waits on a person
     (selectors.delegations_needing_attention). Conditional like asset_record_delegation."""
     with tenant_scope(asset.tenant_id):
-        updated = (
-            Asset.objects.filter(
-                pk=asset.pk,
-                status=Asset.Status.REQUESTED,
-                approval_request_id=approval_request_id,
-                delegation_failure="",
-            )
-            .exclude(workflow_request_id=approval_request_id)
-            .update(delegation_failure=failure, status_reason=reason, updated_at=timezone.now())
+        updated = _update_undelegated_request(
+            asset,
+            approval_request_id,
+            only_if={"delegation_failure": ""},
+            delegation_failure=failure,
+            status_reason=reason,
         )
         if updated:
             asset.refresh_from_db()

@@ -95,12 +95,16 @@ class AssetViewSet(
         )
         return Response(self.read_representation(asset))
 
+    def _object_to_decide(self, request, act: str) -> Asset:
+        asset = self.get_object()
+        if not selectors.may_decide(request.user, asset, caller_kind=caller_kind(request)):
+            raise PermissionDenied(f"{act} needs the approve_asset permission on this asset.")
+        return asset
+
     def _decide(self, request, *, approve: bool):
         payload = serializers.DecisionSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        asset = self.get_object()
-        if not selectors.may_decide(request.user, asset, caller_kind=caller_kind(request)):
-            raise PermissionDenied("Deciding needs the approve_asset permission on this asset.")
+        asset = self._object_to_decide(request, "Deciding")
         asset = services.asset_decide(
             actor=request.actor,
             asset=asset,
@@ -127,10 +131,8 @@ class AssetViewSet(
     def retire(self, request, pk=None):
         payload = serializers.AssetRetireSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        asset = self.get_object()
         # Retiring undoes an approval: whoever may decide the asset may retire it.
-        if not selectors.may_decide(request.user, asset, caller_kind=caller_kind(request)):
-            raise PermissionDenied("Retiring needs the approve_asset permission on this asset.")
+        asset = self._object_to_decide(request, "Retiring")
         asset = services.asset_retire(
             actor=request.actor, asset=asset, reason=payload.validated_data["reason"]
         )

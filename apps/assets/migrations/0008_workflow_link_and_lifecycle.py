@@ -8,7 +8,12 @@ back-fill runs tenant by tenant, in each tenant's scope, as row-level security
 requires of every write.
 """
 
+from importlib import import_module
+
 from django.db import migrations, models
+
+# Going back restores 0006's function, which knows none of the columns added here.
+PREVIOUS = import_module("apps.assets.migrations.0006_record_workflow_callback")
 
 RECORD_CALLBACK = """
 CREATE OR REPLACE FUNCTION steward_record_workflow_callback(
@@ -165,6 +170,6 @@ class Migration(migrations.Migration):
                 name="assets_callback_unresolved",
             ),
         ),
-        migrations.RunSQL(RECORD_CALLBACK, migrations.RunSQL.noop),
+        migrations.RunSQL(RECORD_CALLBACK, [PREVIOUS.DROP, PREVIOUS.CREATE]),
         migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
     ]
