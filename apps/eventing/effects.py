@@ -287,6 +287,17 @@ def effect_settle(
             "Name the other side's reference for what was done.", code="reference_required"
         )
     adapter = ADAPTERS.get(effect.target_system)
+    # One transaction around the adapter's act too, so that its refusal (or failure)
+    # leaves the effect as it was.
+    with transaction.atomic():
+        locked = _settle_by_hand(
+            effect, adapter, actor=actor, done=done, reason=reason, reference=reference
+        )
+        _settled(locked, adapter)
+    return locked
+
+
+def _settle_by_hand(effect, adapter, *, actor, done, reason, reference) -> UncertainEffect:
     with owner_scope(effect.tenant_id), transaction.atomic():
         locked = _locked_effect(effect)
         if done:
@@ -312,7 +323,6 @@ def effect_settle(
                 "reason": [None, reason],
             },
         )
-    _settled(locked, adapter)
     return locked
 
 

@@ -131,6 +131,9 @@ def test_a_refused_start_is_the_assets_visible_state_and_waits_on_a_person(
     client.force_login(admin_a)
     page = client.get(f"/assets/{asset.pk}/").content.decode()
     assert "Delegation refused" in page and "Retry the delegation" in page
+    listed = client.get(f"{ASSETS}", {"delegation_failed": "true"}).json()["results"]
+    assert [(a["id"], a["delegation_failure"]) for a in listed] == [(str(asset.pk), "refused")]
+    assert client.get(f"{ASSETS}", {"delegation_failed": "false"}).json()["results"] == []
 
 
 @pytest.mark.django_db
