@@ -2,6 +2,7 @@
 
 import threading
 import uuid
+from importlib import import_module
 
 import pytest
 from django.db import DatabaseError, connection, connections
@@ -278,3 +279,29 @@ def test_an_asset_moves_only_as_its_transition_table_allows(tenant_a):
     )
     again = services.asset_request_approval(actor=SYSTEM_ACTOR, asset=rejected, delegate=False)
     assert again.status == "requested" and again.decision_reason == ""
+
+
+@pytest.mark.django_db
+def test_the_back_fill_links_existing_rows_tenant_by_tenant_under_row_level_security(
+    tenant_a, tenant_b
+):
+    # given rows as they were before migration 0008: an instance started for the current
+    # request without saying so, and a receipt that names only the instance
+    backfill = import_module("apps.assets.migrations.0008_workflow_link_and_lifecycle").BACKFILL
+    pairs = []
+    for tenant in (tenant_a, tenant_b):
+        asset, instance = delegated(tenant)
+        callback(instance)
+        with tenant_scope(tenant):
+            Asset.objects.filter(pk=asset.pk).update(workflow_request_id=None)
+            WorkflowCallback.objects.update(asset_id=None)
+        pairs.append((tenant, asset))
+    # when the back-fill runs, with no scope of its own
+    with connection.cursor() as cursor:
+        cursor.execute(backfill)
+    # then each tenant's rows are linked again, and the asset waits on its instance
+    for tenant, asset in pairs:
+        with tenant_scope(tenant):
+            stored = Asset.objects.get(pk=asset.pk)
+            assert stored.is_workflow_managed
+            assert [r.asset_id for r in WorkflowCallback.objects.all()] == [asset.pk]
