@@ -16,7 +16,6 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from apps.assets import workflow
@@ -173,8 +172,8 @@ def asset_request_approval(*, actor: Actor, asset: Asset, delegate: bool) -> Ass
     asked to decide; the request's id becomes the start call's idempotency key.
 
     The previous workflow instance stays on the row (the link back to what decided the
-    last request) until a new delegation replaces it; the new request's id differs
-    from the one it was started for, so it no longer counts as waiting on it."""
+    last request) until a new delegation replaces it, marked stale: the asset no
+    longer waits on it, and its late callbacks decide nothing."""
     with tenant_scope(asset.tenant_id):
         before = asset.status
         asset = _transition(
@@ -186,6 +185,7 @@ def asset_request_approval(*, actor: Actor, asset: Asset, delegate: bool) -> Ass
             decision_reason="",
             delegation_failure="",
             status_reason="",
+            workflow_link_stale=True,
         )
         audit_record(
             actor=actor,
@@ -214,7 +214,7 @@ def delegation_pending(asset: Asset) -> bool:
     return (
         asset.status == Asset.Status.REQUESTED
         and asset.approval_request_id is not None
-        and asset.workflow_request_id != asset.approval_request_id
+        and (asset.workflow_instance_id is None or asset.workflow_link_stale)
         and not asset.delegation_failure
     )
 
@@ -296,7 +296,7 @@ def _update_undelegated_request(
             approval_request_id=approval_request_id,
             **(only_if or {}),
         )
-        .exclude(workflow_request_id=approval_request_id)
+        .undelegated()
         .update(updated_at=timezone.now(), **changes)
     )
 
@@ -315,7 +315,7 @@ def asset_record_delegation(
             asset,
             approval_request_id,
             workflow_instance_id=workflow_instance_id,
-            workflow_request_id=approval_request_id,
+            workflow_link_stale=False,
             delegation_failure="",
             status_reason="",
         )
@@ -501,7 +501,7 @@ def resume_lost_delegations(*, older_than: timedelta | None = None) -> int:
                 updated_at__lt=cutoff,
             )
             # No instance for the current request yet (one may be left from the last).
-            .exclude(workflow_request_id=F("approval_request_id"))
+            .undelegated()
             .values_list("approval_request_id", "pk")
         )
     lost = []
@@ -638,7 +638,7 @@ WITH decision AS (
         decision_reason = d.reason, updated_at = now()
     FROM decision AS d
     WHERE a.workflow_instance_id = d.instance AND a.status = '{DECIDED_FROM}'
-      AND a.workflow_request_id = a.approval_request_id
+      AND NOT a.workflow_link_stale
     RETURNING a.id, a.tenant_id, a.name, a.status, d.receipt
 ), audit AS (
     INSERT INTO {AUDIT} (occurred_at, tenant_id, actor_label, action, object_type,

@@ -211,15 +211,14 @@ def test_the_workflow_managed_filter_returns_exactly_the_waiting_assets(tenant_a
 # asked for again and still carry the last request's instance: they wait on no one.
 REALISTIC_ASSETS = """
 INSERT INTO assets_asset (id, tenant_id, name, description, status, workflow_instance_id,
-    approval_request_id, workflow_request_id, decided_by, decision_reason,
+    approval_request_id, workflow_link_stale, decided_by, decision_reason,
     delegation_failure, status_reason, created_at, updated_at)
 SELECT gen_random_uuid(), %(tenant)s, 'asset-' || i, '',
     CASE WHEN i %% 100 = 0 THEN 'requested' WHEN i %% 100 = 50 THEN 'requested'
          WHEN i %% 10 = 5 THEN 'draft' WHEN i %% 7 = 0 THEN 'rejected' ELSE 'approved' END,
     CASE WHEN i %% 10 = 5 THEN NULL ELSE gen_random_uuid() END,
     CASE WHEN i %% 10 = 5 THEN NULL ELSE md5('request' || i)::uuid END,
-    CASE WHEN i %% 10 = 5 THEN NULL WHEN i %% 100 = 50 THEN md5('last' || i)::uuid
-         ELSE md5('request' || i)::uuid END,
+    i %% 100 = 50,
     '', '', '', '', now() - i * interval '1 minute', now() - i * interval '1 minute'
 FROM generate_series(1, 100000) AS i
 """
@@ -282,26 +281,22 @@ def test_an_asset_moves_only_as_its_transition_table_allows(tenant_a):
 
 
 @pytest.mark.django_db
-def test_the_back_fill_links_existing_rows_tenant_by_tenant_under_row_level_security(
+def test_the_back_fill_links_existing_receipts_tenant_by_tenant_under_row_level_security(
     tenant_a, tenant_b
 ):
-    # given rows as they were before migration 0008: an instance started for the current
-    # request without saying so, and a receipt that names only the instance
+    # given receipts as they were before migration 0008, naming only the instance
     backfill = import_module("apps.assets.migrations.0008_workflow_link_and_lifecycle").BACKFILL
     pairs = []
     for tenant in (tenant_a, tenant_b):
         asset, instance = delegated(tenant)
         callback(instance)
         with tenant_scope(tenant):
-            Asset.objects.filter(pk=asset.pk).update(workflow_request_id=None)
             WorkflowCallback.objects.update(asset_id=None)
         pairs.append((tenant, asset))
     # when the back-fill runs, with no scope of its own
     with connection.cursor() as cursor:
         cursor.execute(backfill)
-    # then each tenant's rows are linked again, and the asset waits on its instance
+    # then each tenant's receipts are their asset's again
     for tenant, asset in pairs:
         with tenant_scope(tenant):
-            stored = Asset.objects.get(pk=asset.pk)
-            assert stored.is_workflow_managed
             assert [r.asset_id for r in WorkflowCallback.objects.all()] == [asset.pk]

@@ -1,11 +1,11 @@
 """The durable workflow link, the asset lifecycle, unknown-instance receipts.
 
 Besides the fields: the callback function (0006) also records the receipt's asset, so
-an asset's receipts stay with it across instances; and existing rows are brought in
-line: an instance on a row today was started for its current request (a re-request
-used to clear it), and each receipt's asset is the one its instance names. The
-back-fill runs tenant by tenant, in each tenant's scope, as row-level security
-requires of every write.
+an asset's receipts stay with it across instances; and existing receipts are given
+the asset their instance names (an instance on a row today decides its current
+request: a re-request used to clear it, so no link is stale). The back-fill runs
+tenant by tenant, in each tenant's scope, as row-level security requires of every
+write.
 """
 
 from importlib import import_module
@@ -36,11 +36,9 @@ BEGIN
         PERFORM set_config('steward.tenant_id', tenant::text, true);
     END IF;
     INSERT INTO assets_workflowcallback (tenant_id, asset_id, workflow_instance_id, decision,
-        reason, callback_id, outcome, received_at, resolution, resolved_by,
-        resolution_reason)
+        reason, callback_id, outcome, received_at)
     VALUES (tenant, found_asset, p_instance, p_decision, p_reason, left(p_callback_id, 100),
-        CASE WHEN tenant IS NULL THEN 'unknown_instance' ELSE 'pending' END, now(),
-        '', '', '')
+        CASE WHEN tenant IS NULL THEN 'unknown_instance' ELSE 'pending' END, now())
     RETURNING id INTO receipt;
     PERFORM set_config('steward.tenant_id', outer_tenant, true);
     PERFORM set_config('steward.system', outer_system, true);
@@ -55,13 +53,11 @@ DECLARE
     t uuid;
 BEGIN
     PERFORM set_config('steward.system', 'on', true);
-    SELECT array_agg(DISTINCT tenant_id) INTO tenants FROM assets_asset
-    WHERE workflow_instance_id IS NOT NULL;
+    SELECT array_agg(DISTINCT tenant_id) INTO tenants FROM assets_workflowcallback
+    WHERE tenant_id IS NOT NULL;
     PERFORM set_config('steward.system', '', true);
     FOREACH t IN ARRAY coalesce(tenants, '{}'::uuid[]) LOOP
         PERFORM set_config('steward.tenant_id', t::text, true);
-        UPDATE assets_asset SET workflow_request_id = approval_request_id
-        WHERE tenant_id = t AND workflow_instance_id IS NOT NULL;
         UPDATE assets_workflowcallback AS c SET asset_id = a.id FROM assets_asset AS a
         WHERE c.tenant_id = t AND a.tenant_id = t
           AND a.workflow_instance_id = c.workflow_instance_id;
@@ -89,6 +85,7 @@ class Migration(migrations.Migration):
                     ("refused", "Refused by the Workflow Service"),
                     ("failed", "Failed"),
                 ],
+                db_default="",
                 default="",
                 max_length=16,
             ),
@@ -96,12 +93,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="asset",
             name="status_reason",
-            field=models.TextField(blank=True),
+            field=models.TextField(blank=True, db_default="", default=""),
         ),
         migrations.AddField(
             model_name="asset",
-            name="workflow_request_id",
-            field=models.UUIDField(blank=True, null=True),
+            name="workflow_link_stale",
+            field=models.BooleanField(db_default=False, default=False),
         ),
         migrations.AddField(
             model_name="workflowcallback",
@@ -123,6 +120,7 @@ class Migration(migrations.Migration):
                     ("linked", "Linked to an asset"),
                     ("dismissed", "Dismissed"),
                 ],
+                db_default="",
                 default="",
                 max_length=16,
             ),
@@ -130,7 +128,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="workflowcallback",
             name="resolution_reason",
-            field=models.TextField(blank=True),
+            field=models.TextField(blank=True, db_default="", default=""),
         ),
         migrations.AddField(
             model_name="workflowcallback",
@@ -140,7 +138,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="workflowcallback",
             name="resolved_by",
-            field=models.CharField(blank=True, max_length=150),
+            field=models.CharField(blank=True, db_default="", default="", max_length=150),
         ),
         migrations.AddIndex(
             model_name="asset",

@@ -1,5 +1,6 @@
 """Bounded reconciliation: checks since (re)start, and escalation to a person."""
 
+import django.db.models.functions.datetime
 import django.utils.timezone
 from django.db import migrations, models
 
@@ -14,7 +15,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="uncertaineffect",
             name="checks",
-            field=models.PositiveIntegerField(default=0),
+            field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
             model_name="uncertaineffect",
@@ -24,7 +25,10 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="uncertaineffect",
             name="reconcile_since",
-            field=models.DateTimeField(default=django.utils.timezone.now),
+            field=models.DateTimeField(
+                db_default=django.db.models.functions.datetime.Now(),
+                default=django.utils.timezone.now,
+            ),
         ),
         migrations.AddIndex(
             model_name="uncertaineffect",
