@@ -19,7 +19,12 @@ def callbacks_of(asset: Asset) -> QuerySet[WorkflowCallback]:
     back-fills them) are found by the current instance too."""
     mine = Q(asset_id=asset.pk)
     if asset.workflow_instance_id is not None:
-        mine |= Q(asset_id__isnull=True, workflow_instance_id=asset.workflow_instance_id)
+        # The tenant's own: a platform-wide receipt linked by hand is shown as its copy.
+        mine |= Q(
+            asset_id__isnull=True,
+            tenant_id=asset.tenant_id,
+            workflow_instance_id=asset.workflow_instance_id,
+        )
     return WorkflowCallback.objects.filter(mine)
 
 
