@@ -456,3 +456,12 @@ STEWARD_METRICS_TOKEN = env("STEWARD_METRICS_TOKEN", "")
 STEWARD_METRICS_ALLOW = [
     n.strip() for n in env("STEWARD_METRICS_ALLOW", "127.0.0.1/32,::1/128").split(",") if n.strip()
 ]
+
+# Bounded reconciliation of uncertain effects (apps/eventing/effects.py): checks of the
+# other side, and time since reconciliation began, before an effect still unknown
+# leaves reconciliation and waits on a person. With the default back-off (0.5 s doubling
+# to 5 min) twenty checks take about an hour; six hours bounds an effect whose checks
+# keep failing to run. Not read from the environment until docs/operations.md lists
+# them (tests/core/test_settings_documented.py holds every variable read to that).
+STEWARD_EFFECT_MAX_CHECKS = 20
+STEWARD_EFFECT_MAX_AGE_SECONDS = 6 * 3600

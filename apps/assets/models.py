@@ -14,9 +14,26 @@ from apps.tenancy.models import Tenant
 
 class AssetQuerySet(QuerySet):
     def workflow_managed(self) -> AssetQuerySet:
-        """Assets waiting on the Workflow Service: a workflow reference and Requested.
-        One query through IX_Assets_WorkflowInstance."""
-        return self.filter(workflow_instance_id__isnull=False, status=Asset.Status.REQUESTED)
+        """Assets waiting on the Workflow Service: Requested, with an instance started for
+        the current request. The instance id stays on the row after its decision, and a
+        re-request keeps it until a new delegation replaces it, so `workflow_link_stale`
+        tells "waiting on X" from "was once decided by X". Served by the partial index
+        asset_waiting_on_workflow, whose size is the waiting assets, not every asset
+        ever delegated."""
+        return self.filter(
+            workflow_instance_id__isnull=False,
+            status=Asset.Status.REQUESTED,
+            workflow_link_stale=False,
+        )
+
+    def undelegated(self) -> AssetQuerySet:
+        """Assets whose current request has no workflow instance (yet)."""
+        return self.filter(Q(workflow_instance_id__isnull=True) | Q(workflow_link_stale=True))
+
+    def delegation_failed(self) -> AssetQuerySet:
+        """Requested assets whose delegation the Workflow Service refused, or that failed:
+        they wait on a person (retry, or decide by hand)."""
+        return self.filter(status=Asset.Status.REQUESTED).exclude(delegation_failure="")
 
 
 class Asset(models.Model):
@@ -31,8 +48,8 @@ class Asset(models.Model):
         RETIRED = "retired", "Retired"
 
     # A person or the Workflow Service decides a request; a rejected asset may be asked
-    # for again. No service retires an asset yet: the table names the move the Retired
-    # status stands for, so that every status is reachable.
+    # for again; an approved one is retired with a reason. A Draft may also be deleted
+    # (DELETABLE: deletion leaves no row, so it is no status of the table).
     TRANSITIONS = Transitions(
         initial=[Status.DRAFT],
         moves={
@@ -43,6 +60,15 @@ class Asset(models.Model):
             Status.RETIRED: set(),
         },
     )
+    DELETABLE = frozenset({Status.DRAFT})
+    # Name and description may change in any status but this one: a decider (a person
+    # or a workflow instance) is looking at the asset as it was asked for.
+    FROZEN = frozenset({Status.REQUESTED})
+
+    class DelegationFailure(models.TextChoices):
+        NONE = "", "None"
+        REFUSED = "refused", "Refused by the Workflow Service"
+        FAILED = "failed", "Failed"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
@@ -55,6 +81,19 @@ class Asset(models.Model):
     # Derived from the asset and the approval request: the idempotency key of the
     # start call, so a retried start never creates a second instance.
     approval_request_id = models.UUIDField(null=True, blank=True)
+    # Set when the asset is asked for again: the instance id above then names the
+    # earlier request's instance, kept as the link back, not one deciding the current
+    # request; a new delegation replaces the id and clears this.
+    workflow_link_stale = models.BooleanField(default=False, db_default=False)
+    # Why the current request's delegation is stuck (refused or failed), shown on the
+    # asset and in the attention queue until retried or decided by a person.
+    # (Columns added since 0007 have database defaults too: rows written by raw SQL,
+    # the benchmarks' among them, need not name them.)
+    delegation_failure = models.CharField(
+        max_length=16, choices=DelegationFailure.choices, blank=True, default="", db_default=""
+    )
+    # Why the asset is as it is: the delegation's failure, or the retirement's reason.
+    status_reason = models.TextField(blank=True, default="", db_default="")
     decided_at = models.DateTimeField(null=True, blank=True)
     decided_by = models.CharField(max_length=150, blank=True)
     decision_reason = models.TextField(blank=True)
@@ -66,7 +105,19 @@ class Asset(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
+            # Callbacks find their asset by instance, for as long as the id is kept.
             models.Index(fields=["workflow_instance_id"], name="IX_Assets_WorkflowInstance"),
+            # The waiting assets only (see workflow_managed): newest first, as listed.
+            models.Index(
+                fields=["created_at"],
+                condition=Q(status="requested", workflow_instance_id__isnull=False),
+                name="asset_waiting_on_workflow",
+            ),
+            models.Index(
+                fields=["created_at"],
+                condition=Q(status="requested") & ~Q(delegation_failure=""),
+                name="asset_delegation_failed",
+            ),
             # Lists page newest first, within a tenant (console, tenant callers) or
             # across tenants (platform callers): without these every page sorted them all.
             models.Index(fields=["tenant", "created_at", "id"], name="asset_tenant_newest"),
@@ -89,7 +140,11 @@ class Asset(models.Model):
 
     @property
     def is_workflow_managed(self) -> bool:
-        return self.workflow_instance_id is not None and self.status == self.Status.REQUESTED
+        return (
+            self.workflow_instance_id is not None
+            and self.status == self.Status.REQUESTED
+            and not self.workflow_link_stale
+        )
 
 
 class WorkflowCallback(models.Model):
@@ -101,9 +156,18 @@ class WorkflowCallback(models.Model):
         IGNORED = "ignored", "Ignored (already decided)"
         UNKNOWN_INSTANCE = "unknown_instance", "Unknown instance"
 
+    class Resolution(models.TextChoices):
+        NONE = "", "None"
+        LINKED = "linked", "Linked to an asset"
+        DISMISSED = "dismissed", "Dismissed"
+
     tenant = models.ForeignKey(
         Tenant, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The asset the instance belonged to when the callback came: receipts stay with
+    # their asset across every instance it ever had. An identifier, as the instance id
+    # is: a receipt outlives a deleted asset and may be platform-wide (unknown instance).
+    asset_id = models.UUIDField(null=True, blank=True, db_index=True)
     workflow_instance_id = models.UUIDField(db_index=True)
     decision = models.CharField(max_length=16)
     reason = models.TextField(blank=True)
@@ -111,10 +175,24 @@ class WorkflowCallback(models.Model):
     outcome = models.CharField(max_length=20, choices=Outcome.choices, default=Outcome.PENDING)
     received_at = models.DateTimeField(default=timezone.now)
     applied_at = models.DateTimeField(null=True, blank=True)
+    # An unknown-instance receipt waits on a person: linked to an asset, or dismissed.
+    resolution = models.CharField(
+        max_length=16, choices=Resolution.choices, blank=True, default="", db_default=""
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.CharField(max_length=150, blank=True, default="", db_default="")
+    resolution_reason = models.TextField(blank=True, default="", db_default="")
+    linked_asset_id = models.UUIDField(null=True, blank=True)
 
     class Meta:
         ordering = ["-received_at", "-id"]
         indexes = [
+            # The attention queue's unknown-instance receipts nobody has resolved yet.
+            models.Index(
+                fields=["received_at"],
+                condition=Q(outcome="unknown_instance", resolution=""),
+                name="assets_callback_unresolved",
+            ),
             # The workers' queue: a tenant's pending receipts in arrival order.
             models.Index(
                 fields=["tenant", "id"],

@@ -1,4 +1,4 @@
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from apps.assets.models import Asset, WorkflowCallback
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN
@@ -14,9 +14,38 @@ def asset_list(*, tenant=None) -> QuerySet[Asset]:
 
 
 def callbacks_of(asset: Asset) -> QuerySet[WorkflowCallback]:
-    if asset.workflow_instance_id is None:
-        return WorkflowCallback.objects.none()
-    return WorkflowCallback.objects.filter(workflow_instance_id=asset.workflow_instance_id)
+    """Every callback receipt of the asset, across every instance it ever had, newest
+    first. Receipts carry their asset; those recorded before they did (migration 0008
+    back-fills them) are found by the current instance too."""
+    mine = Q(asset_id=asset.pk)
+    if asset.workflow_instance_id is not None:
+        # The tenant's own: a platform-wide receipt linked by hand is shown as its copy.
+        mine |= Q(
+            asset_id__isnull=True,
+            tenant_id=asset.tenant_id,
+            workflow_instance_id=asset.workflow_instance_id,
+        )
+    return WorkflowCallback.objects.filter(mine)
+
+
+# ------------------------------------------------------------- for the attention queue
+
+
+def delegations_needing_attention(*, tenant=None) -> QuerySet[Asset]:
+    """Requested assets whose delegation the Workflow Service refused or that failed,
+    oldest first; each is resolved by services.delegation_retry or delegation_decide.
+    `status_reason` says why, `delegation_failure` which (refused / failed)."""
+    return asset_list(tenant=tenant).delegation_failed().order_by("created_at", "id")
+
+
+def unknown_instance_callbacks() -> QuerySet[WorkflowCallback]:
+    """Callback receipts naming an instance no asset had (or whose asset is gone), not
+    yet linked or dismissed, oldest first; resolved by services.callback_link or
+    callback_dismiss. Platform-wide receipts are visible in the system scope only."""
+    return WorkflowCallback.objects.filter(
+        outcome=WorkflowCallback.Outcome.UNKNOWN_INSTANCE,
+        resolution=WorkflowCallback.Resolution.NONE,
+    ).order_by("received_at", "id")
 
 
 def may_decide(user, asset: Asset, *, caller_kind: str) -> bool:

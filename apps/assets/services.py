@@ -22,10 +22,10 @@ from apps.assets import workflow
 from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import Actor
 from apps.core.enqueue import enqueue_on_commit, send_task
-from apps.core.errors import InvalidTransition
+from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
 from apps.core.kick import kick
 from apps.core.outbox import NewEvent, emit_many
-from apps.core.scope import system_scope, tenant_scope
+from apps.core.scope import owner_scope, system_scope, tenant_scope
 from apps.eventing.effects import perform_effect
 from apps.eventing.models import UncertainEffect
 from apps.eventing.services import aggregate_lock_key
@@ -84,26 +84,119 @@ def _transition(asset: Asset, *, status: str, **changes) -> Asset:
     return asset
 
 
+def asset_update(
+    *, actor: Actor, asset: Asset, name: str | None = None, description: str | None = None
+) -> Asset:
+    """Rename or re-describe an asset, in any status but Requested (Asset.FROZEN): a
+    decider is looking at it as it was asked for."""
+    changes = {
+        field: value
+        for field, value in (("name", name), ("description", description))
+        if value is not None and value != getattr(asset, field)
+    }
+    candidate = Asset(**{**{f: getattr(asset, f) for f in ("name", "description")}, **changes})
+    candidate.full_clean(exclude=[f.name for f in Asset._meta.fields if f.name not in changes])
+    with tenant_scope(asset.tenant_id):
+        before = {field: getattr(asset, field) for field in changes}
+        # Conditional on the status, like a transition: a request made meanwhile wins.
+        updated = (
+            Asset.objects.filter(pk=asset.pk)
+            .exclude(status__in=Asset.FROZEN)
+            .update(updated_at=timezone.now(), **changes)
+        )
+        asset.refresh_from_db()
+        if not updated:
+            raise InvalidTransition(
+                "The asset is requested: its name and description change once it is decided.",
+                code="asset_awaiting_decision",
+                status=asset.status,
+            )
+        if changes:
+            audit_record(
+                actor=actor,
+                action="asset.update",
+                instance=asset,
+                tenant=asset.tenant_id,
+                changes={field: [before[field], changes[field]] for field in changes},
+            )
+    return asset
+
+
+def asset_delete(*, actor: Actor, asset: Asset) -> None:
+    """Delete a Draft (Asset.DELETABLE); anything once asked for keeps its history."""
+    with tenant_scope(asset.tenant_id):
+        locked = (
+            Asset.objects.select_for_update()
+            .filter(pk=asset.pk, status__in=Asset.DELETABLE)
+            .first()
+        )
+        if locked is None:
+            asset.refresh_from_db()
+            raise InvalidTransition(
+                f"The asset is {asset.status}; only a draft can be deleted.",
+                code="asset_not_deletable",
+                status=asset.status,
+            )
+        audit_record(
+            actor=actor,
+            action="asset.delete",
+            instance=locked,
+            tenant=locked.tenant_id,
+            changes={"status": [locked.status, None], "name": [locked.name, None]},
+        )
+        locked.delete()
+        _emit_asset_event(asset, "AssetDeleted")
+
+
+def asset_retire(*, actor: Actor, asset: Asset, reason: str) -> Asset:
+    """Approved → Retired; the reason is required and shown as the status reason."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationFailed("Say why the asset is retired.", code="reason_required")
+    with tenant_scope(asset.tenant_id):
+        before = asset.status
+        asset = _transition(asset, status=Asset.Status.RETIRED, status_reason=reason)
+        audit_record(
+            actor=actor,
+            action="asset.retire",
+            instance=asset,
+            tenant=asset.tenant_id,
+            changes={"status": [before, asset.status], "status_reason": ["", reason]},
+        )
+        _emit_asset_event(asset, "AssetRetired", reason=reason)
+    return asset
+
+
 def asset_request_approval(*, actor: Actor, asset: Asset, delegate: bool) -> Asset:
     """Draft (or rejected) → Requested. With `delegate`, the Workflow Service will be
-    asked to decide; the request's id becomes the start call's idempotency key."""
+    asked to decide; the request's id becomes the start call's idempotency key.
+
+    The previous workflow instance stays on the row (the link back to what decided the
+    last request) until a new delegation replaces it, marked stale: the asset no
+    longer waits on it, and its late callbacks decide nothing."""
     with tenant_scope(asset.tenant_id):
+        before = asset.status
         asset = _transition(
             asset,
             status=Asset.Status.REQUESTED,
             approval_request_id=uuid.uuid4(),
-            # A new request starts a new decision: the previous workflow link is history.
-            workflow_instance_id=None,
             decided_at=None,
             decided_by="",
             decision_reason="",
+            delegation_failure="",
+            status_reason="",
+            workflow_link_stale=True,
         )
         audit_record(
             actor=actor,
             action="asset.request_approval",
             instance=asset,
             tenant=asset.tenant_id,
-            changes={"delegated": [None, delegate]},
+            changes={
+                "status": [before, asset.status],
+                "delegated": [None, delegate],
+                "approval_request_id": [None, str(asset.approval_request_id)],
+            },
         )
         _emit_asset_event(
             asset,
@@ -116,15 +209,26 @@ def asset_request_approval(*, actor: Actor, asset: Asset, delegate: bool) -> Ass
     return asset
 
 
+def delegation_pending(asset: Asset) -> bool:
+    """Requested, and the current request has neither an instance nor a failure yet."""
+    return (
+        asset.status == Asset.Status.REQUESTED
+        and asset.approval_request_id is not None
+        and (asset.workflow_instance_id is None or asset.workflow_link_stale)
+        and not asset.delegation_failure
+    )
+
+
 def asset_delegate(*, asset_id) -> str:
     """Ask the Workflow Service to decide a Requested asset, and keep the instance id.
 
     The call is an uncertain effect keyed by the approval request: answered, the id is
-    stored at once; unanswered, the reconciler finds the instance by that key later.
+    stored at once; unanswered, the reconciler finds the instance by that key later;
+    refused (or failed for good), the asset says so and waits on a person.
     """
     with system_scope():
         asset = Asset.objects.filter(pk=asset_id).first()
-    if asset is None or asset.status != Asset.Status.REQUESTED or asset.workflow_instance_id:
+    if asset is None or not delegation_pending(asset):
         return "nothing to do"
     key = str(asset.approval_request_id)
     effect = perform_effect(
@@ -143,13 +247,20 @@ def asset_delegate(*, asset_id) -> str:
     )
     if effect.state == effect.State.SUCCEEDED:
         record_started_instance(effect)
+    elif effect.state == effect.State.FAILED:
+        record_failed_start(effect)
     return effect.state
+
+
+def asset_of_start(effect) -> Asset | None:
+    """The asset whose current request a start effect is for, if any."""
+    with owner_scope(effect.tenant_id):
+        return Asset.objects.filter(approval_request_id=effect.external_ref).first()
 
 
 def record_started_instance(effect) -> bool:
     """Store the instance a settled start effect reports on the asset it started for."""
-    with system_scope():
-        asset = Asset.objects.filter(approval_request_id=effect.external_ref).first()
+    asset = asset_of_start(effect)
     if asset is None:
         return False
     return asset_record_delegation(
@@ -159,24 +270,188 @@ def record_started_instance(effect) -> bool:
     )
 
 
-def asset_record_delegation(
-    *, asset: Asset, approval_request_id: uuid.UUID, workflow_instance_id: uuid.UUID
-) -> bool:
-    """Store the workflow instance that decides this request. Conditional on the same
-    request still waiting without one, so a retried or late start cannot overwrite it."""
-    with tenant_scope(asset.tenant_id):
-        updated = Asset.objects.filter(
+def record_failed_start(effect) -> bool:
+    """Make a start that failed for good the asset's visible state."""
+    asset = asset_of_start(effect)
+    if asset is None:
+        return False
+    refused = effect.last_error.startswith(workflow.WorkflowServiceRefused.__name__)
+    return asset_record_delegation_failure(
+        asset=asset,
+        approval_request_id=asset.approval_request_id,
+        failure=Asset.DelegationFailure.REFUSED if refused else Asset.DelegationFailure.FAILED,
+        reason=effect.last_error or "the start failed",
+    )
+
+
+def _update_undelegated_request(
+    asset: Asset, approval_request_id: uuid.UUID, *, only_if: dict | None = None, **changes
+) -> int:
+    """UPDATE the asset while this request is still current and Requested with no
+    instance started for it yet, so a retried or late start cannot overwrite one."""
+    return (
+        Asset.objects.filter(
             pk=asset.pk,
             status=Asset.Status.REQUESTED,
             approval_request_id=approval_request_id,
-            workflow_instance_id__isnull=True,
-        ).update(workflow_instance_id=workflow_instance_id, updated_at=timezone.now())
+            **(only_if or {}),
+        )
+        .undelegated()
+        .update(updated_at=timezone.now(), **changes)
+    )
+
+
+def asset_record_delegation(
+    *, asset: Asset, approval_request_id: uuid.UUID, workflow_instance_id: uuid.UUID
+) -> bool:
+    """Store the workflow instance that decides this request, replacing the previous
+    request's. Conditional on the same request still waiting without one, so a retried
+    or late start cannot overwrite it. The instance id goes to the audit trail."""
+    with tenant_scope(asset.tenant_id):
+        previous = (
+            Asset.objects.filter(pk=asset.pk).values_list("workflow_instance_id", flat=True).first()
+        )
+        updated = _update_undelegated_request(
+            asset,
+            approval_request_id,
+            workflow_instance_id=workflow_instance_id,
+            workflow_link_stale=False,
+            delegation_failure="",
+            status_reason="",
+        )
         if updated:
             asset.refresh_from_db()
+            audit_record(
+                actor=None,
+                action="asset.delegate",
+                instance=asset,
+                tenant=asset.tenant_id,
+                changes={
+                    "workflow_instance_id": [
+                        str(previous) if previous else None,
+                        str(workflow_instance_id),
+                    ],
+                    "approval_request_id": [None, str(approval_request_id)],
+                },
+            )
             _emit_asset_event(
                 asset, "AssetApprovalDelegated", workflow_instance_id=str(workflow_instance_id)
             )
     return bool(updated)
+
+
+def asset_record_delegation_failure(
+    *, asset: Asset, approval_request_id: uuid.UUID, failure: str, reason: str
+) -> bool:
+    """The current request's delegation was refused or failed: the asset says why
+    (its status reason), AssetDelegationFailed announces it, and it waits on a person
+    (selectors.delegations_needing_attention). Conditional like asset_record_delegation."""
+    with tenant_scope(asset.tenant_id):
+        updated = _update_undelegated_request(
+            asset,
+            approval_request_id,
+            only_if={"delegation_failure": ""},
+            delegation_failure=failure,
+            status_reason=reason,
+        )
+        if updated:
+            asset.refresh_from_db()
+            audit_record(
+                actor=None,
+                action="asset.delegation_failed",
+                instance=asset,
+                tenant=asset.tenant_id,
+                changes={
+                    "delegation_failure": ["", failure],
+                    "status_reason": ["", reason],
+                    "approval_request_id": [None, str(approval_request_id)],
+                },
+            )
+            _emit_asset_event(
+                asset,
+                "AssetDelegationFailed",
+                failure=failure,
+                reason=reason,
+                approval_request_id=str(approval_request_id),
+            )
+    return bool(updated)
+
+
+def _locked_failed_delegation(asset: Asset) -> Asset:
+    """The asset, locked, if its current delegation is refused or failed; else 409."""
+    locked = Asset.objects.select_for_update().filter(pk=asset.pk).delegation_failed().first()
+    if locked is None:
+        asset.refresh_from_db()
+        raise Conflict(
+            "The asset's delegation has not failed: there is nothing to retry or decide.",
+            code="delegation_not_failed",
+            status=asset.status,
+        )
+    return locked
+
+
+def delegation_retry(*, asset: Asset, actor: Actor) -> Asset:
+    """Delegate a refused or failed request again, as a new approval request: the
+    failed start holds no instance on the other side, so a new key is safe, and the
+    old one's record stays as history."""
+    with tenant_scope(asset.tenant_id):
+        locked = _locked_failed_delegation(asset)
+        failure, reason = locked.delegation_failure, locked.status_reason
+        new_request = uuid.uuid4()
+        Asset.objects.filter(pk=locked.pk).update(
+            approval_request_id=new_request,
+            delegation_failure="",
+            status_reason="",
+            updated_at=timezone.now(),
+        )
+        locked.refresh_from_db()
+        audit_record(
+            actor=actor,
+            action="asset.delegation_retry",
+            instance=locked,
+            tenant=locked.tenant_id,
+            changes={
+                "delegation_failure": [failure, ""],
+                "status_reason": [reason, ""],
+                "approval_request_id": [str(asset.approval_request_id), str(new_request)],
+            },
+        )
+        _emit_asset_event(
+            locked,
+            "AssetApprovalRequested",
+            delegated=True,
+            approval_request_id=str(new_request),
+            retried=True,
+        )
+        enqueue_on_commit("assets.delegate_approval", asset_id=str(locked.pk))
+    return locked
+
+
+DELEGATION_DECISIONS = {"approved": True, "rejected": False}
+
+
+def delegation_decide(*, asset: Asset, actor: Actor, decision: str, reason: str = "") -> Asset:
+    """A person decides a request whose delegation was refused or failed."""
+    if decision not in DELEGATION_DECISIONS:
+        raise ValidationFailed(
+            "The decision is approved or rejected.", code="invalid_decision", decision=decision
+        )
+    with tenant_scope(asset.tenant_id):
+        locked = _locked_failed_delegation(asset)
+        failure = locked.delegation_failure
+        decided = asset_decide(
+            actor=actor, asset=locked, approve=DELEGATION_DECISIONS[decision], reason=reason
+        )
+        Asset.objects.filter(pk=decided.pk).update(delegation_failure="")
+        decided.refresh_from_db()
+        audit_record(
+            actor=actor,
+            action="asset.delegation_decided",
+            instance=decided,
+            tenant=decided.tenant_id,
+            changes={"delegation_failure": [failure, ""], "decision": [None, decision]},
+        )
+    return decided
 
 
 def asset_decide(*, actor: Actor, asset: Asset, approve: bool, reason: str = "") -> Asset:
@@ -221,10 +496,13 @@ def resume_lost_delegations(*, older_than: timedelta | None = None) -> int:
         waiting = list(
             Asset.objects.filter(
                 status=Asset.Status.REQUESTED,
-                workflow_instance_id__isnull=True,
                 approval_request_id__isnull=False,
+                delegation_failure="",
                 updated_at__lt=cutoff,
-            ).values_list("approval_request_id", "pk")
+            )
+            # No instance for the current request yet (one may be left from the last).
+            .undelegated()
+            .values_list("approval_request_id", "pk")
         )
     lost = []
     for start in range(0, len(waiting), 1000):
@@ -296,6 +574,26 @@ def callback_receive(
             [workflow_instance_id, "approve" if approve else "reject", reason, callback_id],
         )
         receipt = Receipt(*cursor.fetchone())
+    if not receipt.known:
+        # It waits on a person now (selectors.unknown_instance_callbacks): say so, for
+        # whatever pages or chats about the attention queue. Platform-wide, as it is.
+        with system_scope():
+            emit_many(
+                [
+                    NewEvent(
+                        tenant=None,
+                        topic=TOPIC,
+                        event_type="WorkflowCallbackUnknownInstance",
+                        aggregate_type="workflow_callback",
+                        aggregate_id=str(receipt.id),
+                        payload={
+                            "receipt": receipt.id,
+                            "workflow_instance_id": str(workflow_instance_id),
+                            "decision": "approve" if approve else "reject",
+                        },
+                    )
+                ]
+            )
     if receipt.known:
         # Immediately when the statement was its own transaction (the endpoint's case).
         transaction.on_commit(lambda: kick_callback_worker(receipt.tenant_id), robust=True)
@@ -340,6 +638,7 @@ WITH decision AS (
         decision_reason = d.reason, updated_at = now()
     FROM decision AS d
     WHERE a.workflow_instance_id = d.instance AND a.status = '{DECIDED_FROM}'
+      AND NOT a.workflow_link_stale
     RETURNING a.id, a.tenant_id, a.name, a.status, d.receipt
 ), audit AS (
     INSERT INTO {AUDIT} (occurred_at, tenant_id, actor_label, action, object_type,
@@ -490,6 +789,156 @@ def drain_all_callbacks() -> int:
             .distinct()
         )
     return sum(drain_callbacks(tenant_id) for tenant_id in tenants)
+
+
+# --------------------------------------------------------------------------- unknown callbacks
+
+
+def _locked_unknown_receipt(receipt: WorkflowCallback) -> WorkflowCallback:
+    """The receipt, locked in its owner's scope, if it names an unknown instance and
+    nobody has resolved it yet; 409 otherwise."""
+    with owner_scope(receipt.tenant_id):
+        locked = WorkflowCallback.objects.select_for_update().get(pk=receipt.pk)
+    if locked.outcome != WorkflowCallback.Outcome.UNKNOWN_INSTANCE:
+        raise Conflict(
+            "The callback's instance was known: it needs no one.", code="callback_not_unknown"
+        )
+    if locked.resolution:
+        raise Conflict(
+            f"The callback was {locked.resolution} already.",
+            code="callback_already_resolved",
+            resolution=locked.resolution,
+        )
+    return locked
+
+
+def _resolve_receipt(
+    receipt: WorkflowCallback, *, actor: Actor, resolution: str, reason: str, asset=None
+) -> WorkflowCallback:
+    with owner_scope(receipt.tenant_id):
+        receipt.resolution = resolution
+        receipt.resolved_at = timezone.now()
+        receipt.resolved_by = actor.label[:150]
+        receipt.resolution_reason = reason
+        receipt.linked_asset_id = asset.pk if asset is not None else None
+        receipt.save(
+            update_fields=[
+                "resolution",
+                "resolved_at",
+                "resolved_by",
+                "resolution_reason",
+                "linked_asset_id",
+            ]
+        )
+        audit_record(
+            actor=actor,
+            action=f"callback.{resolution}",
+            instance=receipt,
+            tenant=receipt.tenant_id,
+            changes={
+                "resolution": ["", resolution],
+                "reason": [None, reason or None],
+                "asset": [None, str(asset.pk) if asset is not None else None],
+            },
+        )
+    return receipt
+
+
+def callback_link(
+    *, receipt: WorkflowCallback, asset: Asset, actor: Actor, reason: str = ""
+) -> WorkflowCallback:
+    """Link a callback for an instance no asset had to the asset it was meant for.
+
+    If the asset's current request waits on a delegation with no instance yet (a start
+    whose answer never came), the receipt's instance becomes its instance (audited like
+    any delegation) and the decision is applied as a callback would be. An asset that
+    has been decided takes the receipt as history only. The receipt itself is
+    platform-wide (no tenant knew it), so the asset's tenant gets a copy of its own, and
+    the original records the link. Operators act on platform-wide receipts.
+    """
+    with transaction.atomic():
+        original = _locked_unknown_receipt(receipt)
+        if original.tenant_id is not None and original.tenant_id != asset.tenant_id:
+            raise Conflict(
+                "The callback came for another tenant's asset.", code="callback_tenant_mismatch"
+            )
+        instance = original.workflow_instance_id
+        with tenant_scope(asset.tenant_id):
+            asset = Asset.objects.select_for_update().get(pk=asset.pk)
+            if asset.status == Asset.Status.DRAFT:
+                raise Conflict(
+                    "The asset was never requested: no workflow decides it.",
+                    code="asset_not_requested",
+                    status=asset.status,
+                )
+            pending = delegation_pending(asset)
+            if asset.is_workflow_managed or (
+                asset.status == Asset.Status.REQUESTED and not pending
+            ):
+                raise Conflict(
+                    "The asset waits on another workflow instance.",
+                    code="callback_instance_mismatch",
+                    workflow_instance_id=str(asset.workflow_instance_id),
+                )
+            if pending:
+                asset_record_delegation(
+                    asset=asset,
+                    approval_request_id=asset.approval_request_id,
+                    workflow_instance_id=instance,
+                )
+            copy = WorkflowCallback.objects.create(
+                tenant_id=asset.tenant_id,
+                asset_id=asset.pk,
+                workflow_instance_id=instance,
+                decision=original.decision,
+                reason=original.reason,
+                callback_id=original.callback_id,
+                received_at=original.received_at,
+                outcome=(
+                    WorkflowCallback.Outcome.PENDING
+                    if pending
+                    else WorkflowCallback.Outcome.IGNORED
+                ),
+            )
+            audit_record(
+                actor=actor,
+                action="asset.callback_linked",
+                instance=asset,
+                tenant=asset.tenant_id,
+                changes={
+                    "callback": [None, original.pk],
+                    "workflow_instance_id": [None, str(instance)],
+                    "applied": [None, pending],
+                },
+            )
+        _resolve_receipt(
+            original,
+            actor=actor,
+            resolution=WorkflowCallback.Resolution.LINKED,
+            reason=reason,
+            asset=asset,
+        )
+        if pending:
+            tenant_id = asset.tenant_id
+            transaction.on_commit(lambda: kick_callback_worker(tenant_id), robust=True)
+    original.linked_copy = copy
+    return original
+
+
+def callback_dismiss(*, receipt: WorkflowCallback, actor: Actor, reason: str) -> WorkflowCallback:
+    """Dismiss a callback for an unknown instance, with a reason (a test instance, a
+    misdirected service): it leaves the attention queue and changes nothing else."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationFailed("Say why the callback is dismissed.", code="reason_required")
+    with transaction.atomic():
+        original = _locked_unknown_receipt(receipt)
+        return _resolve_receipt(
+            original,
+            actor=actor,
+            resolution=WorkflowCallback.Resolution.DISMISSED,
+            reason=reason,
+        )
 
 
 # --------------------------------------------------------------------------- reconciliation

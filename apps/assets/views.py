@@ -78,6 +78,18 @@ class AssetDetailView(LoginRequiredMixin, DetailView):
             )
         )
         context["may_request"] = selectors.may_request_approval(asset)
+        may_decide_any = selectors.may_decide(
+            self.request.user, asset, caller_kind=caller_kind(self.request)
+        )
+        context["may_edit"] = asset.status not in asset.FROZEN
+        context["may_delete"] = asset.status in asset.DELETABLE
+        context["may_retire"] = (
+            asset.TRANSITIONS.allows(asset.status, asset.Status.RETIRED) and may_decide_any
+        )
+        context["delegation_failed"] = asset.status == asset.Status.REQUESTED and bool(
+            asset.delegation_failure
+        )
+        context["may_resolve_delegation"] = context["delegation_failed"] and may_decide_any
         return context
 
 
@@ -119,5 +131,87 @@ def asset_decide(request, pk, verdict):
             asset=asset,
             approve=verdict == "approve",
             reason=request.POST.get("reason", ""),
+        ),
+    )
+
+
+def _signed_in(request):
+    if not request.user.is_authenticated:
+        raise PermissionDenied
+
+
+def _may_decide_or_403(request, pk):
+    asset = get_object_or_404(selectors.asset_list(), pk=pk)
+    if not selectors.may_decide(request.user, asset, caller_kind=caller_kind(request)):
+        raise PermissionDenied
+
+
+@login_required
+def asset_edit(request, pk):
+    asset = get_object_or_404(selectors.asset_list(), pk=pk)
+    if caller_kind(request) not in AssetListView.create[2]:
+        raise PermissionDenied
+    form = AssetForm(
+        request.POST or None, initial={"name": asset.name, "description": asset.description}
+    )
+    saved = submit_form(
+        request,
+        form,
+        lambda data: services.asset_update(actor=request.actor, asset=asset, **data),
+    )
+    if saved is not None:
+        messages.success(request, f"Asset {saved.name} saved.")
+        return redirect(saved)
+    return render(request, "console/form.html", {"form": form, "title": f"Edit {asset.name}"})
+
+
+@require_POST
+def asset_delete(request, pk):
+    _signed_in(request)
+    if caller_kind(request) not in AssetListView.create[2]:
+        raise PermissionDenied
+    asset = get_object_or_404(selectors.asset_list(), pk=pk)
+    try:
+        services.asset_delete(actor=request.actor, asset=asset)
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+        return HttpResponseRedirect(asset.get_absolute_url())
+    messages.success(request, f"Asset {asset.name} deleted.")
+    return redirect("assets:asset-list")
+
+
+@require_POST
+def asset_retire(request, pk):
+    _signed_in(request)
+    _may_decide_or_403(request, pk)
+    reason = request.POST.get("reason", "")
+    return _act_on_asset(
+        request,
+        pk,
+        lambda asset: services.asset_retire(actor=request.actor, asset=asset, reason=reason),
+    )
+
+
+@require_POST
+def delegation_retry(request, pk):
+    _signed_in(request)
+    _may_decide_or_403(request, pk)
+    return _act_on_asset(
+        request,
+        pk,
+        lambda asset: services.delegation_retry(asset=asset, actor=request.actor),
+    )
+
+
+@require_POST
+def delegation_decide(request, pk):
+    _signed_in(request)
+    _may_decide_or_403(request, pk)
+    decision, reason = request.POST.get("decision", ""), request.POST.get("reason", "")
+    return _act_on_asset(
+        request,
+        pk,
+        lambda asset: services.delegation_decide(
+            asset=asset, actor=request.actor, decision=decision, reason=reason
         ),
     )

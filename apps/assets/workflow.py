@@ -24,7 +24,11 @@ START = "start-approval"
 
 
 class WorkflowServiceError(Exception):
-    """The Workflow Service refused the request (a definite answer)."""
+    """The Workflow Service answered, and not with what was asked (a definite answer)."""
+
+
+class WorkflowServiceRefused(WorkflowServiceError):
+    """The Workflow Service refused the start (a 4xx): it holds no instance for the key."""
 
 
 class WorkflowServiceClient:
@@ -62,6 +66,8 @@ class WorkflowServiceClient:
             if response.status_code >= 500:
                 last_error = WorkflowServiceError(f"HTTP {response.status_code}")
                 continue
+            if 400 <= response.status_code < 500:
+                raise WorkflowServiceRefused(f"HTTP {response.status_code}: {response.text[:200]}")
             if response.status_code not in (200, 201):
                 raise WorkflowServiceError(f"HTTP {response.status_code}: {response.text[:200]}")
             return uuid.UUID(response.json()["instance_id"])

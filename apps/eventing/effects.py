@@ -6,6 +6,13 @@ about (an idempotency key). If the call answers, the record is settled. If it ti
 out, the record is marked *uncertain* and the caller carries on; the reconciler
 (`reconcile_due`, a periodic task) later asks the other side through the target
 system's adapter and settles it, backing off between checks.
+
+Reconciliation is bounded: after `STEWARD_EFFECT_MAX_CHECKS` checks, or
+`STEWARD_EFFECT_MAX_AGE_SECONDS` since it began, an effect the other side still does
+not know leaves reconciliation. An adapter may first act on that (`at_limit`: the
+workflow start, for one, is sent again under the same key); otherwise the effect is
+escalated (`escalated_at`, `UncertainEffectEscalated`) and waits on a person, who
+settles it by hand (`effect_settle`) or gives it another round (`effect_retry_now`).
 """
 
 from __future__ import annotations
@@ -21,9 +28,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core.context import Actor
+from apps.core.enqueue import enqueue_on_commit
+from apps.core.errors import Conflict, ValidationFailed
+from apps.core.outbox import emit
 from apps.core.scope import owner_scope, system_scope
 from apps.eventing.models import UncertainEffect
 from apps.eventing.services import backoff_seconds
+from apps.tenancy.audit import audit_record
 
 logger = logging.getLogger(__name__)
 RECONCILE_BATCH = 100
@@ -33,16 +45,28 @@ class OutcomeUnknown(Exception):
     """The call may or may not have taken effect (a timeout, a dropped connection)."""
 
 
+UNKNOWN = "unknown"
+
+
 @dataclass(frozen=True)
 class Outcome:
     state: str  # UncertainEffect.State.SUCCEEDED / FAILED, or "unknown" (ask again later)
     result: dict = field(default_factory=dict)
+    error: str = ""  # why it failed, for a FAILED outcome
 
 
 class EffectAdapter(Protocol):
-    """Asks the other side about an uncertain call. May also define
-    `settled(effect)`, called once the reconciler has settled one (succeeded or
-    failed: `effect.state` says which)."""
+    """Asks the other side about an uncertain call. May also define:
+
+    - `settled(effect)`, called once the reconciler or a person has settled one
+      (succeeded or failed: `effect.state` says which), in the settling transaction;
+    - `at_limit(effect) -> Outcome`, asked once the effect reached its reconciliation
+      limit still unknown, before it is escalated (an outcome that settles it keeps
+      it from escalating);
+    - `reference_result(reference) -> dict`, the result a person's "done, and this is
+      the other side's reference" stands for (ValidationFailed if it cannot be one);
+    - `topic`, the topic its escalations are announced on.
+    """
 
     def check(self, effect: UncertainEffect) -> Outcome: ...
 
@@ -88,13 +112,20 @@ def perform_effect(
     return _mark(effect, UncertainEffect.State.SUCCEEDED, result=result)
 
 
-def _mark(effect: UncertainEffect, state: str, *, result=None, error: str = "") -> UncertainEffect:
+SAVED = ["state", "attempts", "checks", "last_error", "result", "next_check_at", "updated_at"]
+
+
+def _mark(
+    effect: UncertainEffect, state: str, *, result=None, error: str = "", checked: bool = False
+) -> UncertainEffect:
     """Move the effect along its table (another check of an uncertain one included) and
     schedule its next check while it stays uncertain."""
     config = settings.STEWARD_EVENTING
     UncertainEffect.TRANSITIONS.check(effect.state, state)
     effect.state = state
     effect.attempts += 1
+    if checked:
+        effect.checks += 1
     effect.last_error = error[:500]
     if result is not None:
         effect.result = result
@@ -105,21 +136,89 @@ def _mark(effect: UncertainEffect, state: str, *, result=None, error: str = "") 
         )
         effect.next_check_at = timezone.now() + timedelta(seconds=delay)
     with owner_scope(effect.tenant_id), transaction.atomic():
-        effect.save(
-            update_fields=[
-                "state",
-                "attempts",
-                "last_error",
-                "result",
-                "next_check_at",
-                "updated_at",
-            ]
-        )
+        effect.save(update_fields=SAVED)
     return effect
 
 
+def past_limit(effect: UncertainEffect, *, now=None) -> bool:
+    """Whether the effect has had its checks, or its time, since reconciliation began."""
+    now = now or timezone.now()
+    age = (now - effect.reconcile_since).total_seconds()
+    return (
+        effect.checks >= settings.STEWARD_EFFECT_MAX_CHECKS
+        or age >= settings.STEWARD_EFFECT_MAX_AGE_SECONDS
+    )
+
+
+def _settled(effect: UncertainEffect, adapter) -> None:
+    """Let the adapter act on a settled effect. Outside the effect's scope: adapters
+    look their objects up in scopes of their own, which may not be narrower."""
+    if adapter is not None and hasattr(adapter, "settled"):
+        adapter.settled(effect)
+
+
+def _reaches_limit(effect: UncertainEffect) -> bool:
+    """Whether this check, unanswered, is the effect's last."""
+    return effect.checks + 1 >= settings.STEWARD_EFFECT_MAX_CHECKS or past_limit(effect)
+
+
+def _escalate(effect: UncertainEffect, adapter, error: str) -> UncertainEffect:
+    """Take the effect out of reconciliation: it waits on a person now."""
+    now = timezone.now()
+    with owner_scope(effect.tenant_id), transaction.atomic():
+        effect.checks += 1
+        effect.last_error = error[:500]
+        effect.next_check_at = None
+        effect.escalated_at = now
+        effect.save(update_fields=[*SAVED, "escalated_at"])
+        audit_record(
+            actor=None,
+            action="effect.escalated",
+            instance=effect,
+            tenant=effect.tenant_id,
+            changes={"escalated_at": [None, now.isoformat()], "checks": [None, effect.checks]},
+        )
+        topic = getattr(adapter, "topic", None)
+        if topic:
+            emit(
+                topic=topic,
+                event_type="UncertainEffectEscalated",
+                aggregate_type="uncertain_effect",
+                aggregate_id=str(effect.pk),
+                tenant=effect.tenant_id,
+                payload=_effect_payload(effect),
+            )
+        else:
+            logger.warning("effect %s escalated; %s names no topic", effect.pk, adapter)
+    logger.warning("uncertain effect %s left reconciliation: it waits on a person", effect)
+    return effect
+
+
+def _effect_payload(effect: UncertainEffect) -> dict:
+    return {
+        "effect_id": effect.pk,
+        "target_system": effect.target_system,
+        "operation": effect.operation,
+        "external_ref": effect.external_ref,
+        "checks": effect.checks,
+        "attempts": effect.attempts,
+        "last_error": effect.last_error,
+    }
+
+
+def _ask(call, effect) -> Outcome:
+    try:
+        return call(effect)
+    except Exception as exc:  # noqa: BLE001 - the other side is still unreachable
+        return Outcome(UNKNOWN, error=f"check failed: {exc}")
+
+
+SETTLES = (UncertainEffect.State.SUCCEEDED, UncertainEffect.State.FAILED)
+
+
 def reconcile_due(limit: int = RECONCILE_BATCH) -> int:
-    """Ask the other side about uncertain effects whose next check is due; the number settled."""
+    """Ask the other side about uncertain effects whose next check is due; the number
+    settled. An effect still unknown at its limit is escalated (see the module)."""
     with system_scope():
         due = list(
             UncertainEffect.objects.filter(
@@ -131,18 +230,130 @@ def reconcile_due(limit: int = RECONCILE_BATCH) -> int:
         adapter = ADAPTERS.get(effect.target_system)
         if adapter is None:
             logger.error("no reconciliation adapter for %s", effect.target_system)
-            _mark(effect, UncertainEffect.State.UNCERTAIN, error="no adapter for this system")
-            continue
-        try:
-            outcome = adapter.check(effect)
-        except Exception as exc:  # noqa: BLE001 - the other side is still unreachable
-            _mark(effect, UncertainEffect.State.UNCERTAIN, error=f"check failed: {exc}")
-            continue
-        if outcome.state in (UncertainEffect.State.SUCCEEDED, UncertainEffect.State.FAILED):
-            effect = _mark(effect, outcome.state, result=outcome.result)
-            settled += 1
-            if hasattr(adapter, "settled"):
-                adapter.settled(effect)
+            outcome = Outcome(UNKNOWN, error="no adapter for this system")
         else:
-            _mark(effect, UncertainEffect.State.UNCERTAIN, error="the other side does not know yet")
+            outcome = _ask(adapter.check, effect)
+        last = _reaches_limit(effect)
+        if outcome.state not in SETTLES and last and hasattr(adapter, "at_limit"):
+            outcome = _ask(adapter.at_limit, effect)
+        if outcome.state in SETTLES:
+            effect = _mark(
+                effect, outcome.state, result=outcome.result, error=outcome.error, checked=True
+            )
+            _settled(effect, adapter)
+            settled += 1
+        elif last:
+            _escalate(effect, adapter, outcome.error or "the other side does not know it")
+        else:
+            _mark(
+                effect,
+                UncertainEffect.State.UNCERTAIN,
+                error=outcome.error or "the other side does not know yet",
+                checked=True,
+            )
     return settled
+
+
+# --------------------------------------------------------------------------- by a person
+
+
+def _locked_effect(effect: UncertainEffect) -> UncertainEffect:
+    locked = UncertainEffect.objects.select_for_update().get(pk=effect.pk)
+    if locked.state != UncertainEffect.State.UNCERTAIN:
+        raise Conflict(
+            f"The effect is {locked.state} already.",
+            code="effect_already_settled",
+            state=locked.state,
+        )
+    return locked
+
+
+def effect_settle(
+    *,
+    effect: UncertainEffect,
+    actor: Actor,
+    done: bool,
+    reason: str,
+    reference: str = "",
+) -> UncertainEffect:
+    """A person settles an uncertain effect: done (with the other side's reference for
+    it, e.g. the instance it created) or not done, with a reason. The adapter acts on it
+    as on a settlement by the reconciler, in the same transaction."""
+    reason, reference = (reason or "").strip(), (reference or "").strip()
+    if not reason:
+        raise ValidationFailed("Say why the effect is settled so.", code="reason_required")
+    if done and not reference:
+        raise ValidationFailed(
+            "Name the other side's reference for what was done.", code="reference_required"
+        )
+    adapter = ADAPTERS.get(effect.target_system)
+    # One transaction around the adapter's act too, so that its refusal (or failure)
+    # leaves the effect as it was.
+    with transaction.atomic():
+        locked = _settle_by_hand(
+            effect, adapter, actor=actor, done=done, reason=reason, reference=reference
+        )
+        _settled(locked, adapter)
+    return locked
+
+
+def _settle_by_hand(effect, adapter, *, actor, done, reason, reference) -> UncertainEffect:
+    with owner_scope(effect.tenant_id), transaction.atomic():
+        locked = _locked_effect(effect)
+        if done:
+            convert = getattr(adapter, "reference_result", None)
+            result = convert(reference) if convert else {"reference": reference}
+            result = {**result, "settled_by_hand": True}
+            state, error = UncertainEffect.State.SUCCEEDED, ""
+        else:
+            result, state, error = locked.result, UncertainEffect.State.FAILED, reason
+        UncertainEffect.TRANSITIONS.check(locked.state, state, code="effect_already_settled")
+        before = locked.state
+        locked.state, locked.result, locked.last_error = state, result, error[:500]
+        locked.next_check_at = None
+        locked.save(update_fields=["state", "result", "last_error", "next_check_at", "updated_at"])
+        audit_record(
+            actor=actor,
+            action="effect.settle",
+            instance=locked,
+            tenant=locked.tenant_id,
+            changes={
+                "state": [before, state],
+                "reference": [None, reference or None],
+                "reason": [None, reason],
+            },
+        )
+    return locked
+
+
+def effect_retry_now(*, effect: UncertainEffect, actor: Actor) -> UncertainEffect:
+    """Give an escalated effect a fresh round of reconciliation, starting now."""
+    with owner_scope(effect.tenant_id), transaction.atomic():
+        locked = _locked_effect(effect)
+        if locked.escalated_at is None:
+            raise Conflict(
+                "The effect is still being reconciled; it waits on no one.",
+                code="effect_not_escalated",
+            )
+        now = timezone.now()
+        escalated = locked.escalated_at
+        locked.escalated_at, locked.checks, locked.reconcile_since = None, 0, now
+        locked.next_check_at = now
+        locked.save(
+            update_fields=[
+                "escalated_at",
+                "checks",
+                "reconcile_since",
+                "next_check_at",
+                "updated_at",
+            ]
+        )
+        audit_record(
+            actor=actor,
+            action="effect.retry",
+            instance=locked,
+            tenant=locked.tenant_id,
+            changes={"escalated_at": [escalated.isoformat(), None], "checks": [None, 0]},
+        )
+        enqueue_on_commit("eventing.periodic_reconcile_effects")
+    return locked

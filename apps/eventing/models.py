@@ -3,6 +3,8 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Now
 from django.urls import reverse
 from django.utils import timezone
 
@@ -181,7 +183,8 @@ class UncertainEffect(models.Model):
         UNCERTAIN = "uncertain", "Uncertain"
 
     # An uncertain effect stays uncertain while the other side does not know yet (each
-    # check backs off further), until the reconciler learns how it ended.
+    # check backs off further), until the reconciler learns how it ended, or a person
+    # settles it by hand once it is past the reconciliation limit (escalated_at).
     TRANSITIONS = Transitions(
         field="state",
         initial=[State.PENDING],
@@ -208,6 +211,14 @@ class UncertainEffect(models.Model):
     next_check_at = models.DateTimeField(null=True, blank=True, db_index=True)
     result = models.JSONField(default=dict, blank=True)
     last_error = models.CharField(max_length=500, blank=True)
+    # The reconciler's checks since reconciliation (re)started, and when it did: the
+    # limits (STEWARD_EFFECT_MAX_CHECKS, STEWARD_EFFECT_MAX_AGE_SECONDS) count from here,
+    # so a person's "retry now" gives the effect a fresh round.
+    # (Database defaults too, for rows written by raw SQL.)
+    checks = models.PositiveIntegerField(default=0, db_default=0)
+    reconcile_since = models.DateTimeField(default=timezone.now, db_default=Now())
+    # Set when the effect left reconciliation at its limit: it waits on a person.
+    escalated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -216,6 +227,13 @@ class UncertainEffect(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["target_system", "operation", "external_ref"], name="uncertain_effect_once"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["escalated_at"],
+                condition=Q(state="uncertain", escalated_at__isnull=False),
+                name="uncertain_effect_escalated",
             ),
         ]
 

@@ -120,3 +120,15 @@ def uncertain_effect_list() -> QuerySet[UncertainEffect]:
 
 def recent_event_list() -> QuerySet[RecentEvent]:
     return RecentEvent.objects.select_related("tenant")
+
+
+def effects_needing_a_person() -> QuerySet[UncertainEffect]:
+    """Uncertain effects that left reconciliation at its limit, oldest escalation first;
+    each is resolved by apps.eventing.effects.effect_settle (done, with the other side's
+    reference, or not done, with a reason) or effect_retry_now. Served by the partial
+    index uncertain_effect_escalated."""
+    return (
+        uncertain_effect_list()
+        .filter(state=UncertainEffect.State.UNCERTAIN, escalated_at__isnull=False)
+        .order_by("escalated_at", "id")
+    )

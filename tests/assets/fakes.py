@@ -9,11 +9,18 @@ class FakeWorkflowService:
 
     def __init__(self):
         self.instances = {}
+        # Starts to lose on the way in (as a network would): nothing is started for them.
+        self.lose_starts = 0
+        self.start_keys = []
 
     def __call__(self, received):
         if received.method == "POST":
             key = json.loads(received.body)["idempotency_key"]
             assert received.headers["idempotency-key"] == key
+            self.start_keys.append(key)
+            if self.lose_starts:
+                self.lose_starts -= 1
+                return 504, {}
             self.instances.setdefault(key, str(uuid.uuid4()))
             return 201, {"instance_id": self.instances[key]}
         key = received.path.split("idempotency_key=")[-1]

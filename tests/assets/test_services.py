@@ -2,6 +2,7 @@
 
 import threading
 import uuid
+from importlib import import_module
 
 import pytest
 from django.db import DatabaseError, connection, connections
@@ -84,14 +85,15 @@ def test_of_callbacks_waiting_together_the_first_received_decides(tenant_a):
 
 
 @pytest.mark.django_db
-def test_a_callback_for_an_unknown_instance_is_recorded_and_changes_nothing(tenant_a):
+def test_a_callback_for_an_unknown_instance_is_recorded_announced_and_changes_nothing(tenant_a):
     new_asset(tenant_a)
     receipt = callback(uuid.uuid4())
     assert not receipt.known and outcomes() == ["unknown_instance"]
     with system_scope():
         assert WorkflowCallback.objects.get(pk=receipt.id).tenant_id is None
     assert services.drain_all_callbacks() == 0
-    assert events() == []
+    # Only the announcement that it waits on a person: no asset moved.
+    assert [event for event, _ in events()] == ["WorkflowCallbackUnknownInstance"]
 
 
 @pytest.mark.django_db
@@ -190,7 +192,7 @@ def test_the_reference_is_an_indexed_identifier_with_no_foreign_key():
 
 
 @pytest.mark.django_db
-def test_the_workflow_managed_filter_uses_the_index_and_returns_exactly_those(tenant_a):
+def test_the_workflow_managed_filter_returns_exactly_the_waiting_assets(tenant_a):
     waiting, _ = delegated(tenant_a)
     decided, instance = delegated(tenant_a)
     callback(instance)
@@ -201,12 +203,44 @@ def test_the_workflow_managed_filter_uses_the_index_and_returns_exactly_those(te
     new_asset(tenant_a, "draft")
     with tenant_scope(tenant_a):
         assert [a.pk for a in Asset.objects.workflow_managed()] == [waiting.pk]
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny table: ask what it can use
-            sql, params = Asset.objects.workflow_managed().query.sql_with_params()
-            cursor.execute("EXPLAIN " + sql, params)
-            plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "IX_Assets_WorkflowInstance" in plan
+
+
+# 100,000 assets, 1 % of them waiting on the Workflow Service: most of the rest were
+# delegated once and keep their instance id (the link back), so "instance set" alone
+# selects nearly every row and only the partial index stays small. Another 1 % were
+# asked for again and still carry the last request's instance: they wait on no one.
+REALISTIC_ASSETS = """
+INSERT INTO assets_asset (id, tenant_id, name, description, status, workflow_instance_id,
+    approval_request_id, workflow_link_stale, decided_by, decision_reason,
+    delegation_failure, status_reason, created_at, updated_at)
+SELECT gen_random_uuid(), %(tenant)s, 'asset-' || i, '',
+    CASE WHEN i %% 100 = 0 THEN 'requested' WHEN i %% 100 = 50 THEN 'requested'
+         WHEN i %% 10 = 5 THEN 'draft' WHEN i %% 7 = 0 THEN 'rejected' ELSE 'approved' END,
+    CASE WHEN i %% 10 = 5 THEN NULL ELSE gen_random_uuid() END,
+    CASE WHEN i %% 10 = 5 THEN NULL ELSE md5('request' || i)::uuid END,
+    i %% 100 = 50,
+    '', '', '', '', now() - i * interval '1 minute', now() - i * interval '1 minute'
+FROM generate_series(1, 100000) AS i
+"""
+
+
+@pytest.mark.django_db
+def test_the_waiting_assets_query_is_served_by_the_partial_index_on_realistic_data(tenant_a):
+    # given 100,000 assets, 1 % waiting, statistics analysed, the planner as it comes
+    with tenant_scope(tenant_a), connection.cursor() as cursor:
+        cursor.execute(REALISTIC_ASSETS, {"tenant": tenant_a.pk})
+        cursor.execute("ANALYZE assets_asset")
+        cursor.execute("SHOW enable_seqscan")
+        assert cursor.fetchone() == ("on",)
+        # when the waiting assets are asked for
+        sql, params = Asset.objects.workflow_managed().query.sql_with_params()
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        waiting = Asset.objects.workflow_managed().count()
+    # then the partial index serves it, and it holds exactly the waiting ones
+    assert "asset_waiting_on_workflow" in plan, plan
+    assert "Seq Scan" not in plan, plan
+    assert waiting == 1000
 
 
 @pytest.mark.django_db
@@ -244,3 +278,25 @@ def test_an_asset_moves_only_as_its_transition_table_allows(tenant_a):
     )
     again = services.asset_request_approval(actor=SYSTEM_ACTOR, asset=rejected, delegate=False)
     assert again.status == "requested" and again.decision_reason == ""
+
+
+@pytest.mark.django_db
+def test_the_back_fill_links_existing_receipts_tenant_by_tenant_under_row_level_security(
+    tenant_a, tenant_b
+):
+    # given receipts as they were before migration 0008, naming only the instance
+    backfill = import_module("apps.assets.migrations.0008_workflow_link_and_lifecycle").BACKFILL
+    pairs = []
+    for tenant in (tenant_a, tenant_b):
+        asset, instance = delegated(tenant)
+        callback(instance)
+        with tenant_scope(tenant):
+            WorkflowCallback.objects.update(asset_id=None)
+        pairs.append((tenant, asset))
+    # when the back-fill runs, with no scope of its own
+    with connection.cursor() as cursor:
+        cursor.execute(backfill)
+    # then each tenant's receipts are their asset's again
+    for tenant, asset in pairs:
+        with tenant_scope(tenant):
+            assert [r.asset_id for r in WorkflowCallback.objects.all()] == [asset.pk]

@@ -7,7 +7,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.assets import services
+from apps.assets import (
+    services,
+    tasks,  # noqa: F401 - registers the tasks, which the sweep sends eagerly
+)
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope, tenant_scope

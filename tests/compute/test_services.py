@@ -79,18 +79,46 @@ def test_a_link_whose_batch_is_gone_completes_as_batch_missing(tenant_a):
     assert links() == set()
 
 
+# 100,000 batches, each with the link its step waits on, and 1 % of them finished with
+# their completion queued: the poll must reach links and batches by key, not by scanning.
+REALISTIC_BATCHES = f"""
+WITH b AS (
+    INSERT INTO {services.BATCH} (id, tenant_id, idempotency_key, workflow_instance_id,
+        workflow_step_id, status, result_summary, created_at, updated_at, finished_at)
+    SELECT md5('batch' || i)::uuid, %(tenant)s, 'key-' || i, 'wf-' || (i / 10), 'step-' || i,
+        CASE WHEN i %% 100 = 0 THEN 'succeeded' ELSE 'running' END, '{{}}'::jsonb,
+        now() - i * interval '1 second', now(), NULL
+    FROM generate_series(1, 100000) AS i
+    RETURNING id, workflow_instance_id, workflow_step_id, status, created_at
+), l AS (
+    INSERT INTO {services.LINK} (batch_id, workflow_step_id, workflow_instance_id,
+        created_at, tenant_id)
+    SELECT id, workflow_step_id, workflow_instance_id, created_at, %(tenant)s FROM b
+)
+INSERT INTO {services.COMPLETION} (batch_id, tenant_id, queued_at)
+SELECT id, %(tenant)s, created_at FROM b WHERE status = 'succeeded'
+"""  # noqa: S608 - table names only
+
+
 @pytest.mark.django_db
 def test_the_poll_reads_the_completion_queue_and_reaches_links_by_key(tenant_a):
-    for _ in range(3):
-        submit(tenant_a)
-    finish(submit(tenant_a))
+    # given realistic tables, statistics analysed, the planner as it comes
+    with tenant_scope(tenant_a), connection.cursor() as cursor:
+        cursor.execute(REALISTIC_BATCHES, {"tenant": tenant_a.pk})
     with system_scope(), connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {services.LINK}")
-        cursor.execute(f"ANALYZE {services.BATCH}")
-        cursor.execute("SET LOCAL enable_seqscan = off")  # tiny tables: ask what it can use
+        for table in (services.LINK, services.BATCH, services.COMPLETION):
+            cursor.execute(f"ANALYZE {table}")
+        cursor.execute(f"SELECT count(*) FROM {services.COMPLETION}")  # noqa: S608
+        assert cursor.fetchone() == (1000,)
+        cursor.execute("SHOW enable_seqscan")
+        assert cursor.fetchone() == ("on",)
+        # when the poll's query is planned
         cursor.execute("EXPLAIN " + services.POLL_QUERY, [500])
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "workflow_batch_link_pkey" in plan and "compute_computebatch_pkey" in plan
+    # then links and batches are reached by their keys
+    assert "workflow_batch_link_pkey" in plan and "compute_computebatch_pkey" in plan, plan
+    assert f"Seq Scan on {services.LINK}" not in plan, plan
+    assert f"Seq Scan on {services.BATCH}" not in plan, plan
 
 
 @pytest.mark.django_db

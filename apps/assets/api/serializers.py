@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from apps.assets.models import Asset
+from apps.assets.models import Asset, WorkflowCallback
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
 
 
@@ -18,6 +18,8 @@ class AssetSerializer(StrictModelSerializer):
             "status",
             "workflow_instance_id",
             "is_workflow_managed",
+            "delegation_failure",
+            "status_reason",
             "decided_at",
             "decided_by",
             "decision_reason",
@@ -28,6 +30,8 @@ class AssetSerializer(StrictModelSerializer):
             "id",
             "status",
             "workflow_instance_id",
+            "delegation_failure",
+            "status_reason",
             "decided_at",
             "decided_by",
             "decision_reason",
@@ -44,3 +48,33 @@ class RequestApprovalSerializer(StrictSerializer):
 
 class DecisionSerializer(StrictSerializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class AssetUpdateSerializer(StrictModelSerializer):
+    """What PATCH may change: the name and the description (not while Requested)."""
+
+    class Meta:
+        model = Asset
+        fields = ["name", "description"]
+
+
+class AssetRetireSerializer(StrictSerializer):
+    reason = serializers.CharField(help_text="Why the asset is retired (required).")
+
+
+class CallbackReceiptSerializer(serializers.ModelSerializer):
+    """A callback the Workflow Service sent about the asset, under any of its instances."""
+
+    class Meta:
+        model = WorkflowCallback
+        fields = [
+            "id",
+            "workflow_instance_id",
+            "decision",
+            "reason",
+            "callback_id",
+            "outcome",
+            "received_at",
+            "applied_at",
+        ]
+        read_only_fields = fields

@@ -17,18 +17,26 @@ from apps.core.api.permissions import (
     TENANT_SERVICE,
     caller_kind,
 )
-from apps.core.api.views import IdempotentCreateMixin, StewardViewSetMixin
+from apps.core.api.views import (
+    IdempotentCreateMixin,
+    ServiceWritesMixin,
+    StewardViewSetMixin,
+)
 from apps.core.errors import ValidationFailed
 
 
 class AssetViewSet(
     StewardViewSetMixin,
+    ServiceWritesMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     IdempotentCreateMixin,
+    mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """Assets of the tenant the caller acts for, and their approval."""
+    """Assets of the tenant the caller acts for, their approval and their lifecycle:
+    PATCH of name and description (not while Requested), DELETE of a Draft, retire of
+    an Approved asset."""
 
     serializer_class = serializers.AssetSerializer
     queryset = Asset.objects.none()
@@ -40,6 +48,23 @@ class AssetViewSet(
     read_access = EVERYONE
     # Members may create and request; deciding is checked per object (see _decide).
     write_access = frozenset({OPERATOR, TENANT_ADMIN, TENANT_MEMBER, TENANT_SERVICE})
+    update_service = staticmethod(services.asset_update)
+    destroy_service = staticmethod(services.asset_delete)
+    instance_kwarg = "asset"
+
+    def get_serializer_class(self):
+        if self.action == "partial_update":
+            return serializers.AssetUpdateSerializer
+        return serializers.AssetSerializer
+
+    # PATCH only: with no `update` the router gives PUT no route, since a PUT would
+    # restate fields the asset's lifecycle owns. Answered in the read shape.
+    def partial_update(self, request, *args, **kwargs):
+        """Change the asset's name or description; refused while it is Requested."""
+        serializer = self.get_serializer(self.get_object(), data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        self.perform_update(serializer)
+        return Response(self.read_representation(serializer.instance))
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
@@ -70,12 +95,16 @@ class AssetViewSet(
         )
         return Response(self.read_representation(asset))
 
+    def _object_to_decide(self, request, act: str) -> Asset:
+        asset = self.get_object()
+        if not selectors.may_decide(request.user, asset, caller_kind=caller_kind(request)):
+            raise PermissionDenied(f"{act} needs the approve_asset permission on this asset.")
+        return asset
+
     def _decide(self, request, *, approve: bool):
         payload = serializers.DecisionSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        asset = self.get_object()
-        if not selectors.may_decide(request.user, asset, caller_kind=caller_kind(request)):
-            raise PermissionDenied("Deciding needs the approve_asset permission on this asset.")
+        asset = self._object_to_decide(request, "Deciding")
         asset = services.asset_decide(
             actor=request.actor,
             asset=asset,
@@ -95,3 +124,24 @@ class AssetViewSet(
     @idempotent
     def reject(self, request, pk=None):
         return self._decide(request, approve=False)
+
+    @extend_schema(request=serializers.AssetRetireSerializer, responses=serializers.AssetSerializer)
+    @action(detail=True, methods=["post"])
+    @idempotent
+    def retire(self, request, pk=None):
+        payload = serializers.AssetRetireSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        # Retiring undoes an approval: whoever may decide the asset may retire it.
+        asset = self._object_to_decide(request, "Retiring")
+        asset = services.asset_retire(
+            actor=request.actor, asset=asset, reason=payload.validated_data["reason"]
+        )
+        return Response(self.read_representation(asset))
+
+    @extend_schema(responses=serializers.CallbackReceiptSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def callbacks(self, request, pk=None):
+        """Every callback receipt of the asset, across all its workflow instances (the
+        latest 500)."""
+        receipts = selectors.callbacks_of(self.get_object())[:500]
+        return Response(serializers.CallbackReceiptSerializer(receipts, many=True).data)
