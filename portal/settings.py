@@ -461,7 +461,6 @@ STEWARD_METRICS_ALLOW = [
 # other side, and time since reconciliation began, before an effect still unknown
 # leaves reconciliation and waits on a person. With the default back-off (0.5 s doubling
 # to 5 min) twenty checks take about an hour; six hours bounds an effect whose checks
-# keep failing to run. Not read from the environment until docs/operations.md lists
-# them (tests/core/test_settings_documented.py holds every variable read to that).
-STEWARD_EFFECT_MAX_CHECKS = 20
-STEWARD_EFFECT_MAX_AGE_SECONDS = 6 * 3600
+# keep failing to run.
+STEWARD_EFFECT_MAX_CHECKS = env_int("STEWARD_EFFECT_MAX_CHECKS", 20)
+STEWARD_EFFECT_MAX_AGE_SECONDS = env_int("STEWARD_EFFECT_MAX_AGE_SECONDS", 6 * 3600)

@@ -137,14 +137,20 @@ def _moment(value):
     return moment
 
 
-def waiting_row(queryset, key: str):
-    """The row `key` names among those `queryset` says are waiting (the caller's scope);
-    a key of the wrong shape, or a row that no longer waits, is `not_in_queue` (404)."""
+def find_row(queryset, key: str):
+    """The row of `queryset` whose primary key `key` names, or None (a key of the wrong
+    shape included)."""
     try:
         pk = queryset.model._meta.pk.to_python(key)
     except DjangoValidationError:
-        pk = None
-    row = queryset.filter(pk=pk).first() if pk is not None else None
+        return None
+    return queryset.filter(pk=pk).first() if pk is not None else None
+
+
+def waiting_row(queryset, key: str):
+    """The row `key` names among those `queryset` says are waiting (the caller's scope);
+    a key of the wrong shape, or a row that no longer waits, is `not_in_queue` (404)."""
+    row = find_row(queryset, key)
     if row is None:
         raise NotFound("That item is not waiting in the attention queue.", code="not_in_queue")
     return row

@@ -11,7 +11,8 @@ STEWARD_TOPICS = [
     (
         "assets.asset",
         "Asset approval: AssetApprovalRequested, AssetApprovalDelegated, "
-        "AssetApproved, AssetRejected, WorkflowCallbackIgnored.",
+        "AssetApproved, AssetRejected, AssetRetired, AssetDeleted, AssetDelegationFailed, "
+        "WorkflowCallbackIgnored, WorkflowCallbackUnknownInstance, UncertainEffectEscalated.",
     ),
     (
         "registry.schema",
@@ -22,12 +23,14 @@ STEWARD_TOPICS = [
     (
         "stores.binding",
         "Store bindings: StoreBindingChanged (every status change, references only), "
-        "ResidencyViolationDetected.",
+        "ResidencyViolationDetected, ResidencyExceptionGranted, ResidencyExceptionExpired.",
     ),
     (
         "governance.order",
-        "Governance orders: GovernanceTaskOverdue, DeletionOrderCompleted, ExportCompleted. "
-        "Tasks go to each owner on governance.tasks.<owner>: GovernanceTaskIssued.",
+        "Governance orders: GovernanceTaskOverdue, GovernanceTaskEscalated, "
+        "DeletionOrderCompleted, ExportCompleted. Tasks go to each owner on "
+        "governance.tasks.<owner>: GovernanceTaskIssued, GovernanceTaskReminder, "
+        "GovernanceTaskReassigned, GovernanceTaskPaused, GovernanceTaskResumed.",
     ),
 ]
 

@@ -1,22 +1,39 @@
 """One stalled thing of each kind the attention queue knows, made the way it stalls."""
 
+import uuid
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+from apps.assets import services as asset_services
+from apps.assets.models import WorkflowCallback
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.scope import system_scope, tenant_scope
+from apps.eventing.effects import (
+    ADAPTERS,
+    UNKNOWN,
+    Outcome,
+    OutcomeUnknown,
+    perform_effect,
+    reconcile_due,
+    register_adapter,
+)
+from apps.eventing.models import UncertainEffect
 from apps.governance.models import GovernanceTask
 from apps.governance.orders import services as orders
 from apps.registry.models import Service, Topic
 from apps.stores import services as stores
 from apps.stores.models import StoreBinding
 from apps.tenancy.models import Region
+from tests.assets.factories import requested
+from tests.assets.fakes import FakeWorkflowService
 from tests.eventing.factories import make_dead_letter, webhook
 from tests.governance.factories import owner
 from tests.stores.factories import bind, provisioned, rule
 from tests.support import LocalServer
+
+OTHER_SIDE = "attention-test"
 
 
 @pytest.fixture(autouse=True)
@@ -97,10 +114,96 @@ def subscriber(monkeypatch):
         yield server
 
 
+class WorkflowService(FakeWorkflowService):
+    """Refuses starts (a 4xx) while `refusing`; mended, starts one instance per key."""
+
+    refusing = True
+
+    def __call__(self, received):
+        if received.method == "POST" and self.refusing:
+            return 422, {"error": "no definition asset-approval for this tenant"}
+        return super().__call__(received)
+
+
 @pytest.fixture
-def stalled(tenant_a, tenant_b, store, profile, regions, subscriber):
-    """One item of each kind Steward's own apps raise here."""
+def workflow_service(settings):
+    service = WorkflowService()
+    with LocalServer(respond=service) as server:
+        settings.STEWARD_WORKFLOW_SERVICE_URL = server.url
+        settings.STEWARD_WORKFLOW_RETRIES = 0
+        yield service
+
+
+def failed_delegation(tenant):
+    """An approval request the Workflow Service refused to start."""
+    asset = requested(tenant, "model-weights", delegate=False)
+    asset_services.asset_delegate(asset_id=asset.pk)
+    with tenant_scope(tenant):
+        asset.refresh_from_db()
+    assert asset.delegation_failure == "refused"
+    return asset
+
+
+class NobodyKnows:
+    """Another system that never learns how a call went: its effects reach the limit."""
+
+    topic = "tenancy.tenant"
+    settled_effects: list = []
+
+    def check(self, effect):
+        return Outcome(UNKNOWN)
+
+    def settled(self, effect):
+        self.settled_effects.append((effect.pk, effect.state))
+
+
+@pytest.fixture
+def other_side(settings):
+    settings.STEWARD_EFFECT_MAX_CHECKS = 1
+    adapter = NobodyKnows()
+    register_adapter(OTHER_SIDE, adapter)
+    yield adapter
+    ADAPTERS.pop(OTHER_SIDE, None)
+
+
+def escalated_effect(tenant):
+    """A call that timed out and that reconciliation, at its limit, gave up on."""
+
+    def call():
+        raise OutcomeUnknown("timed out")
+
+    effect = perform_effect(
+        tenant_id=tenant.pk,
+        actor="test",
+        target_system=OTHER_SIDE,
+        operation="start",
+        external_ref="call-1",
+        call=call,
+    )
+    with tenant_scope(tenant):
+        UncertainEffect.objects.filter(pk=effect.pk).update(next_check_at=timezone.now())
+    reconcile_due()
+    with system_scope():
+        effect.refresh_from_db()
+    assert effect.escalated_at is not None
+    return effect
+
+
+def unknown_callback():
+    receipt = asset_services.callback_receive(
+        workflow_instance_id=uuid.uuid4(), approve=True, reason="ok", callback_id="cb-stray"
+    )
+    with system_scope():
+        return WorkflowCallback.objects.get(pk=receipt.id)
+
+
+@pytest.fixture
+def stalled(tenant_a, tenant_b, store, profile, regions, subscriber, workflow_service, other_side):
+    """One item of each kind Steward's apps raise here."""
     return {
+        "failed-delegation": failed_delegation(tenant_a),
+        "unknown-callback": unknown_callback(),
+        "uncertain-effect": escalated_effect(tenant_b),
         "flagged-binding": flagged_binding(tenant_a, store, profile, regions),
         "stalled-binding": stalled_binding(tenant_b, store, profile, regions),
         "overdue-task": overdue_task(tenant_a),

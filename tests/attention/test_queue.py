@@ -5,6 +5,7 @@ stable code and changes nothing), and counted at /metrics."""
 import os
 import shutil
 import subprocess
+import uuid
 from datetime import timedelta
 from pathlib import Path
 
@@ -101,6 +102,9 @@ def test_each_action_resolves_its_item_and_is_audited(stalled, api, operator, te
         ("overdue-task", "escalate", {"reason": "owner unreachable for a week"}),
         ("stalled-order", "retry", {}),
         ("dead-letter", "replay", {}),
+        ("failed-delegation", "decide", {"decision": "rejected", "reason": "no definition"}),
+        ("unknown-callback", "dismiss", {"reason": "a test instance of the service"}),
+        ("uncertain-effect", "settle-not-done", {"reason": "the other side has no record"}),
     ]
     for kind, action, body in steps:
         answer = act(api, kind, str(stalled[kind].pk), action, **body)
@@ -112,6 +116,9 @@ def test_each_action_resolves_its_item_and_is_audited(stalled, api, operator, te
     assert fresh(stalled["overdue-task"]).escalated_at is not None
     assert fresh(stalled["stalled-order"]).status == GovernanceTask.Status.ISSUED
     assert fresh(stalled["dead-letter"]).state == DeadLetter.State.REPLAYING
+    assert fresh(stalled["failed-delegation"]).status == "rejected"
+    assert fresh(stalled["unknown-callback"]).resolution == "dismissed"
+    assert fresh(stalled["uncertain-effect"]).state == "failed"
     with system_scope():
         actions = set(AuditEvent.objects.values_list("action", flat=True))
     assert {
@@ -175,6 +182,22 @@ def test_the_queue_refuses_what_it_cannot_do_with_stable_codes(stalled, api, ope
         "reason_required",
     )
     assert fresh(stalled["flagged-binding"]).status == "active"
+    receipt = str(stalled["unknown-callback"].pk)
+    refused = act(api, "unknown-callback", receipt, "link", asset=str(uuid.uuid4()))
+    assert problem(refused, 400, "unknown_asset")
+    effect = str(stalled["uncertain-effect"].pk)
+    refused = act(api, "uncertain-effect", effect, "settle-done", reason="it went through")
+    assert problem(refused, 400, "reference_required")
+    assert fresh(stalled["uncertain-effect"]).state == "uncertain"
+    refused = act(
+        api,
+        "failed-delegation",
+        str(stalled["failed-delegation"].pk),
+        "decide",
+        decision="maybe",
+        reason="r",
+    )
+    assert problem(refused, 400, "invalid")
     assert act(api, "dead-letter", dead, "discard").status_code == 200
     # the same again: no longer waiting
     assert problem(act(api, "dead-letter", dead, "discard"), 404, "not_in_queue")

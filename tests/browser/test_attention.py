@@ -5,17 +5,35 @@ actions start (the dead letter's replay, the binding's revocation)."""
 import pytest
 from playwright.sync_api import expect
 
+from apps.assets.models import Asset
 from apps.core.attention import kinds
-from apps.core.scope import system_scope
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import DeadLetter
 from apps.stores.models import StoreBinding
 from portal.celery import app
-from tests.attention.conftest import local_broker, op, regions, stalled, subscriber
+from tests.attention.conftest import (
+    local_broker,
+    op,
+    other_side,
+    regions,
+    stalled,
+    subscriber,
+    workflow_service,
+)
 from tests.registry.factories import V1, V2_BREAKING, sync
 from tests.support import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-__all__ = ["local_broker", "op", "regions", "stalled", "subscriber"]  # fixtures used here
+# fixtures used here
+__all__ = [
+    "local_broker",
+    "op",
+    "other_side",
+    "regions",
+    "stalled",
+    "subscriber",
+    "workflow_service",
+]
 
 
 def section(page, kind):
@@ -47,7 +65,14 @@ def messages_lost(stalled):
 
 
 def test_an_operator_clears_one_item_of_each_kind_from_the_attention_page(
-    journey, operator, stalled, subscriber, messages_lost, celery_worker, monkeypatch
+    journey,
+    operator,
+    stalled,
+    subscriber,
+    workflow_service,
+    messages_lost,
+    celery_worker,
+    monkeypatch,
 ):
     monkeypatch.setenv("STEWARD_WEBHOOK_SECRET_BILLING", "whsec-billing")
     sync("r1", V1, consumers=("billing",))
@@ -61,7 +86,9 @@ def test_an_operator_clears_one_item_of_each_kind_from_the_attention_page(
         expect(section(page, kind).locator("tbody tr")).to_have_count(1)
     expect(section(page, "flagged-binding")).to_contain_text("westeurope")
     expect(section(page, "stalled-order")).to_contain_text("index offline")
+    expect(section(page, "failed-delegation")).to_contain_text("no definition")
     tab.screenshot("1-queue")
+    workflow_service.refusing = False  # the Workflow Service is mended
 
     steps = [
         ("flagged-binding", "Retire the binding", {"reason": "The rules moved to Israel"}),
@@ -69,6 +96,9 @@ def test_an_operator_clears_one_item_of_each_kind_from_the_attention_page(
         ("overdue-task", "Escalate", {"reason": "No answer from knowledge for a day"}),
         ("stalled-order", "Issue the task again", {}),
         ("dead-letter", "Replay", {}),
+        ("failed-delegation", "Delegate again", {}),
+        ("unknown-callback", "Dismiss", {"reason": "A test instance of the Workflow Service"}),
+        ("uncertain-effect", "Settle as not done", {"reason": "The other side has no record"}),
         (
             "unreachable-consumer",
             "Subscribe it",
@@ -104,5 +134,13 @@ def test_an_operator_clears_one_item_of_each_kind_from_the_attention_page(
     assert [r.headers["webhook-id"] for r in subscriber.received] == [
         str(stalled["dead-letter"].event_id)
     ]
+    asset = stalled["failed-delegation"]
+
+    def delegated():
+        with tenant_scope(asset.tenant_id):
+            return Asset.objects.get(pk=asset.pk).workflow_instance_id is not None
+
+    wait_for(delegated, timeout=30)
+    assert len(workflow_service.instances) == 1
     page.goto("/attention/")
     expect(page.get_by_text("0 items now")).to_be_visible()
