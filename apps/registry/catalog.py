@@ -5,6 +5,7 @@ from __future__ import annotations
 from apps.registry.models import Service, Topic
 
 STEWARD_SERVICE = "steward"
+# Each description fits Topic.description (255 characters; a test holds them to it).
 STEWARD_TOPICS = [
     ("tenancy.tenant", "Tenant lifecycle: tenant.created, tenant.updated."),
     ("compute.step", "Workflow steps waiting on compute: step_completed."),
@@ -28,9 +29,8 @@ STEWARD_TOPICS = [
     (
         "governance.order",
         "Governance orders: GovernanceTaskOverdue, GovernanceTaskEscalated, "
-        "DeletionOrderCompleted, ExportCompleted. Tasks go to each owner on "
-        "governance.tasks.<owner>: GovernanceTaskIssued, GovernanceTaskReminder, "
-        "GovernanceTaskReassigned, GovernanceTaskPaused, GovernanceTaskResumed.",
+        "DeletionOrderCompleted, ExportCompleted. Each owner's tasks (issued, reminded, "
+        "reassigned, paused, resumed) go to it on governance.tasks.<owner>.",
     ),
 ]
 
