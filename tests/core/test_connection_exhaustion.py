@@ -110,3 +110,22 @@ def test_a_pooled_web_process_is_bounded_answers_503_and_recovers():
         admin.close()
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_only_a_database_out_of_reach_is_unavailable():
+    from django.db import OperationalError
+    from psycopg import errors
+    from psycopg_pool import PoolTimeout
+
+    from apps.core.views import database_unavailable
+
+    waited = OperationalError("couldn't get a connection")
+    waited.__cause__ = PoolTimeout("couldn't get a connection after 1.00 sec")
+    assert database_unavailable(waited)
+    assert database_unavailable(errors.TooManyConnections("too many clients already"))
+    assert database_unavailable(errors.AdminShutdown("terminating connection"))
+    assert database_unavailable(psycopg.OperationalError("server closed the connection"))
+    # a query that failed is the request's problem, not the database's absence
+    assert not database_unavailable(errors.SerializationFailure("could not serialize"))
+    assert not database_unavailable(errors.QueryCanceled("statement timeout"))
+    assert not database_unavailable(ValueError("no"))
