@@ -304,6 +304,10 @@ def ensure_promtool(env: dict) -> None:
 
 
 def command_test(stack: Stack, pytest_args: list[str]) -> int:
+    # The suite's threads (live servers, workers, concurrency tests) hold a connection
+    # each, as the tests count them; the pooled web tier has a test of its own
+    # (tests/core/test_connection_exhaustion.py), which starts a server with its pool.
+    stack.env.setdefault("STEWARD_DB_POOL_SIZE", "0")
     ensure_browser(stack.env)
     ensure_promtool(stack.env)
     _require(stack.call(str(BIN / "ruff"), "check", "."), "ruff check")

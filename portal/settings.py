@@ -8,6 +8,7 @@ production (STEWARD_ENV=production) missing secrets stop the process at start-up
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from datetime import timedelta
 from pathlib import Path
@@ -36,15 +37,36 @@ def env_int(name: str, default: int) -> int:
     return default if value is None else int(value)
 
 
+def _celery_process() -> bool:
+    return Path(sys.argv[0]).name == "celery"
+
+
+# A web process shares a bounded pool of connections among its threads, so no number of
+# concurrent requests opens more than this many (runserver starts a thread per request,
+# and each thread kept a connection of its own for DATABASE_CONN_MAX_AGE). A request
+# that waits STEWARD_DB_POOL_TIMEOUT for one answers 503 database_unavailable. Celery's
+# processes run one task at a time each and fork their children, so they keep one
+# connection of their own (a pool opened before a fork would be shared across it).
+DB_POOL_SIZE = env_int("STEWARD_DB_POOL_SIZE", 0 if _celery_process() else 4)
+DB_POOL_TIMEOUT = float(env("STEWARD_DB_POOL_TIMEOUT", "3"))
+
+
 def database_from_url(url: str) -> dict:
     try:
         connection = settings_from_url(url)
     except ValueError as exc:
         raise ImproperlyConfigured(str(exc)) from None
+    pooled = DB_POOL_SIZE > 0
+    if pooled:
+        pool = {"min_size": 1, "max_size": DB_POOL_SIZE, "timeout": DB_POOL_TIMEOUT}
+        connection["OPTIONS"] = {**connection.get("OPTIONS", {}), "pool": pool}
     return {
         "ENGINE": "portal.postgresql",  # Django's, with a health check without a round trip
         **connection,
-        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
+        # A pooled connection goes back to the pool at the end of each request.
+        "CONN_MAX_AGE": 0 if pooled else env_int("DATABASE_CONN_MAX_AGE", 60),
+        # Pooled, psycopg_pool checks each connection as it leaves the pool (Django
+        # passes it ConnectionPool.check_connection), so a restart's dead ones are replaced.
         "CONN_HEALTH_CHECKS": True,
         # Tenant scope is set per transaction (see apps.core.scope); the
         # TenantScopeMiddleware opens that transaction for every request.

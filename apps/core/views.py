@@ -1,13 +1,17 @@
 """Liveness and readiness probes, unauthenticated and outside any tenant scope."""
 
+import sys
+
+import psycopg
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
-from django.http import HttpResponseServerError, JsonResponse
+from django.http import HttpResponse, HttpResponseServerError, JsonResponse
 from django.template import loader
 from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+from psycopg_pool import PoolTimeout
 
 from apps.core.api.exceptions import problem_response
 from apps.core.schedules import schedule_health
@@ -71,10 +75,34 @@ def not_found(request, exception):
     return defaults.page_not_found(request, exception)
 
 
+def database_unavailable(exc: BaseException | None) -> bool:
+    """Whether `exc` says the database could not be reached, rather than that a query
+    failed: no connection came free in the pool in time, or the server refused or lost
+    the connection (too many clients, shutting down, restarting, unreachable)."""
+    while exc is not None:
+        if isinstance(exc, PoolTimeout):
+            return True
+        if isinstance(exc, psycopg.OperationalError):
+            state = getattr(exc, "sqlstate", None) or ""
+            # No SQLSTATE: a connection-level failure; 08: connection exception; 53:
+            # insufficient resources (53300 too many connections); 57P: the server is
+            # shutting down, crashed or not yet accepting connections.
+            return state == "" or state.startswith(("08", "53", "57P"))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+RETRY_AFTER_SECONDS = "2"
+
+
 def server_error(request):
     """Django's 500, Steward's way: API clients get a problem, people Steward's page
-    (never the debug page); the traceback is logged by django.request either way."""
+    (never the debug page); the traceback is logged by django.request either way.
+    A request that found no database connection is a 503 `database_unavailable` with
+    Retry-After instead: the client should come back, nothing is wrong with its request."""
     rid = getattr(request, "request_id", "")
+    if database_unavailable(sys.exc_info()[1]):
+        return _database_unavailable(request, rid)
     if request.path.startswith("/api/"):
         return problem_response(
             status_code=500,
@@ -85,3 +113,22 @@ def server_error(request):
         )
     body = loader.get_template("500.html").render({"request_id": rid})
     return HttpResponseServerError(body)
+
+
+def _database_unavailable(request, rid: str):
+    detail = "Steward cannot reach its database just now; try again shortly."
+    if request.path.startswith("/api/schema-registry/"):
+        response = JsonResponse({"error_code": 50302, "message": detail}, status=503)
+    elif request.path.startswith("/api/"):
+        response = problem_response(
+            status_code=503,
+            code="database_unavailable",
+            title="Database unavailable",
+            detail=detail,
+            request_id=rid,
+        )
+    else:
+        body = loader.get_template("500.html").render({"request_id": rid, "unavailable": True})
+        response = HttpResponse(body, status=503)
+    response["Retry-After"] = RETRY_AFTER_SECONDS
+    return response
