@@ -2,6 +2,9 @@
 
 import json
 import uuid
+from contextlib import contextmanager
+
+from tests.support import LocalServer
 
 
 class FakeWorkflowService:
@@ -25,3 +28,26 @@ class FakeWorkflowService:
             return 201, {"instance_id": self.instances[key]}
         key = received.path.split("idempotency_key=")[-1]
         return (200, {"instance_id": self.instances[key]}) if key in self.instances else (404, {})
+
+
+class RefusingWorkflowService(FakeWorkflowService):
+    """Refuses starts (a 4xx) while `refusing`, else starts one instance per key."""
+
+    def __init__(self, status=422):
+        super().__init__()
+        self.refusing, self.status = True, status
+
+    def __call__(self, received):
+        if received.method == "POST" and self.refusing:
+            return self.status, {"error": "no definition asset-approval for this tenant"}
+        return super().__call__(received)
+
+
+@contextmanager
+def served(service, settings):
+    """`service` over real HTTP, as Steward's client is configured to reach it (no
+    retries, so a test sees each answer); (server, service)."""
+    with LocalServer(respond=service) as server:
+        settings.STEWARD_WORKFLOW_SERVICE_URL = server.url
+        settings.STEWARD_WORKFLOW_RETRIES = 0
+        yield server, service

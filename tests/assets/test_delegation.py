@@ -18,7 +18,7 @@ from apps.core.scope import system_scope, tenant_scope
 from apps.tenancy.models import AuditEvent
 from portal.celery import app
 from tests.assets.factories import events, outcomes, reload, requested
-from tests.assets.fakes import FakeWorkflowService
+from tests.assets.fakes import RefusingWorkflowService, served
 from tests.support import LocalServer, wait_for
 
 ASSETS = "/api/v1/assets/assets/"
@@ -40,26 +40,10 @@ def delegations(asset):
         )
 
 
-class RefusingWorkflowService(FakeWorkflowService):
-    """Refuses starts (a 4xx) while `refusing`, else starts one instance per key."""
-
-    def __init__(self, status=422):
-        super().__init__()
-        self.refusing, self.status = True, status
-
-    def __call__(self, received):
-        if received.method == "POST" and self.refusing:
-            return self.status, {"error": "no definition asset-approval for this tenant"}
-        return super().__call__(received)
-
-
 @pytest.fixture
 def refusing_service(settings):
-    service = RefusingWorkflowService()
-    with LocalServer(respond=service) as server:
-        settings.STEWARD_WORKFLOW_SERVICE_URL = server.url
-        settings.STEWARD_WORKFLOW_RETRIES = 0
-        yield server, service
+    with served(RefusingWorkflowService(), settings) as both:
+        yield both
 
 
 @pytest.mark.django_db

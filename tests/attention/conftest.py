@@ -27,7 +27,7 @@ from apps.stores import services as stores
 from apps.stores.models import StoreBinding
 from apps.tenancy.models import Region
 from tests.assets.factories import requested
-from tests.assets.fakes import FakeWorkflowService
+from tests.assets.fakes import RefusingWorkflowService, served
 from tests.eventing.factories import make_dead_letter, webhook
 from tests.governance.factories import owner
 from tests.stores.factories import bind, provisioned, rule
@@ -114,23 +114,9 @@ def subscriber(monkeypatch):
         yield server
 
 
-class WorkflowService(FakeWorkflowService):
-    """Refuses starts (a 4xx) while `refusing`; mended, starts one instance per key."""
-
-    refusing = True
-
-    def __call__(self, received):
-        if received.method == "POST" and self.refusing:
-            return 422, {"error": "no definition asset-approval for this tenant"}
-        return super().__call__(received)
-
-
 @pytest.fixture
 def workflow_service(settings):
-    service = WorkflowService()
-    with LocalServer(respond=service) as server:
-        settings.STEWARD_WORKFLOW_SERVICE_URL = server.url
-        settings.STEWARD_WORKFLOW_RETRIES = 0
+    with served(RefusingWorkflowService(), settings) as (_, service):
         yield service
 
 
