@@ -3,15 +3,19 @@ code reads a topic with (ModelSync or the API), a breaking version is checked ag
 each consumer's reader, and only the consumers whose reader cannot read it must
 acknowledge (apps.registry.schemas, reader schemas)."""
 
+import json
 import uuid
 
 import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
 from rest_framework.test import APIClient
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope
 from apps.eventing.models import OutboxEvent
 from apps.registry import schemas, services
+from apps.registry.catalog import install_steward_topics
 from apps.registry.models import ReaderSchema, SchemaVersion, Service, Subscription, Topic
 from apps.registry.news import AWAITING, PUBLISHED, news_topic
 from apps.tenancy.models import AuditEvent
@@ -410,3 +414,28 @@ def test_a_reader_of_another_schema_type_cannot_vouch_for_a_version():
     answer = outcome(avro_sync("r2", AVRO_V2, consumers=("alpha",)), "orders.avro")
     assert answer["awaiting"] == ["alpha"]
     assert "AVRO" in answer["verdict"]["readers"]["alpha"]["reason"]
+
+
+# --------------------------------------------------------------------------- Schema Registry API
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_confluent_client_registering_a_breaking_schema_hears_only_who_must_acknowledge(
+    live_server,
+):
+    install_steward_topics()
+    issued = service_token(scopes=["registry:write"], name="orders")
+    sync("r1", V1, consumers=CONSUMERS)
+    declare("alpha", TOLERANT)
+    with SchemaRegistryClient(
+        {
+            "url": f"{live_server.url}/api/schema-registry",
+            "basic.auth.user.info": f"orders:{issued.secret}",
+        }
+    ) as client:
+        with pytest.raises(SchemaRegistryError) as refused:
+            client.register_schema(f"{TOPIC}-value", Schema(json.dumps(V2_BREAKING), "JSON"))
+    assert refused.value.http_status_code == 409
+    message = refused.value.error_message
+    assert "bravo, charlie" in message and "alpha" not in message
+    assert pending().reads_it == ["alpha"]

@@ -3,7 +3,9 @@ from rest_framework.validators import UniqueValidator
 
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
 from apps.registry.models import ReaderSchema, SchemaVersion, Service, Subscription, Topic
-from apps.registry.schema_types import TYPES
+
+# The model's choices, so the declared and the stored type are one enum in the schema.
+SCHEMA_TYPES = ReaderSchema._meta.get_field("schema_type").choices
 
 
 class ServiceSerializer(StrictModelSerializer):
@@ -79,7 +81,7 @@ class SyncTopicSerializer(StrictSerializer):
 class SyncReaderSerializer(StrictSerializer):
     topic = serializers.CharField(max_length=249, help_text="A topic the release consumes.")
     role = serializers.CharField(max_length=255, required=False, default="value")
-    schema_type = serializers.ChoiceField(choices=TYPES, required=False, default="JSON")
+    schema_type = serializers.ChoiceField(choices=SCHEMA_TYPES, required=False, default="JSON")
     schema = serializers.JSONField(
         help_text="The reader schema the release's code reads the topic with."
     )
@@ -134,7 +136,7 @@ class ReaderDeclareSerializer(StrictSerializer):
     )
     release = serializers.CharField(max_length=200)
     role = serializers.CharField(max_length=255, required=False, default="value")
-    schema_type = serializers.ChoiceField(choices=TYPES, required=False, default="JSON")
+    schema_type = serializers.ChoiceField(choices=SCHEMA_TYPES, required=False, default="JSON")
     schema = serializers.JSONField()
 
 

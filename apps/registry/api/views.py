@@ -55,7 +55,7 @@ class TopicViewSet(
     ordering_fields = ["name", "created_at"]
     ordering = "name"
     lookup_field = "name"
-    lookup_value_regex = r"[a-z0-9_.]+"
+    lookup_value_regex = r"[a-zA-Z0-9._-]+"  # any Kafka topic name, as Topic allows
     scope_app = "registry"
     steward_scope = "system"
     write_access = PLATFORM
@@ -72,7 +72,9 @@ class TopicViewSet(
         methods=["get"], request=None, responses=serializers.ReaderSchemaSerializer(many=True)
     )
     @extend_schema(methods=["post"], request=serializers.ReaderDeclareSerializer, responses=dict)
-    @action(detail=True, methods=["get", "post"])
+    # One reader per consumer and role: as many as the topic has consumers, so neither
+    # paged nor filtered like the topic list this hangs from.
+    @action(detail=True, methods=["get", "post"], pagination_class=None, filter_backends=[])
     def readers(self, request, name=None):
         """The reader schema in force for each consumer of the topic (GET), or a consumer's
         release declaring the one it reads with (POST): the version waiting on the topic
