@@ -600,23 +600,26 @@ def reader_declare(
             service=service, topic=topic, role=role, release=release
         ).first()
         if found is not None:
-            if found.fingerprint != parsed.fingerprint or found.schema_type != schema_type:
-                raise Conflict(
-                    f"Release {release} of {service.name} declared another reader schema "
-                    f"for {topic.name}.",
-                    code="release_changed",
-                )
-            return found, _waiting_of(topic, role)
+            return _same_declaration(found, parsed, schema_type), _waiting_of(topic, role)
         before = current_readers(topic, role, [service.name]).get(service.name)
-        reader = ReaderSchema.objects.create(
-            service=service,
-            topic=topic,
-            role=role,
-            release=release,
-            schema_type=schema_type,
-            schema=parsed.document,
-            fingerprint=parsed.fingerprint,
-        )
+        try:
+            with transaction.atomic():
+                reader = ReaderSchema.objects.create(
+                    service=service,
+                    topic=topic,
+                    role=role,
+                    release=release,
+                    schema_type=schema_type,
+                    schema=parsed.document,
+                    fingerprint=parsed.fingerprint,
+                )
+        except IntegrityError:
+            # The same release declared concurrently: the other request's row answers,
+            # if it is the same schema.
+            found = ReaderSchema.objects.get(
+                service=service, topic=topic, role=role, release=release
+            )
+            return _same_declaration(found, parsed, schema_type), _waiting_of(topic, role)
         audit_record(
             actor=actor,
             action="reader_schema.declare",
@@ -627,6 +630,18 @@ def reader_declare(
             },
         )
         return reader, _reconsider(actor, topic, role, service, reader)
+
+
+def _same_declaration(found: ReaderSchema, parsed, schema_type: str) -> ReaderSchema:
+    """A release's reader declared again: the same declaration, or refused if its schema
+    changed (a release is one build of the consumer's code, which reads one way)."""
+    if found.fingerprint != parsed.fingerprint or found.schema_type != schema_type:
+        raise Conflict(
+            f"Release {found.release} of {found.service.name} declared another reader "
+            f"schema for {found.topic.name}.",
+            code="release_changed",
+        )
+    return found
 
 
 def _waiting_of(topic: Topic, role: str) -> SchemaVersion | None:

@@ -152,6 +152,7 @@ def test_a_reader_declared_while_a_version_waits_releases_its_consumer_and_the_l
 def test_declaring_the_same_release_again_is_the_same_declaration_and_another_schema_is_refused():
     sync("r1", V1, consumers=("alpha",))
     first = declare("alpha", TOLERANT, release="a-1")
+    assert declare("alpha", TOLERANT, release="a-1") == first  # the sync's answer, replayed
     # the same ModelSync replays its answer; a declaration of the same release through
     # the service is the same row
     reader, _ = schemas.reader_declare(
