@@ -251,6 +251,10 @@ class SchemaVersion(models.Model):
     def awaiting_names(self) -> str:
         return ", ".join(self.awaiting_consumers) or "—"
 
+    @property
+    def reads_it_names(self) -> str:
+        return ", ".join(self.reads_it) or "—"
+
 
 class Acknowledgement(models.Model):
     """A consumer's word that its released code reads a pending schema version."""

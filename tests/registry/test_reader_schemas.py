@@ -374,6 +374,16 @@ def test_the_version_page_shows_each_consumers_verdict(client, operator):
     assert "must acknowledge" in rows["charlie"] and "none declared" in rows["charlie"]
 
 
+def test_the_approvals_list_shows_who_reads_it_beside_who_it_waits_on(client, operator):
+    readers_declared()
+    sync("r2", V2_BREAKING, consumers=CONSUMERS)
+    client.force_login(operator)
+    page = client.get("/registry/approvals/")
+    [row] = page.context["object_list"]
+    assert (row.awaiting_names, row.reads_it_names) == ("bravo, charlie", "alpha")
+    assert "Reads it" in page.content.decode()
+
+
 # --------------------------------------------------------------------------- Avro
 
 AVRO_V1 = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]}
