@@ -230,11 +230,30 @@ class SchemaVersion(models.Model):
         """The topic's consumers that have not acknowledged this version, by name: from
         the list selectors' prefetch when there is one (no query per row), else read."""
         done = {ack.consumer_id for ack in self.acknowledgements.all() if ack.withdrawn_at is None}
-        return sorted(c.name for c in self.topic.consumers.all() if c.pk not in done)
+        # A consumer whose declared reader schema reads this version need not act on it.
+        reads = set(self.reads_it)
+        return sorted(
+            c.name for c in self.topic.consumers.all() if c.pk not in done and c.name not in reads
+        )
+
+    @property
+    def reader_verdicts(self) -> list[dict]:
+        """Each consumer's verdict on a breaking version, by consumer name: whether the
+        reader schema it declared reads the version (apps.registry.schemas)."""
+        readers = self.verdict.get("readers") if isinstance(self.verdict, dict) else None
+        return [{"consumer": name, **readers[name]} for name in sorted(readers or {})]
+
+    @property
+    def reads_it(self) -> list[str]:
+        return [r["consumer"] for r in self.reader_verdicts if r.get("reads")]
 
     @property
     def awaiting_names(self) -> str:
         return ", ".join(self.awaiting_consumers) or "—"
+
+    @property
+    def reads_it_names(self) -> str:
+        return ", ".join(self.reads_it) or "—"
 
 
 class Acknowledgement(models.Model):
@@ -260,6 +279,42 @@ class Acknowledgement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.consumer} acknowledged {self.version_id}"
+
+
+class ReaderSchema(models.Model):
+    """The schema a consumer's released code reads a topic's messages (of one role) with,
+    as a release of the consumer declared it. The latest declaration of a (consumer,
+    topic, role) is the one in force; earlier ones stay as history. A breaking version is
+    checked against it: a consumer whose reader reads the version need not acknowledge."""
+
+    service = models.ForeignKey(Service, on_delete=models.PROTECT, related_name="readers")
+    topic = models.ForeignKey(Topic, on_delete=models.PROTECT, related_name="readers")
+    role = models.CharField(max_length=255, default="value")
+    release = models.CharField(max_length=200)
+    schema_type = models.CharField(
+        max_length=8, choices=[("JSON", "JSON Schema"), ("AVRO", "Avro")], default="JSON"
+    )
+    schema = models.JSONField(help_text="The reader schema as declared.")
+    fingerprint = models.CharField(max_length=64)
+    declared_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["topic__name", "role", "service__name", "-declared_at", "-id"]
+        constraints = [
+            # A release declares one reader per topic and role: declaring it again is the
+            # same declaration (or, with another schema, refused as the release changed).
+            models.UniqueConstraint(
+                fields=["service", "topic", "role", "release"], name="reader_schema_per_release"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["topic", "role", "service", "-declared_at"], name="reader_schema_latest"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.service} reads {self.topic} ({self.release})"
 
 
 class ModelSync(models.Model):

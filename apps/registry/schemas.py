@@ -28,13 +28,14 @@ from apps.registry.catalog import STEWARD_TOPICS
 from apps.registry.models import (
     Acknowledgement,
     ModelSync,
+    ReaderSchema,
     RegistryDefault,
     SchemaVersion,
     Service,
     Topic,
 )
 from apps.registry.news import AWAITING, LOWERED, PUBLISHED, WITHDRAWN, news_topic
-from apps.registry.selectors import missing_acknowledgements, mode_of
+from apps.registry.selectors import current_readers, missing_acknowledgements, mode_of
 from apps.registry.services import (
     NotPermitted,
     news_delivery_sync,
@@ -109,6 +110,11 @@ def _announce(
         **({"role": version.role} if version.role != "value" else {}),
         **payload,
     }
+    readers = version.verdict.get("readers") if isinstance(version.verdict, dict) else None
+    if readers:
+        # Who need not act, said outright: a consumer reading the news should not have to
+        # dig through the verdict to learn that its reader reads the version.
+        body["reads_it"] = version.reads_it
     shared = emit(
         topic=TOPIC,
         event_type=event_type,
@@ -116,12 +122,23 @@ def _announce(
         aggregate_id=topic.name,
         payload=body,
     )
-    _address(topic, event_type, body, consumers if addressees is None else addressees, shared)
+    _address(
+        topic,
+        event_type,
+        body,
+        consumers if addressees is None else addressees,
+        shared,
+        readers=readers,
+    )
 
 
-def _address(topic: Topic, event_type: str, body: dict, addressees, shared) -> None:
+def _address(
+    topic: Topic, event_type: str, body: dict, addressees, shared, *, readers: dict | None = None
+) -> None:
     """One copy of the announcement `shared` to each addressee that consumes the topic
-    and has a subscription to receive it, on its own news topic."""
+    and has a subscription to receive it, on its own news topic. With `readers` (the
+    per-consumer verdicts of a breaking version), each copy carries its addressee's own
+    verdict as `reader`, so the consumer learns at once whether it must act."""
     copies = [
         NewEvent(
             topic=news_topic(service.name),
@@ -130,7 +147,11 @@ def _address(topic: Topic, event_type: str, body: dict, addressees, shared) -> N
             # topic leaves in one lane, in the order it was written, to every addressee.
             aggregate_type="topic",
             aggregate_id=topic.name,
-            payload={**body, "addressee": service.name},
+            payload={
+                **body,
+                "addressee": service.name,
+                **({"reader": readers.get(service.name, NO_READER)} if readers else {}),
+            },
             # Ties each copy to the one announcement observers saw.
             causation_id=str(shared.event_id),
         )
@@ -183,10 +204,19 @@ class TopicAnswer:
     awaiting: list[str] = field(default_factory=list)
     verdict: dict = field(default_factory=dict)
     not_named: dict = field(default_factory=dict)
+    reads_it: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         answer = {"topic": self.topic, "outcome": self.outcome}
-        for name in ("version", "fingerprint", "reason", "awaiting", "verdict", "not_named"):
+        for name in (
+            "version",
+            "fingerprint",
+            "reason",
+            "awaiting",
+            "reads_it",
+            "verdict",
+            "not_named",
+        ):
             value = getattr(self, name)
             if value not in (None, "", [], {}):
                 answer[name] = value
@@ -277,6 +307,7 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
             pending.version,
             fingerprint,
             awaiting=missing_acknowledgements(pending),
+            reads_it=pending.reads_it,
             verdict=pending.verdict,
         )
     verdict = schema_types.check(
@@ -312,8 +343,17 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
         TRANSITIONS.check(pending.state, State.SUPERSEDED)
         pending.state = State.SUPERSEDED
         pending.save(update_fields=["state"])
-    # A new version has no acknowledgement yet: every consumer is awaited.
-    awaiting = topic.consumer_names
+    # A new version has no acknowledgement yet: every consumer is awaited, but for those
+    # whose declared reader schema reads the breaking version.
+    judged = verdict.as_dict()
+    readers = {}
+    if not verdict.compatible and topic.consumer_names:
+        readers = judge_readers(
+            topic, role, kind, parsed.document, topic.consumer_names, topic.compatibility_policy
+        )
+        judged["readers"] = readers
+    awaiting = [n for n in topic.consumer_names if not readers.get(n, {}).get("reads")]
+    reads_it = [n for n in topic.consumer_names if readers.get(n, {}).get("reads")]
     publish = verdict.compatible or not awaiting
     version = SchemaVersion.objects.create(
         topic=topic,
@@ -325,13 +365,20 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
         fingerprint=fingerprint,
         state=State.PUBLISHED if publish else State.AWAITING,
         published_at=timezone.now() if publish else None,
-        verdict=verdict.as_dict(),
+        verdict=judged,
         submitted_by=sync.service,
         release=sync.release,
     )
     if publish:
         _make_current(version, topic)
-        return TopicAnswer(name, "published", version.version, fingerprint, verdict=version.verdict)
+        return TopicAnswer(
+            name,
+            "published",
+            version.version,
+            fingerprint,
+            reads_it=reads_it,
+            verdict=version.verdict,
+        )
     _announce(version, AWAITING, awaiting=awaiting)
     return TopicAnswer(
         name,
@@ -339,12 +386,19 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
         version.version,
         fingerprint,
         awaiting=awaiting,
+        reads_it=reads_it,
         verdict=version.verdict,
     )
 
 
 def model_sync(
-    *, actor: Actor, service: Service, release: str, topics: list[dict], remember: bool = True
+    *,
+    actor: Actor,
+    service: Service,
+    release: str,
+    topics: list[dict],
+    reads: list[dict] | None = None,
+    remember: bool = True,
 ) -> dict:
     """Apply a release's ModelSync; the same release again answers what it answered.
 
@@ -352,8 +406,14 @@ def model_sync(
     before and this sync no longer names are reported, never deleted. `remember=False`
     answers from the registry as it is now, neither replaying nor keeping an answer
     (the Schema Registry API's register, which clients repeat to learn an id).
+
+    `reads`, a consumer's release's reader schemas (`{topic, schema, schema_type?,
+    role?}` per topic it consumes), are declared first, each all or nothing too, so the
+    release's own readers are in force for what the rest of the sync decides.
     """
-    body = json.dumps(topics, sort_keys=True, separators=(",", ":"), default=str)
+    # A sync without reads hashes as it always did: replays of earlier releases match.
+    model = {"topics": topics, "reads": reads} if reads else topics
+    body = json.dumps(model, sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(body.encode()).hexdigest()
     with system_scope():
         earlier = (
@@ -367,6 +427,7 @@ def model_sync(
                 )
             return earlier.answer
         answers = []
+        declared = [_sync_reader(actor, service, release, entry) for entry in reads or ()]
         sync = _Sync(actor=actor, service=service, release=release, topics=topics)
         for entry in topics:
             try:
@@ -389,6 +450,7 @@ def model_sync(
             "release": release,
             "topics": [a.as_dict() for a in answers],
             "not_named": not_named,
+            **({"reads": declared} if reads else {}),
         }
         if not remember:
             return answer
@@ -405,6 +467,257 @@ def model_sync(
             instance=service,
             changes={"release": [None, release]},
         )
+    return answer
+
+
+# --------------------------------------------------------------------------- reader schemas
+
+# The verdict of a consumer that declared no reader schema: it must acknowledge, as
+# every consumer did before readers were declared.
+NO_READER = {
+    "reads": False,
+    "declared": False,
+    "reason": "No reader schema declared: the consumer must acknowledge.",
+}
+
+
+def _reader_document(schema_type: str, schema):
+    # A stored Avro primitive ("string") is JSON text to the parser, not a document.
+    return json.dumps(schema) if schema_type == "AVRO" and isinstance(schema, str) else schema
+
+
+def reader_verdict(reader: ReaderSchema | None, kind: str, writer, policy: str = "STRICT") -> dict:
+    """Whether the reader schema reads data written with `writer` (a `kind` document),
+    explained: the compatibility checker's BACKWARD check with the reader as the new
+    schema and the writer as the old one ("can the new schema read the old one's data"
+    is exactly "can this reader read this writer's data"), under the topic's policy."""
+    if reader is None:
+        return dict(NO_READER)
+    declared = {
+        "declared": True,
+        "release": reader.release,
+        "fingerprint": reader.fingerprint,
+        "declared_at": reader.declared_at.isoformat(),
+    }
+    if reader.schema_type != kind:
+        return {
+            "reads": False,
+            **declared,
+            "reason": f"The reader schema is {reader.schema_type}; the version is {kind}.",
+            "differences": [],
+            "breaking": [],
+        }
+    parsed = schema_types.parse(kind, _reader_document(kind, reader.schema))
+    verdict = schema_types.check(
+        kind, parsed.checked, [_reader_document(kind, writer)], mode="BACKWARD", policy=policy
+    )
+    return {
+        "reads": verdict.compatible,
+        **declared,
+        "reason": "Its reader schema reads the version."
+        if verdict.compatible
+        else "Its reader schema cannot read the version.",
+        "differences": [d.as_dict() for d in verdict.differences],
+        "breaking": [d.as_dict() for d in verdict.breaking],
+    }
+
+
+def judge_readers(
+    topic: Topic, role: str, kind: str, writer, consumers: list[str], policy: str
+) -> dict[str, dict]:
+    """Each consumer's verdict on the writer schema, by name, from the reader schema in
+    force for it (the latest it declared for the topic and role)."""
+    readers = current_readers(topic, role, consumers)
+    return {name: reader_verdict(readers.get(name), kind, writer, policy) for name in consumers}
+
+
+class ReaderRefused(ValidationFailed):
+    """A reader schema declaration refused: answered 422 with a stable code."""
+
+    status = 422
+
+
+def reader_service(*, actor: Actor, named: str | None) -> Service:
+    """The consumer a reader declaration speaks for: a service account's own, or the one
+    an operator names. Never created here: a service that does not exist consumes
+    nothing, and a refused declaration must leave the catalog as it was."""
+    account = actor.service_account
+    name = named or (account.name if account is not None else "")
+    if not name:
+        raise ReaderRefused("Name the consumer.", code="service_required", field="service")
+    require_speaks_for(actor, name)
+    service = Service.objects.filter(name=name).first()
+    if service is None:
+        raise ReaderRefused(
+            f"No service is named {name}; only a consumer declares a reader.",
+            code="not_a_consumer",
+            field="service",
+        )
+    return service
+
+
+def reader_declare(
+    *,
+    actor: Actor,
+    service: Service,
+    topic: Topic,
+    release: str,
+    schema,
+    schema_type: str = "JSON",
+    role: str = "value",
+) -> tuple[ReaderSchema, SchemaVersion | None]:
+    """Declare the reader schema a consumer's release reads the topic with (for itself
+    only); audited. The same release declaring the same schema again is the same
+    declaration; another schema under the same release is refused (409).
+
+    The version of the topic (and role) waiting for acknowledgement, if there is one, is
+    judged again for this consumer: a reader that reads it releases the consumer from
+    acknowledging (and the last one released publishes it), one that does not puts it
+    back among the awaited. Answers the declaration and that version."""
+    require_speaks_for(actor, service.name)
+    if schema_type not in schema_types.TYPES:
+        raise ReaderRefused(
+            f"Unknown schema type {schema_type!r}; supported: {', '.join(schema_types.TYPES)}.",
+            code="invalid_schema_type",
+            field="schema_type",
+        )
+    try:
+        parsed = schema_types.parse(schema_type, schema)
+    except compatibility.InvalidSchema as exc:
+        raise ReaderRefused(
+            f"The reader schema is invalid: {exc.reason}",
+            code="invalid_reader_schema",
+            field="schema",
+        ) from None
+    if not topic.consumers.filter(pk=service.pk).exists():
+        raise ReaderRefused(
+            f"{service.name} does not consume {topic.name}; only a consumer declares a reader.",
+            code="not_a_consumer",
+            field="service",
+        )
+    with system_scope(), transaction.atomic():
+        found = ReaderSchema.objects.filter(
+            service=service, topic=topic, role=role, release=release
+        ).first()
+        if found is not None:
+            return _same_declaration(found, parsed, schema_type), _waiting_of(topic, role)
+        before = current_readers(topic, role, [service.name]).get(service.name)
+        try:
+            with transaction.atomic():
+                reader = ReaderSchema.objects.create(
+                    service=service,
+                    topic=topic,
+                    role=role,
+                    release=release,
+                    schema_type=schema_type,
+                    schema=parsed.document,
+                    fingerprint=parsed.fingerprint,
+                )
+        except IntegrityError:
+            # The same release declared concurrently: the other request's row answers,
+            # if it is the same schema.
+            found = ReaderSchema.objects.get(
+                service=service, topic=topic, role=role, release=release
+            )
+            return _same_declaration(found, parsed, schema_type), _waiting_of(topic, role)
+        audit_record(
+            actor=actor,
+            action="reader_schema.declare",
+            instance=reader,
+            changes={
+                "release": [before.release if before else None, release],
+                "fingerprint": [before.fingerprint if before else None, parsed.fingerprint],
+            },
+        )
+        return reader, _reconsider(actor, topic, role, service, reader)
+
+
+def _same_declaration(found: ReaderSchema, parsed, schema_type: str) -> ReaderSchema:
+    """A release's reader declared again: the same declaration, or refused if its schema
+    changed (a release is one build of the consumer's code, which reads one way)."""
+    if found.fingerprint != parsed.fingerprint or found.schema_type != schema_type:
+        raise Conflict(
+            f"Release {found.release} of {found.service.name} declared another reader "
+            f"schema for {found.topic.name}.",
+            code="release_changed",
+        )
+    return found
+
+
+def _waiting_of(topic: Topic, role: str) -> SchemaVersion | None:
+    return (
+        SchemaVersion.objects.select_related("topic")
+        .filter(topic=topic, role=role, state=State.AWAITING)
+        .first()
+    )
+
+
+def _reconsider(
+    actor: Actor, topic: Topic, role: str, service: Service, reader: ReaderSchema
+) -> SchemaVersion | None:
+    """The waiting version judged again for the consumer whose reader just changed; the
+    version is locked while deciding, as an acknowledgement locks it."""
+    waiting = _waiting_of(topic, role)
+    if waiting is None:
+        return None
+    version = _lock_waiting(waiting)
+    verdict = dict(version.verdict)
+    readers = dict(verdict.get("readers") or {})
+    before = readers.get(service.name, NO_READER)
+    readers[service.name] = reader_verdict(
+        reader, version.schema_type, version.schema, topic.compatibility_policy
+    )
+    verdict["readers"] = readers
+    version.verdict = verdict
+    version.save(update_fields=["verdict"])
+    now_reads = readers[service.name]["reads"]
+    if now_reads != before.get("reads"):
+        audit_record(
+            actor=actor,
+            action="schema_version.reader_verdict",
+            instance=version,
+            changes={f"reads:{service.name}": [before.get("reads"), now_reads]},
+        )
+    if now_reads and not missing_acknowledgements(version):
+        version = _publish(version)
+    return version
+
+
+def _sync_reader(actor: Actor, service: Service, release: str, entry: dict) -> dict:
+    """One reader a release declares, as ModelSync answers it: declared, or rejected with
+    the reason and its stable code (the release's other entries go on)."""
+    name, role = entry["topic"], entry.get("role", "value")
+    answer = {"topic": name, **({"role": role} if role != "value" else {})}
+    topic = Topic.objects.filter(name=name).first()
+    if topic is None:
+        return {
+            **answer,
+            "outcome": "rejected",
+            "code": "unknown_topic",
+            "reason": "No such topic.",
+        }
+    try:
+        with transaction.atomic():
+            reader, version = reader_declare(
+                actor=actor,
+                service=service,
+                topic=topic,
+                release=release,
+                schema=entry["schema"],
+                schema_type=entry.get("schema_type", "JSON"),
+                role=role,
+            )
+    except DomainError as exc:
+        return {**answer, "outcome": "rejected", "code": exc.code, "reason": exc.detail}
+    answer.update(outcome="declared", fingerprint=reader.fingerprint)
+    if version is not None:
+        mine = version.verdict.get("readers", {}).get(service.name, NO_READER)
+        answer["waiting"] = {
+            "version": version.version,
+            "state": version.state,
+            "reads": mine["reads"],
+            "verdict": mine,
+        }
     return answer
 
 

@@ -13,6 +13,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 
 from apps.registry.models import (
     Acknowledgement,
+    ReaderSchema,
     RegistryDefault,
     SchemaVersion,
     Service,
@@ -157,6 +158,27 @@ def pending_versions() -> QuerySet[SchemaVersion]:
             ),
         )
     )
+
+
+def readers_in_force(topic: Topic, role: str | None = None) -> QuerySet[ReaderSchema]:
+    """The reader schema in force for each consumer of the topic (of one role, or of
+    each): the latest it declared. One query, whatever the number of consumers."""
+    readers = ReaderSchema.objects.filter(topic=topic)
+    if role is not None:
+        readers = readers.filter(role=role)
+    return (
+        readers.select_related("service", "topic")
+        .order_by("role", "service__name", "-declared_at", "-id")
+        .distinct("role", "service__name")
+    )
+
+
+def current_readers(topic: Topic, role: str, names: Iterable[str]) -> dict[str, ReaderSchema]:
+    """The reader schemas in force for the named consumers of the topic's role, by name
+    (a consumer that declared none is absent)."""
+    return {
+        r.service.name: r for r in readers_in_force(topic, role).filter(service__name__in=names)
+    }
 
 
 def missing_acknowledgements(version: SchemaVersion) -> list[str]:

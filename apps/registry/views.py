@@ -72,6 +72,8 @@ class ApprovalListView(ListPage):
     columns = (
         Column("Version", "__str__", link=True),
         Column("Waiting on", "awaiting_names"),
+        # Consumers whose declared reader reads the version: they need not act.
+        Column("Reads it", "reads_it_names"),
         Column("Submitted by", "submitted_by.name"),
         Column("Release", "release"),
         Column("Waiting since", "created_at", sort="created_at"),

@@ -2,7 +2,10 @@ from rest_framework import serializers
 from rest_framework.validators import UniqueValidator
 
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
-from apps.registry.models import SchemaVersion, Service, Subscription, Topic
+from apps.registry.models import ReaderSchema, SchemaVersion, Service, Subscription, Topic
+
+# The model's choices, so the declared and the stored type are one enum in the schema.
+SCHEMA_TYPES = ReaderSchema._meta.get_field("schema_type").choices
 
 
 class ServiceSerializer(StrictModelSerializer):
@@ -75,18 +78,74 @@ class SyncTopicSerializer(StrictSerializer):
     )
 
 
+class SyncReaderSerializer(StrictSerializer):
+    topic = serializers.CharField(max_length=249, help_text="A topic the release consumes.")
+    role = serializers.CharField(max_length=255, required=False, default="value")
+    schema_type = serializers.ChoiceField(choices=SCHEMA_TYPES, required=False, default="JSON")
+    schema = serializers.JSONField(
+        help_text="The reader schema the release's code reads the topic with."
+    )
+
+
 class ModelSyncSerializer(StrictSerializer):
     release = serializers.CharField(max_length=200, help_text="The release's identifier.")
     service = serializers.SlugField(
         max_length=100, required=False, help_text="The releasing service (operators only)."
     )
-    topics = SyncTopicSerializer(many=True, allow_empty=False)
+    topics = SyncTopicSerializer(many=True, required=False, default=list)
+    reads = SyncReaderSerializer(
+        many=True,
+        required=False,
+        help_text="The reader schema of each topic the release consumes.",
+    )
+
+    def validate(self, attrs):
+        if not attrs.get("topics") and not attrs.get("reads"):
+            raise serializers.ValidationError(
+                {"topics": "A release names the topics it produces or the readers it declares."},
+                code="empty",
+            )
+        return attrs
+
+
+class ReaderSchemaSerializer(StrictModelSerializer):
+    service = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    topic = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = ReaderSchema
+        fields = [
+            "id",
+            "service",
+            "topic",
+            "role",
+            "release",
+            "schema_type",
+            "schema",
+            "fingerprint",
+            "declared_at",
+        ]
+        read_only_fields = fields
+
+
+class ReaderDeclareSerializer(StrictSerializer):
+    service = serializers.CharField(
+        max_length=100,
+        required=False,
+        help_text="The consumer declaring (operators only; a service account is its own).",
+    )
+    release = serializers.CharField(max_length=200)
+    role = serializers.CharField(max_length=255, required=False, default="value")
+    schema_type = serializers.ChoiceField(choices=SCHEMA_TYPES, required=False, default="JSON")
+    schema = serializers.JSONField()
 
 
 class SchemaVersionSerializer(StrictModelSerializer):
     topic = serializers.SlugRelatedField(slug_field="name", read_only=True)
     submitted_by = serializers.SlugRelatedField(slug_field="name", read_only=True)
     awaiting = serializers.SerializerMethodField()
+    reads_it = serializers.SerializerMethodField()
+    readers = serializers.SerializerMethodField()
     acknowledgements = serializers.SerializerMethodField()
 
     class Meta:
@@ -103,6 +162,8 @@ class SchemaVersionSerializer(StrictModelSerializer):
             "release",
             "override_reason",
             "awaiting",
+            "reads_it",
+            "readers",
             "acknowledgements",
             "created_at",
             "published_at",
@@ -113,6 +174,13 @@ class SchemaVersionSerializer(StrictModelSerializer):
         if version.state != SchemaVersion.State.AWAITING:
             return []
         return version.awaiting_consumers
+
+    def get_reads_it(self, version) -> list[str]:
+        return version.reads_it
+
+    def get_readers(self, version) -> list[dict]:
+        """Each consumer's verdict on a breaking version: whether its reader reads it."""
+        return version.reader_verdicts
 
     def get_acknowledgements(self, version) -> list[dict]:
         return [

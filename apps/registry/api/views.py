@@ -55,7 +55,7 @@ class TopicViewSet(
     ordering_fields = ["name", "created_at"]
     ordering = "name"
     lookup_field = "name"
-    lookup_value_regex = r"[a-z0-9_.]+"
+    lookup_value_regex = r"[a-zA-Z0-9._-]+"  # any Kafka topic name, as Topic allows
     scope_app = "registry"
     steward_scope = "system"
     write_access = PLATFORM
@@ -67,6 +67,40 @@ class TopicViewSet(
         serializer.instance = services.topic_create(
             actor=self.request.actor, **serializer.validated_data
         )
+
+    @extend_schema(
+        methods=["get"], request=None, responses=serializers.ReaderSchemaSerializer(many=True)
+    )
+    @extend_schema(methods=["post"], request=serializers.ReaderDeclareSerializer, responses=dict)
+    # One reader per consumer and role: as many as the topic has consumers, so neither
+    # paged nor filtered like the topic list this hangs from.
+    @action(detail=True, methods=["get", "post"], pagination_class=None, filter_backends=[])
+    def readers(self, request, name=None):
+        """The reader schema in force for each consumer of the topic (GET), or a consumer's
+        release declaring the one it reads with (POST): the version waiting on the topic
+        is judged again for that consumer, and the answer says how."""
+        topic = self.get_object()
+        if request.method == "GET":
+            found = selectors.readers_in_force(topic, request.query_params.get("role"))
+            return Response(serializers.ReaderSchemaSerializer(found, many=True).data)
+        payload = serializers.ReaderDeclareSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        data = payload.validated_data
+        reader, waiting = schemas.reader_declare(
+            actor=request.actor,
+            service=schemas.reader_service(actor=request.actor, named=data.get("service")),
+            topic=topic,
+            release=data["release"],
+            schema=data["schema"],
+            schema_type=data["schema_type"],
+            role=data["role"],
+        )
+        answer = {"reader": serializers.ReaderSchemaSerializer(reader).data, "waiting": None}
+        if waiting is not None:
+            answer["waiting"] = serializers.SchemaVersionSerializer(
+                waiting, context=self.get_serializer_context()
+            ).data
+        return Response(answer, status=201)
 
 
 class SubscriptionViewSet(
@@ -125,6 +159,7 @@ class ModelSyncView(StewardAccessMixin, APIView):
             service=services.service_for_caller(actor=request.actor, named=data.get("service")),
             release=data["release"],
             topics=data["topics"],
+            reads=data.get("reads"),
         )
         return Response(answer)
 
