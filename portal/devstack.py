@@ -367,7 +367,8 @@ def command_run(stack: Stack) -> int:
         "  operator      operator / steward-demo (sets up a TOTP authenticator at first sign-in)\n"
         "  tenant admin  acme-admin / steward-demo\n"
         "  member        globex-member / steward-demo\n"
-        "  service token printed once by steward_setup above (demo service account)\n"
+        "  service token printed once by steward_setup above (demo service account);\n"
+        f"                lost it? issue or rotate one at http://{host}:{port}/service-accounts/\n"
         "Press Ctrl-C to stop web, worker, beat, consumers and the embedded servers;\n"
         "data stays in .data/.\n",
         flush=True,

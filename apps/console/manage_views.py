@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.console.forms import MembershipForm, ServiceAccountForm, TenantForm, TokenForm
@@ -165,9 +168,52 @@ def service_account_detail(request, pk):
     )
     if issued is not None:
         form = TokenForm()  # the secret shows once; the form starts afresh
+    return _account_page(request, account, form=form, issued=issued)
+
+
+def _account_page(request, account, *, form, issued):
     tokens = selectors.api_token_list().filter(service_account=account)
-    context = {"account": account, "tokens": tokens, "form": form, "issued": issued}
+    now = timezone.now()
+    context = {
+        "account": account,
+        "tokens": tokens,
+        "form": form,
+        "issued": issued,
+        "overlaps": [(int(o.total_seconds()), _span(o)) for o in services.ROTATION_OVERLAPS],
+        # A token that ends within a week is flagged: time to rotate it.
+        "soon": now + timedelta(days=7),
+        "now": now,
+    }
     return render(request, "console/service_account_detail.html", context)
+
+
+def _span(delta: timedelta) -> str:
+    hours = int(delta.total_seconds() // 3600)
+    return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
+
+
+@login_required
+@require_POST
+def token_rotate(request, pk, token_pk):
+    """A new secret for a token, the old one still working for the overlap asked."""
+    account = _account(request, pk)
+    token = selectors.api_token_list().filter(service_account=account, pk=token_pk).first()
+    if token is None:
+        raise Http404
+    try:
+        overlap = timedelta(seconds=int(request.POST.get("overlap", "")))
+    except ValueError:
+        overlap = timedelta(seconds=-1)  # refused below, with its code
+    try:
+        issued = services.api_token_rotate(actor=request.actor, token=token, overlap=overlap)
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+        return redirect("console:service-account-detail", pk=account.pk)
+    messages.success(
+        request,
+        f"Token {token.prefix}… rotated: it keeps working for {_span(overlap)}, then ends.",
+    )
+    return _account_page(request, account, form=TokenForm(), issued=issued)
 
 
 @login_required

@@ -55,4 +55,9 @@ urlpatterns = [
         manage_views.token_revoke,
         name="token-revoke",
     ),
+    path(
+        "service-accounts/<int:pk>/tokens/<int:token_pk>/rotate/",
+        manage_views.token_rotate,
+        name="token-rotate",
+    ),
 ]

@@ -319,6 +319,47 @@ def api_token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
     return token
 
 
+ROTATION_OVERLAPS = (timedelta(hours=1), timedelta(days=1), timedelta(days=7))
+
+
+def api_token_rotate(*, actor: Actor, token: ApiToken, overlap: timedelta) -> IssuedToken:
+    """A new token with the old one's name, scopes and expiry, and the old one ending by
+    itself after `overlap` (sooner, if it expired sooner anyway): time for every client
+    to take the new secret, with no moment when neither works. Audited on both."""
+    if overlap < timedelta(0) or overlap > max(ROTATION_OVERLAPS):
+        raise ValidationFailed(
+            "The overlap is between none and seven days.", code="invalid_overlap", field="overlap"
+        )
+    tenant = token.service_account.tenant
+    with owner_scope(tenant):
+        old = ApiToken.objects.select_for_update().filter(pk=token.pk).first()
+        now = timezone.now()
+        if old is None or old.revoked_at is not None or (old.expires_at and old.expires_at <= now):
+            raise Conflict("Only a live token can be rotated.", code="token_not_live")
+        issued = api_token_issue(
+            actor=actor,
+            service_account=old.service_account,
+            name=old.name,
+            scopes=old.scopes,
+            expires_at=old.expires_at,
+        )
+        ends = now + overlap
+        if old.expires_at is None or ends < old.expires_at:
+            old.expires_at = ends
+            old.save(update_fields=["expires_at"])
+        audit_record(
+            actor=actor,
+            action="api_token.rotate",
+            instance=old,
+            tenant=tenant,
+            changes={
+                "expires_at": [None, old.expires_at.isoformat()],
+                "by": [None, issued.token.prefix],
+            },
+        )
+    return issued
+
+
 class AuthenticationError(DomainError):
     status = 401
     title = "Authentication failed"
