@@ -84,6 +84,16 @@ def address_ref(version=1):
     return SchemaReference("address.json", "address-value", version)
 
 
+def addresses(client, *documents):
+    """Versions 1, 2 … of address-value, a topic the test's service produces, at level
+    NONE: each is whatever the test needs the referenced type to become."""
+    produced_by_orders("address")
+    client.register_schema("address-value", json_schema(documents[0]))
+    client.set_compatibility("address-value", "NONE")
+    for document in documents[1:]:
+        client.register_schema("address-value", json_schema(document))
+
+
 def produced_by_orders(name):
     """A topic the test's service produces, so it may set the topic's level."""
     services.topic_create(
@@ -124,9 +134,7 @@ def test_a_schema_registers_with_references_and_is_served_with_them(live):
 def test_the_same_schema_with_the_same_references_is_the_same_version(live):
     new_client, _ = live
     client = new_client()
-    produced_by_orders("address")
-    client.register_schema("address-value", json_schema(ADDRESS))
-    client.set_compatibility("address-value", "NONE")
+    addresses(client, ADDRESS)
     first = client.register_schema("orders-value", json_schema(ORDER, [address_ref()]))
     again = new_client().register_schema("orders-value", json_schema(ORDER, [address_ref()]))
     assert again == first
@@ -170,11 +178,7 @@ def test_referencedby_lists_the_ids_of_the_schemas_that_reference_a_version(live
 def test_a_change_inside_the_referenced_type_is_judged_through_the_referencing_schema(live):
     new_client, http = live
     client = new_client()
-    produced_by_orders("address")
-    client.register_schema("address-value", json_schema(ADDRESS))
-    client.set_compatibility("address-value", "NONE")
-    client.register_schema("address-value", json_schema(ADDRESS_LONGER_ZIP))
-    client.register_schema("address-value", json_schema(ADDRESS_NUMERIC_ZIP))
+    addresses(client, ADDRESS, ADDRESS_LONGER_ZIP, ADDRESS_NUMERIC_ZIP)
     client.register_schema("orders-value", json_schema(ORDER, [address_ref(1)]))
     # the referencing schema's text is the same each time: only the referenced type moves
     assert client.test_compatibility("orders-value", json_schema(ORDER, [address_ref(2)]))
