@@ -1261,7 +1261,8 @@ class _Inliner:
             return {**value, "items": self.type(value.get("items"), namespace)}
         if kind == "map":
             return {**value, "values": self.type(value.get("values"), namespace)}
-        if isinstance(kind, dict | list) or (isinstance(kind, str) and kind not in PRIMITIVES):
+        named_use = isinstance(kind, str) and kind not in PRIMITIVES and kind not in _DEFINING
+        if isinstance(kind, dict | list) or named_use:  # {"type": "com.acme.Address"}
             return {**value, "type": self.type(kind, namespace)}
         return value
 

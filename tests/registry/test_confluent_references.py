@@ -12,10 +12,11 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.registry import services
+from apps.registry import avro, compatibility, services
 from apps.registry.models import SchemaReference as StoredReference
 from apps.registry.models import SchemaVersion
 from tests.factories import service_token
@@ -129,6 +130,24 @@ def test_a_schema_registers_with_references_and_is_served_with_them(live):
     assert "references" not in http.get("/subjects/address-value/versions/1").json()
     listed = {s["subject"]: s for s in http.get("/schemas").json()}
     assert listed["orders-value"]["references"][0]["subject"] == "address-value"
+
+
+def test_the_client_serializes_and_reads_back_through_a_referenced_schema(live):
+    new_client, _ = live
+    client = new_client()
+    client.register_schema("address-value", json_schema(ADDRESS))
+    order = json_schema(ORDER, [address_ref()])
+    order_id = client.register_schema("orders-value", order)
+    context = SerializationContext("orders", MessageField.VALUE)
+    conf = {"auto.register.schemas": False, "use.latest.version": True}
+    serializer = JSONSerializer(order, new_client(), conf=conf)
+    record = {"id": "o-1", "ship_to": {"street": "Main St", "zip": "12345"}, "zip": "12345"}
+    data = serializer(record, context)
+    assert int.from_bytes(data[1:5], "big") == order_id
+    assert JSONDeserializer(None, schema_registry_client=new_client())(data, context) == record
+    # the referenced type is what the client validates with: its zip is at most 5 long
+    with pytest.raises(Exception, match="too long"):
+        serializer({**record, "ship_to": {"zip": "1234567"}}, context)
 
 
 def test_the_same_schema_with_the_same_references_is_the_same_version(live):
@@ -339,3 +358,58 @@ def test_protobuf_stays_refused_with_references_too(live):
     answer = http.post("/subjects/orders-value/versions", json=body)
     assert (answer.status_code, answer.json()["error_code"]) == (422, 42201)
     assert "AVRO, JSON" in answer.json()["message"]
+
+
+# --------------------------------------------------------------------------- bundling
+
+
+@pytest.mark.django_db(transaction=False)
+def test_a_bundle_stands_alone_and_undoes_to_the_schema_as_registered():
+    # given a 2020-12 schema with an $id, whose $refs name a reference relatively
+    order = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://schemas.acme.example/order.json",
+        "type": "object",
+        "properties": {"ship_to": {"$ref": "address.json"}, "local": {"$ref": "#/$defs/x"}},
+        "$defs": {"x": {"type": "string"}},
+    }
+    name = "https://schemas.acme.example/address.json"
+    # when it is bundled
+    bundled = compatibility.bundle(order, [(name, ADDRESS)])
+    # then it has local $refs only, is a valid schema, and undoes to what was sent, the
+    # $ref matched through $id spelled as the reference names it (the same URI)
+    assert compatibility.parse_schema(bundled) == bundled
+    assert set(bundled["$defs"]) == {"x", f"steward:reference:{name}"}
+    ship_to = {"ship_to": {"$ref": name}}
+    assert compatibility.unbundle(bundled, [name]) == {
+        **order,
+        "properties": {**order["properties"], **ship_to},
+    }
+
+
+@pytest.mark.django_db(transaction=False)
+def test_an_avro_type_nested_in_a_reference_may_be_used_before_the_reference_s_own():
+    address = avro.parse_schema(
+        json.dumps(
+            {
+                **AVRO_ADDRESS,
+                "fields": [
+                    {"name": "c", "type": {"type": "enum", "name": "Country", "symbols": ["NL"]}}
+                ],
+            }
+        )
+    )
+    order = {
+        "type": "record",
+        "name": "Order",
+        "namespace": "com.acme",
+        "fields": [{"name": "country", "type": "Country"}, {"name": "to", "type": "Address"}],
+    }
+    bundled = avro.bundle(json.dumps(order), [("com.acme.Address", address)])
+    fields = json.loads(bundled.normal_form())["fields"]
+    assert fields[0]["type"]["name"] == "com.acme.Country"  # written out where first used
+    assert fields[1]["type"]["fields"][0]["type"] == "com.acme.Country"  # then by name
+    assert avro.unbundle(bundled, address.names)["fields"] == [
+        {"name": "country", "type": "com.acme.Country"},
+        {"name": "to", "type": "com.acme.Address"},
+    ]
