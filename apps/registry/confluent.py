@@ -409,6 +409,7 @@ class Subject(ConfluentView):
         if topic is None:
             raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.")
         _writable(topic, subject)
+        _may_delete(request, topic)
         _referenced_refused(
             subject, list(selectors.published_versions(topic, named.role, deleted=True))
         )
@@ -427,7 +428,9 @@ class Subject(ConfluentView):
 def _referenced_refused(subject: str, versions: list[SchemaVersion]) -> None:
     """42206 when another schema references one of the versions, soft or hard deleting
     alike: a referencing version, even soft-deleted, is still served by id, and reading
-    its data needs what it references. Hard-deleting the referencing versions frees them."""
+    its data needs what it references. Hard-deleting the referencing versions frees them.
+    Asked after the caller is known to be allowed to delete (40301 first, as the service
+    asks it), so that a caller who may not learns nothing of the references."""
     held = selectors.referenced_among([v.pk for v in versions], lock=True)
     for version in versions:
         if version.pk in held:
@@ -438,6 +441,12 @@ def _referenced_refused(subject: str, versions: list[SchemaVersion]) -> None:
                 f"One or more references exist to the schema {{subject={subject[:300]}, "
                 f"version={version.version}}}: referenced by the schemas of ids {ids}.",
             )
+
+
+def _may_delete(request, topic: Topic) -> None:
+    """As schemas' deletes ask it: on a topic that has producers, only they and operators."""
+    if topic.producers.exists():
+        _require_produces(request, topic)
 
 
 def _deleting(delete, **kwargs):
@@ -598,6 +607,7 @@ class SubjectVersion(ConfluentView):
             number = _version(topic, version, role).version
         else:
             number = _number(version)
+        _may_delete(request, topic)
         _referenced_refused(
             subject,
             list(selectors.published_versions(topic, role, deleted=True).filter(version=number)),

@@ -413,3 +413,15 @@ def test_an_avro_type_nested_in_a_reference_may_be_used_before_the_reference_s_o
         {"name": "country", "type": "com.acme.Country"},
         {"name": "to", "type": "com.acme.Address"},
     ]
+
+
+def test_a_caller_who_may_not_delete_learns_nothing_of_the_references(live, live_server):
+    new_client, _ = live
+    client = new_client()
+    addresses(client, ADDRESS)  # a topic the orders service produces
+    client.register_schema("orders-value", json_schema(ORDER, [address_ref()]))
+    intruder = ("intruder", service_token(scopes=["registry:write"], name="intruder").secret)
+    base = f"{live_server.url}/api/schema-registry"
+    with httpx.Client(base_url=base, auth=intruder, timeout=30) as http:
+        answer = http.delete("/subjects/address-value/versions/1")
+    assert (answer.status_code, answer.json()["error_code"]) == (403, 40301)
