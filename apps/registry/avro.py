@@ -472,12 +472,22 @@ def _parse(value, table, external, validate_defaults) -> AvroSchema:
     root = builder.node(parsed, "", 1)
     builder.check_defaults()
     try:
-        form = _fastavro.to_parsing_canonical_form(parsed)
+        form = _canonical_form(parsed)
     except RecursionError:
         raise SchemaTooComplex("the schema nests too deeply to canonicalise") from None
     names = tuple(name for name in builder.nodes if name not in external)
     used = tuple(sorted(builder.external_used))
     return AvroSchema(parsed, form, root, names, used)
+
+
+def _canonical_form(parsed) -> str:
+    """fastavro's Parsing Canonical Form; a union's or a bare name's piece by piece, since
+    fastavro parses it again without the named types a reference defines."""
+    if isinstance(parsed, str) and parsed not in PRIMITIVES:
+        return json.dumps(parsed)
+    if isinstance(parsed, list):
+        return "[" + ",".join(_canonical_form(branch) for branch in parsed) + "]"
+    return _fastavro.to_parsing_canonical_form(parsed)
 
 
 def _merge_named(table: dict, parsed) -> None:
@@ -1185,3 +1195,161 @@ def bench_check_ms(
         if not verdict.compatible:
             raise AssertionError(verdict.as_dict())
     return statistics.median(timings)
+
+
+# --------------------------------------------------------------------------- references
+
+_DEFINING = frozenset({"record", "error", "enum", "fixed"})
+
+
+def _full_name(name: str, namespace: str) -> str:
+    return name if "." in name or not namespace else f"{namespace}.{name}"
+
+
+def _definitions(value, found: dict) -> None:
+    """Every named type defined in a schema in normal form (full names), by full name."""
+    if isinstance(value, list):
+        for branch in value:
+            _definitions(branch, found)
+    elif isinstance(value, dict):
+        kind = value.get("type")
+        if kind in _DEFINING and isinstance(value.get("name"), str):
+            found.setdefault(value["name"], value)
+        if kind in ("record", "error"):
+            for item in value.get("fields") or ():
+                if isinstance(item, dict):
+                    _definitions(item.get("type"), found)
+        elif kind == "array":
+            _definitions(value.get("items"), found)
+        elif kind == "map":
+            _definitions(value.get("values"), found)
+        elif isinstance(kind, dict | list):
+            _definitions(kind, found)
+
+
+class _Inliner:
+    """Writes each referenced named type out where the schema first uses it, the order in
+    which a parser meets the uses, so that the schema stands alone."""
+
+    def __init__(self, definitions: dict):
+        self.definitions = definitions
+        self.defined: set[str] = set()
+
+    def type(self, value, namespace: str):
+        if isinstance(value, str):
+            full = _full_name(value, namespace)
+            if full in self.definitions and full not in self.defined:
+                return self.inline(full)
+            return value
+        if isinstance(value, list):
+            return [self.type(branch, namespace) for branch in value]
+        if not isinstance(value, dict):
+            return value
+        kind = value.get("type")
+        if kind in ("record", "error"):
+            name = value.get("name") if isinstance(value.get("name"), str) else ""
+            own = value.get("namespace", namespace)
+            inner = name.rpartition(".")[0] if "." in name else (own or "")
+            fields = [
+                {**item, "type": self.type(item.get("type"), inner)}
+                if isinstance(item, dict)
+                else item
+                for item in value.get("fields") or ()
+            ]
+            return {**value, "fields": fields}
+        if kind == "array":
+            return {**value, "items": self.type(value.get("items"), namespace)}
+        if kind == "map":
+            return {**value, "values": self.type(value.get("values"), namespace)}
+        named_use = isinstance(kind, str) and kind not in PRIMITIVES and kind not in _DEFINING
+        if isinstance(kind, dict | list) or named_use:  # {"type": "com.acme.Address"}
+            return {**value, "type": self.type(kind, namespace)}
+        return value
+
+    def inline(self, full: str):
+        """A copy of the definition, its nested types already written out left as names."""
+
+        def copy(value, top: bool):
+            if isinstance(value, list):
+                return [copy(branch, False) for branch in value]
+            if not isinstance(value, dict):
+                return value
+            kind = value.get("type")
+            name = value.get("name")
+            if kind in _DEFINING and isinstance(name, str):
+                if not top and name in self.defined:
+                    return name
+                self.defined.add(name)
+                value = dict(value)
+                if "." not in name:  # the null namespace, not the enclosing one's
+                    value["namespace"] = ""
+            if kind in ("record", "error"):
+                return {
+                    **value,
+                    "fields": [
+                        {**item, "type": copy(item.get("type"), False)}
+                        for item in value.get("fields") or ()
+                    ],
+                }
+            if kind == "array":
+                return {**value, "items": copy(value.get("items"), False)}
+            if kind == "map":
+                return {**value, "values": copy(value.get("values"), False)}
+            if isinstance(kind, dict | list):
+                return {**value, "type": copy(kind, False)}
+            return value
+
+        return copy(self.definitions[full], True)
+
+
+def bundle(text_or_obj, references: list[tuple[str, object]]) -> AvroSchema:
+    """The schema, using the named types its references define, made to stand alone.
+
+    `references` is (name, referenced schema) in the registration's order, each a
+    self-contained schema (text, JSON or AvroSchema: a stored version is already bundled).
+    The schema is first parsed with the references' types known (fastavro's named schemas),
+    which refuses an unknown or redefined name; then each referenced type it uses is written
+    out where it is first used, and the result parsed again on its own. Data is encoded
+    the same either way; the bundle is what is stored, compared and fingerprinted, so a
+    change inside a referenced type shows through the schema that uses it.
+    """
+    if not references:
+        return parse_schema(text_or_obj)
+    named = {name: parse_schema(schema) for name, schema in references}
+    parse_schema(text_or_obj, named)
+    definitions: dict = {}
+    for schema in named.values():
+        _definitions(json.loads(schema.normal_form()), definitions)
+    inlined = _Inliner(definitions).type(_decoded(text_or_obj), "")
+    return parse_schema(inlined)
+
+
+def unbundle(schema, names) -> object:
+    """The bundled schema's JSON (normal form) with the named types `names` (those its
+    references define) written as their names again, as it was registered to use them."""
+    wanted = set(names)
+
+    def plain(value):
+        if isinstance(value, list):
+            return [plain(branch) for branch in value]
+        if not isinstance(value, dict):
+            return value
+        kind = value.get("type")
+        if kind in _DEFINING and value.get("name") in wanted:
+            return value["name"]
+        if kind in ("record", "error"):
+            return {
+                **value,
+                "fields": [
+                    {**item, "type": plain(item.get("type"))} for item in value.get("fields") or ()
+                ],
+            }
+        if kind == "array":
+            return {**value, "items": plain(value.get("items"))}
+        if kind == "map":
+            return {**value, "values": plain(value.get("values"))}
+        if isinstance(kind, dict | list):
+            return {**value, "type": plain(kind)}
+        return value
+
+    return plain(json.loads(parse_schema(schema).normal_form()))

@@ -24,7 +24,7 @@ import json
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from urllib.parse import unquote
+from urllib.parse import quote, unquote, urljoin
 
 from jsonschema import (
     Draft4Validator,
@@ -2103,3 +2103,114 @@ def plainly_valid(schema, draft7: bool) -> bool:
             else:
                 return False
     return True
+
+
+# --------------------------------------------------------------------------- references
+
+# Where a bundled schema keeps the schemas its references name: a member of its
+# definitions whose key no hand-written schema would use, so that bundling undoes cleanly.
+REFERENCE_PREFIX = "steward:reference:"
+
+
+def _defs_keyword(root) -> str:
+    """`$defs` in the drafts that define it, `definitions` in the drafts before."""
+    return "definitions" if _is_draft7(root) else "$defs"
+
+
+def _pointer_segment(key: str) -> str:
+    # JSON pointer escaping, then percent-encoding: _pointer undoes both, in that order.
+    return quote(key.replace("~", "~0").replace("/", "~1"), safe="")
+
+
+def _rewrite_refs(root, rewrite) -> None:
+    """Apply `rewrite` to every `$ref` of the schema positions under `root`, in place."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if type(node) is not dict:
+            continue
+        for keyword in _REF_KEYS:
+            ref = node.get(keyword)
+            if type(ref) is str:
+                node[keyword] = rewrite(ref)
+        stack.extend(child for _, child in _subschemas(node))
+
+
+def bundle(document, references: list[tuple[str, object]]):
+    """The schema with the schemas its references name embedded, so that it stands alone.
+
+    `references` is (name, referenced schema) in the order the registration gave them; a
+    referenced schema is itself a bundle when it has references of its own. Every `$ref`
+    whose URI is a reference's name (or, when the schema has an `$id`, resolves to the same
+    URI as the name) points at the embedded copy afterwards: the registry's stored schema
+    is what `$ref` resolves to, and nothing is fetched. The result is an ordinary JSON
+    Schema with local `$ref`s only, which parse_schema() validates and check() compares,
+    so a change inside a referenced schema shows through the schema that references it.
+    """
+    if type(document) is not dict or not references:
+        return document
+    bundled = json.loads(json.dumps(document))
+    base = bundled.get("$id") if type(bundled.get("$id")) is str else ""
+    keyword = _defs_keyword(bundled)
+    targets = {}
+    for name, _referenced in references:
+        key = REFERENCE_PREFIX + name
+        targets[name] = f"#/{keyword}/{_pointer_segment(key)}"
+        if base:
+            targets.setdefault(urljoin(base, name), targets[name])
+
+    def to_embedded(ref: str) -> str:
+        uri, hash_, fragment = ref.partition("#")
+        if not uri:
+            return ref
+        target = targets.get(uri) or (targets.get(urljoin(base, uri)) if base else None)
+        if target is None:
+            return ref  # not a reference's: parse_schema refuses it as remote
+        return target + (fragment if fragment.startswith("/") else "")
+
+    _rewrite_refs(bundled, to_embedded)
+    defs = bundled.setdefault(keyword, {})
+    if type(defs) is not dict:
+        raise InvalidSchema(f"{keyword} is not an object")
+    for name, referenced in references:
+        key = REFERENCE_PREFIX + name
+        embedded = json.loads(json.dumps(referenced))
+        if type(embedded) is dict:
+            # its own draft and base URI would change how the copy's $refs resolve
+            embedded.pop("$schema", None)
+            embedded.pop("$id", None)
+            prefix = f"#/{keyword}/{_pointer_segment(key)}"
+            _rewrite_refs(
+                embedded,
+                lambda ref, prefix=prefix: (
+                    prefix + ref[1:] if ref.startswith("#/") else (prefix if ref == "#" else ref)
+                ),
+            )
+        defs[key] = embedded
+    return bundled
+
+
+def unbundle(document, names: list[str]):
+    """The schema as it was registered: bundle() undone for the references `names`."""
+    if type(document) is not dict or not names:
+        return document
+    plain = json.loads(json.dumps(document))
+    keyword = _defs_keyword(plain)
+    defs = plain.get(keyword)
+    if type(defs) is dict:
+        for name in names:
+            defs.pop(REFERENCE_PREFIX + name, None)
+        if not defs:
+            plain.pop(keyword)
+    embedded = {f"#/{keyword}/{_pointer_segment(REFERENCE_PREFIX + n)}": n for n in names}
+
+    def to_name(ref: str) -> str:
+        for target, name in embedded.items():
+            if ref == target:
+                return name
+            if ref.startswith(target + "/"):
+                return f"{name}#{ref[len(target) :]}"
+        return ref
+
+    _rewrite_refs(plain, to_name)
+    return plain

@@ -18,6 +18,9 @@ Basic: the service account's name and one of its tokens.
 
 from __future__ import annotations
 
+import json
+
+from django.db.models import ProtectedError
 from django.http import Http404
 from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
@@ -29,8 +32,8 @@ from rest_framework.views import APIView
 
 from apps.core.api.permissions import PLATFORM
 from apps.core.api.views import StewardAccessMixin
-from apps.registry import compatibility, schema_types, schemas, selectors, subjects
-from apps.registry.models import REGISTRY_MODES, SchemaVersion, Topic
+from apps.registry import avro, compatibility, schema_types, schemas, selectors, subjects
+from apps.registry.models import REGISTRY_MODES, SchemaReference, SchemaVersion, Topic
 from apps.registry.services import (
     NotPermitted,
     require_operator,
@@ -48,10 +51,19 @@ class RegistryError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+class ReferenceIn(serializers.Serializer):
+    name = serializers.CharField(
+        max_length=500,
+        help_text="How the schema names it: a JSON Schema $ref URI, an Avro type's full name.",
+    )
+    subject = serializers.CharField()
+    version = serializers.IntegerField(help_text="The referenced version (-1: the latest).")
+
+
 class SchemaIn(serializers.Serializer):
     schema = serializers.CharField(help_text="The schema (JSON Schema or Avro), as text.")
     schemaType = serializers.CharField(required=False, default="AVRO")  # noqa: N815
-    references = serializers.ListField(required=False)
+    references = ReferenceIn(many=True, required=False)
 
 
 class Registered(serializers.Serializer):
@@ -60,6 +72,13 @@ class Registered(serializers.Serializer):
     version = serializers.IntegerField()
     schema = serializers.CharField()
     schemaType = serializers.CharField()  # noqa: N815
+    references = ReferenceIn(many=True, required=False, help_text="Only when it has any.")
+
+
+class SchemaText(serializers.Serializer):
+    schema = serializers.CharField()
+    schemaType = serializers.CharField()  # noqa: N815
+    references = ReferenceIn(many=True, required=False, help_text="Only when it has any.")
 
 
 class SubjectVersionOut(serializers.Serializer):
@@ -89,7 +108,10 @@ ERRORS = {
     401: _error("No credentials, or a bad token (error_code 40101)."),
     403: _error("The caller may not use the registry (error_code 40301)."),
     404: _error("Subject (40401), version (40402) or schema (40403) not found."),
-    422: _error("Invalid schema (42201) or compatibility level (42203)."),
+    422: _error(
+        "Invalid schema (42201; an unknown reference too), compatibility level (42203) or "
+        "a referenced schema's deletion (42206)."
+    ),
     429: _error("Too many requests (error_code 429); `Retry-After` says when to retry."),
 }
 TAG = ["schema-registry (Confluent-compatible)"]
@@ -202,19 +224,128 @@ def _subject_name(version: SchemaVersion) -> str:
     return subjects.subject_of(version.topic.name, version.role)
 
 
-def _registered(version: SchemaVersion, subject: str | None = None) -> dict:
+def _references_out(references: list[SchemaReference]) -> list[dict]:
+    return [
+        {"name": r.name, "subject": _subject_name(r.referenced), "version": r.referenced.version}
+        for r in references
+    ]
+
+
+def _document(version: SchemaVersion, references: list[SchemaReference]):
+    """The version's schema as it was registered: stored bundled with what its references
+    name (compatibility.bundle, avro.bundle), it is answered with the names again."""
+    if not references:
+        return version.schema
+    if version.schema_type == "AVRO":
+        names = set()
+        for r in references:
+            names.update(avro.parse_schema(r.referenced.canonical).names)
+        return avro.unbundle(version.canonical, names)
+    return compatibility.unbundle(version.schema, [r.name for r in references])
+
+
+def _text(version: SchemaVersion, references: list[SchemaReference]) -> str:
+    if not references:
+        return version.canonical
+    document = _document(version, references)
+    if version.schema_type == "AVRO":
+        return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return compatibility.canonical(document)
+
+
+def _registered(
+    version: SchemaVersion,
+    subject: str | None = None,
+    references: list[SchemaReference] | None = None,
+) -> dict:
+    """A version as the reference answers it; `references` (read for the version when not
+    given) only when it has any, as the reference leaves an empty list out."""
+    if references is None:
+        references = selectors.references_of([version.pk]).get(version.pk, [])
     answer = {
         "id": version.pk,
         "version": version.version,
-        "schema": version.canonical,
+        "schema": _text(version, references),
         "schemaType": version.schema_type,
     }
     if subject is not None:
         answer["subject"] = subject
+    if references:
+        answer["references"] = _references_out(references)
     return answer
 
 
-def _schema_of(request) -> schema_types.Parsed:
+def _invalid_reference(message: str) -> RegistryError:
+    return RegistryError(422, 42201, f"Invalid schema: {message}")
+
+
+def _resolve_references(raw, kind: str, *, lock: bool) -> list[tuple[str, SchemaVersion]]:
+    """(name, referenced version) of each reference, in the order given. A reference names
+    a live (published, not soft-deleted) version of a subject of the same schema type; any
+    other is an invalid schema (42201), as the reference registry answers a reference it
+    cannot resolve. `lock` holds the versions against a concurrent delete until commit."""
+    if raw in (None, []):
+        return []
+    if not isinstance(raw, list):
+        raise _invalid_reference("'references' is a list of {name, subject, version}")
+    resolved, names = [], set()
+    for n, item in enumerate(raw):
+        where = f"reference {n}"
+        if not isinstance(item, dict):
+            raise _invalid_reference(f"{where} is not an object")
+        name, subject, number = item.get("name"), item.get("subject"), item.get("version")
+        if not isinstance(name, str) or not name or len(name) > 500:
+            raise _invalid_reference(f"{where} has no name (1-500 characters)")
+        if name in names:
+            raise _invalid_reference(f"two references are named {name[:100]!r}")
+        names.add(name)
+        if not isinstance(subject, str) or not subject:
+            raise _invalid_reference(f"{where} ({name[:100]}) names no subject")
+        if number in (-1, "latest"):
+            number = None
+        elif type(number) is not int or not 0 < number < 2**31:
+            raise _invalid_reference(f"{where} ({name[:100]}) has no valid version")
+        try:
+            named = subjects.parse(subject)
+            target = selectors.reference_target(named.topic, named.role, number, lock=lock)
+        except subjects.InvalidSubject:
+            target = None
+        if target is None:
+            raise _invalid_reference(
+                f"no schema reference found for subject {subject[:300]!r} and version "
+                f"{'latest' if number is None else number} ({name[:100]})"
+            )
+        if target.schema_type != kind:
+            raise _invalid_reference(
+                f"reference {name[:100]!r} is a {target.schema_type} schema, not {kind}"
+            )
+        resolved.append((name, target))
+    return resolved
+
+
+def _json_document(text: str):
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise compatibility.InvalidSchema(f"not JSON: {exc}") from None
+
+
+def _record_references(version: SchemaVersion, resolved: list[tuple[str, SchemaVersion]]):
+    """The references a version was registered with, kept once, when it was created by the
+    registration: a registration answered with an existing version changes nothing."""
+    if resolved and not SchemaReference.objects.filter(version=version).exists():
+        SchemaReference.objects.bulk_create(
+            SchemaReference(version=version, position=n, name=name, referenced=target)
+            for n, (name, target) in enumerate(resolved)
+        )
+
+
+def _schema_of(request, *, lock: bool = False) -> schema_types.Parsed:
+    """The body's schema, parsed: bundled with the schemas its references name."""
+    return _schema_and_references(request, lock=lock)[0]
+
+
+def _schema_and_references(request, *, lock: bool = False):
     body = _body(request)
     kind = body.get("schemaType") or "AVRO"  # the reference registry's default type
     if kind not in SCHEMA_TYPES:
@@ -224,13 +355,19 @@ def _schema_of(request) -> schema_types.Parsed:
             f"Invalid schema type {str(kind)[:50]!r}: Steward's registry supports "
             f"{', '.join(SCHEMA_TYPES)}.",
         )
-    if body.get("references"):
-        raise RegistryError(422, 42201, "Schema references are not supported.")
     text = body.get("schema", "")
     if not isinstance(text, str):
         raise RegistryError(422, 42201, "Invalid schema: 'schema' is the schema as text.")
+    resolved = _resolve_references(body.get("references"), kind, lock=lock)
     try:
-        return schema_types.parse(kind, text)
+        if not resolved:
+            return schema_types.parse(kind, text), resolved
+        if kind == "AVRO":
+            bundled = avro.bundle(text, [(name, v.canonical) for name, v in resolved])
+            return schema_types.parse(kind, bundled.normal_form()), resolved
+        document = _json_document(text)
+        bundled = compatibility.bundle(document, [(name, v.schema) for name, v in resolved])
+        return schema_types.parse(kind, bundled), resolved
     except compatibility.InvalidSchema as exc:
         raise RegistryError(422, 42201, f"Invalid schema: {exc.reason}") from None
 
@@ -256,7 +393,7 @@ class Subject(ConfluentView):
     def post(self, request, subject):
         """Look a schema up under the subject."""
         topic, role = _topic(subject)
-        parsed = _schema_of(request)
+        parsed = _schema_of(request)  # with its references: bundled as registering bundles
         fingerprint = parsed.fingerprint
         found = selectors.published_versions(topic, role).filter(fingerprint=fingerprint).last()
         if found is None:
@@ -272,6 +409,10 @@ class Subject(ConfluentView):
         if topic is None:
             raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.")
         _writable(topic, subject)
+        _may_delete(request, topic)
+        _referenced_refused(
+            subject, list(selectors.published_versions(topic, named.role, deleted=True))
+        )
         return Response(
             _deleting(
                 schemas.subject_delete,
@@ -284,9 +425,38 @@ class Subject(ConfluentView):
         )
 
 
+def _referenced_refused(subject: str, versions: list[SchemaVersion]) -> None:
+    """42206 when another schema references one of the versions, soft or hard deleting
+    alike: a referencing version, even soft-deleted, is still served by id, and reading
+    its data needs what it references. Hard-deleting the referencing versions frees them.
+    Asked after the caller is known to be allowed to delete (40301 first, as the service
+    asks it), so that a caller who may not learns nothing of the references."""
+    held = selectors.referenced_among([v.pk for v in versions], lock=True)
+    for version in versions:
+        if version.pk in held:
+            ids = ", ".join(str(i) for i in held[version.pk])
+            raise RegistryError(
+                422,
+                42206,
+                f"One or more references exist to the schema {{subject={subject[:300]}, "
+                f"version={version.version}}}: referenced by the schemas of ids {ids}.",
+            )
+
+
+def _may_delete(request, topic: Topic) -> None:
+    """As schemas' deletes ask it: on a topic that has producers, only they and operators."""
+    if topic.producers.exists():
+        _require_produces(request, topic)
+
+
 def _deleting(delete, **kwargs):
     try:
         return delete(**kwargs)
+    except ProtectedError:
+        # the database's word on a reference made meanwhile; the check before is the rule
+        raise RegistryError(
+            422, 42206, f"One or more references exist to the schema {kwargs['subject'][:300]}."
+        ) from None
     except NotPermitted as exc:
         raise RegistryError(403, 40301, str(exc)) from None
     except schemas.DeletionRefused as exc:
@@ -317,8 +487,10 @@ class SubjectVersions(ConfluentView):
     def post(self, request, subject):
         """Register a schema: its id when it is (or becomes) published; 409 naming the
         consumers still to acknowledge when it is breaking. `normalize` is accepted: a
-        JSON Schema is always kept in its canonical form."""
-        parsed = _schema_of(request)
+        JSON Schema is always kept in its canonical form. `references` name other
+        subjects' versions the schema uses; the same schema with the same references is the
+        same version."""
+        parsed, resolved = _schema_and_references(request, lock=True)
         try:
             named = subjects.parse(subject)
         except subjects.InvalidSubject as exc:
@@ -333,7 +505,7 @@ class SubjectVersions(ConfluentView):
         )
         body = request.data
         if mode == "IMPORT" or body.get("id") is not None:
-            return Response(_import(request, service, named, parsed, body, mode, subject))
+            return Response(_import(request, service, named, parsed, body, mode, subject, resolved))
         fingerprint = parsed.fingerprint
         entry = {
             "name": named.topic,
@@ -353,6 +525,10 @@ class SubjectVersions(ConfluentView):
             raise RegistryError(422, 42201, f"Invalid schema: {answer['reason']}")
         if answer["outcome"] == "refused":
             raise RegistryError(409, 409, answer["reason"])
+        version = selectors.schema_version_of(named.topic, answer["version"], named.role)
+        if answer["outcome"] != "unchanged":
+            # a waiting version holds its references too: it may yet be published
+            _record_references(version, resolved)
         if answer["outcome"] == "awaiting_acknowledgement":
             waiting = ", ".join(answer["awaiting"])
             breaking = "; ".join(
@@ -364,7 +540,6 @@ class SubjectVersions(ConfluentView):
                 f"Schema being registered is incompatible with an earlier schema ({breaking}); "
                 f"it waits for acknowledgement from: {waiting}.",
             )
-        version = selectors.schema_version_of(named.topic, answer["version"], named.role)
         return Response(_registered(version, subject))
 
 
@@ -376,7 +551,7 @@ def _writable(topic: Topic | None, subject: str) -> str:
     return mode
 
 
-def _import(request, service, named, parsed, body: dict, mode: str, subject: str) -> dict:
+def _import(request, service, named, parsed, body: dict, mode: str, subject: str, resolved) -> dict:
     """Register with the id and version given: only a subject in IMPORT mode may."""
     if mode != "IMPORT":
         raise RegistryError(
@@ -400,6 +575,7 @@ def _import(request, service, named, parsed, body: dict, mode: str, subject: str
         )
     except schemas.RegistryRefused as exc:
         raise RegistryError(422, exc.registry_code, exc.detail) from None
+    _record_references(version, resolved)
     return _registered(version, subject)
 
 
@@ -431,6 +607,11 @@ class SubjectVersion(ConfluentView):
             number = _version(topic, version, role).version
         else:
             number = _number(version)
+        _may_delete(request, topic)
+        _referenced_refused(
+            subject,
+            list(selectors.published_versions(topic, role, deleted=True).filter(version=number)),
+        )
         return Response(
             _deleting(
                 schemas.version_delete,
@@ -449,17 +630,16 @@ class SubjectVersionSchema(ConfluentView):
     def get(self, request, subject, version):
         """The version's schema itself, nothing around it."""
         topic, role = _topic(subject)
-        return Response(_version(topic, version, role).schema)
+        found = _version(topic, version, role)
+        return Response(_document(found, selectors.references_of([found.pk]).get(found.pk, [])))
 
 
 class ReferencedBy(ConfluentView):
     @extend_schema(tags=TAG, responses={200: INTS, **ERRORS})
     def get(self, request, subject, version):
-        """The ids of the schemas that reference this version: none, as Steward's
-        registry takes no schema references yet."""
+        """The ids of the schemas that reference this version."""
         topic, role = _topic(subject)
-        _version(topic, version, role)
-        return Response([])
+        return Response(selectors.referencing_ids(_version(topic, version, role)))
 
 
 class SchemaList(ConfluentView):
@@ -471,26 +651,30 @@ class SchemaList(ConfluentView):
     def get(self, request):
         """Every published schema, with its subject (`subjectPrefix` filters them)."""
         prefix = request.query_params.get("subjectPrefix", "")
-        found = [
-            _registered(v, _subject_name(v))
-            for v in selectors.published_version_list()
-            if _subject_name(v).startswith(prefix)
+        versions = [
+            v for v in selectors.published_version_list() if _subject_name(v).startswith(prefix)
         ]
+        references = selectors.references_of(v.pk for v in versions)  # one query for all
+        found = [_registered(v, _subject_name(v), references.get(v.pk, [])) for v in versions]
         return Response(sorted(found, key=lambda r: (r["subject"], r["version"])))
 
 
 class SchemaById(ConfluentView):
-    @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    @extend_schema(tags=TAG, responses={200: SchemaText, **ERRORS})
     def get(self, request, schema_id):
         found = _by_id(schema_id)
-        return Response({"schema": found.canonical, "schemaType": found.schema_type})
+        answer = _registered(found)
+        return Response(
+            {k: answer[k] for k in ("schema", "schemaType", "references") if k in answer}
+        )
 
 
 class SchemaByIdText(ConfluentView):
     @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request, schema_id):
         """The schema of that id itself."""
-        return Response(_by_id(schema_id).schema)
+        found = _by_id(schema_id)
+        return Response(_document(found, selectors.references_of([found.pk]).get(found.pk, [])))
 
 
 class SchemaByIdSubjects(ConfluentView):

@@ -334,3 +334,34 @@ class ModelSync(models.Model):
 
     def __str__(self) -> str:
         return f"{self.service} {self.release}"
+
+
+class SchemaReference(models.Model):
+    """A schema version's use of another subject's version (the Schema Registry API's
+    `references`): `name` is how the schema names it (a JSON Schema `$ref` URI, an Avro
+    type's full name). The version is stored bundled with what it references (see
+    compatibility.bundle, avro.bundle); these rows say what it was registered with, answer
+    `referencedby`, and keep the referenced version from being deleted."""
+
+    version = models.ForeignKey(SchemaVersion, on_delete=models.CASCADE, related_name="references")
+    position = models.PositiveSmallIntegerField()
+    name = models.CharField(max_length=500)
+    # PROTECT: a referenced version outlives every version that references it.
+    referenced = models.ForeignKey(
+        SchemaVersion, on_delete=models.PROTECT, related_name="referenced_by"
+    )
+
+    class Meta:
+        ordering = ["version", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["version", "position"], name="schema_reference_position"
+            ),
+            models.UniqueConstraint(fields=["version", "name"], name="schema_reference_name"),
+            models.CheckConstraint(
+                condition=~Q(version=models.F("referenced")), name="schema_reference_not_self"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version_id} → {self.referenced_id} as {self.name}"

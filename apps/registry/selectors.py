@@ -15,6 +15,7 @@ from apps.registry.models import (
     Acknowledgement,
     ReaderSchema,
     RegistryDefault,
+    SchemaReference,
     SchemaVersion,
     Service,
     Subscription,
@@ -335,3 +336,67 @@ def news_subscriptions(service_name: str) -> QuerySet[Subscription]:
     return subscription_list().filter(
         consumer__name=service_name, topic__name=news_topic(service_name)
     )
+
+
+# --------------------------------------------------------------------------- references
+
+# The versions whose references still hold what they reference: a superseded or
+# withdrawn version was never published and never will be.
+_HOLDING = (SchemaVersion.State.PUBLISHED, SchemaVersion.State.AWAITING)
+
+
+def reference_target(topic_name: str, role: str, number: int | None, *, lock: bool = False):
+    """The live (published, not soft-deleted) version a reference names (`number` None:
+    the latest), or None; `lock` holds it against a concurrent delete until commit."""
+    versions = SchemaVersion.objects.filter(
+        topic__name=topic_name,
+        role=role,
+        state=SchemaVersion.State.PUBLISHED,
+        deleted_at__isnull=True,
+    ).select_related("topic")
+    if number is not None:
+        versions = versions.filter(version=number)
+    found = versions.order_by("version").last()
+    if found is not None and lock:
+        found = versions.select_for_update(of=("self",)).get(pk=found.pk)
+    return found
+
+
+def references_of(version_ids: Iterable[int]) -> dict[int, list]:
+    """Each version's references, in the order it was registered with them, with the
+    referenced versions and their topics read in the same query."""
+    found: dict[int, list] = {}
+    rows = (
+        SchemaReference.objects.filter(version_id__in=list(version_ids))
+        .select_related("referenced__topic")
+        .order_by("version_id", "position")
+    )
+    for row in rows:
+        found.setdefault(row.version_id, []).append(row)
+    return found
+
+
+def referencing_ids(version: SchemaVersion) -> list[int]:
+    """The ids of the schemas that reference the version (soft-deleted ones included:
+    they are still served by id, and reading their data needs it)."""
+    return sorted(
+        SchemaReference.objects.filter(referenced=version, version__state__in=_HOLDING)
+        .values_list("version_id", flat=True)
+        .distinct()
+    )
+
+
+def referenced_among(version_ids: Iterable[int], *, lock: bool = False) -> dict[int, list[int]]:
+    """Of the versions given, those another schema references: id → referencing ids.
+    `lock` first holds the versions until commit, as a registration referencing one holds
+    it (reference_target), so that a reference and a delete cannot pass each other."""
+    ids = list(version_ids)
+    if lock and ids:
+        list(SchemaVersion.objects.select_for_update().filter(pk__in=ids).values_list("pk"))
+    found: dict[int, list[int]] = {}
+    rows = SchemaReference.objects.filter(
+        referenced_id__in=ids, version__state__in=_HOLDING
+    ).values_list("referenced_id", "version_id")
+    for referenced, referencing in rows.order_by("referenced_id", "version_id"):
+        found.setdefault(referenced, []).append(referencing)
+    return found
