@@ -12,24 +12,45 @@
 - sync_200_topics_s: a ModelSync of 200 topics each bringing a new compatible
   version (after a first sync that created them), through the service, in the
   scratch database. sync_200_topics_first_s is the first one.
-- register_new_subject_ms / register_new_version_ms: medians of one registration as the
-  Schema Registry API makes it (the service call, without HTTP), of a first version on
-  a new topic and of a compatible new version of an existing one. Not yet through
-  gunicorn, and no SQL baseline (issue #18 asks for both).
+- register_new_subject_ms / register_new_version_ms: medians of one registration through
+  the Schema Registry API over HTTP, as deployed (gunicorn with gunicorn.conf.py, the
+  scratch database), one client at a time: a first version on a new subject
+  (`POST /api/schema-registry/subjects/<topic>-value/versions`, the topic made by it)
+  and a compatible new version of an existing one. `baseline_register_new_subject_ms`
+  / `baseline_register_new_version_ms`: the rows the same registrations write (the
+  topic and its producer, the version, its event and its audit entry) inserted
+  directly with psycopg, one transaction each; `register_ratio` is the new subject's
+  figure over its baseline.
+- register_service_new_subject_ms / register_service_new_version_ms: the same
+  registrations through the service alone (no HTTP), to tell the two costs apart.
 - avro_median_check_ms: one FULL check of a 50-field Avro record with nested types
   against its previous version (apps.registry.avro.bench_check_ms).
 """
 
 from __future__ import annotations
 
+import base64
+import http.client
 import json
+import os
 import random
+import socket
 import statistics
+import subprocess
+import sys
 import time
+import uuid
+from pathlib import Path
+
+import psycopg
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.registry import avro, compatibility, schemas
 from apps.registry.models import Service
+from apps.tenancy import services as tenancy
+from bench.harness import database_url, dsn
+
+ROOT = Path(__file__).resolve().parents[1]
 
 KINDS = ("string", "integer", "number", "boolean", "enum", "array", "object", "oneOf")
 
@@ -172,6 +193,8 @@ def run(*, quick: bool) -> dict:
     new_version = [
         register(f"bench.new_{n}", _evolve(topic_schemas[n], 0)) for n in range(registrations)
     ]
+    http_new_subject, http_new_version = _through_http(topic_schemas, registrations)
+    sql_new_subject, sql_new_version = _by_hand(topic_schemas, registrations, producer)
     return {
         "name": "registry",
         "median_check_ms": round(statistics.median(timings), 3),
@@ -181,7 +204,146 @@ def run(*, quick: bool) -> dict:
         "ratio": round(checks_per_s / baseline_per_s, 3),
         "sync_200_topics_s": round(second, 3),
         "sync_200_topics_first_s": round(first, 3),
-        "register_new_subject_ms": round(statistics.median(new_subject), 3),
-        "register_new_version_ms": round(statistics.median(new_version), 3),
+        "register_new_subject_ms": round(statistics.median(http_new_subject), 3),
+        "register_new_version_ms": round(statistics.median(http_new_version), 3),
+        "baseline_register_new_subject_ms": round(statistics.median(sql_new_subject), 3),
+        "baseline_register_new_version_ms": round(statistics.median(sql_new_version), 3),
+        "register_ratio": round(
+            statistics.median(http_new_subject) / statistics.median(sql_new_subject), 2
+        ),
+        "register_service_new_subject_ms": round(statistics.median(new_subject), 3),
+        "register_service_new_version_ms": round(statistics.median(new_version), 3),
         "avro_median_check_ms": round(avro.bench_check_ms(pairs=60 if quick else 300), 3),
     }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _through_http(topic_schemas: list[dict], n: int) -> tuple[list[float], list[float]]:
+    """Milliseconds of each registration through gunicorn: first versions on new
+    subjects, then a compatible new version of each."""
+    account = tenancy.service_account_create(actor=SYSTEM_ACTOR, name="bench-http-orders")
+    issued = tenancy.api_token_issue(
+        actor=SYSTEM_ACTOR, service_account=account, name="bench", scopes=["registry:write"]
+    )
+    basic = base64.b64encode(f"{account.name}:{issued.secret}".encode()).decode()
+    headers = {
+        "Authorization": f"Basic {basic}",
+        "Content-Type": "application/vnd.schemaregistry.v1+json",
+    }
+    port = _free_port()
+    env = {**os.environ, "DATABASE_URL": database_url(), "STEWARD_LOG_LEVEL": "WARNING"}
+    env.setdefault("STEWARD_API_RATE", "100000000/min")
+    gunicorn = str(Path(sys.executable).parent / "gunicorn")
+    server = subprocess.Popen(  # noqa: S603
+        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    conn = None
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                conn.request("GET", "/healthz")
+                if conn.getresponse().read() and time.monotonic() < deadline:
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        prefix = f"bench.http_{uuid.uuid4().hex[:6]}"
+
+        def register(subject: str, schema: dict) -> float:
+            body = json.dumps({"schema": json.dumps(schema), "schemaType": "JSON"})
+            started = time.perf_counter()
+            conn.request("POST", f"/api/schema-registry/subjects/{subject}/versions", body, headers)
+            answer = conn.getresponse()
+            payload = answer.read()
+            elapsed = (time.perf_counter() - started) * 1000
+            assert answer.status == 200, payload[:300]
+            return elapsed
+
+        # Warm every worker's code paths and connection before measuring.
+        for k in range(8):
+            register(f"{prefix}_warm{k}-value", topic_schemas[k])
+        subjects = [f"{prefix}_{k}-value" for k in range(n)]
+        new_subject = [register(subjects[k], topic_schemas[k]) for k in range(n)]
+        new_version = [register(subjects[k], _evolve(topic_schemas[k], 0)) for k in range(n)]
+        return new_subject, new_version
+    finally:
+        if conn is not None:
+            conn.close()
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _by_hand(topic_schemas: list[dict], n: int, producer) -> tuple[list[float], list[float]]:
+    """The rows a registration writes, inserted directly: the topic and its producer,
+    the version, its event and its audit entry, one transaction each."""
+    fingerprint = "0" * 64
+    new_subject, new_version = [], []
+    with psycopg.connect(dsn()) as conn:
+        conn.execute("SELECT set_config('steward.system', 'on', false)")
+
+        def version(topic_id: int, number: int, schema: dict) -> None:
+            text = json.dumps(schema)
+            conn.execute(
+                "INSERT INTO registry_schemaversion (topic_id, role, version, schema_type,"
+                " schema, canonical, fingerprint, state, verdict, release, override_reason,"
+                " created_at, published_at)"
+                " VALUES (%s, 'value', %s, 'JSON', %s, %s, %s, 'published', '{}', '', '',"
+                " now(), now())",
+                [topic_id, number, text, text, fingerprint],
+            )
+            conn.execute(
+                "INSERT INTO eventing_outboxevent (event_id, topic, event_type, schema_version,"
+                " aggregate_type, aggregate_id, lane, occurred_at, correlation_id,"
+                " causation_id, payload) VALUES (%s, 'registry.schema',"
+                " 'SchemaVersionPublished', 1, 'registry.topic', %s, 0, now(), '', '', '{}')",
+                [uuid.uuid4(), str(topic_id)],
+            )
+            conn.execute(
+                "INSERT INTO tenancy_auditevent (occurred_at, actor_label, action,"
+                " object_type, object_id, object_repr, changes, request_id)"
+                " VALUES (now(), 'bench', 'schema_version.publish', 'registry.schemaversion',"
+                " %s, '', '{}', '')",
+                [str(topic_id)],
+            )
+
+        topics = []
+        for k in range(n):
+            started = time.perf_counter()
+            with conn.transaction():
+                topic_id = conn.execute(
+                    "INSERT INTO registry_topic (name, description, current_schema_version,"
+                    " compatibility_mode, registry_mode, compatibility_policy, created_at,"
+                    " updated_at) VALUES (%s, '', 1, 'BACKWARD', '', 'STRICT', now(), now())"
+                    " RETURNING id",
+                    [f"bench.sql_{uuid.uuid4().hex[:8]}_{k}"],
+                ).fetchone()[0]
+                conn.execute(
+                    "INSERT INTO registry_topic_producers (topic_id, service_id) VALUES (%s, %s)",
+                    [topic_id, producer.pk],
+                )
+                version(topic_id, 1, topic_schemas[k])
+            new_subject.append((time.perf_counter() - started) * 1000)
+            topics.append(topic_id)
+        for k, topic_id in enumerate(topics):
+            started = time.perf_counter()
+            with conn.transaction():
+                version(topic_id, 2, _evolve(topic_schemas[k], 0))
+                conn.execute(
+                    "UPDATE registry_topic SET current_schema_version = 2, updated_at = now()"
+                    " WHERE id = %s",
+                    [topic_id],
+                )
+            new_version.append((time.perf_counter() - started) * 1000)
+    return new_subject, new_version
