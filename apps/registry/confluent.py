@@ -32,7 +32,15 @@ from rest_framework.views import APIView
 
 from apps.core.api.permissions import PLATFORM
 from apps.core.api.views import StewardAccessMixin
-from apps.registry import avro, compatibility, schema_types, schemas, selectors, subjects
+from apps.registry import (
+    avro,
+    compatibility,
+    schema_types,
+    schemas,
+    selectors,
+    services,
+    subjects,
+)
 from apps.registry.models import REGISTRY_MODES, SchemaReference, SchemaVersion, Topic
 from apps.registry.services import (
     NotPermitted,
@@ -330,16 +338,6 @@ def _json_document(text: str):
         raise compatibility.InvalidSchema(f"not JSON: {exc}") from None
 
 
-def _record_references(version: SchemaVersion, resolved: list[tuple[str, SchemaVersion]]):
-    """The references a version was registered with, kept once, when it was created by the
-    registration: a registration answered with an existing version changes nothing."""
-    if resolved and not SchemaReference.objects.filter(version=version).exists():
-        SchemaReference.objects.bulk_create(
-            SchemaReference(version=version, position=n, name=name, referenced=target)
-            for n, (name, target) in enumerate(resolved)
-        )
-
-
 def _schema_of(request, *, lock: bool = False) -> schema_types.Parsed:
     """The body's schema, parsed: bundled with the schemas its references name."""
     return _schema_and_references(request, lock=lock)[0]
@@ -528,7 +526,7 @@ class SubjectVersions(ConfluentView):
         version = selectors.schema_version_of(named.topic, answer["version"], named.role)
         if answer["outcome"] != "unchanged":
             # a waiting version holds its references too: it may yet be published
-            _record_references(version, resolved)
+            services.schema_references_record(version, resolved)
         if answer["outcome"] == "awaiting_acknowledgement":
             waiting = ", ".join(answer["awaiting"])
             breaking = "; ".join(
@@ -575,7 +573,7 @@ def _import(request, service, named, parsed, body: dict, mode: str, subject: str
         )
     except schemas.RegistryRefused as exc:
         raise RegistryError(422, exc.registry_code, exc.detail) from None
-    _record_references(version, resolved)
+    services.schema_references_record(version, resolved)
     return _registered(version, subject)
 
 

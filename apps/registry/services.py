@@ -15,7 +15,7 @@ from django.utils import timezone
 from apps.core.context import Actor
 from apps.core.errors import DomainError, ValidationFailed
 from apps.registry.catalog import STEWARD_SERVICE
-from apps.registry.models import Service, Subscription, Topic
+from apps.registry.models import SchemaReference, Service, Subscription, Topic
 from apps.registry.news import (
     AWAITING,
     LOWERED,
@@ -370,3 +370,14 @@ def subscription_mark_failed(*, subscription_id: int, error: str) -> None:
     Subscription.objects.filter(pk=subscription_id).update(
         consecutive_failures=F("consecutive_failures") + 1, last_error=error[:500]
     )
+
+
+def schema_references_record(version, resolved: list[tuple[str, object]]) -> None:
+    """The references a version was registered with (name, referenced version), kept
+    once, when the registration created the version: a registration answered with an
+    existing version changes nothing. The caller's transaction."""
+    if resolved and not SchemaReference.objects.filter(version=version).exists():
+        SchemaReference.objects.bulk_create(
+            SchemaReference(version=version, position=n, name=name, referenced=target)
+            for n, (name, target) in enumerate(resolved)
+        )
