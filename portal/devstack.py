@@ -304,8 +304,8 @@ def ensure_promtool(env: dict) -> None:
 
 
 def command_test(stack: Stack, pytest_args: list[str]) -> int:
-    # The suite's threads (live servers, workers, concurrency tests) hold a connection
-    # each, as the tests count them; the pooled web tier has a test of its own
+    # The servers the suite starts (gunicorn in the metrics tests) keep a connection per
+    # process, as those tests count them; the pooled web tier has a test of its own
     # (tests/core/test_connection_exhaustion.py), which starts a server with its pool.
     stack.env.setdefault("STEWARD_DB_POOL_SIZE", "0")
     ensure_browser(stack.env)

@@ -37,17 +37,20 @@ def env_int(name: str, default: int) -> int:
     return default if value is None else int(value)
 
 
-def _celery_process() -> bool:
-    return Path(sys.argv[0]).name == "celery"
+def _web_process() -> bool:
+    """gunicorn, or `manage.py runserver`: the processes that serve requests."""
+    return Path(sys.argv[0]).name == "gunicorn" or sys.argv[1:2] == ["runserver"]
 
 
 # A web process shares a bounded pool of connections among its threads, so no number of
 # concurrent requests opens more than this many (runserver starts a thread per request,
 # and each thread kept a connection of its own for DATABASE_CONN_MAX_AGE). A request
-# that waits STEWARD_DB_POOL_TIMEOUT for one answers 503 database_unavailable. Celery's
-# processes run one task at a time each and fork their children, so they keep one
-# connection of their own (a pool opened before a fork would be shared across it).
-DB_POOL_SIZE = env_int("STEWARD_DB_POOL_SIZE", 0 if _celery_process() else 4)
+# that waits STEWARD_DB_POOL_TIMEOUT for one answers 503 database_unavailable. Every
+# other process keeps one connection per thread, as before: a Celery process runs one
+# task at a time and forks its children (a pool opened before a fork would be shared
+# across it), and run_consumers' runner threads each hold theirs for good, so a pool
+# smaller than the runners would starve them.
+DB_POOL_SIZE = env_int("STEWARD_DB_POOL_SIZE", 4) if _web_process() else 0
 DB_POOL_TIMEOUT = float(env("STEWARD_DB_POOL_TIMEOUT", "3"))
 
 
