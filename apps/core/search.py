@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from apps.core.hooks import app_modules
 
 MAX_LENGTH = 255
-# Names as Steward's named things spell them: slugs, service and topic names.
-NAME = re.compile(r"^[\w.\-:/ ]{1,255}$")
 FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
 # Below PostgreSQL's bigint limit, so a long number is no lookup rather than an error.
 MAX_NUMBER = 2**63 - 1
@@ -65,7 +63,8 @@ class Query:
         return cls(
             text=text,
             number=number,
-            name=text if NAME.match(text) else None,
+            # An exact name is compared by equality, so any printable text is safe to ask.
+            name=text if text.isprintable() else None,
             fingerprint=lowered if FINGERPRINT.match(lowered) else None,
         )
 

@@ -124,6 +124,8 @@ def test_an_asset_is_found_by_id_name_and_workflow_instance(as_operator, tenant_
     opens(search(as_operator, str(asset.pk)), url)
     opens(search(as_operator, "weights-2026"), url)
     opens(search(as_operator, str(instance)), url)
+    spelled = new_asset(tenant_a, "Weights (v2) — final")
+    opens(search(as_operator, " Weights (v2) — final "), spelled.get_absolute_url())
 
 
 def test_a_callback_receipt_is_found_by_its_workflow_instance(as_operator, tenant_a):
