@@ -251,6 +251,14 @@ def test_a_member_finds_their_own_tenants_asset_and_not_the_others(
     nothing_found(search(client, "alpha"))
 
 
+def test_service_accounts_are_not_found_by_members(client, member_b, tenant_b):
+    # as their list, which is for operators and tenant admins
+    with tenant_scope(tenant_b):
+        ServiceAccount.objects.create(name="bravo-ci", tenant=tenant_b)
+    client.force_login(member_b)
+    nothing_found(search(client, "bravo-ci"))
+
+
 def test_operator_pages_stay_operators_matches(client, admin_a, tenant_a, topic):
     # event ids lead to the eventing pages, which are operators' (as their lists)
     [waiting] = write_events(tenant_a, topic, 1)
