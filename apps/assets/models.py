@@ -122,6 +122,8 @@ class Asset(models.Model):
             # across tenants (platform callers): without these every page sorted them all.
             models.Index(fields=["tenant", "created_at", "id"], name="asset_tenant_newest"),
             models.Index(fields=["created_at", "id"], name="asset_newest"),
+            # The console's search finds an asset by its exact name.
+            models.Index(fields=["name"], name="asset_name"),
         ]
         constraints = [
             # A workflow reference only on an asset that went through a request.

@@ -27,6 +27,7 @@ urlpatterns = [
         name="two-factor-disable",
     ),
     path("account/two-factor/reset/", account_views.two_factor_reset, name="two-factor-reset"),
+    path("search/", views.search_view, name="search"),
     path("switch-tenant/", views.switch_tenant, name="switch-tenant"),
     path("invitations/", manage_views.invitations, name="invitations"),
     path("theme/", views.set_theme, name="theme"),

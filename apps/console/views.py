@@ -4,6 +4,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login, logout
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin, UserPassesTestMixin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
@@ -22,6 +23,7 @@ from apps.console.twofactor import PENDING_LOGIN_SESSION_KEY, two_factor_exempt
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.core.schedules import schedule_health
+from apps.core.search import search
 from apps.core.view_scope import any_tenant_status, unscoped
 from apps.tenancy import selectors, services
 from apps.tenancy.filters import AuditEventFilterSet, ServiceAccountFilterSet, TenantFilterSet
@@ -266,3 +268,21 @@ class ServiceAccountListView(OperatorOrTenantAdminMixin, ListPage):
 
     def get_base_queryset(self):
         return selectors.service_account_list()
+
+
+@login_required
+def search_view(request):
+    """The header's search box: one match opens its page, otherwise the matches by kind.
+    Every app's lookups run in the request's scope (apps.core.search), so another
+    tenant's object is answered as one that does not exist."""
+    query, matches = search(request.GET.get("q"), request)
+    if len(matches) == 1:
+        return HttpResponseRedirect(matches[0].url)
+    by_kind: dict[str, list] = {}
+    for match in matches:
+        by_kind.setdefault(match.kind, []).append(match)
+    return render(
+        request,
+        "console/search.html",
+        {"q": request.GET.get("q", "").strip(), "by_kind": by_kind, "count": len(matches)},
+    )

@@ -145,6 +145,9 @@ class DeadLetter(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # The console's search finds an event's dead letters by event id, whatever the
+        # subscription (dead_letter_once covers only the dead, per subscription).
+        indexes = [models.Index(fields=["event_id"], name="dead_letter_event")]
         constraints = [
             # An envelope is dead at most once per subscription at a time.
             models.UniqueConstraint(

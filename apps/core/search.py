@@ -1,0 +1,91 @@
+"""The console's one search box: an identifier or an exact name, across every app.
+
+The console shell may not import the domains, so each app that has something findable
+contributes `find(query, request) -> list[Match]` in its `search.py` (apps.core.hooks),
+reading through its own selectors. The search runs in the request's scope: row-level
+security decides what it finds, exactly as in the lists, and an object of another
+tenant is answered as one that does not exist.
+
+Every lookup is an indexed equality, never a pattern scan: the query is parsed once
+here, and an app asks only the columns of the query's shape (a UUID only UUID
+columns, a number only integer keys, a name only name columns).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+from apps.core.hooks import app_modules
+
+MAX_LENGTH = 255
+FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
+# Below PostgreSQL's bigint limit, so a long number is no lookup rather than an error.
+MAX_NUMBER = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Match:
+    """One object found: what kind of thing it is, its name, and its console page."""
+
+    kind: str
+    title: str
+    url: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Query:
+    """The text asked for, and the shapes it has; a shape it lacks is None."""
+
+    text: str
+    uuid: uuid.UUID | None = None
+    number: int | None = None
+    name: str | None = None
+    fingerprint: str | None = None
+
+    @classmethod
+    def parse(cls, raw: str | None) -> Query:
+        text = (raw or "").strip()
+        if not text or len(text) > MAX_LENGTH or "\x00" in text:
+            return cls(text="")
+        try:
+            as_uuid = uuid.UUID(text)
+        except ValueError:
+            as_uuid = None
+        else:
+            return cls(text=text, uuid=as_uuid)
+        number = int(text) if text.isascii() and text.isdigit() else None
+        if number is not None and number > MAX_NUMBER:
+            number = None
+        lowered = text.lower()
+        return cls(
+            text=text,
+            number=number,
+            # An exact name is compared by equality, so any printable text is safe to ask.
+            name=text if text.isprintable() else None,
+            fingerprint=lowered if FINGERPRINT.match(lowered) else None,
+        )
+
+    @property
+    def empty(self) -> bool:
+        return not (self.uuid or self.number is not None or self.name or self.fingerprint)
+
+
+def search(raw: str | None, request) -> tuple[Query, list[Match]]:
+    """Every app's matches for the text, in INSTALLED_APPS order."""
+    query = Query.parse(raw)
+    if query.empty:
+        return query, []
+    return query, [match for module in _finders() for match in module.find(query, request)]
+
+
+def _finders():
+    # Steward's domain apps only: django.contrib.postgres has a `search` module of its
+    # own, and this module is core's.
+    return [
+        module
+        for module in app_modules("search")
+        if module.__name__.startswith("apps.") and module.__name__ != __name__
+    ]
