@@ -16,6 +16,10 @@ own with a fixed name, found as Django's admin finds `admin.py`:
 | `governed.py`  | `GOVERNED` and `EXEMPT`: what governance does with its tables      |
 | `dashboard.py` | `dashboard_panels(request) -> list[DashboardPanel]`: the app's     |
 |                | figures on the console dashboard (apps.console.panels)             |
+| `attention.py` | `KINDS`: what of the app's can wait on a person, and the actions   |
+|                | that resolve it (apps.core.attention, apps.attention)              |
+| `search.py`    | `find(query, request) -> list[Match]`: the app's objects named by  |
+|                | an identifier or exact name (apps.core.search)                     |
 
 An app without the module contributes nothing.
 """
