@@ -40,6 +40,7 @@ def shows(action, row) -> bool:
 _RECORD_DEPTH = 6
 
 
+@register.filter
 def humanise(key) -> str:
     """`rows_deleted` → "Rows deleted", `binding_id` → "Binding id"."""
     text = str(key).replace("_", " ").replace("-", " ").strip()
@@ -57,7 +58,7 @@ def _moment(value: str):
 
 def _scalar(value, links):
     if value is None or value == "":
-        return format_html('<span class="muted">—</span>')
+        return format_html('<span class="muted">{}</span>', "—")
     if isinstance(value, bool):
         return format_html("{}", "yes" if value else "no")
     text = str(value)
@@ -79,7 +80,7 @@ def _render(value, links, depth: int):
         return format_html("<code>{}</code>", value)
     if isinstance(value, dict):
         if not value:
-            return format_html('<span class="muted">—</span>')
+            return format_html('<span class="muted">{}</span>', "—")
         return format_html(
             '<dl class="record">{}</dl>',
             format_html_join(
@@ -90,7 +91,7 @@ def _render(value, links, depth: int):
         )
     if isinstance(value, list | tuple):
         if not value:
-            return format_html('<span class="muted">none</span>')
+            return format_html('<span class="muted">{}</span>', "none")
         if all(isinstance(item, dict) for item in value):
             keys = list(dict.fromkeys(k for item in value for k in item))
             head = format_html_join("", '<th scope="col">{}</th>', ((humanise(k),) for k in keys))
