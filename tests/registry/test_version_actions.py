@@ -6,7 +6,9 @@ import re
 import pytest
 from django.contrib.auth.models import Permission
 
-from tests.registry.factories import pending, waiting_version
+from apps.registry.models import SchemaVersion
+from tests.query_counts import queries_for
+from tests.registry.factories import V1, V2_BREAKING, pending, sync, waiting_version
 
 pytestmark = pytest.mark.django_db
 
@@ -61,3 +63,22 @@ def test_withdrawing_without_its_confirmation_changes_nothing_and_with_it_withdr
     client.post(f"/registry/versions/{version.pk}/withdraw/", {"reason": "x", "confirm": "yes"})
     version.refresh_from_db()
     assert version.state == "withdrawn"
+
+
+def test_the_version_page_costs_the_same_queries_for_more_consumers_waiting(client, operator):
+    # given one version waiting on two consumers and another waiting on six
+    sync("r1", V1)
+    sync("r2", V2_BREAKING)
+    many = [f"c{n}" for n in range(6)]
+    sync("r3", V1, name="orders.refund", consumers=many)
+    sync("r4", V2_BREAKING, name="orders.refund", consumers=many)
+    few_version, many_version = SchemaVersion.objects.filter(
+        state="awaiting_acknowledgement"
+    ).order_by("topic__name")
+    assert few_version.topic.name == "orders.order"
+    client.force_login(operator)
+    # when each page is read, then each costs the same, whatever the buttons it shows
+    few = queries_for(lambda: client.get(few_version.get_absolute_url()))
+    page = client.get(many_version.get_absolute_url()).content.decode()
+    assert page.count("Acknowledge for c") == 6
+    assert queries_for(lambda: client.get(many_version.get_absolute_url())) == few
