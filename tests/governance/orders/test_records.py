@@ -4,7 +4,6 @@ one click away; cancelling asks for its confirmation; the page's query count."""
 import re
 
 import pytest
-from django.test import Client
 
 from apps.core.context import Actor
 from apps.core.scope import tenant_scope
@@ -12,15 +11,10 @@ from apps.governance.models import GovernanceOrder
 from apps.governance.orders import evidence, services
 from tests.factories import member
 from tests.governance.factories import approved, complete, fresh, open_tasks, owner
+from tests.governance.orders.test_views import signed_in
 from tests.query_counts import assert_flat_query_count
 
 pytestmark = pytest.mark.django_db
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_evidence_and_receipts_are_labelled_entries_with_links_and_no_dict_text(
