@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.attention import selectors, services
+from apps.console.confirm import confirmed
 from apps.core.api.permissions import OPERATOR, caller_kind
 from apps.core.attention import kinds
 from apps.core.errors import DomainError
@@ -48,6 +49,10 @@ def queue_page(request):
 @login_required
 def item_act(request, kind, key, action):
     _operators_only(request)
+    found = kinds().get(kind)
+    chosen = found.action(action) if found else None
+    if chosen is not None and chosen.confirm and not confirmed(request, chosen.label.lower()):
+        return HttpResponseRedirect(reverse("attention:queue"))
     try:
         said = services.item_act(
             actor=request.actor, kind=kind, key=key, action=action, data=request.POST

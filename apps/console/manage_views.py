@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from apps.console.confirm import confirmed
 from apps.console.forms import MembershipForm, ServiceAccountForm, TenantForm, TokenForm
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.context import Actor
@@ -223,8 +224,9 @@ def token_revoke(request, pk, token_pk):
     token = selectors.api_token_list().filter(service_account=account, pk=token_pk).first()
     if token is None:
         raise Http404
-    services.api_token_revoke(actor=request.actor, token=token)
-    messages.success(request, f"Token {token.prefix}… revoked.")
+    if confirmed(request, "revoking the token"):
+        services.api_token_revoke(actor=request.actor, token=token)
+        messages.success(request, f"Token {token.prefix}… revoked.")
     return redirect("console:service-account-detail", pk=account.pk)
 
 

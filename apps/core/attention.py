@@ -46,6 +46,9 @@ class Action:
     # A page to go to instead of a form, when the resolution is made elsewhere (a
     # subscription to create): the action names where, and the queue links to it.
     link_only: bool = False
+    # A destructive action: what it will do, said beside its real button; the console
+    # asks for it (apps.console.confirm) before acting.
+    confirm: str = ""
 
     def clean(self, data) -> dict:
         """The action's inputs from a form or a JSON body; a required one missing is

@@ -19,7 +19,14 @@ class DeadLetters(Kind):
         "An event its subscriber refused or never took, after every attempt: replay it once "
         "the subscriber is mended, or discard it."
     )
-    actions = (Action("replay", "Replay"), Action("discard", "Discard"))
+    actions = (
+        Action("replay", "Replay"),
+        Action(
+            "discard",
+            "Discard",
+            confirm="This will discard the event for this subscriber: it is never delivered.",
+        ),
+    )
 
     def waiting(self):
         return selectors.dead_letters_waiting()

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView, TemplateView
 
+from apps.console.confirm import confirmed
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin, RowAction
 from apps.console.redirects import redirect_next
 from apps.core.errors import DomainError
@@ -79,10 +80,8 @@ class DeadLetterListView(OperatorRequiredMixin, ListPage):
         Column("State", "get_state_display", sort="state"),
         Column("Error", "short_error"),
     )
-    row_actions = (
-        RowAction("Replay", "eventing:dead-letter-replay", when="is_dead"),
-        RowAction("Discard", "eventing:dead-letter-discard", when="is_dead"),
-    )
+    # Discarding is not a row action: it asks for confirmation, on the dead letter's page.
+    row_actions = (RowAction("Replay", "eventing:dead-letter-replay", when="is_dead"),)
 
     def get_base_queryset(self):
         return selectors.dead_letter_list()
@@ -125,11 +124,14 @@ def dead_letter_replay(request, pk):
 @login_required
 @require_POST
 def dead_letter_discard(request, pk):
+    if not confirmed(request, "discarding the dead letter"):
+        return redirect_next(request, "eventing:dead-letter-list")
     return _resolve(request, pk, services.dead_letter_discard, "discarded")
 
 
 class UncertainEffectListView(OperatorRequiredMixin, ListPage):
     title = "Uncertain effects"
+    template_name = "eventing/effect_list.html"
     filterset_class = UncertainEffectFilterSet
     search_fields = ("external_ref", "last_error")
     default_ordering = "-created_at"

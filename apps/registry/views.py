@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
+from apps.console.confirm import confirmed
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin
 from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
@@ -159,9 +160,10 @@ def version_act(request, pk, act):
             )
             schemas.acknowledge(actor=request.actor, version=version, consumer=consumer)
         elif act == "withdraw":
-            schemas.withdraw_version(
-                actor=request.actor, version=version, reason=request.POST.get("reason", "")
-            )
+            if confirmed(request, "withdrawing the version"):
+                schemas.withdraw_version(
+                    actor=request.actor, version=version, reason=request.POST.get("reason", "")
+                )
         elif act == "remind":
             schemas.remind(actor=request.actor, version=version)
         elif act == "override":

@@ -34,7 +34,13 @@ class FlaggedBindings(Kind):
         "grant it an exception with a reason and an expiry."
     )
     actions = (
-        Action("retire", "Retire the binding", (REASON,)),
+        Action(
+            "retire",
+            "Retire the binding",
+            (REASON,),
+            confirm="This revokes the binding's credentials and retires it; its owner is "
+            "then asked to purge the tenant's data.",
+        ),
         Action(
             "grant-exception",
             "Grant an exception",

@@ -16,6 +16,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
+from apps.console.confirm import confirmed
 from apps.console.listing import Column, ListPage
 from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, TENANT_ADMIN, caller_kind
@@ -109,9 +110,10 @@ def binding_act(request, pk, act):
             )
             messages.success(request, "Exception granted; it ends by itself at its expiry.")
         elif act == "retire":
-            services.binding_retire(
-                actor=request.actor, binding=binding, reason=request.POST.get("reason", "")
-            )
+            if confirmed(request, "retiring the binding"):
+                services.binding_retire(
+                    actor=request.actor, binding=binding, reason=request.POST.get("reason", "")
+                )
         else:
             raise PermissionDenied
     except DomainError as exc:

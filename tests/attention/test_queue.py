@@ -277,3 +277,15 @@ def test_a_consumer_news_cannot_reach_is_subscribed_from_the_queue(api, operator
             event_type="SchemaVersionAwaitingAcknowledgement", payload__reminder=True
         )
         assert reminded.exists()
+
+
+def test_the_page_acts_only_on_a_confirmed_destructive_action(stalled, client, operator):
+    client.force_login(operator)
+    dead = stalled["dead-letter"]
+    url = f"/attention/dead-letter/{dead.pk}/discard/"
+    client.post(url)  # the disclosure's button was never pressed
+    assert fresh(dead).state == DeadLetter.State.DEAD
+    client.post(url, {"confirm": "yes"})
+    assert fresh(dead).state == DeadLetter.State.DISCARDED
+    page = client.get("/attention/?kind=flagged-binding").content.decode()
+    assert "This revokes the binding" in page and "Confirm: retire the binding" in page

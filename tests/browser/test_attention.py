@@ -52,7 +52,7 @@ def press(page, kind, label, **fields):
                 field.select_option(value)
             else:
                 field.fill(value)
-        form.get_by_role("button", name=label).click()
+        form.locator("button[type=submit]").click()
     else:
         row.get_by_role("button", name=label).click()
 

@@ -119,6 +119,6 @@ def test_a_token_secret_is_shown_once_and_can_be_revoked(client, operator):
     assert secret not in (token.digest, token.prefix)
     again = client.get(reverse("console:service-account-detail", args=[account.pk]))
     assert secret not in again.content.decode()
-    client.post(reverse("console:token-revoke", args=[account.pk, token.pk]))
+    client.post(reverse("console:token-revoke", args=[account.pk, token.pk]), {"confirm": "yes"})
     token.refresh_from_db()
     assert token.revoked_at is not None

@@ -51,7 +51,7 @@ def test_replay_and_discard_from_the_console(
     second = make_dead_letter(tenant_a, topic, webhook_subscription, n=2)
     client.force_login(operator)
     client.post(reverse("eventing:dead-letter-replay", args=[first.pk]))
-    client.post(reverse("eventing:dead-letter-discard", args=[second.pk]))
+    client.post(reverse("eventing:dead-letter-discard", args=[second.pk]), {"confirm": "yes"})
     with system_scope():
         states = dict(DeadLetter.objects.values_list("pk", "state"))
     assert states == {first.pk: "replaying", second.pk: "discarded"}

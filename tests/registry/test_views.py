@@ -80,7 +80,7 @@ def test_console_and_api_refuse_a_non_producer_withdrawing_a_version_alike(clien
     client.force_login(operator)
     console = client.post(
         f"/registry/versions/{version.pk}/withdraw/",
-        {"reason": "x"},
+        {"reason": "x", "confirm": "yes"},
         HTTP_AUTHORIZATION=f"Bearer {stranger.secret}",
     )
     assert api.status_code == console.status_code == 403

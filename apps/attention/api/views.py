@@ -28,6 +28,9 @@ class ActionSerializer(serializers.Serializer):
     label = serializers.CharField()
     inputs = InputSerializer(many=True)
     link_only = serializers.BooleanField()
+    confirm = serializers.CharField(
+        allow_blank=True, help_text="For a destructive action: what it will do."
+    )
 
 
 class ItemSerializer(serializers.Serializer):

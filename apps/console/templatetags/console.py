@@ -1,4 +1,9 @@
+import json
+
 from django import template
+from django.utils import formats, timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html, format_html_join
 
 register = template.Library()
 
@@ -25,3 +30,146 @@ def row_action_url(action, row):
 @register.filter
 def shows(action, row) -> bool:
     return not action.when or bool(attr(row, action.when))
+
+
+# Records: any JSON value (evidence data, receipts, audit changes, effect results) shown
+# as labelled definition lists and tables, so no page prints a Python dict. A page passes
+# `links`, {value: url}, for the ids it can resolve; the tag cannot, being beneath the
+# domains that own those objects.
+
+_RECORD_DEPTH = 6
+
+
+@register.filter
+def humanise(key) -> str:
+    """`rows_deleted` → "Rows deleted", `binding_id` → "Binding id"."""
+    text = str(key).replace("_", " ").replace("-", " ").strip()
+    return text[:1].upper() + text[1:] if text else "—"
+
+
+def _moment(value: str):
+    if len(value) < 19 or value[4:5] != "-" or value[10:11] not in ("T", " "):
+        return None
+    try:
+        return parse_datetime(value)
+    except ValueError:
+        return None
+
+
+def _scalar(value, links):
+    if value is None or value == "":
+        return format_html('<span class="muted">{}</span>', "—")
+    if isinstance(value, bool):
+        return format_html("{}", "yes" if value else "no")
+    text = str(value)
+    url = links.get(text) if links else None
+    if isinstance(value, str) and (moment := _moment(text)) is not None:
+        if timezone.is_aware(moment):
+            moment = timezone.localtime(moment)
+        shown = formats.date_format(moment, "DATETIME_FORMAT")
+        return format_html('<time datetime="{}">{}</time>', text, shown)
+    if url:
+        return format_html('<a href="{}">{}</a>', url, text)
+    if isinstance(value, int | float):
+        return format_html("{}", value)
+    return format_html("<span>{}</span>", text)
+
+
+def _render(value, links, depth: int):
+    if depth > _RECORD_DEPTH:
+        return format_html("<code>{}</code>", value)
+    if isinstance(value, dict):
+        if not value:
+            return format_html('<span class="muted">{}</span>', "—")
+        return format_html(
+            '<dl class="record">{}</dl>',
+            format_html_join(
+                "",
+                "<dt>{}</dt><dd>{}</dd>",
+                ((humanise(k), _render(v, links, depth + 1)) for k, v in value.items()),
+            ),
+        )
+    if isinstance(value, list | tuple):
+        if not value:
+            return format_html('<span class="muted">{}</span>', "none")
+        if all(isinstance(item, dict) for item in value):
+            keys = list(dict.fromkeys(k for item in value for k in item))
+            head = format_html_join("", '<th scope="col">{}</th>', ((humanise(k),) for k in keys))
+            rows = format_html_join(
+                "",
+                "<tr>{}</tr>",
+                (
+                    (
+                        format_html_join(
+                            "",
+                            "<td>{}</td>",
+                            ((_render(item.get(k), links, depth + 1),) for k in keys),
+                        ),
+                    )
+                    for item in value
+                ),
+            )
+            return format_html(
+                '<div class="record-scroll"><table class="record"><thead><tr>{}</tr></thead>'
+                "<tbody>{}</tbody></table></div>",
+                head,
+                rows,
+            )
+        return format_html(
+            '<ul class="record">{}</ul>',
+            format_html_join("", "<li>{}</li>", ((_render(v, links, depth + 1),) for v in value)),
+        )
+    return _scalar(value, links)
+
+
+@register.simple_tag
+def record(value, links=None, raw=False):
+    """`{% record entry.data links=record_links raw=True %}`: the value as nested
+    definition lists (objects) and tables (lists of objects) with humanised labels, dates
+    formatted, values found in `links` linked; with `raw`, the JSON one click away."""
+    shown = _render(value, links or {}, 0)
+    return format_html("{}{}", shown, record_json(value)) if raw else shown
+
+
+@register.simple_tag
+def record_changes(changes, links=None, raw=False):
+    """An audit row's `{field: [before, after]}` as a table of before → after rows."""
+    if not isinstance(changes, dict) or not changes:
+        return record(changes, links, raw)
+
+    def pair(diff):
+        if isinstance(diff, list | tuple) and len(diff) == 2:
+            return diff
+        return (None, diff)
+
+    rows = format_html_join(
+        "",
+        '<tr><th scope="row">{}</th><td>{}</td><td aria-hidden="true">→</td><td>{}</td></tr>',
+        (
+            (
+                humanise(field),
+                _render(pair(d)[0], links or {}, 1),
+                _render(pair(d)[1], links or {}, 1),
+            )
+            for field, d in changes.items()
+        ),
+    )
+    table = format_html(
+        '<div class="record-scroll"><table class="record changes"><thead><tr>'
+        '<th scope="col">Field</th><th scope="col">Before</th>'
+        '<th scope="col"><span class="visually-hidden">becomes</span></th>'
+        '<th scope="col">After</th></tr></thead><tbody>{}</tbody></table></div>',
+        rows,
+    )
+    return format_html("{}{}", table, record_json(changes)) if raw else table
+
+
+@register.simple_tag
+def record_json(value, summary="JSON"):
+    """The value as pretty-printed JSON inside a closed <details>."""
+    text = json.dumps(value, indent=2, sort_keys=True, default=str)
+    return format_html(
+        '<details class="raw-json"><summary>{}</summary><pre><code>{}</code></pre></details>',
+        summary,
+        text,
+    )

@@ -9,9 +9,11 @@ from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
+from apps.console.confirm import confirmed
 from apps.console.listing import Column, ListPage
 from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
@@ -90,25 +92,43 @@ def _order_context(request, order: GovernanceOrder) -> dict:
     user = request.user
     moves = GovernanceOrder.TRANSITIONS
     decided = {a.approver_id for a in order.approvals.all()}
+    tasks = sorted(order.tasks.all(), key=lambda t: (t.phase or 0, t.owner))
+    holds = (
+        list(active_legal_holds(order.tenant_id))
+        if order.kind == GovernanceOrder.Kind.DELETION and order.status != "completed"
+        else []
+    )
     return {
         "phases": selectors.order_progress(order),
         "percent": selectors.order_percent_done(order),
         "poll_seconds": POLL_SECONDS.get(order.status),
-        "tasks": sorted(order.tasks.all(), key=lambda t: (t.phase or 0, t.owner)),
+        "tasks": tasks,
+        "record_links": _record_links(order, tasks, holds),
         "entries": document["entries"],
         "verified": evidence.verify(document)[0],
         "final_digest": document["final_digest"],
         "starts_at": services.order_starts_at(order),
         "artifact": selectors.export_artifact_of(order),
-        "holds": list(active_legal_holds(order.tenant_id))
-        if order.kind == GovernanceOrder.Kind.DELETION and order.status != "completed"
-        else [],
+        "holds": holds,
         "may_decide": moves.allows(order.status, GovernanceOrder.Status.APPROVED)
         and order.requested_by_id != user.pk
         and user.pk not in decided,
         "may_cancel": moves.allows(order.status, GovernanceOrder.Status.CANCELLED),
         "may_retry": user.is_operator and order.in_progress,
     }
+
+
+def _record_links(order: GovernanceOrder, tasks, holds) -> dict[str, str]:
+    """The ids the order's evidence and receipts name, each to its page: a task to its
+    row on this page, a binding to the binding page, a hold to the hold page."""
+    links = {str(order.pk): order.get_absolute_url()}
+    for task in tasks:
+        links[str(task.pk)] = f"#task-{task.pk}"
+        if binding := task.detail.get("binding"):
+            links[str(binding)] = reverse("stores:binding-detail", args=[binding])
+    for hold in holds:
+        links[str(hold.pk)] = reverse("retention:hold-detail", args=[hold.pk])
+    return links
 
 
 @platform_scope  # as the order page itself (OrderDetailView.steward_scope)
@@ -159,7 +179,8 @@ def order_act(request, pk, act):
                 actor=request.actor, order=order, approve=act == "approve", comment=comment
             )
         elif act == "cancel":
-            services.order_cancel(actor=request.actor, order=order, reason=comment)
+            if confirmed(request, "cancelling the order"):
+                services.order_cancel(actor=request.actor, order=order, reason=comment)
         else:
             raise PermissionDenied
     except DomainError as exc:

@@ -105,7 +105,13 @@ def test_an_export_task_shows_the_bundles_of_its_receipt(bound, tenant_a):
     )
     reader = signed_in(member(tenant_a, role="admin", username="reader"))
     page = reader.get(order.get_absolute_url()).content.decode()
-    assert "orders-sql (jsonl, 2 rows)" in page  # not the receipt dict's pairs
+    # a table of the bundles, labelled (in the stored JSON's key order), not the dict's pairs
+    assert '<dt>Bundles</dt><dd><div class="record-scroll"><table class="record">' in page
+    for label in ("Name", "Format", "Rows"):
+        assert f'<th scope="col">{label}</th>' in page
+    for cell in ("<td><span>orders-sql</span></td>", "<td><span>jsonl</span></td>", "<td>2</td>"):
+        assert cell in page
+    assert "{&#x27;" not in page and "{'" not in page
 
 
 def test_the_order_list_query_count_does_not_grow(tenant_a, operator):
