@@ -54,7 +54,7 @@ def test_an_asset_approval_is_delegated_and_decided_by_a_callback(
     tab.sign_in_as(admin_a)
     page = tab.open("/assets/")
     page.get_by_role("button", name="New asset").click()
-    page.get_by_label("Name").fill("churn model")
+    page.locator("main").get_by_label("Name").fill("churn model")
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_role("heading", name="churn model")).to_be_visible()
     expect(page.get_by_text("alpha · Draft")).to_be_visible()
