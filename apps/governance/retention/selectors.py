@@ -101,14 +101,29 @@ def retired_purge_task(target: policy.Target) -> GovernanceTask | None:
     """The owner task that asks for a retired binding's data to go: its purge task, or a
     deletion order's open task for the binding (which asks the same). The caller's
     tenant scope."""
-    task = GovernanceTask.objects.filter(
-        kind=GovernanceTask.Kind.PURGE, detail__key=retired_purge_key(target)
-    ).first()
-    if task is None:
-        task = GovernanceTask.objects.filter(
-            status__in=GovernanceTask.OPEN, detail__binding=str(target.binding_id)
-        ).first()
-    return task
+    return retired_purge_tasks([target]).get(str(target.binding_id))
+
+
+def retired_purge_tasks(targets: list[policy.Target]) -> dict[str, GovernanceTask]:
+    """`retired_purge_task` for many bindings in two statements, whatever their
+    number: {binding id: its task}, bindings without one left out."""
+    keys = {retired_purge_key(t): str(t.binding_id) for t in targets}
+    found: dict[str, GovernanceTask] = {}
+    if not keys:
+        return found
+    purges = GovernanceTask.objects.filter(
+        kind=GovernanceTask.Kind.PURGE, detail__key__in=list(keys)
+    ).order_by("pk")
+    for task in purges:
+        found.setdefault(keys[task.detail["key"]], task)
+    missing = [binding for binding in keys.values() if binding not in found]
+    if missing:
+        open_tasks = GovernanceTask.objects.filter(
+            status__in=GovernanceTask.OPEN, detail__binding__in=missing
+        ).order_by("pk")
+        for task in open_tasks:
+            found.setdefault(task.detail["binding"], task)
+    return found
 
 
 def retired_purges_preview(holds: list[policy.HoldView]) -> list[dict]:
@@ -116,12 +131,14 @@ def retired_purges_preview(holds: list[policy.HoldView]) -> list[dict]:
     says what its owner is asked, the hold that pauses it, and its task as it stands
     (none yet: the next minute's round issues it)."""
     rules = enabled_rule_views()
+    targets = retired_purge_targets()
+    with system_scope():
+        tasks = retired_purge_tasks(targets)
     rows = []
-    for target in retired_purge_targets():
+    for target in targets:
         rule = policy.effective_rule(rules, target)
         holding = [hold for hold in holds if policy.hold_covers(hold, target)]
-        with system_scope():
-            task = retired_purge_task(target)
+        task = tasks.get(str(target.binding_id))
         rows.append(
             {
                 "tenant": target.label("tenant"),

@@ -5,6 +5,8 @@ gone on the binding, and a legal hold pauses the purge until it is released."""
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.core.errors import Conflict
@@ -14,7 +16,7 @@ from apps.governance.models import GovernanceTask
 from apps.governance.orders import services as orders
 from apps.governance.retention import selectors, services
 from apps.governance.tasks import periodic_advance_orders
-from tests.governance.factories import NIGHT, complete, fresh
+from tests.governance.factories import NIGHT, complete, fresh, live_binding, make_store
 
 pytestmark = pytest.mark.django_db
 
@@ -174,3 +176,26 @@ def test_the_preview_lists_retired_bindings_owed_a_purge_with_their_task(
     hold = services.hold_place(actor=op, tenant=tenant_b, data_class=telemetry, reason="hold")
     [row] = selectors.sweep_preview(now=NIGHT)["retired"]
     assert row["task_status"] == "held" and row["holds"][0]["id"] == str(hold.pk)
+
+
+def test_the_preview_costs_the_same_statements_however_many_bindings_are_retired(
+    retention_bindings, tenant_b, profile, telemetry
+):
+    def preview_statements() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            rows = selectors.sweep_preview(now=NIGHT)["retired"]
+        assert all(row["task_status"] in ("issued", "to issue") for row in rows)
+        return len(ctx.captured_queries)
+
+    before = preview_statements()  # one binding, its task not yet issued
+    for n in range(3):
+        live_binding(
+            tenant_b, make_store(f"old-{n}", telemetry, owner="metrics"), profile, status="retired"
+        )
+    services.retired_binding_purges_now()  # three more tasks
+    live_binding(
+        tenant_b, make_store("old-3", telemetry, owner="metrics"), profile, status="retired"
+    )
+    rows = selectors.sweep_preview(now=NIGHT)["retired"]
+    assert sorted(row["task_status"] for row in rows) == ["issued"] * 4 + ["to issue"]
+    assert preview_statements() == before
