@@ -241,3 +241,51 @@ def test_compatibility_against_all_versions_checks_as_registering_would(live):
     assert fresh.json() == {"is_compatible": True}
     bad = http.post("/compatibility/subjects/payments-value/versions", json={"schema": "{"})
     assert (bad.status_code, bad.json()["error_code"]) == (422, 42201)
+
+
+# --------------------------------------------------------------------------- serializers
+
+
+ORDER_AVRO = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "com.acme",
+    "fields": [{"name": "id", "type": "string"}, {"name": "total", "type": "long"}],
+}
+
+
+@pytestmark_live
+def test_unmodified_serializers_auto_register_and_a_breaking_one_hears_who_must_acknowledge(live):
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    new_client, http = live
+    # given: serializers with their default configuration (auto.register.schemas on)
+    json_context = SerializationContext("orders.json", MessageField.VALUE)
+    serialize = JSONSerializer(json.dumps(V1), new_client())
+    data = serialize({"id": "o-1", "total": 3}, json_context)
+    # then: the first message registered the subject, and carries its id
+    registered = new_client().get_latest_version("orders.json-value")
+    assert int.from_bytes(data[1:5], "big") == registered.schema_id
+    read = JSONDeserializer(None, schema_registry_client=new_client())(data, json_context)
+    assert read == {"id": "o-1", "total": 3}
+    avro_context = SerializationContext("orders.avro", MessageField.VALUE)
+    data = AvroSerializer(new_client(), json.dumps(ORDER_AVRO))(
+        {"id": "a", "total": 5}, avro_context
+    )
+    assert AvroDeserializer(new_client())(data, avro_context) == {"id": "a", "total": 5}
+    # when: the topic has a consumer and a producer auto-registers a breaking schema
+    Topic.objects.get(name="orders.avro").consumers.add(
+        services.service_ensure(actor=SYSTEM_ACTOR, name="ledger")
+    )
+    breaking = {**ORDER_AVRO, "fields": [*ORDER_AVRO["fields"], {"name": "tax", "type": "long"}]}
+    with pytest.raises(SchemaRegistryError) as refused:
+        AvroSerializer(new_client(), json.dumps(breaking))(
+            {"id": "b", "total": 1, "tax": 0}, avro_context
+        )
+    # then: 409, naming the consumer still to acknowledge; the version waits
+    assert refused.value.http_status_code == 409
+    assert "ledger" in refused.value.error_message
+    waiting = SchemaVersion.objects.get(topic__name="orders.avro", state="awaiting_acknowledgement")
+    assert waiting.version == 2
