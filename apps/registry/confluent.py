@@ -494,10 +494,12 @@ class SubjectVersions(ConfluentView):
             named = subjects.parse(subject)
         except subjects.InvalidSubject as exc:
             raise RegistryError(422, 42201, str(exc)) from None
-        topic = selectors.topic_by_name(named.topic)
-        if topic is not None and topic.producers.exists():
+        topic = selectors.topic_for_registering(named.topic)
+        if topic is not None and topic.produced:
             _require_produces(request, topic)
-        mode = _writable(topic, named.role, subject)
+        # the mode and the level, both registry-wide settings, in one read
+        defaults = selectors.registry_defaults()
+        mode = _writable(topic, named.role, subject, defaults)
         account = request.service_account
         service = service_ensure(
             actor=request.actor, name=account.name if account else request.user.username
@@ -514,6 +516,7 @@ class SubjectVersions(ConfluentView):
                 parsed=parsed,
                 release=f"schema-registry:{subject}:{parsed.fingerprint}",
                 references=_reference_key(resolved),
+                defaults=defaults,
             )
         except Conflict as exc:
             raise RegistryError(409, 409, exc.detail) from None
@@ -540,9 +543,9 @@ class SubjectVersions(ConfluentView):
         return Response(_registered(version, subject, references))
 
 
-def _writable(topic: Topic | None, role: str, subject: str) -> str:
+def _writable(topic: Topic | None, role: str, subject: str, defaults=None) -> str:
     """The subject's mode, when it lets a schema be written (42205 when read-only)."""
-    mode = selectors.registry_mode_of(topic, role)
+    mode = selectors.registry_mode_of(topic, role, defaults)
     if mode in ("READONLY", "READONLY_OVERRIDE"):
         raise RegistryError(422, 42205, f"Subject {subject[:300]} is in read-only mode")
     return mode

@@ -38,7 +38,12 @@ from apps.registry.models import (
     schema_identity_key,
 )
 from apps.registry.news import AWAITING, LOWERED, PUBLISHED, WITHDRAWN, news_topic
-from apps.registry.selectors import current_readers, missing_acknowledgements, mode_of
+from apps.registry.selectors import (
+    current_readers,
+    missing_acknowledgements,
+    mode_of,
+    registry_defaults,
+)
 from apps.registry.services import (
     NotPermitted,
     news_delivery_sync,
@@ -241,11 +246,14 @@ class _Sync:
         release: str,
         topics: list[dict],
         catalog: bool = True,
+        defaults: dict[str, str] | None = None,
     ):
         """`catalog=False`: the sync names no producer and reports none it leaves out
-        (the Schema Registry API's register), so the topics' producers are not read."""
+        (the Schema Registry API's register), so the topics' producers are not read.
+        `defaults`: the registry-wide settings (selectors.registry_defaults), when the
+        caller read them already."""
         self.actor, self.service, self.release = actor, service, release
-        self.catalog = catalog
+        self.catalog, self._defaults = catalog, defaults
         names = set()
         for entry in topics:
             names.update(entry.get("producers", []), entry.get("consumers", []))
@@ -265,6 +273,13 @@ class _Sync:
             .select_for_update(of=("self",))
             .prefetch_related(*(("producers", "consumers") if catalog else ("consumers",)))
         }
+
+    def mode_of(self, topic: Topic) -> str:
+        """The topic's compatibility level, the registry's read once for the whole sync
+        (not once per topic that follows it)."""
+        if not topic.compatibility_mode and self._defaults is None:
+            self._defaults = registry_defaults()
+        return mode_of(topic, self._defaults)
 
     def topic(self, entry: dict) -> Topic:
         """The topic locked for this sync (one sync per topic at a time), created if new,
@@ -386,14 +401,14 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value", references=(
         kind,
         parsed.checked,
         [v.schema for v in published],
-        mode=mode_of(topic),
+        mode=sync.mode_of(topic),
         policy=topic.compatibility_policy,
     )
     if pending is not None and verdict.compatible:
         # A level lowered since the waiting version was judged lets nothing past it: a
         # new version replaces the waiting one only if the waiting one's level passes it.
-        judged = pending.verdict.get("mode") or mode_of(topic)
-        if not mode_implies(mode_of(topic), judged):
+        judged = pending.verdict.get("mode") or sync.mode_of(topic)
+        if not mode_implies(sync.mode_of(topic), judged):
             strict = schema_types.check(
                 kind,
                 parsed.checked,
@@ -407,7 +422,7 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value", references=(
                     "refused",
                     reason=f"Version {pending.version} of {name} waits for acknowledgement "
                     f"from {', '.join(missing_acknowledgements(pending)) or 'no one'}; the "
-                    f"level lowered to {mode_of(topic)} since it was judged under {judged} "
+                    f"level lowered to {sync.mode_of(topic)} since it was judged under {judged} "
                     "lets no version replace it. Withdraw it, or have it acknowledged, first.",
                     verdict=strict.as_dict(),
                 )
@@ -545,6 +560,7 @@ def schema_register(
     parsed,
     release: str,
     references=(),
+    defaults: dict[str, str] | None = None,
 ) -> TopicAnswer:
     """The Schema Registry API's register: ModelSync's decision for one subject (the
     topic's role), through the same gate, for a schema the caller has parsed (bundled
@@ -554,7 +570,14 @@ def schema_register(
     `row` is the version it names."""
     entry = {"name": topic_name, "producers": [], "role": role, "references": references}
     with _system_scope_once():
-        sync = _Sync(actor=actor, service=service, release=release, topics=[entry], catalog=False)
+        sync = _Sync(
+            actor=actor,
+            service=service,
+            release=release,
+            topics=[entry],
+            catalog=False,
+            defaults=defaults,
+        )
         return _sync_topic(sync, entry, parsed)
 
 

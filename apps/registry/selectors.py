@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, F, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 
 from apps.registry.models import (
     Acknowledgement,
@@ -92,6 +92,13 @@ def topic_names() -> QuerySet:
     return Topic.objects.values_list("name", flat=True)
 
 
+def topic_for_registering(name: str) -> Topic | None:
+    """The topic of that name, with `produced`: whether it has producers (only they may
+    register on it then), in the same query."""
+    producers = Topic.producers.through.objects.filter(topic_id=OuterRef("pk"))
+    return Topic.objects.filter(name=name).annotate(produced=Exists(producers)).first()
+
+
 def topic_by_name(name: str) -> Topic | None:
     return Topic.objects.filter(name=name).first()
 
@@ -114,13 +121,24 @@ def registry_default(key: str) -> str | None:
     return RegistryDefault.objects.filter(key=key).values_list("value", flat=True).first()
 
 
-def default_mode() -> str:
-    """The registry's compatibility level: an operator's, else the configured default."""
-    return registry_default("compatibility") or settings.STEWARD_REGISTRY_DEFAULT_MODE
+def registry_defaults() -> dict[str, str]:
+    """Every registry-wide setting an operator made, by key, in one query: for a caller
+    that needs both the mode and the level (registering does)."""
+    return dict(RegistryDefault.objects.values_list("key", "value"))
 
 
-def global_registry_mode() -> str:
-    return registry_default("mode") or "READWRITE"
+def _setting(key: str, defaults: dict[str, str] | None) -> str | None:
+    return registry_default(key) if defaults is None else defaults.get(key)
+
+
+def default_mode(defaults: dict[str, str] | None = None) -> str:
+    """The registry's compatibility level: an operator's, else the configured default
+    (`defaults`: registry_defaults() read already)."""
+    return _setting("compatibility", defaults) or settings.STEWARD_REGISTRY_DEFAULT_MODE
+
+
+def global_registry_mode(defaults: dict[str, str] | None = None) -> str:
+    return _setting("mode", defaults) or "READWRITE"
 
 
 def own_registry_mode(topic: Topic | None, role: str) -> str:
@@ -128,19 +146,19 @@ def own_registry_mode(topic: Topic | None, role: str) -> str:
     return (topic.subject_modes or {}).get(role, "") if topic is not None else ""
 
 
-def registry_mode_of(topic: Topic | None, role: str) -> str:
+def registry_mode_of(topic: Topic | None, role: str, defaults: dict | None = None) -> str:
     """The mode a subject (a topic's role) is in: READONLY_OVERRIDE set registry-wide
     wins, then the subject's own, then the registry's."""
-    registry = global_registry_mode()
+    registry = global_registry_mode(defaults)
     own = own_registry_mode(topic, role)
     if registry == "READONLY_OVERRIDE" or not own:
         return registry
     return own
 
 
-def mode_of(topic: Topic) -> str:
+def mode_of(topic: Topic, defaults: dict[str, str] | None = None) -> str:
     """The compatibility mode the topic's next version is checked in."""
-    return topic.compatibility_mode or default_mode()
+    return topic.compatibility_mode or default_mode(defaults)
 
 
 def schema_version_list() -> QuerySet[SchemaVersion]:
