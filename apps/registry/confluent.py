@@ -504,18 +504,22 @@ class SubjectVersions(ConfluentView):
         service = service_ensure(
             actor=request.actor, name=account.name if account else request.user.username
         )
+        # what registering and importing alike are told of the schema and its subject
+        given = {
+            "actor": request.actor,
+            "service": service,
+            "topic_name": named.topic,
+            "role": named.role,
+            "parsed": parsed,
+            "references": _reference_key(resolved),
+        }
         body = request.data
         if mode == "IMPORT" or body.get("id") is not None:
-            return Response(_import(request, service, named, parsed, body, mode, subject, resolved))
+            return Response(_import(given, body, mode, subject, resolved))
         try:
             answer = schemas.schema_register(
-                actor=request.actor,
-                service=service,
-                topic_name=named.topic,
-                role=named.role,
-                parsed=parsed,
+                **given,
                 release=f"schema-registry:{subject}:{parsed.fingerprint}",
-                references=_reference_key(resolved),
                 defaults=defaults,
             )
         except Conflict as exc:
@@ -551,7 +555,7 @@ def _writable(topic: Topic | None, role: str, subject: str, defaults=None) -> st
     return mode
 
 
-def _import(request, service, named, parsed, body: dict, mode: str, subject: str, resolved) -> dict:
+def _import(given: dict, body: dict, mode: str, subject: str, resolved) -> dict:
     """Register with the id and version given: only a subject in IMPORT mode may."""
     if mode != "IMPORT":
         raise RegistryError(
@@ -564,16 +568,7 @@ def _import(request, service, named, parsed, body: dict, mode: str, subject: str
             422, 42205, "In import mode, give the schema's id and version (positive integers)."
         )
     try:
-        version = schemas.version_import(
-            actor=request.actor,
-            service=service,
-            topic_name=named.topic,
-            role=named.role,
-            parsed=parsed,
-            schema_id=schema_id,
-            number=number,
-            references=_reference_key(resolved),
-        )
+        version = schemas.version_import(**given, schema_id=schema_id, number=number)
     except schemas.RegistryRefused as exc:
         raise RegistryError(422, exc.registry_code, exc.detail) from None
     services.schema_references_record(version, resolved)
