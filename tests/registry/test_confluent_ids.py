@@ -289,3 +289,38 @@ def test_unmodified_serializers_auto_register_and_a_breaking_one_hears_who_must_
     assert "ledger" in refused.value.error_message
     waiting = SchemaVersion.objects.get(topic__name="orders.avro", state="awaiting_acknowledgement")
     assert waiting.version == 2
+
+
+# --------------------------------------------------------------------------- registry-wide
+
+
+@pytest.mark.django_db
+def test_an_operator_sets_and_resets_the_registry_wide_level_and_mode(client, operator):
+    client.force_login(operator)
+    base = "/api/schema-registry"
+
+    def call(method, path, body=None):
+        answer = getattr(client, method)(
+            f"{base}{path}",
+            data=json.dumps(body) if body is not None else None,
+            content_type="application/json",
+        )
+        return answer.status_code, answer.json()
+
+    assert call("put", "/config", {"compatibility": "FULL"}) == (200, {"compatibility": "FULL"})
+    assert call("get", "/config") == (200, {"compatibilityLevel": "FULL"})
+    assert call("delete", "/config") == (200, {"compatibilityLevel": "FULL"})
+    assert call("get", "/config") == (200, {"compatibilityLevel": "BACKWARD"})
+    # a subject's own mode gives way to READONLY_OVERRIDE set registry-wide
+    auth = _basic("orders")
+    assert _register(Client(), auth, "payments-value", V1).status_code == 200
+    own = {"mode": "READWRITE"}  # its own, said outright
+    assert call("put", "/mode/payments-value", own) == (200, own)
+    assert call("put", "/mode", {"mode": "READONLY_OVERRIDE"})[0] == 200
+    assert call("get", "/mode/payments-value") == (200, {"mode": "READONLY_OVERRIDE"})
+    refused = _register(Client(), auth, "payments-value", V2_COMPATIBLE)
+    assert (refused.status_code, refused.json()["error_code"]) == (422, 42205)
+    assert call("delete", "/mode") == (200, {"mode": "READONLY_OVERRIDE"})
+    assert call("get", "/mode/payments-value") == (200, own)
+    assert _register(Client(), auth, "payments-value", V2_COMPATIBLE).status_code == 200
+    assert call("get", "/mode") == (200, {"mode": "READWRITE"})
