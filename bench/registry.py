@@ -45,7 +45,7 @@ from pathlib import Path
 import psycopg
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.registry import avro, compatibility, schemas
+from apps.registry import avro, compatibility, schema_types, schemas
 from apps.registry.models import Service
 from apps.tenancy import services as tenancy
 from bench.harness import database_url, dsn
@@ -175,17 +175,20 @@ def run(*, quick: bool) -> dict:
     second = sync("r2", [_evolve(schema, 0) for schema in topic_schemas])
 
     def register(name: str, schema: dict) -> float:
-        # as the Schema Registry API registers (apps.registry.confluent), without HTTP
+        # as the Schema Registry API registers (apps.registry.confluent), without HTTP:
+        # the schema parsed, then the one subject decided
         started = time.perf_counter()
-        answer = schemas.model_sync(
+        parsed = schema_types.parse("JSON", json.dumps(schema))
+        answer = schemas.schema_register(
             actor=SYSTEM_ACTOR,
             service=producer,
-            release=f"bench-register:{name}",
-            topics=[{"name": name, "producers": [], "schema": schema}],
-            remember=False,
+            topic_name=name,
+            role="value",
+            parsed=parsed,
+            release=f"bench-register:{name}:{parsed.fingerprint}",
         )
         elapsed = (time.perf_counter() - started) * 1000
-        assert answer["topics"][0]["outcome"] == "published", answer["topics"][0]
+        assert answer.outcome == "published", answer.as_dict()
         return elapsed
 
     registrations = 10 if quick else 40
@@ -295,13 +298,18 @@ def _by_hand(topic_schemas: list[dict], n: int, producer) -> tuple[list[float], 
 
         def version(topic_id: int, number: int, schema: dict) -> None:
             text = json.dumps(schema)
+            identity = conn.execute(
+                "INSERT INTO registry_schemaidentity (key, schema_type, reusable, created_at)"
+                " VALUES (%s, 'JSON', true, now()) RETURNING id",
+                [uuid.uuid4().hex],
+            ).fetchone()[0]
             conn.execute(
                 "INSERT INTO registry_schemaversion (topic_id, role, version, schema_type,"
-                " schema, canonical, fingerprint, state, verdict, release, override_reason,"
-                " created_at, published_at)"
-                " VALUES (%s, 'value', %s, 'JSON', %s, %s, %s, 'published', '{}', '', '',"
+                " identity_id, schema, canonical, fingerprint, state, verdict, release,"
+                " override_reason, created_at, published_at)"
+                " VALUES (%s, 'value', %s, 'JSON', %s, %s, %s, %s, 'published', '{}', '', '',"
                 " now(), now())",
-                [topic_id, number, text, text, fingerprint],
+                [topic_id, number, identity, text, text, fingerprint],
             )
             conn.execute(
                 "INSERT INTO eventing_outboxevent (event_id, topic, event_type, schema_version,"
@@ -324,8 +332,8 @@ def _by_hand(topic_schemas: list[dict], n: int, producer) -> tuple[list[float], 
             with conn.transaction():
                 topic_id = conn.execute(
                     "INSERT INTO registry_topic (name, description, current_schema_version,"
-                    " compatibility_mode, registry_mode, compatibility_policy, created_at,"
-                    " updated_at) VALUES (%s, '', 1, 'BACKWARD', '', 'STRICT', now(), now())"
+                    " compatibility_mode, subject_modes, compatibility_policy, created_at,"
+                    " updated_at) VALUES (%s, '', 1, 'BACKWARD', '{}', 'STRICT', now(), now())"
                     " RETURNING id",
                     [f"bench.sql_{uuid.uuid4().hex[:8]}_{k}"],
                 ).fetchone()[0]

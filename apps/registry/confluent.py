@@ -32,6 +32,7 @@ from rest_framework.views import APIView
 
 from apps.core.api.permissions import PLATFORM
 from apps.core.api.views import StewardAccessMixin
+from apps.core.errors import Conflict
 from apps.registry import (
     avro,
     compatibility,
@@ -271,7 +272,7 @@ def _registered(
     if references is None:
         references = selectors.references_of([version.pk]).get(version.pk, [])
     answer = {
-        "id": version.pk,
+        "id": version.identity_id,
         "version": version.version,
         "schema": _text(version, references),
         "schemaType": version.schema_type,
@@ -406,7 +407,7 @@ class Subject(ConfluentView):
         topic = selectors.topic_by_name(named.topic)
         if topic is None:
             raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.")
-        _writable(topic, subject)
+        _writable(topic, named.role, subject)
         _may_delete(request, topic)
         _referenced_refused(
             subject, list(selectors.published_versions(topic, named.role, deleted=True))
@@ -493,40 +494,45 @@ class SubjectVersions(ConfluentView):
             named = subjects.parse(subject)
         except subjects.InvalidSubject as exc:
             raise RegistryError(422, 42201, str(exc)) from None
-        topic = selectors.topic_by_name(named.topic)
-        if topic is not None and topic.producers.exists():
+        topic = selectors.topic_for_registering(named.topic)
+        if topic is not None and topic.produced:
             _require_produces(request, topic)
-        mode = _writable(topic, subject)
+        # the mode and the level, both registry-wide settings, in one read
+        defaults = selectors.registry_defaults()
+        mode = _writable(topic, named.role, subject, defaults)
         account = request.service_account
         service = service_ensure(
             actor=request.actor, name=account.name if account else request.user.username
         )
+        # what registering and importing alike are told of the schema and its subject
+        given = {
+            "actor": request.actor,
+            "service": service,
+            "topic_name": named.topic,
+            "role": named.role,
+            "parsed": parsed,
+            "references": _reference_key(resolved),
+        }
         body = request.data
         if mode == "IMPORT" or body.get("id") is not None:
-            return Response(_import(request, service, named, parsed, body, mode, subject, resolved))
-        fingerprint = parsed.fingerprint
-        entry = {
-            "name": named.topic,
-            "producers": [],
-            "schema": parsed.document if parsed.kind == "JSON" else parsed.canonical,
-            "schema_type": parsed.kind,
-            "role": named.role,
-        }
-        answer = schemas.model_sync(
-            actor=request.actor,
-            service=service,
-            release=f"schema-registry:{subject}:{fingerprint}",
-            topics=[entry],
-            remember=False,
-        )["topics"][0]
-        if answer["outcome"] == "rejected":
-            raise RegistryError(422, 42201, f"Invalid schema: {answer['reason']}")
-        if answer["outcome"] == "refused":
-            raise RegistryError(409, 409, answer["reason"])
-        version = selectors.schema_version_of(named.topic, answer["version"], named.role)
-        if answer["outcome"] != "unchanged":
+            return Response(_import(given, body, mode, subject, resolved))
+        try:
+            answer = schemas.schema_register(
+                **given,
+                release=f"schema-registry:{subject}:{parsed.fingerprint}",
+                defaults=defaults,
+            )
+        except Conflict as exc:
+            raise RegistryError(409, 409, exc.detail) from None
+        if answer.outcome == "rejected":
+            raise RegistryError(422, 42201, f"Invalid schema: {answer.reason}")
+        if answer.outcome == "refused":
+            raise RegistryError(409, 409, answer.reason)
+        version, references = answer.row, None
+        if answer.outcome != "unchanged":
             # a waiting version holds its references too: it may yet be published
-            services.schema_references_record(version, resolved)
+            references = services.schema_references_record(version, resolved)
+        answer = answer.as_dict()
         if answer["outcome"] == "awaiting_acknowledgement":
             waiting = ", ".join(answer["awaiting"])
             breaking = "; ".join(
@@ -538,18 +544,18 @@ class SubjectVersions(ConfluentView):
                 f"Schema being registered is incompatible with an earlier schema ({breaking}); "
                 f"it waits for acknowledgement from: {waiting}.",
             )
-        return Response(_registered(version, subject))
+        return Response(_registered(version, subject, references))
 
 
-def _writable(topic: Topic | None, subject: str) -> str:
+def _writable(topic: Topic | None, role: str, subject: str, defaults=None) -> str:
     """The subject's mode, when it lets a schema be written (42205 when read-only)."""
-    mode = selectors.registry_mode_of(topic)
+    mode = selectors.registry_mode_of(topic, role, defaults)
     if mode in ("READONLY", "READONLY_OVERRIDE"):
         raise RegistryError(422, 42205, f"Subject {subject[:300]} is in read-only mode")
     return mode
 
 
-def _import(request, service, named, parsed, body: dict, mode: str, subject: str, resolved) -> dict:
+def _import(given: dict, body: dict, mode: str, subject: str, resolved) -> dict:
     """Register with the id and version given: only a subject in IMPORT mode may."""
     if mode != "IMPORT":
         raise RegistryError(
@@ -562,19 +568,17 @@ def _import(request, service, named, parsed, body: dict, mode: str, subject: str
             422, 42205, "In import mode, give the schema's id and version (positive integers)."
         )
     try:
-        version = schemas.version_import(
-            actor=request.actor,
-            service=service,
-            topic_name=named.topic,
-            role=named.role,
-            parsed=parsed,
-            schema_id=schema_id,
-            number=number,
-        )
+        version = schemas.version_import(**given, schema_id=schema_id, number=number)
     except schemas.RegistryRefused as exc:
         raise RegistryError(422, exc.registry_code, exc.detail) from None
     services.schema_references_record(version, resolved)
     return _registered(version, subject)
+
+
+def _reference_key(resolved) -> list[tuple[str, int]]:
+    """The references as a schema's id tells schemas apart: each name and the row of the
+    version it names (models.schema_identity_key)."""
+    return [(name, target.pk) for name, target in resolved]
 
 
 def _require_produces(request, topic: Topic) -> None:
@@ -600,7 +604,7 @@ class SubjectVersion(ConfluentView):
         """Soft-delete a version, or (`permanent=true`) remove one soft-deleted before; a
         version the topic's consumers read is refused (42206)."""
         topic, role = _topic(subject, deleted=True)
-        _writable(topic, subject)
+        _writable(topic, role, subject)
         if version in ("latest", "-1"):
             number = _version(topic, version, role).version
         else:
@@ -675,17 +679,30 @@ class SchemaByIdText(ConfluentView):
         return Response(_document(found, selectors.references_of([found.pk]).get(found.pk, [])))
 
 
+def _uses(request, schema_id: int) -> list[SchemaVersion]:
+    """Every subject-version whose schema has the id (`deleted=true`: soft-deleted ones
+    too); 40403 when none."""
+    found = selectors.versions_of_schema_id(schema_id, deleted=_flag(request, "deleted"))
+    if not found:
+        raise RegistryError(404, 40403, "Schema not found")
+    return found
+
+
 class SchemaByIdSubjects(ConfluentView):
     @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
     def get(self, request, schema_id):
-        return Response([_subject_name(_by_id(schema_id))])
+        """The subjects that registered the schema of that id."""
+        return Response(sorted({_subject_name(v) for v in _uses(request, schema_id)}))
 
 
 class SchemaByIdVersions(ConfluentView):
     @extend_schema(tags=TAG, responses={200: SubjectVersionOut(many=True), **ERRORS})
     def get(self, request, schema_id):
-        found = _by_id(schema_id)
-        return Response([{"subject": _subject_name(found), "version": found.version}])
+        """Every subject-version that registered the schema of that id."""
+        found = [
+            {"subject": _subject_name(v), "version": v.version} for v in _uses(request, schema_id)
+        ]
+        return Response(sorted(found, key=lambda r: (r["subject"], r["version"])))
 
 
 class SchemaTypes(ConfluentView):
@@ -760,22 +777,24 @@ class SubjectMode(ConfluentView):
         named = _subject(subject)
         topic = selectors.topic_by_name(named.topic)
         own = request.query_params.get("defaultToGlobal", "").lower() == "false"
-        if own and (topic is None or not topic.registry_mode):
+        if own and not selectors.own_registry_mode(topic, named.role):
             raise RegistryError(
                 404, 40409, f"Subject '{subject[:300]}' does not have subject-level mode configured"
             )
-        return Response({"mode": selectors.registry_mode_of(topic)})
+        return Response({"mode": selectors.registry_mode_of(topic, named.role)})
 
     @extend_schema(tags=TAG, request=ModeIn, responses={200: ModeIn, **ERRORS})
     def put(self, request, subject):
-        """The subject's mode (its topic's): producers and operators. IMPORT only on a
-        subject with no version yet, unless `force=true`."""
+        """The subject's own mode (its topic's other subjects keep theirs): the topic's
+        producers and operators. IMPORT only on a subject with no version yet, unless
+        `force=true`."""
         mode = _mode_in(request)
         topic = _topic_for_setting(request, subject)
         _operator(
             schemas.set_registry_mode,
             actor=request.actor,
             topic=topic,
+            role=_subject(subject).role,
             mode=mode,
             force=_flag(request, "force"),
         )
@@ -783,9 +802,16 @@ class SubjectMode(ConfluentView):
 
     @extend_schema(tags=TAG, responses={200: ModeIn, **ERRORS})
     def delete(self, request, subject):
-        topic = _topic_for_setting(request, subject)
-        before = selectors.registry_mode_of(topic)
-        _operator(schemas.set_registry_mode, actor=request.actor, topic=topic, mode="")
+        """The subject's own mode removed (answered): it follows the registry's again.
+        40401 when it had none, as the reference answers."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        before = selectors.own_registry_mode(topic, named.role)
+        if not before:
+            raise RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.")
+        _operator(
+            schemas.set_registry_mode, actor=request.actor, topic=topic, role=named.role, mode=""
+        )
         return Response({"mode": before})
 
 
@@ -803,27 +829,67 @@ def _topic_for_setting(request, subject: str) -> Topic:
     return topic_create(actor=request.actor, name=named.topic)
 
 
+def _compatibility(request, kind_of: str | None, against: list, *, mode: str, policy: str):
+    """`{is_compatible}` of the body's schema against `against` (published versions,
+    oldest first), `messages` with `verbose=true`."""
+    parsed = _schema_of(request)
+    if kind_of is not None and parsed.kind != kind_of:
+        raise RegistryError(422, 42201, f"The subject's schemas are {kind_of}, not {parsed.kind}.")
+    verdict = schema_types.check(
+        parsed.kind, parsed.checked, [v.schema for v in against], mode=mode, policy=policy
+    )
+    answer = {"is_compatible": verdict.compatible}
+    if _flag(request, "verbose"):
+        answer["messages"] = [f"{d.kind} at {d.path}: {d.message}" for d in verdict.breaking]
+    return Response(answer)
+
+
 class Compatibility(ConfluentView):
-    @extend_schema(tags=TAG, request=SchemaIn, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_compatibility_subjects_versions_create",
+        request=SchemaIn,
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
     def post(self, request, subject, version):
+        """The schema against one version, in the topic's level's direction."""
         topic, role = _topic(subject)
         against = _version(topic, version, role)
-        parsed = _schema_of(request)
-        if parsed.kind != against.schema_type:
-            raise RegistryError(
-                422, 42201, f"The subject's schemas are {against.schema_type}, not {parsed.kind}."
-            )
-        verdict = schema_types.check(
-            parsed.kind,
-            parsed.checked,
-            [against.schema],
+        return _compatibility(
+            request,
+            against.schema_type,
+            [against],
             mode=selectors.mode_of(topic).removesuffix("_TRANSITIVE"),
             policy=topic.compatibility_policy,
         )
-        answer = {"is_compatible": verdict.compatible}
-        if _flag(request, "verbose"):
-            answer["messages"] = [f"{d.kind} at {d.path}: {d.message}" for d in verdict.breaking]
-        return Response(answer)
+
+
+class CompatibilityAll(ConfluentView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_compatibility_subject",
+        request=SchemaIn,
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def post(self, request, subject):
+        """The schema against the subject's versions as registering would check it: the
+        latest, or every one under a transitive level. A subject with no version has
+        nothing to be incompatible with, as the reference answers."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        versions = list(selectors.published_versions(topic, named.role)) if topic else []
+        if not versions:
+            _schema_of(request)  # still a valid schema, or 42201
+            return Response(
+                {"is_compatible": True, **({"messages": []} if _flag(request, "verbose") else {})}
+            )
+        return _compatibility(
+            request,
+            versions[-1].schema_type,
+            versions,
+            mode=selectors.mode_of(topic),
+            policy=topic.compatibility_policy,
+        )
 
 
 class Config(ConfluentView):

@@ -28,6 +28,11 @@ urlpatterns = [
         confluent.Compatibility.as_view(),
         name="compatibility",
     ),
+    path(
+        f"compatibility/{SUBJECT}/versions",
+        confluent.CompatibilityAll.as_view(),
+        name="compatibility-all",
+    ),
     path("config", confluent.Config.as_view(), name="config"),
     path("config/<str:subject>", confluent.SubjectConfig.as_view(), name="subject-config"),
     path("mode", confluent.Mode.as_view(), name="mode"),

@@ -6,6 +6,9 @@ schema versions and consumer acknowledgements.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
@@ -52,10 +55,9 @@ class Topic(models.Model):
         blank=True,
         help_text="Blank: STEWARD_REGISTRY_DEFAULT_MODE (BACKWARD).",
     )
-    # The Schema Registry API's mode for the topic's subjects (blank: the registry's).
-    registry_mode = models.CharField(
-        max_length=24, choices=[(m, m) for m in REGISTRY_MODES], blank=True
-    )
+    # The Schema Registry API's mode of each of the topic's subjects that has one of its
+    # own, by role ({"value": "IMPORT"}); a role not in it follows the registry's.
+    subject_modes = models.JSONField(default=dict, blank=True)
     compatibility_policy = models.CharField(
         max_length=8, choices=[("STRICT", "STRICT"), ("LENIENT", "LENIENT")], default="STRICT"
     )
@@ -152,6 +154,39 @@ class Subscription(models.Model):
         return self.consumer.name
 
 
+def schema_identity_key(kind: str, fingerprint: str, references=()) -> str:
+    """What makes two registrations the same schema, and so one schema id, as the
+    reference registry has it: the schema type, the schema (its fingerprint) and its
+    references, each (name, the referenced version's row id) in order."""
+    body = json.dumps([kind, fingerprint, [list(r) for r in references]], separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+class SchemaIdentity(models.Model):
+    """A schema id of the Schema Registry API, shared by every subject-version that
+    registered the same schema (the same `schema_identity_key`).
+
+    New registrations of a schema reuse its one `reusable` id. Ids handed out before ids
+    were shared (one per version) and ids a migration imported for a schema that had
+    another id already stay as they are, not reusable: a client may hold any of them, so
+    each keeps resolving to its schema."""
+
+    key = models.CharField(max_length=64)
+    schema_type = models.CharField(max_length=8)
+    reusable = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["key"], condition=Q(reusable=True), name="one_reusable_schema_id"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"schema id {self.pk}"
+
+
 class SchemaVersion(models.Model):
     """One version of a topic's payload schema, as a release submitted it.
 
@@ -187,6 +222,8 @@ class SchemaVersion(models.Model):
     schema_type = models.CharField(
         max_length=8, choices=[("JSON", "JSON Schema"), ("AVRO", "Avro")], default="JSON"
     )
+    # The Schema Registry API's id of the version's schema (shared across subjects).
+    identity = models.ForeignKey(SchemaIdentity, on_delete=models.PROTECT, related_name="versions")
     schema = models.JSONField(help_text="The schema as submitted.")
     canonical = models.TextField(
         help_text="Keys sorted, no whitespace (Avro: names in full): what the fingerprint hashes."

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -22,7 +23,7 @@ from django.utils import timezone
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, DomainError, ValidationFailed
 from apps.core.outbox import NewEvent, emit, emit_many
-from apps.core.scope import system_scope
+from apps.core.scope import current_scope, system_scope
 from apps.registry import compatibility, schema_types
 from apps.registry.catalog import STEWARD_TOPICS
 from apps.registry.models import (
@@ -30,12 +31,19 @@ from apps.registry.models import (
     ModelSync,
     ReaderSchema,
     RegistryDefault,
+    SchemaIdentity,
     SchemaVersion,
     Service,
     Topic,
+    schema_identity_key,
 )
 from apps.registry.news import AWAITING, LOWERED, PUBLISHED, WITHDRAWN, news_topic
-from apps.registry.selectors import current_readers, missing_acknowledgements, mode_of
+from apps.registry.selectors import (
+    current_readers,
+    missing_acknowledgements,
+    mode_of,
+    registry_defaults,
+)
 from apps.registry.services import (
     NotPermitted,
     news_delivery_sync,
@@ -45,6 +53,7 @@ from apps.registry.services import (
     service_ensure,
     subscribe_steward_consumers_on_commit,
 )
+from apps.registry.subjects import TOPIC as TOPIC_NAME
 from apps.tenancy.audit import audit_record
 
 TOPIC = "registry.schema"
@@ -98,9 +107,9 @@ def _announce(
     (apps.registry.news). A consumer with no subscription to receive it gets no copy; it
     is listed by `selectors.unreachable_consumers` instead, for an operator."""
     topic = version.topic
-    consumers = getattr(topic, "consumer_names", None) or sorted(
-        topic.consumers.values_list("name", flat=True)
-    )
+    consumers = getattr(topic, "consumer_names", None)
+    if consumers is None:  # [] is a sync's word that the topic has none
+        consumers = sorted(topic.consumers.values_list("name", flat=True))
     body = {
         "topic": topic.name,
         "version": version.version,
@@ -205,6 +214,8 @@ class TopicAnswer:
     verdict: dict = field(default_factory=dict)
     not_named: dict = field(default_factory=dict)
     reads_it: list[str] = field(default_factory=list)
+    # The version the answer names, for callers in the process (never in the answer).
+    row: SchemaVersion | None = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict:
         answer = {"topic": self.topic, "outcome": self.outcome}
@@ -227,20 +238,48 @@ class _Sync:
     """What one ModelSync reads once for all its topics: the services it names, and the
     topics with their producers and consumers."""
 
-    def __init__(self, *, actor: Actor, service: Service, release: str, topics: list[dict]):
+    def __init__(
+        self,
+        *,
+        actor: Actor,
+        service: Service,
+        release: str,
+        topics: list[dict],
+        catalog: bool = True,
+        defaults: dict[str, str] | None = None,
+    ):
+        """`catalog=False`: the sync names no producer and reports none it leaves out
+        (the Schema Registry API's register), so the topics' producers are not read.
+        `defaults`: the registry-wide settings (selectors.registry_defaults), when the
+        caller read them already."""
         self.actor, self.service, self.release = actor, service, release
-        names = {service.name}
+        self.catalog, self._defaults = catalog, defaults
+        names = set()
         for entry in topics:
             names.update(entry.get("producers", []), entry.get("consumers", []))
-        self.services = {s.name: s for s in Service.objects.filter(name__in=names)}
+        names.discard(service.name)
+        self.services = {service.name: service}
+        if names:
+            self.services.update((s.name, s) for s in Service.objects.filter(name__in=names))
         for name in names - set(self.services):
             self.services[name] = service_ensure(actor=actor, name=name)
+        # Locked for this sync (one sync per topic at a time), in name order so that two
+        # syncs of the same topics cannot wait on each other; read once, with their
+        # producers and consumers.
         self.topics = {
             t.name: t
-            for t in Topic.objects.filter(name__in=[e["name"] for e in topics]).prefetch_related(
-                "producers", "consumers"
-            )
+            for t in Topic.objects.filter(name__in=[e["name"] for e in topics])
+            .order_by("name")
+            .select_for_update(of=("self",))
+            .prefetch_related(*(("producers", "consumers") if catalog else ("consumers",)))
         }
+
+    def mode_of(self, topic: Topic) -> str:
+        """The topic's compatibility level, the registry's read once for the whole sync
+        (not once per topic that follows it)."""
+        if not topic.compatibility_mode and self._defaults is None:
+            self._defaults = registry_defaults()
+        return mode_of(topic, self._defaults)
 
     def topic(self, entry: dict) -> Topic:
         """The topic locked for this sync (one sync per topic at a time), created if new,
@@ -249,14 +288,20 @@ class _Sync:
         known = self.topics.get(name)
         if known is None:
             topic = Topic(name=name, description=entry.get("description", ""))
-            topic.full_clean()
+            # Not unique: the sync has just read that no topic has the name (a concurrent
+            # creator's row is an IntegrityError, a sync_conflict). The name's rule is
+            # the database's constraint, asked of the database only when Python's copy of
+            # it fails, so that the refusal is worded as full_clean words it.
+            topic.full_clean(validate_unique=False, validate_constraints=False)
+            if not TOPIC_NAME.match(name):
+                topic.validate_constraints()
             topic.save()
             audit_record(actor=self.actor, action="topic.create", instance=topic)
             subscribe_steward_consumers_on_commit([name])
             producers, consumers = set(), set()
         else:
-            topic = Topic.objects.select_for_update().get(pk=known.pk)
-            producers = {p.name for p in known.producers.all()}
+            topic = known
+            producers = {p.name for p in known.producers.all()} if self.catalog else set()
             consumers = {c.name for c in known.consumers.all()}
         wanted = entry.get("producers", [self.service.name])
         topic.producers.add(*[self.services[n] for n in wanted if n not in producers])
@@ -271,20 +316,61 @@ class _Sync:
         return topic
 
 
-def _sync_topic(sync: _Sync, entry: dict) -> TopicAnswer:
-    name = entry["name"]
+def _sync_topic(sync: _Sync, entry: dict, parsed=None) -> TopicAnswer:
+    """One topic of a sync, all or nothing (its own savepoint); `parsed`, the entry's
+    schema when the caller parsed it already."""
     try:
-        parsed = schema_types.parse(entry.get("schema_type", "JSON"), entry["schema"])
-    except compatibility.InvalidSchema as exc:
-        return TopicAnswer(name, "rejected", reason=exc.reason)
+        with transaction.atomic():
+            return _decide_entry(sync, entry, parsed)
+    except IntegrityError:  # a concurrent sync created the same topic or version
+        # Not an answer to keep for this release: the caller retries it whole.
+        raise Conflict(
+            f"Another sync changed {entry['name']} at the same moment; send this release again.",
+            code="sync_conflict",
+        ) from None
+
+
+def _decide_entry(sync: _Sync, entry: dict, parsed=None) -> TopicAnswer:
+    name = entry["name"]
+    if parsed is None:
+        try:
+            parsed = schema_types.parse(entry.get("schema_type", "JSON"), entry["schema"])
+        except compatibility.InvalidSchema as exc:
+            return TopicAnswer(name, "rejected", reason=exc.reason)
     topic = sync.topic(entry)
-    answer = _decide(sync, topic, parsed, entry.get("role", "value"))
+    answer = _decide(sync, topic, parsed, entry.get("role", "value"), entry.get("references", ()))
     if any(topic.not_named.values()):
         answer.not_named = topic.not_named
     return answer
 
 
-def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnswer:
+def schema_id_for(kind: str, fingerprint: str, references=()) -> int:
+    """The schema id of a schema (with its references: (name, referenced version id)):
+    the one it has already, under any subject, else a new one. One statement when the
+    schema is new; concurrent registrations of the same schema wait on the unique index
+    for the first to commit, then read its id."""
+    key = schema_identity_key(kind, fingerprint, references)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH made AS (INSERT INTO registry_schemaidentity (key, schema_type, reusable,"
+            " created_at) VALUES (%s, %s, true, now()) ON CONFLICT (key) WHERE reusable"
+            " DO NOTHING RETURNING id)"
+            " SELECT id FROM made UNION ALL"
+            " SELECT id FROM registry_schemaidentity WHERE key = %s AND reusable LIMIT 1",
+            [key, kind, key],
+        )
+        row = cursor.fetchone()
+        if row is None:
+            # A concurrent registration made it after this statement's snapshot: the
+            # insert waited for it to commit; a new statement sees it.
+            cursor.execute(
+                "SELECT id FROM registry_schemaidentity WHERE key = %s AND reusable", [key]
+            )
+            row = cursor.fetchone()
+    return row[0]
+
+
+def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value", references=()) -> TopicAnswer:
     name = topic.name
     fingerprint, kind = parsed.fingerprint, parsed.kind
     history = list(topic.schema_versions.filter(role=role).order_by("version"))
@@ -298,7 +384,7 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
             reason=f"the subject's schemas are {current.schema_type}, not {kind}",
         )
     if current is not None and current.fingerprint == fingerprint:
-        return TopicAnswer(name, "unchanged", current.version, fingerprint)
+        return TopicAnswer(name, "unchanged", current.version, fingerprint, row=current)
     pending = next((v for v in history if v.state == State.AWAITING), None)
     if pending is not None and pending.fingerprint == fingerprint:
         return TopicAnswer(
@@ -309,19 +395,20 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
             awaiting=missing_acknowledgements(pending),
             reads_it=pending.reads_it,
             verdict=pending.verdict,
+            row=pending,
         )
     verdict = schema_types.check(
         kind,
         parsed.checked,
         [v.schema for v in published],
-        mode=mode_of(topic),
+        mode=sync.mode_of(topic),
         policy=topic.compatibility_policy,
     )
     if pending is not None and verdict.compatible:
         # A level lowered since the waiting version was judged lets nothing past it: a
         # new version replaces the waiting one only if the waiting one's level passes it.
-        judged = pending.verdict.get("mode") or mode_of(topic)
-        if not mode_implies(mode_of(topic), judged):
+        judged = pending.verdict.get("mode") or sync.mode_of(topic)
+        if not mode_implies(sync.mode_of(topic), judged):
             strict = schema_types.check(
                 kind,
                 parsed.checked,
@@ -335,7 +422,7 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
                     "refused",
                     reason=f"Version {pending.version} of {name} waits for acknowledgement "
                     f"from {', '.join(missing_acknowledgements(pending)) or 'no one'}; the "
-                    f"level lowered to {mode_of(topic)} since it was judged under {judged} "
+                    f"level lowered to {sync.mode_of(topic)} since it was judged under {judged} "
                     "lets no version replace it. Withdraw it, or have it acknowledged, first.",
                     verdict=strict.as_dict(),
                 )
@@ -360,6 +447,7 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
         role=role,
         version=(history[-1].version if history else 0) + 1,
         schema_type=kind,
+        identity_id=schema_id_for(kind, fingerprint, references),
         schema=parsed.document,
         canonical=parsed.canonical,
         fingerprint=fingerprint,
@@ -378,6 +466,7 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
             fingerprint,
             reads_it=reads_it,
             verdict=version.verdict,
+            row=version,
         )
     _announce(version, AWAITING, awaiting=awaiting)
     return TopicAnswer(
@@ -388,6 +477,7 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value") -> TopicAnsw
         awaiting=awaiting,
         reads_it=reads_it,
         verdict=version.verdict,
+        row=version,
     )
 
 
@@ -430,16 +520,7 @@ def model_sync(
         declared = [_sync_reader(actor, service, release, entry) for entry in reads or ()]
         sync = _Sync(actor=actor, service=service, release=release, topics=topics)
         for entry in topics:
-            try:
-                with transaction.atomic():
-                    answers.append(_sync_topic(sync, entry))
-            except IntegrityError:  # a concurrent sync created the same topic or version
-                # Not an answer to keep for this release: the caller retries it whole.
-                raise Conflict(
-                    f"Another sync changed {entry['name']} at the same moment; send this "
-                    "release again.",
-                    code="sync_conflict",
-                ) from None
+            answers.append(_sync_topic(sync, entry))
         named = {entry["name"] for entry in topics}
         not_named = sorted(
             service.produces.exclude(name__in=named)
@@ -468,6 +549,45 @@ def model_sync(
             changes={"release": [None, release]},
         )
     return answer
+
+
+def schema_register(
+    *,
+    actor: Actor,
+    service: Service,
+    topic_name: str,
+    role: str,
+    parsed,
+    release: str,
+    references=(),
+    defaults: dict[str, str] | None = None,
+) -> TopicAnswer:
+    """The Schema Registry API's register: ModelSync's decision for one subject (the
+    topic's role), through the same gate, for a schema the caller has parsed (bundled
+    with its references: (name, referenced version id), which tell its id apart). Never
+    replayed nor kept as a release's answer (clients repeat a registration to learn an
+    id), and it names no producer: only a release or an operator does. The answer's
+    `row` is the version it names."""
+    entry = {"name": topic_name, "producers": [], "role": role, "references": references}
+    with _system_scope_once():
+        sync = _Sync(
+            actor=actor,
+            service=service,
+            release=release,
+            topics=[entry],
+            catalog=False,
+            defaults=defaults,
+        )
+        return _sync_topic(sync, entry, parsed)
+
+
+def _system_scope_once():
+    """The system scope, or the caller's when it is in that scope's transaction already
+    (the Schema Registry API's views are): entering it again would cost a savepoint and
+    two settings of the same values, per registration."""
+    if current_scope().system and connection.in_atomic_block:
+        return nullcontext()
+    return system_scope()
 
 
 # --------------------------------------------------------------------------- reader schemas
@@ -1014,8 +1134,9 @@ def subject_delete(
 
 
 class RegistryRefused(DomainError):
-    """A Schema Registry API operation its mode refuses (42205), or an import whose id is
-    another schema's (42207)."""
+    """A Schema Registry API operation its mode refuses, or an import whose id is another
+    schema's (42205, as the reference answers both), or whose version exists already with
+    another id (42207)."""
 
     status = 422
     code = "registry_refused"
@@ -1091,26 +1212,57 @@ def _announce_lowering(actor: Actor, topic: Topic, before: str, after: str, cons
     _address(topic, LOWERED, body, consumers, shared)
 
 
-def set_registry_mode(*, actor: Actor, topic: Topic, mode: str, force: bool = False) -> str:
-    """A topic's Schema Registry mode (blank: the registry's); its producers and operators
-    only. IMPORT only on a topic with no version yet, unless `force`."""
+def set_registry_mode(
+    *, actor: Actor, topic: Topic, role: str, mode: str, force: bool = False
+) -> str:
+    """A subject's Schema Registry mode (the topic's role; blank: back to the
+    registry's); the topic's producers and operators only, audited. IMPORT only on a
+    subject with no version yet, unless `force`."""
     require_produces(actor, topic)
-    if mode == "IMPORT" and not force and topic.schema_versions.exists():
+    if mode == "IMPORT" and not force and topic.schema_versions.filter(role=role).exists():
         raise RegistryRefused(
-            f"Cannot import since found existing subjects for {topic.name}; set force=true "
-            "to import into it anyway."
+            f"Cannot import since found existing subjects for {topic.name} ({role}); set "
+            "force=true to import into it anyway."
         )
     with system_scope(), transaction.atomic():
-        before = topic.registry_mode
-        topic.registry_mode = mode
-        topic.save(update_fields=["registry_mode", "updated_at"])
+        topic = Topic.objects.select_for_update().get(pk=topic.pk)
+        modes = dict(topic.subject_modes or {})
+        before = modes.get(role, "")
+        if mode:
+            modes[role] = mode
+        else:
+            modes.pop(role, None)
+        topic.subject_modes = modes
+        topic.save(update_fields=["subject_modes", "updated_at"])
         audit_record(
             actor=actor,
             action="topic.registry_mode",
             instance=topic,
-            changes={"registry_mode": [before, mode]},
+            changes={"registry_mode": [before, mode], "role": [role, role]},
         )
     return mode
+
+
+def _import_identity(schema_id: int, kind: str, key: str) -> None:
+    """The imported id, made the schema's: refused (42205, as the reference words it)
+    when the id is another schema's. The same schema under a second id is kept, as the
+    reference keeps it, without taking over from the id new registrations reuse."""
+    existing = SchemaIdentity.objects.filter(pk=schema_id).first()
+    if existing is not None:
+        if existing.key != key:
+            raise RegistryRefused(
+                f"Overwrite new schema with id {schema_id} is not permitted.",
+                registry_code=42205,
+            )
+        return
+    taken = SchemaIdentity.objects.filter(key=key, reusable=True).exists()
+    SchemaIdentity.objects.create(pk=schema_id, key=key, schema_type=kind, reusable=not taken)
+    # ids Steward assigns from now on come after the imported ones
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT setval(pg_get_serial_sequence('registry_schemaidentity', 'id'),"
+            " GREATEST((SELECT max(id) FROM registry_schemaidentity), 1))"
+        )
 
 
 def version_import(
@@ -1122,21 +1274,20 @@ def version_import(
     parsed,
     schema_id: int,
     number: int,
+    references=(),
 ) -> SchemaVersion:
     """A migration's version, registered with the id and version it had in the registry
     it comes from (the subject in IMPORT mode): published as it is, without a check or the
     gate (it is history already in use), audited, not announced. The same import again
     answers the same version."""
+    key = schema_identity_key(parsed.kind, parsed.fingerprint, references)
     with system_scope(), transaction.atomic():
-        existing = SchemaVersion.objects.select_related("topic").filter(pk=schema_id).first()
-        if existing is not None:
-            same = (existing.topic.name, existing.role, existing.version, existing.fingerprint)
-            if same == (topic_name, role, number, parsed.fingerprint):
-                return existing
-            raise RegistryRefused(
-                f"Schema id {schema_id} is already used by another schema or subject.",
-                registry_code=42207,
-            )
+        same = SchemaVersion.objects.filter(
+            topic__name=topic_name, role=role, version=number, identity_id=schema_id
+        ).first()
+        if same is not None and same.fingerprint == parsed.fingerprint:
+            return same
+        _import_identity(schema_id, parsed.kind, key)
         topic = Topic.objects.select_for_update().filter(name=topic_name).first()
         if topic is None:
             topic = Topic(name=topic_name)
@@ -1150,7 +1301,7 @@ def version_import(
                 registry_code=42207,
             )
         version = SchemaVersion.objects.create(
-            pk=schema_id,
+            identity_id=schema_id,
             topic=topic,
             role=role,
             version=number,
@@ -1164,13 +1315,6 @@ def version_import(
             submitted_by=service,
             release="schema-registry:import",
         )
-        # ids Steward assigns from now on come after the imported ones
-        top = SchemaVersion.objects.order_by("-pk").values_list("pk", flat=True).first()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT setval(pg_get_serial_sequence(%s, 'id'), GREATEST(%s, 1))",
-                [SchemaVersion._meta.db_table, top],
-            )
         if role == "value" and number > topic.current_schema_version:
             topic.current_schema_version = number
             topic.save(update_fields=["current_schema_version", "updated_at"])

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 
 from apps.registry.models import (
     Acknowledgement,
@@ -92,6 +92,13 @@ def topic_names() -> QuerySet:
     return Topic.objects.values_list("name", flat=True)
 
 
+def topic_for_registering(name: str) -> Topic | None:
+    """The topic of that name, with `produced`: whether it has producers (only they may
+    register on it then), in the same query."""
+    producers = Topic.producers.through.objects.filter(topic_id=OuterRef("pk"))
+    return Topic.objects.filter(name=name).annotate(produced=Exists(producers)).first()
+
+
 def topic_by_name(name: str) -> Topic | None:
     return Topic.objects.filter(name=name).first()
 
@@ -114,27 +121,44 @@ def registry_default(key: str) -> str | None:
     return RegistryDefault.objects.filter(key=key).values_list("value", flat=True).first()
 
 
-def default_mode() -> str:
-    """The registry's compatibility level: an operator's, else the configured default."""
-    return registry_default("compatibility") or settings.STEWARD_REGISTRY_DEFAULT_MODE
+def registry_defaults() -> dict[str, str]:
+    """Every registry-wide setting an operator made, by key, in one query: for a caller
+    that needs both the mode and the level (registering does)."""
+    return dict(RegistryDefault.objects.values_list("key", "value"))
 
 
-def global_registry_mode() -> str:
-    return registry_default("mode") or "READWRITE"
+def _setting(key: str, defaults: dict[str, str] | None) -> str | None:
+    return registry_default(key) if defaults is None else defaults.get(key)
 
 
-def registry_mode_of(topic: Topic | None) -> str:
-    """The mode a subject of the topic is in: READONLY_OVERRIDE set registry-wide wins,
-    then the topic's own, then the registry's."""
-    registry = global_registry_mode()
-    if registry == "READONLY_OVERRIDE" or topic is None or not topic.registry_mode:
+def default_mode(defaults: dict[str, str] | None = None) -> str:
+    """The registry's compatibility level: an operator's, else the configured default
+    (`defaults`: registry_defaults() read already)."""
+    return _setting("compatibility", defaults) or settings.STEWARD_REGISTRY_DEFAULT_MODE
+
+
+def global_registry_mode(defaults: dict[str, str] | None = None) -> str:
+    return _setting("mode", defaults) or "READWRITE"
+
+
+def own_registry_mode(topic: Topic | None, role: str) -> str:
+    """The mode the subject (the topic's role) was given itself; blank when none."""
+    return (topic.subject_modes or {}).get(role, "") if topic is not None else ""
+
+
+def registry_mode_of(topic: Topic | None, role: str, defaults: dict | None = None) -> str:
+    """The mode a subject (a topic's role) is in: READONLY_OVERRIDE set registry-wide
+    wins, then the subject's own, then the registry's."""
+    registry = global_registry_mode(defaults)
+    own = own_registry_mode(topic, role)
+    if registry == "READONLY_OVERRIDE" or not own:
         return registry
-    return topic.registry_mode
+    return own
 
 
-def mode_of(topic: Topic) -> str:
+def mode_of(topic: Topic, defaults: dict[str, str] | None = None) -> str:
     """The compatibility mode the topic's next version is checked in."""
-    return topic.compatibility_mode or default_mode()
+    return topic.compatibility_mode or default_mode(defaults)
 
 
 def schema_version_list() -> QuerySet[SchemaVersion]:
@@ -205,8 +229,25 @@ def published_before(version: SchemaVersion) -> SchemaVersion | None:
     )
 
 
-def published_version_by_id(pk: int) -> SchemaVersion | None:
-    return SchemaVersion.objects.filter(pk=pk, state=SchemaVersion.State.PUBLISHED).first()
+def published_version_by_id(schema_id: int) -> SchemaVersion | None:
+    """A published version with that schema id (any: they share the schema and its
+    references), a live one first; soft-deleted ones are still served by id."""
+    return (
+        SchemaVersion.objects.filter(identity_id=schema_id, state=SchemaVersion.State.PUBLISHED)
+        .order_by(F("deleted_at").asc(nulls_first=True), "pk")
+        .first()
+    )
+
+
+def versions_of_schema_id(schema_id: int, *, deleted: bool = False) -> list[SchemaVersion]:
+    """Every published version, of any subject, whose schema has that id, in subject and
+    version order (soft-deleted ones with `deleted`)."""
+    versions = SchemaVersion.objects.filter(
+        identity_id=schema_id, state=SchemaVersion.State.PUBLISHED
+    ).select_related("topic")
+    if not deleted:
+        versions = versions.filter(deleted_at__isnull=True)
+    return list(versions.order_by("topic__name", "role", "version"))
 
 
 def schema_version_of(topic_name: str, version: int, role: str = "value") -> SchemaVersion:
@@ -380,9 +421,11 @@ def referencing_ids(version: SchemaVersion) -> list[int]:
     """The ids of the schemas that reference the version (soft-deleted ones included:
     they are still served by id, and reading their data needs it)."""
     return sorted(
-        SchemaReference.objects.filter(referenced=version, version__state__in=_HOLDING)
-        .values_list("version_id", flat=True)
-        .distinct()
+        set(
+            SchemaReference.objects.filter(
+                referenced=version, version__state__in=_HOLDING
+            ).values_list("version__identity_id", flat=True)
+        )
     )
 
 
@@ -396,7 +439,8 @@ def referenced_among(version_ids: Iterable[int], *, lock: bool = False) -> dict[
     found: dict[int, list[int]] = {}
     rows = SchemaReference.objects.filter(
         referenced_id__in=ids, version__state__in=_HOLDING
-    ).values_list("referenced_id", "version_id")
-    for referenced, referencing in rows.order_by("referenced_id", "version_id"):
-        found.setdefault(referenced, []).append(referencing)
+    ).values_list("referenced_id", "version__identity_id")
+    for referenced, referencing in rows.order_by("referenced_id", "version__identity_id"):
+        if referencing not in found.get(referenced, []):
+            found.setdefault(referenced, []).append(referencing)
     return found

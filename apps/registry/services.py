@@ -226,7 +226,16 @@ def subscription_ensure(
     if subscription is not None:
         return subscription
     subscription = Subscription(consumer=consumer, topic=topic, transport=transport)
-    _check_subscription(subscription)
+    if transport == Subscription.Transport.WEBHOOK:
+        _check_subscription(subscription)
+    else:
+        # Every new topic brings one per Steward consumer, on the commit of the request
+        # that made it: the consumer and the topic are rows the caller holds, uniqueness
+        # is the database's (a concurrent maker is the IntegrityError below) and the
+        # webhook rule does not concern a stream, so none of them is asked again.
+        subscription.full_clean(
+            exclude=["consumer", "topic"], validate_unique=False, validate_constraints=False
+        )
     try:
         with transaction.atomic():
             subscription.save()
@@ -372,12 +381,19 @@ def subscription_mark_failed(*, subscription_id: int, error: str) -> None:
     )
 
 
-def schema_references_record(version, resolved: list[tuple[str, object]]) -> None:
+def schema_references_record(version, resolved: list[tuple[str, object]]) -> list | None:
     """The references a version was registered with (name, referenced version), kept
     once, when the registration created the version: a registration answered with an
-    existing version changes nothing. The caller's transaction."""
-    if resolved and not SchemaReference.objects.filter(version=version).exists():
-        SchemaReference.objects.bulk_create(
+    existing version changes nothing. The caller's transaction. Answers the version's
+    references when it knows them without asking (none, or the rows it made), else
+    None."""
+    if not resolved:
+        return []
+    if SchemaReference.objects.filter(version=version).exists():
+        return None
+    return SchemaReference.objects.bulk_create(
+        [
             SchemaReference(version=version, position=n, name=name, referenced=target)
             for n, (name, target) in enumerate(resolved)
-        )
+        ]
+    )

@@ -1,12 +1,16 @@
 import uuid
+from contextlib import ExitStack
 
+import httpx
 import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.redis import get_redis
 from apps.eventing.transports import stream_key
 from apps.registry import services
 from apps.registry.models import Subscription, Topic
+from tests.factories import service_token
 
 
 @pytest.fixture
@@ -28,3 +32,21 @@ def webhook_subscription(topic, monkeypatch):
         endpoint="http://127.0.0.1:9/unused",
         secret_ref="env:STEWARD_WEBHOOK_SECRET_HOOK",
     )
+
+
+@pytest.fixture
+def live(live_server):
+    """A new client each call (the library caches ids; a fresh one must ask) and an HTTP
+    client, both closed after the test: the live server's threads hold a database
+    connection while a client keeps its connection alive."""
+    issued = ("orders", service_token(scopes=["registry:write"], name="orders").secret)
+    base = f"{live_server.url}/api/schema-registry"
+    with ExitStack() as stack:
+
+        def client():
+            return stack.enter_context(
+                SchemaRegistryClient({"url": base, "basic.auth.user.info": ":".join(issued)})
+            )
+
+        http = stack.enter_context(httpx.Client(base_url=base, auth=issued, timeout=30))
+        yield client, http

@@ -87,7 +87,9 @@ def test_a_breaking_schema_answers_409_naming_who_must_acknowledge(client, conne
     schemas.acknowledge(
         actor=SYSTEM_ACTOR, version=waiting, consumer=Service.objects.get(name="billing")
     )
-    assert connect().register_schema("orders.order-value", schema(V2_BREAKING)) == waiting.pk
+    assert (
+        connect().register_schema("orders.order-value", schema(V2_BREAKING)) == waiting.identity_id
+    )
 
 
 def orders_produces(name="orders.order"):

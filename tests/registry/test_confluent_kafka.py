@@ -98,7 +98,8 @@ def test_kafka_topic_names_register_under_all_three_strategies(live):
         "orders.order-value",
     ]
     ids = {name: client.register_schema(name, schema(V1)) for name in names}
-    assert len(set(ids.values())) == len(names)  # one version per subject
+    # one version per subject, all of the same schema: one schema id, as the reference
+    assert len(set(ids.values())) == 1
     assert new_client().get_subjects() == sorted(names)
     # the topics keep Kafka's names; key, value and records each have their own history
     assert set(Topic.objects.values_list("name", flat=True)) >= {
@@ -529,7 +530,7 @@ def test_read_only_modes_refuse_writes(live):
 def test_import_mode_registers_with_the_ids_and_versions_a_migration_brings(live, operator):
     new_client, http, _ = live
     topic = produces("legacy.orders")
-    schemas.set_registry_mode(actor=SYSTEM_ACTOR, topic=topic, mode="IMPORT")
+    schemas.set_registry_mode(actor=SYSTEM_ACTOR, topic=topic, role="value", mode="IMPORT")
     for number, (schema_id, document) in enumerate([(7001, V1), (7005, V2_BREAKING)], 1):
         answer = http.post(
             "/subjects/legacy.orders-value/versions",
@@ -542,7 +543,8 @@ def test_import_mode_registers_with_the_ids_and_versions_a_migration_brings(live
         )
         assert answer.status_code == 200, answer.text
         assert (answer.json()["id"], answer.json()["version"]) == (schema_id, number)
-    # the same import again is the same answer; an id taken by another schema is 42207
+    # the same import again is the same answer; an id taken by another schema is 42205,
+    # worded as the reference words it
     again = http.post(
         "/subjects/legacy.orders-value/versions",
         json={"schema": json.dumps(V1), "schemaType": "JSON", "id": 7001, "version": 1},
@@ -552,20 +554,22 @@ def test_import_mode_registers_with_the_ids_and_versions_a_migration_brings(live
         "/subjects/legacy.orders-value/versions",
         json={"schema": json.dumps(V3), "schemaType": "JSON", "id": 7001, "version": 3},
     )
-    assert (clash.status_code, clash.json()["error_code"]) == (422, 42207)
+    assert (clash.status_code, clash.json()["error_code"]) == (422, 42205)
+    assert clash.json()["message"] == "Overwrite new schema with id 7001 is not permitted."
     # imported history needs no acknowledgement: it is already in use
     assert new_client().get_versions("legacy.orders-value") == [1, 2]
     assert json.loads(new_client().get_schema(7005).schema_str) == V2_BREAKING
     assert Topic.objects.get(name="legacy.orders").current_schema_version == 2
     assert len(audit_actions("schema_version.import")) == 2
     # back to READWRITE, new ids come after the imported ones
-    schemas.set_registry_mode(actor=SYSTEM_ACTOR, topic=topic, mode="")
+    schemas.set_registry_mode(actor=SYSTEM_ACTOR, topic=topic, role="value", mode="")
     assert new_client().register_schema("legacy.orders-value", schema(V2_BREAKING)) == 7005
-    other = new_client().register_schema("fresh.topic-value", schema(V1))
-    assert other > 7005
+    # the imported schema registered elsewhere keeps its imported id
+    assert new_client().register_schema("fresh.topic-value", schema(V1)) == 7001
+    assert new_client().register_schema("fresh.topic-key", schema(V3)) > 7005
     # IMPORT on a subject that has versions needs force
     with pytest.raises(schemas.RegistryRefused):
-        schemas.set_registry_mode(actor=SYSTEM_ACTOR, topic=topic, mode="IMPORT")
+        schemas.set_registry_mode(actor=SYSTEM_ACTOR, topic=topic, role="value", mode="IMPORT")
 
 
 @pytestmark_db

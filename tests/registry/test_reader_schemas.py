@@ -419,6 +419,52 @@ def test_avro_readers_are_judged_by_avro_resolution():
     assert "currency" in " ".join(d["message"] for d in verdicts["bravo"]["breaking"])
 
 
+def test_a_release_syncs_avro_payloads_and_avro_readers_through_the_api():
+    # given: a producer's release declares its topic's payload in Avro, through the API
+    orders = client_for("orders")
+    topic = {"name": "orders.avro", "consumers": ["alpha", "bravo"], "schema_type": "AVRO"}
+    first = orders.post(
+        "/api/v1/registry/model-sync/",
+        {"release": "o-1", "topics": [{**topic, "schema": AVRO_V1}]},
+        format="json",
+    )
+    assert first.status_code == 200, first.content
+    assert first.json()["topics"][0]["outcome"] == "published"
+    assert SchemaVersion.objects.get(topic__name="orders.avro").schema_type == "AVRO"
+    # and its consumers' releases declare their Avro readers, the Avro text form too
+    for name, reader in (("alpha", json.dumps(AVRO_V1)), ("bravo", AVRO_STRICT)):
+        body = {
+            "release": f"{name}-1",
+            "reads": [{"topic": "orders.avro", "schema_type": "AVRO", "schema": reader}],
+        }
+        declared = client_for(name).post("/api/v1/registry/model-sync/", body, format="json")
+        assert declared.json()["reads"][0]["outcome"] == "declared", declared.content
+    # when: the producer's next release breaks Avro resolution
+    second = orders.post(
+        "/api/v1/registry/model-sync/",
+        {"release": "o-2", "topics": [{**topic, "schema": AVRO_V2}]},
+        format="json",
+    )
+    # then: only the consumer whose Avro reader cannot read it must acknowledge, with the
+    # Avro verdicts explained
+    answer = second.json()["topics"][0]
+    assert answer["outcome"] == "awaiting_acknowledgement"
+    assert (answer["awaiting"], answer["reads_it"]) == (["bravo"], ["alpha"])
+    [breaking] = answer["verdict"]["breaking"]
+    assert breaking["kind"] == "READER_FIELD_MISSING_DEFAULT_VALUE"
+    assert "total" in breaking["message"]
+    bravo = answer["verdict"]["readers"]["bravo"]
+    assert bravo["reads"] is False and "currency" in bravo["breaking"][0]["message"]
+    # a JSON Schema for the Avro topic is rejected, naming both types
+    wrong = orders.post(
+        "/api/v1/registry/model-sync/",
+        {"release": "o-3", "topics": [{**topic, "schema_type": "JSON", "schema": V1}]},
+        format="json",
+    )
+    assert wrong.json()["topics"][0]["outcome"] == "rejected"
+    assert "AVRO, not JSON" in wrong.json()["topics"][0]["reason"]
+
+
 def test_a_reader_of_another_schema_type_cannot_vouch_for_a_version():
     avro_sync("r1", AVRO_V1, consumers=("alpha",))
     declare("alpha", {"type": "object"}, topic="orders.avro")  # JSON Schema, on Avro data

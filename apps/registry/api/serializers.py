@@ -73,8 +73,15 @@ class SyncTopicSerializer(StrictSerializer):
     description = serializers.CharField(required=False, allow_blank=True, max_length=255)
     producers = serializers.ListField(child=serializers.SlugField(max_length=100), required=False)
     consumers = serializers.ListField(child=serializers.SlugField(max_length=100), required=False)
+    schema_type = serializers.ChoiceField(
+        choices=SCHEMA_TYPES,
+        required=False,
+        # no default: a sync that names no type hashes as it did before types existed
+        help_text="JSON (JSON Schema, when absent) or AVRO: the payload's schema type.",
+    )
     schema = serializers.JSONField(
-        help_text="The payload's JSON Schema (Draft 7 or 2020-12), as an object or as text."
+        help_text="The payload's schema: a JSON Schema (Draft 4 to 2020-12; Draft 7 without "
+        "$schema) or, with schema_type AVRO, an Avro schema; as an object or as text."
     )
 
 

@@ -1,0 +1,58 @@
+"""Migrations that move data the registry has handed out: schema ids clients hold."""
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from apps.registry.models import SchemaIdentity, SchemaVersion, Topic
+
+BEFORE = [("registry", "0013_merge_references_and_readers")]
+AFTER = [("registry", "0015_schema_identity_required")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_shared_ids_keep_every_id_handed_out_and_modes_move_to_each_subject():
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE)
+    old = executor.loader.project_state(BEFORE).apps
+    OldTopic, OldVersion = (
+        old.get_model("registry", "Topic"),
+        old.get_model("registry", "SchemaVersion"),
+    )
+    # given: ids handed out one per version, two versions of one schema in two subjects
+    topic = OldTopic.objects.create(name="payments", registry_mode="READONLY")
+    other = OldTopic.objects.create(name="refunds")
+    rows = {}
+    for key, (owner, role, number, fingerprint) in {
+        "a": (topic, "value", 1, "f1"),
+        "b": (other, "value", 1, "f1"),  # the same schema as a
+        "c": (topic, "key", 1, "f2"),
+    }.items():
+        rows[key] = OldVersion.objects.create(
+            topic=owner,
+            role=role,
+            version=number,
+            schema_type="JSON",
+            schema={},
+            canonical="{}",
+            fingerprint=fingerprint,
+            state="published",
+        ).pk
+    # when
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(AFTER)
+    # then: every id still resolves to its own version's schema
+    for pk in rows.values():
+        assert SchemaVersion.objects.get(pk=pk).identity_id == pk
+    # the lowest id of the shared schema is the one new registrations reuse
+    reusable = SchemaIdentity.objects.filter(reusable=True).values_list("pk", flat=True)
+    assert sorted(reusable) == sorted([min(rows["a"], rows["b"]), rows["c"]])
+    # ids assigned from now on come after every one handed out
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence('registry_schemaidentity', 'id'))")
+        assert cursor.fetchone()[0] > max(rows.values())
+    # the topic's mode now is each of its subjects' own
+    modes = Topic.objects.get(name="payments").subject_modes
+    assert modes == {"key": "READONLY", "value": "READONLY"}
+    assert Topic.objects.get(name="refunds").subject_modes == {}
