@@ -338,7 +338,14 @@ def _decide_entry(sync: _Sync, entry: dict, parsed=None) -> TopicAnswer:
         except compatibility.InvalidSchema as exc:
             return TopicAnswer(name, "rejected", reason=exc.reason)
     topic = sync.topic(entry)
-    answer = _decide(sync, topic, parsed, entry.get("role", "value"), entry.get("references", ()))
+    answer = _decide(
+        sync,
+        topic,
+        parsed,
+        entry.get("role", "value"),
+        entry.get("references", ()),
+        any_version=entry.get("any_version", False),
+    )
     if any(topic.not_named.values()):
         answer.not_named = topic.not_named
     return answer
@@ -370,7 +377,12 @@ def schema_id_for(kind: str, fingerprint: str, references=()) -> int:
     return row[0]
 
 
-def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value", references=()) -> TopicAnswer:
+def _decide(
+    sync: _Sync, topic: Topic, parsed, role: str = "value", references=(), *, any_version=False
+) -> TopicAnswer:
+    """`any_version`: a schema equal to any live published version is that version
+    (the Schema Registry API's register); otherwise only the latest counts (a release's
+    ModelSync that goes back to an older schema publishes it again as the newest)."""
     name = topic.name
     fingerprint, kind = parsed.fingerprint, parsed.kind
     history = list(topic.schema_versions.filter(role=role).order_by("version"))
@@ -383,8 +395,9 @@ def _decide(sync: _Sync, topic: Topic, parsed, role: str = "value", references=(
             "rejected",
             reason=f"the subject's schemas are {current.schema_type}, not {kind}",
         )
-    if current is not None and current.fingerprint == fingerprint:
-        return TopicAnswer(name, "unchanged", current.version, fingerprint, row=current)
+    same = [v for v in published if v.fingerprint == fingerprint]
+    if same and (any_version or same[-1] is current):
+        return TopicAnswer(name, "unchanged", same[-1].version, fingerprint, row=same[-1])
     pending = next((v for v in history if v.state == State.AWAITING), None)
     if pending is not None and pending.fingerprint == fingerprint:
         return TopicAnswer(
@@ -568,7 +581,15 @@ def schema_register(
     replayed nor kept as a release's answer (clients repeat a registration to learn an
     id), and it names no producer: only a release or an operator does. The answer's
     `row` is the version it names."""
-    entry = {"name": topic_name, "producers": [], "role": role, "references": references}
+    entry = {
+        "name": topic_name,
+        "producers": [],
+        "role": role,
+        "references": references,
+        # the reference registry answers any live version's id for a schema the subject
+        # has had, not only the latest's: a producer still on an older schema gets its id
+        "any_version": True,
+    }
     with _system_scope_once():
         sync = _Sync(
             actor=actor,

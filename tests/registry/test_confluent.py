@@ -69,6 +69,9 @@ def test_register_read_and_look_up_like_a_confluent_client(client, connect):
     assert json.loads(by_id.schema_str) == V1 and by_id.schema_type == "JSON"
     found = client.lookup_schema("orders.order-value", schema(V1))
     assert (found.schema_id, found.version) == (first, 1)
+    # a producer still on the older schema registers it again: told its id, no version 3
+    assert connect().register_schema("orders.order-value", schema(V1)) == first
+    assert client.get_versions("orders.order-value") == [1, 2]
 
 
 def test_a_breaking_schema_answers_409_naming_who_must_acknowledge(client, connect):
