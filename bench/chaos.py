@@ -48,6 +48,19 @@ DUPLICATE_CALLBACKS = 0.3
 WEBHOOK_TOPICS = ("assets.asset", "compute.step")
 RESUMING_SWEEPS = ("assets.periodic_resume_delegations", "stores.periodic_resume_bindings")
 STALLED_WORK_SECONDS = "5"
+# Rounds of traffic before the first fault and between two faults (quick: full).
+FIRST_FAULT_ROUNDS = {True: 2, False: 6}
+SPACING = {True: 1, False: 4}
+# Longer than every client's Redis timeout: Steward's own (apps.core.redis: 5 s read,
+# 2 s connect), the database pool's wait (3 s) and a consumer's blocking read (1 s).
+REDIS_PAUSE_SECONDS = 8.0
+# A killed worker's replacement, as a supervisor starts one.
+REPLACEMENTS = {"worker-1": "worker-3", "worker-2": "worker-4"}
+# Everything is consistent again within this long after the last fault. What sets it:
+# a consumer runner's Redis lease (30 s) outlives a killed consumers process, the
+# drill's sweeps run every 5 s, the governance order advances once a minute, and a
+# webhook's retries back off (0.5 s doubling).
+SETTLE_BOUND_SECONDS = 150.0
 
 
 def say(message: str) -> None:
@@ -671,27 +684,24 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
         if traffic.error:
             raise traffic.error
 
-    def fault(name: str, action) -> None:
-        began = time.monotonic()
+    def fault(names: tuple[str, ...], action) -> None:
+        began, at_round = time.monotonic(), traffic.rounds
         action()
-        faults.append(
-            {
-                "fault": name,
-                "at_round": traffic.rounds,
-                "seconds": round(time.monotonic() - began, 1),
-            }
-        )
-        say(f"{name} (round {traffic.rounds})")
+        for name in names:
+            faults.append(
+                {"fault": name, "at_round": at_round, "seconds": round(time.monotonic() - began, 1)}
+            )
+        say(f"{' + '.join(names)} (round {at_round})")
 
-    spacing = 2 if quick else 6
-    after_rounds(spacing)
-    fault("SIGKILL worker-1", lambda: processes.kill("worker-1"))
-    processes.worker("worker-3")  # the supervisor's replacement
-    after_rounds(2 * spacing)
-    fault("restart Redis", servers.restart_redis)
-    after_rounds(3 * spacing)
-    fault("restart PostgreSQL", servers.restart_postgres)
-    after_rounds(4 * spacing)
+    plan = fault_plan(servers, processes, port, quick)
+    last_fault = time.monotonic()
+    for n, (names, action) in enumerate(plan, start=1):
+        # The first fault after a little more traffic; each later one in the middle of
+        # the next rounds' requests, batches and deliveries.
+        after_rounds(FIRST_FAULT_ROUNDS[quick] + (n - 1) * SPACING[quick])
+        fault(names, action)
+        last_fault = time.monotonic()
+    after_rounds(traffic.rounds + SPACING[quick])
     traffic.stop.set()
     traffic.thread.join(timeout=300)
     if traffic.error:
@@ -700,7 +710,7 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
     say(f"traffic stopped after {traffic.rounds} rounds; waiting for the stack to settle")
 
     settle_started = time.monotonic()
-    deadline = settle_started + (150 if quick else 300)
+    deadline = last_fault + SETTLE_BOUND_SECONDS
     while True:
         # Snapshots: the stand-ins' threads go on writing while the checks read.
         with workflow.lock:
@@ -716,11 +726,14 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
         if traffic.pending_bindings:
             traffic.finish_bindings()
         time.sleep(1)
-    settle_seconds = time.monotonic() - settle_started
+    settled = time.monotonic()
+    settle_seconds = settled - settle_started
     exited = processes.exited()
     if exited:
         summary["ok"] = False
         summary["exited"] = {name: processes.tail(name) for name in exited}
+    summary["settle"] = settle_verdict(summary["ok"], settled - last_fault)
+    summary["ok"] = summary["ok"] and summary["settle"]["within_bound"]
     return {
         "name": "chaos",
         "quick": quick,
@@ -745,6 +758,66 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
             "total": round(time.monotonic() - started, 1),
         },
     }
+
+
+def settle_verdict(consistent: bool, after_last_fault: float) -> dict:
+    """Whether the stack was consistent again within SETTLE_BOUND_SECONDS of the last
+    fault (a state still inconsistent at the bound is not settled)."""
+    return {
+        "bound_seconds": SETTLE_BOUND_SECONDS,
+        "after_last_fault_seconds": round(after_last_fault, 1),
+        "within_bound": consistent and after_last_fault <= SETTLE_BOUND_SECONDS,
+    }
+
+
+def fault_plan(servers: Servers, processes: Processes, port: int, quick: bool) -> list:
+    """(names, action) of each fault, in order. The quick drill keeps the harsh ones
+    (crashes, kills, the pause, the lost data) and kills the processes in one step."""
+    web_workers = 2 if quick else 4
+
+    def kill(*names: str):
+        def action():
+            for name in names:
+                processes.kill(name)
+            for name in names:  # as a supervisor would, once it notices
+                if name == "web":
+                    processes.web(port, workers=web_workers)
+                elif name == "beat":
+                    processes.beat()
+                elif name == "consumers":
+                    processes.consumers()
+                else:
+                    processes.worker(REPLACEMENTS[name])
+
+        return tuple(f"SIGKILL {name}" for name in names), action
+
+    def pause():
+        servers.pause_redis(REDIS_PAUSE_SECONDS)
+
+    harsh = [
+        (("crash PostgreSQL",), servers.crash_postgres),
+        (("SIGKILL Redis",), servers.kill_redis),
+        ((f"pause Redis {REDIS_PAUSE_SECONDS:.0f} s",), pause),
+    ]
+    lose = (("lose Redis data",), lambda: servers.kill_redis(lose_data=True))
+    if quick:
+        return [
+            kill("worker-1"),
+            *harsh,
+            kill("web", "beat", "consumers", "worker-2"),
+            lose,
+        ]
+    return [
+        kill("worker-1"),
+        (("restart Redis",), servers.restart_redis),
+        (("restart PostgreSQL",), servers.restart_postgres),
+        *harsh,
+        kill("web"),
+        kill("beat"),
+        kill("consumers"),
+        kill("worker-2"),
+        lose,
+    ]
 
 
 def _get_ok(api: Api, path: str) -> bool:
