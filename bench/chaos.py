@@ -24,9 +24,11 @@ when anything was lost or applied twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -35,6 +37,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -219,6 +222,9 @@ class Api:
         self.http = httpx.Client(base_url=base_url, timeout=15)
         self.deadline = deadline
         self.retries = 0
+        self.calls = 0
+        # (when it was answered, seconds it took, retries included), for the soak's p99
+        self.latencies: list[tuple[float, float]] = []
 
     def call(
         self,
@@ -235,11 +241,15 @@ class Api:
         headers = dict(auth)
         if key:
             headers["Idempotency-Key"] = key
-        give_up = time.monotonic() + self.deadline
+        began = time.monotonic()
+        give_up = began + self.deadline
         while True:
             try:
                 response = self.http.request(method, path, json=body, headers=headers)
                 if response.status_code < 500:
+                    answered = time.monotonic()
+                    self.calls += 1
+                    self.latencies.append((answered, answered - began))
                     if expect and response.status_code not in expect:
                         raise DrillError(
                             f"{method} {path} answered {response.status_code}: {response.text}"
@@ -354,6 +364,8 @@ class Traffic:
         self.workflow = workflow
         self.assets_per_round = 3 if quick else 10
         self.batches_per_round = 2 if quick else 6
+        self.release_every = 2  # rounds between two ModelSync releases
+        self.interval = 0.0  # the least seconds a round takes (0: as fast as it goes)
         self.stop = threading.Event()
         self.rounds = 0
         self.error: BaseException | None = None
@@ -366,8 +378,10 @@ class Traffic:
         try:
             self.export_order()
             while not self.stop.is_set():
+                began = time.monotonic()
                 self.one_round()
                 self.rounds += 1
+                self.stop.wait(max(0.0, began + self.interval - time.monotonic()))
         except BaseException as exc:  # noqa: BLE001 - reported by the drill
             self.error = exc
 
@@ -379,8 +393,8 @@ class Traffic:
             self.batch(n % 2, f"r{n}-b{k}")
         if self.free_stores:
             self.binding(n % 2, self.free_stores.pop())
-        if n % 2 == 0:
-            self.release(n // 2 + 1)
+        if n % self.release_every == 0:
+            self.release(n // self.release_every + 1)
         self.finish_batches()
         self.finish_bindings()
 
@@ -576,7 +590,23 @@ def _db(query):
         return query()
 
 
-def run(*, quick: bool) -> dict:
+@dataclass
+class Stack:
+    """The drill's servers, Steward's processes on them and the stand-ins."""
+
+    root: Path
+    servers: Servers
+    processes: Processes
+    workflow: WorkflowService
+    receiver: WebhookReceiver
+    port: int
+    started: float
+
+
+@contextlib.contextmanager
+def drill_stack():
+    """Servers and stand-ins of their own, gone at the end (STEWARD_CHAOS_KEEP=1 keeps
+    the directory, logs included)."""
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="steward-chaos-"))
     servers = Servers(root)
@@ -592,7 +622,7 @@ def run(*, quick: bool) -> dict:
         stand_ins += [workflow, receiver]
         env = configure(servers, root, workflow.url)
         processes = Processes(env, servers.logs)
-        return _drill(servers, processes, workflow, receiver, port, quick, started)
+        yield Stack(root, servers, processes, workflow, receiver, port, started)
     finally:
         for stand_in in stand_ins:
             if isinstance(stand_in, WorkflowService):
@@ -607,6 +637,11 @@ def run(*, quick: bool) -> dict:
             say(f"kept {root}")
 
 
+def run(*, quick: bool) -> dict:
+    with drill_stack() as stack:
+        return _drill(stack, quick)
+
+
 def _manage(env: dict, *args: str) -> None:
     done = subprocess.run(  # noqa: S603
         [sys.executable, "manage.py", *args],
@@ -619,21 +654,24 @@ def _manage(env: dict, *args: str) -> None:
         raise DrillError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
 
 
-def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict:
+def bring_up(stack: Stack, *, quick: bool, web_workers: int):
+    """Migrate, set up, start every process and the webhook subscriptions; (api,
+    secrets, expected) once two workers answer."""
+    processes, receiver, port, started = stack.processes, stack.receiver, stack.port, stack.started
     env = processes.env
     _manage(env, "migrate", "--no-input")
     _manage(env, "steward_setup")
     import django
 
     django.setup()
-    from bench.chaos_verify import Expected, install_emitted_log, verify
+    from bench.chaos_verify import Expected, install_emitted_log
     from portal.celery import app
 
     install_emitted_log()
     secrets = set_up(stores=4 if quick else 10)
     say(f"stack set up in {time.monotonic() - started:.0f} s; starting processes")
 
-    processes.web(port, workers=2 if quick else 4)
+    processes.web(port, workers=web_workers)
     processes.worker("worker-1")
     processes.worker("worker-2")
     processes.beat()
@@ -669,6 +707,21 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
         timeout=90,
         what="two Celery workers answering",
     )
+    return api, secrets, expected
+
+
+def _drill(stack: Stack, quick: bool) -> dict:
+    servers, processes, workflow, receiver, port, started = (
+        stack.servers,
+        stack.processes,
+        stack.workflow,
+        stack.receiver,
+        stack.port,
+        stack.started,
+    )
+    api, secrets, expected = bring_up(stack, quick=quick, web_workers=2 if quick else 4)
+    from bench.chaos_verify import verify
+
     faults: list[dict] = []
     traffic = Traffic(api, secrets, expected, workflow, quick)
     traffic_started = time.monotonic()
@@ -733,6 +786,7 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
         summary["ok"] = False
         summary["exited"] = {name: processes.tail(name) for name in exited}
     summary["settle"] = settle_verdict(summary["ok"], settled - last_fault)
+    summary["redrive"] = redrives(servers.logs)
     summary["ok"] = summary["ok"] and summary["settle"]["within_bound"]
     return {
         "name": "chaos",
@@ -758,6 +812,20 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
             "total": round(time.monotonic() - started, 1),
         },
     }
+
+
+REDRIVEN = re.compile(r"Redis had lost entries of lanes .*?: (\d+) envelopes")
+
+
+def redrives(logs: Path) -> dict:
+    """The re-drives Steward's processes logged (apps.eventing.redrive), and how many
+    envelopes they published again."""
+    counts = [
+        int(match.group(1))
+        for path in sorted(logs.glob("*.log"))
+        for match in REDRIVEN.finditer(path.read_text(errors="replace"))
+    ]
+    return {"runs": len(counts), "envelopes": sum(counts)}
 
 
 def settle_verdict(consistent: bool, after_last_fault: float) -> dict:
