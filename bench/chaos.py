@@ -13,13 +13,18 @@ service (reports a binding's migrations applied) and a webhook receiver.
 Traffic goes through the HTTP API in every domain — assets delegated for approval,
 compute batches, store bindings, ModelSync releases, a governance export, and the
 events all of these emit to the consumers and the webhook — while the drill SIGKILLs
-a worker (a replacement starts, as a supervisor would), restarts Redis, then restarts
-PostgreSQL (`pg_ctl restart -m fast`). When the traffic has stopped it waits for the
-stack to settle and checks the database (bench/chaos_verify.py): every event handled
-once per consumer, every callback's decision applied once, every batch link resolved
-once, every binding active with each step once, every schema version published once,
-the governance order complete. The last line is one JSON object; the exit status is 1
-when anything was lost or applied twice.
+a worker (a replacement starts, as a supervisor would), restarts Redis and PostgreSQL
+cleanly (full run only), crashes PostgreSQL (`pg_ctl stop -m immediate`: recovery
+from WAL), SIGKILLs Redis, pauses it with SIGSTOP longer than every client timeout,
+SIGKILLs web, beat, the consumers and the second worker, and finally kills Redis and
+removes its files, so it comes back empty and Steward must re-drive from PostgreSQL
+(apps.eventing.redrive). When the traffic has stopped it waits for the stack to
+settle and checks the database (bench/chaos_verify.py): every event handled once per
+consumer, every callback's decision applied once, every batch link resolved once,
+every binding active with each step once, every schema version published once, the
+governance order complete — all within SETTLE_BOUND_SECONDS of the last fault. The
+last line is one JSON object; the exit status is 1 when anything was lost or applied
+twice, or the stack did not settle within the bound.
 """
 
 from __future__ import annotations
