@@ -146,7 +146,7 @@ def redrive_leased(
     batch = settings.STEWARD_EVENTING["DISPATCH_BATCH"]
     marks = {lane: have for lane, (have, _) in lanes.items()}
     floors = dict(marks)
-    transport._followed.clear()
+    transport.forget_groups()
     groups = _subscription_groups()
     after, total = min(floors.values()), 0
     while True:
@@ -192,7 +192,7 @@ def redrive_lost_lanes(transport: RedisStreamTransport | None = None) -> int:
     if not lost:
         return 0
     # Its groups may be gone too: made sure of again before this process publishes.
-    transport._followed.clear()
+    transport.forget_groups()
     token = uuid.uuid4()
     leased = _lease(sorted(lost), token)
     try:

@@ -83,6 +83,11 @@ class RedisStreamTransport:
     def __init__(self, client=None):
         self.client = client or get_redis()
 
+    @classmethod
+    def forget_groups(cls) -> None:
+        """Make sure of every group again before publishing: Redis may have lost them."""
+        cls._followed.clear()
+
     def _steward_groups(self, topics: set[str]) -> list[tuple[str, str]]:
         """(stream, group) of Steward's own consumers for streams not yet made sure of.
 
@@ -129,10 +134,10 @@ class RedisStreamTransport:
                     raise result
             self._followed.update(stream for stream, _ in steward)
         except REDIS_ERRORS as exc:
-            self._followed.clear()
+            self.forget_groups()
             raise TransportError(f"Redis: {exc}") from exc
         if lane is not None and not int(results[-1][0]):
-            self._followed.clear()  # a Redis that lost entries may have lost groups too
+            self.forget_groups()  # a Redis that lost entries may have lost groups too
             raise LaneBehind(lane, int(results[-1][1]))
 
     @staticmethod

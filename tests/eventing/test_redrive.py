@@ -28,7 +28,7 @@ def empty_redis():
     # Each test commits (transaction=True): the dispatcher's leases compare with the
     # database's now(), which a test's one transaction would hold still.
     yield flush
-    RedisStreamTransport._followed.clear()  # nothing else may trust groups made before
+    RedisStreamTransport.forget_groups()  # no later test may trust groups made before
 
 
 def handled(consumer="steward.recent-events"):
