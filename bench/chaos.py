@@ -792,6 +792,7 @@ def _drill(stack: Stack, quick: bool) -> dict:
         summary["exited"] = {name: processes.tail(name) for name in exited}
     summary["settle"] = settle_verdict(summary["ok"], settled - last_fault)
     summary["redrive"] = redrives(servers.logs)
+    summary["jobs_still_claimed"] = _db(claimed_jobs)
     summary["ok"] = summary["ok"] and summary["settle"]["within_bound"]
     return {
         "name": "chaos",
@@ -831,6 +832,19 @@ def redrives(logs: Path) -> dict:
         for match in REDRIVEN.finditer(path.read_text(errors="replace"))
     ]
     return {"runs": len(counts), "envelopes": sum(counts)}
+
+
+def claimed_jobs() -> dict[str, str]:
+    """Periodic jobs whose claim (apps.core.jobs) is still held at the end: a run that
+    died holding it skips the job until the claim goes stale."""
+    from apps.core.models import ScheduledJob
+
+    return {
+        name: since.isoformat()
+        for name, since in ScheduledJob.objects.filter(running_since__isnull=False)
+        .order_by("name")
+        .values_list("name", "running_since")
+    }
 
 
 def settle_verdict(consistent: bool, after_last_fault: float) -> dict:
