@@ -16,8 +16,13 @@ def main(argv: list[str] | None = None) -> int:
         from bench.chaos import main as chaos
 
         return chaos(argv[1:])
+    if argv[:1] == ["soak"]:
+        # The drill's own stack too, under steady traffic instead of faults.
+        from bench.soak import main as soak
+
+        return soak(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("name", nargs="?", choices=[*CASES, "all", "chaos"], default="all")
+    parser.add_argument("name", nargs="?", choices=[*CASES, "all", "chaos", "soak"], default="all")
     parser.add_argument("--quick", action="store_true", help="finish within a minute")
     args = parser.parse_args(argv)
 

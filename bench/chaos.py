@@ -13,20 +13,27 @@ service (reports a binding's migrations applied) and a webhook receiver.
 Traffic goes through the HTTP API in every domain — assets delegated for approval,
 compute batches, store bindings, ModelSync releases, a governance export, and the
 events all of these emit to the consumers and the webhook — while the drill SIGKILLs
-a worker (a replacement starts, as a supervisor would), restarts Redis, then restarts
-PostgreSQL (`pg_ctl restart -m fast`). When the traffic has stopped it waits for the
-stack to settle and checks the database (bench/chaos_verify.py): every event handled
-once per consumer, every callback's decision applied once, every batch link resolved
-once, every binding active with each step once, every schema version published once,
-the governance order complete. The last line is one JSON object; the exit status is 1
-when anything was lost or applied twice.
+a worker (a replacement starts, as a supervisor would), restarts Redis and PostgreSQL
+cleanly (full run only), crashes PostgreSQL (`pg_ctl stop -m immediate`: recovery
+from WAL), SIGKILLs Redis, pauses it with SIGSTOP longer than every client timeout,
+SIGKILLs web, beat, the consumers and the second worker, and finally kills Redis and
+removes its files, so it comes back empty and Steward must re-drive from PostgreSQL
+(apps.eventing.redrive). When the traffic has stopped it waits for the stack to
+settle and checks the database (bench/chaos_verify.py): every event handled once per
+consumer, every callback's decision applied once, every batch link resolved once,
+every binding active with each step once, every schema version published once, the
+governance order complete — all within SETTLE_BOUND_SECONDS of the last fault. The
+last line is one JSON object; the exit status is 1 when anything was lost or applied
+twice, or the stack did not settle within the bound.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -35,6 +42,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -48,6 +56,19 @@ DUPLICATE_CALLBACKS = 0.3
 WEBHOOK_TOPICS = ("assets.asset", "compute.step")
 RESUMING_SWEEPS = ("assets.periodic_resume_delegations", "stores.periodic_resume_bindings")
 STALLED_WORK_SECONDS = "5"
+# Rounds of traffic before the first fault and between two faults (quick: full).
+FIRST_FAULT_ROUNDS = {True: 2, False: 6}
+SPACING = {True: 1, False: 4}
+# Longer than every client's Redis timeout: Steward's own (apps.core.redis: 5 s read,
+# 2 s connect), the database pool's wait (3 s) and a consumer's blocking read (1 s).
+REDIS_PAUSE_SECONDS = 8.0
+# A killed worker's replacement, as a supervisor starts one.
+REPLACEMENTS = {"worker-1": "worker-3", "worker-2": "worker-4"}
+# Everything is consistent again within this long after the last fault. What sets it:
+# a consumer runner's Redis lease (30 s) outlives a killed consumers process, the
+# drill's sweeps run every 5 s, the governance order advances once a minute, and a
+# webhook's retries back off (0.5 s doubling).
+SETTLE_BOUND_SECONDS = 150.0
 
 
 def say(message: str) -> None:
@@ -206,6 +227,9 @@ class Api:
         self.http = httpx.Client(base_url=base_url, timeout=15)
         self.deadline = deadline
         self.retries = 0
+        self.calls = 0
+        # (when it was answered, seconds it took, retries included), for the soak's p99
+        self.latencies: list[tuple[float, float]] = []
 
     def call(
         self,
@@ -222,11 +246,15 @@ class Api:
         headers = dict(auth)
         if key:
             headers["Idempotency-Key"] = key
-        give_up = time.monotonic() + self.deadline
+        began = time.monotonic()
+        give_up = began + self.deadline
         while True:
             try:
                 response = self.http.request(method, path, json=body, headers=headers)
                 if response.status_code < 500:
+                    answered = time.monotonic()
+                    self.calls += 1
+                    self.latencies.append((answered, answered - began))
                     if expect and response.status_code not in expect:
                         raise DrillError(
                             f"{method} {path} answered {response.status_code}: {response.text}"
@@ -341,6 +369,8 @@ class Traffic:
         self.workflow = workflow
         self.assets_per_round = 3 if quick else 10
         self.batches_per_round = 2 if quick else 6
+        self.release_every = 2  # rounds between two ModelSync releases
+        self.interval = 0.0  # the least seconds a round takes (0: as fast as it goes)
         self.stop = threading.Event()
         self.rounds = 0
         self.error: BaseException | None = None
@@ -353,8 +383,10 @@ class Traffic:
         try:
             self.export_order()
             while not self.stop.is_set():
+                began = time.monotonic()
                 self.one_round()
                 self.rounds += 1
+                self.stop.wait(max(0.0, began + self.interval - time.monotonic()))
         except BaseException as exc:  # noqa: BLE001 - reported by the drill
             self.error = exc
 
@@ -366,8 +398,8 @@ class Traffic:
             self.batch(n % 2, f"r{n}-b{k}")
         if self.free_stores:
             self.binding(n % 2, self.free_stores.pop())
-        if n % 2 == 0:
-            self.release(n // 2 + 1)
+        if n % self.release_every == 0:
+            self.release(n // self.release_every + 1)
         self.finish_batches()
         self.finish_bindings()
 
@@ -563,7 +595,23 @@ def _db(query):
         return query()
 
 
-def run(*, quick: bool) -> dict:
+@dataclass
+class Stack:
+    """The drill's servers, Steward's processes on them and the stand-ins."""
+
+    root: Path
+    servers: Servers
+    processes: Processes
+    workflow: WorkflowService
+    receiver: WebhookReceiver
+    port: int
+    started: float
+
+
+@contextlib.contextmanager
+def drill_stack():
+    """Servers and stand-ins of their own, gone at the end (STEWARD_CHAOS_KEEP=1 keeps
+    the directory, logs included)."""
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="steward-chaos-"))
     servers = Servers(root)
@@ -579,7 +627,7 @@ def run(*, quick: bool) -> dict:
         stand_ins += [workflow, receiver]
         env = configure(servers, root, workflow.url)
         processes = Processes(env, servers.logs)
-        return _drill(servers, processes, workflow, receiver, port, quick, started)
+        yield Stack(root, servers, processes, workflow, receiver, port, started)
     finally:
         for stand_in in stand_ins:
             if isinstance(stand_in, WorkflowService):
@@ -594,6 +642,11 @@ def run(*, quick: bool) -> dict:
             say(f"kept {root}")
 
 
+def run(*, quick: bool) -> dict:
+    with drill_stack() as stack:
+        return _drill(stack, quick)
+
+
 def _manage(env: dict, *args: str) -> None:
     done = subprocess.run(  # noqa: S603
         [sys.executable, "manage.py", *args],
@@ -606,21 +659,24 @@ def _manage(env: dict, *args: str) -> None:
         raise DrillError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
 
 
-def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict:
+def bring_up(stack: Stack, *, quick: bool, web_workers: int):
+    """Migrate, set up, start every process and the webhook subscriptions; (api,
+    secrets, expected) once two workers answer."""
+    processes, receiver, port, started = stack.processes, stack.receiver, stack.port, stack.started
     env = processes.env
     _manage(env, "migrate", "--no-input")
     _manage(env, "steward_setup")
     import django
 
     django.setup()
-    from bench.chaos_verify import Expected, install_emitted_log, verify
+    from bench.chaos_verify import Expected, install_emitted_log
     from portal.celery import app
 
     install_emitted_log()
     secrets = set_up(stores=4 if quick else 10)
     say(f"stack set up in {time.monotonic() - started:.0f} s; starting processes")
 
-    processes.web(port, workers=2 if quick else 4)
+    processes.web(port, workers=web_workers)
     processes.worker("worker-1")
     processes.worker("worker-2")
     processes.beat()
@@ -656,6 +712,21 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
         timeout=90,
         what="two Celery workers answering",
     )
+    return api, secrets, expected
+
+
+def _drill(stack: Stack, quick: bool) -> dict:
+    servers, processes, workflow, receiver, port, started = (
+        stack.servers,
+        stack.processes,
+        stack.workflow,
+        stack.receiver,
+        stack.port,
+        stack.started,
+    )
+    api, secrets, expected = bring_up(stack, quick=quick, web_workers=2 if quick else 4)
+    from bench.chaos_verify import verify
+
     faults: list[dict] = []
     traffic = Traffic(api, secrets, expected, workflow, quick)
     traffic_started = time.monotonic()
@@ -671,27 +742,24 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
         if traffic.error:
             raise traffic.error
 
-    def fault(name: str, action) -> None:
-        began = time.monotonic()
+    def fault(names: tuple[str, ...], action) -> None:
+        began, at_round = time.monotonic(), traffic.rounds
         action()
-        faults.append(
-            {
-                "fault": name,
-                "at_round": traffic.rounds,
-                "seconds": round(time.monotonic() - began, 1),
-            }
-        )
-        say(f"{name} (round {traffic.rounds})")
+        for name in names:
+            faults.append(
+                {"fault": name, "at_round": at_round, "seconds": round(time.monotonic() - began, 1)}
+            )
+        say(f"{' + '.join(names)} (round {at_round})")
 
-    spacing = 2 if quick else 6
-    after_rounds(spacing)
-    fault("SIGKILL worker-1", lambda: processes.kill("worker-1"))
-    processes.worker("worker-3")  # the supervisor's replacement
-    after_rounds(2 * spacing)
-    fault("restart Redis", servers.restart_redis)
-    after_rounds(3 * spacing)
-    fault("restart PostgreSQL", servers.restart_postgres)
-    after_rounds(4 * spacing)
+    plan = fault_plan(servers, processes, port, quick)
+    last_fault = time.monotonic()
+    for n, (names, action) in enumerate(plan, start=1):
+        # The first fault after a little more traffic; each later one in the middle of
+        # the next rounds' requests, batches and deliveries.
+        after_rounds(FIRST_FAULT_ROUNDS[quick] + (n - 1) * SPACING[quick])
+        fault(names, action)
+        last_fault = time.monotonic()
+    after_rounds(traffic.rounds + SPACING[quick])
     traffic.stop.set()
     traffic.thread.join(timeout=300)
     if traffic.error:
@@ -700,7 +768,7 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
     say(f"traffic stopped after {traffic.rounds} rounds; waiting for the stack to settle")
 
     settle_started = time.monotonic()
-    deadline = settle_started + (150 if quick else 300)
+    deadline = last_fault + SETTLE_BOUND_SECONDS
     while True:
         # Snapshots: the stand-ins' threads go on writing while the checks read.
         with workflow.lock:
@@ -716,11 +784,16 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
         if traffic.pending_bindings:
             traffic.finish_bindings()
         time.sleep(1)
-    settle_seconds = time.monotonic() - settle_started
+    settled = time.monotonic()
+    settle_seconds = settled - settle_started
     exited = processes.exited()
     if exited:
         summary["ok"] = False
         summary["exited"] = {name: processes.tail(name) for name in exited}
+    summary["settle"] = settle_verdict(summary["ok"], settled - last_fault)
+    summary["redrive"] = redrives(servers.logs)
+    summary["jobs_still_claimed"] = _db(claimed_jobs)
+    summary["ok"] = summary["ok"] and summary["settle"]["within_bound"]
     return {
         "name": "chaos",
         "quick": quick,
@@ -745,6 +818,93 @@ def _drill(servers, processes, workflow, receiver, port, quick, started) -> dict
             "total": round(time.monotonic() - started, 1),
         },
     }
+
+
+REDRIVEN = re.compile(r"Redis had lost entries of lanes .*?: (\d+) envelopes")
+
+
+def redrives(logs: Path) -> dict:
+    """The re-drives Steward's processes logged (apps.eventing.redrive), and how many
+    envelopes they published again."""
+    counts = [
+        int(match.group(1))
+        for path in sorted(logs.glob("*.log"))
+        for match in REDRIVEN.finditer(path.read_text(errors="replace"))
+    ]
+    return {"runs": len(counts), "envelopes": sum(counts)}
+
+
+def claimed_jobs() -> dict[str, str]:
+    """Periodic jobs whose claim (apps.core.jobs) is still held at the end: a run that
+    died holding it skips the job until the claim goes stale."""
+    from apps.core.models import ScheduledJob
+
+    return {
+        name: since.isoformat()
+        for name, since in ScheduledJob.objects.filter(running_since__isnull=False)
+        .order_by("name")
+        .values_list("name", "running_since")
+    }
+
+
+def settle_verdict(consistent: bool, after_last_fault: float) -> dict:
+    """Whether the stack was consistent again within SETTLE_BOUND_SECONDS of the last
+    fault (a state still inconsistent at the bound is not settled)."""
+    return {
+        "bound_seconds": SETTLE_BOUND_SECONDS,
+        "after_last_fault_seconds": round(after_last_fault, 1),
+        "within_bound": consistent and after_last_fault <= SETTLE_BOUND_SECONDS,
+    }
+
+
+def fault_plan(servers: Servers, processes: Processes, port: int, quick: bool) -> list:
+    """(names, action) of each fault, in order. The quick drill keeps the harsh ones
+    (crashes, kills, the pause, the lost data) and kills the processes in one step."""
+    web_workers = 2 if quick else 4
+
+    def kill(*names: str):
+        def action():
+            for name in names:
+                processes.kill(name)
+            for name in names:  # as a supervisor would, once it notices
+                if name == "web":
+                    processes.web(port, workers=web_workers)
+                elif name == "beat":
+                    processes.beat()
+                elif name == "consumers":
+                    processes.consumers()
+                else:
+                    processes.worker(REPLACEMENTS[name])
+
+        return tuple(f"SIGKILL {name}" for name in names), action
+
+    def pause():
+        servers.pause_redis(REDIS_PAUSE_SECONDS)
+
+    harsh = [
+        (("crash PostgreSQL",), servers.crash_postgres),
+        (("SIGKILL Redis",), servers.kill_redis),
+        ((f"pause Redis {REDIS_PAUSE_SECONDS:.0f} s",), pause),
+    ]
+    lose = (("lose Redis data",), lambda: servers.kill_redis(lose_data=True))
+    if quick:
+        return [
+            kill("worker-1"),
+            *harsh,
+            kill("web", "beat", "consumers", "worker-2"),
+            lose,
+        ]
+    return [
+        kill("worker-1"),
+        (("restart Redis",), servers.restart_redis),
+        (("restart PostgreSQL",), servers.restart_postgres),
+        *harsh,
+        kill("web"),
+        kill("beat"),
+        kill("consumers"),
+        kill("worker-2"),
+        lose,
+    ]
 
 
 def _get_ok(api: Api, path: str) -> bool:

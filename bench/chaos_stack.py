@@ -124,6 +124,12 @@ class Servers:
             *self._pg_options(),
         )  # fmt: skip
 
+    def crash_postgres(self) -> None:
+        """A crash: `-m immediate` aborts every process without a checkpoint, so the
+        server starting again recovers from its WAL, as after a power cut."""
+        self._pg("pg_ctl", "stop", "-w", "-t", "60", "-m", "immediate", "-D", str(self.pgdata))
+        self._pg("pg_ctl", "start", "-w", "-t", "120", "-D", str(self.pgdata), *self._pg_options())
+
     def stop_postgres(self) -> None:
         if (self.pgdata / "postmaster.pid").exists():
             self._pg("pg_ctl", "stop", "-w", "-m", "immediate", "-D", str(self.pgdata), check=False)
@@ -186,6 +192,30 @@ class Servers:
         self.stop_redis()
         self.start_redis()
 
+    def kill_redis(self, *, lose_data: bool = False) -> None:
+        """SIGKILL: what the append-only file had not written yet is gone. With
+        `lose_data` its files go too, and Redis comes back empty, as one without
+        persistence or a failover to a replica that had nothing would."""
+        if self.redis is not None and self.redis.poll() is None:
+            os.killpg(self.redis.pid, signal.SIGKILL)
+            self.redis.wait()
+        if lose_data:
+            for path in self.redis_dir.iterdir():
+                if path.is_dir():
+                    shutil.rmtree(path)
+                elif path != self.redis_socket:
+                    path.unlink()
+        self.start_redis()
+
+    def pause_redis(self, seconds: float) -> None:
+        """SIGSTOP for `seconds`, then SIGCONT: a Redis that hangs (a stalled disk, a
+        host paused) with every connection open, longer than every client's timeout."""
+        os.killpg(self.redis.pid, signal.SIGSTOP)
+        try:
+            time.sleep(seconds)
+        finally:
+            os.killpg(self.redis.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         self.stop_redis()
         self.stop_postgres()
@@ -247,6 +277,11 @@ class Processes:
         proc.wait()
         self.killed.append(name)
 
+    def rss_kib(self) -> dict[str, int]:
+        """Resident memory of each process, its children included (a gunicorn master's
+        workers, a Celery worker's pool), in KiB, from /proc."""
+        return {name: _tree_rss(proc.pid) for name, proc in self.running.items()}
+
     def exited(self) -> list[str]:
         return [name for name, proc in self.running.items() if proc.poll() is not None]
 
@@ -270,6 +305,26 @@ class Processes:
         if not path.exists():
             return ""
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _tree_rss(pid: int) -> int:
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            todo += _children(current)
+    return total
 
 
 def remove(root: Path) -> None:

@@ -32,7 +32,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-import redis
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.utils import timezone
@@ -46,7 +45,7 @@ from apps.eventing.envelope import Envelope
 from apps.eventing.inbox import handle_envelopes
 from apps.eventing.models import DeadLetter
 from apps.eventing.services import backoff_seconds
-from apps.eventing.transports import STREAM_PREFIX, WebhookTransport, stream_key
+from apps.eventing.transports import STREAM_PREFIX, WebhookTransport, ensure_group, stream_key
 from apps.registry import selectors as registry_selectors
 from apps.registry import services as registry_services
 from apps.registry.models import Subscription
@@ -81,15 +80,6 @@ def sync_consumer_subscriptions(topic_names: Iterable[str] | None = None) -> lis
                 )
             )
     return subscriptions
-
-
-def ensure_group(client: redis.Redis, stream: str, group: str, start: str = "$") -> None:
-    """Create the consumer group (and the stream) unless it exists."""
-    try:
-        client.xgroup_create(stream, group, id=start, mkstream=True)
-    except redis.ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise
 
 
 def ensure_subscription_groups(subscriptions: Iterable[Subscription]) -> None:

@@ -5,8 +5,13 @@ One pass:
    the lane rows, so concurrent dispatchers each get a different lane);
 2. read that lane's oldest rows, a bounded batch, in write order (no locks held);
 3. publish them (the network call, outside any transaction);
-4. delete what was published, each row under its owning tenant's scope, count it and
-   release the lane (one short transaction).
+4. move what was published to the dispatched log (one statement deletes the outbox
+   rows and logs them, each under its owning tenant's scope), count it and release the
+   lane, noting the highest id published (one short transaction).
+
+Publishing is one Redis script per batch that first checks Redis still holds what the
+lane published before; when it does not (Redis lost its data), the lane's logged
+events are re-driven first, in order (apps.eventing.redrive).
 
 A dispatcher that dies between 3 and 4 leaves its rows in place; when its lease runs
 out another dispatcher publishes them again, in the same order. Consumers deduplicate
@@ -25,18 +30,22 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from apps.core.scope import owner_scope, system_scope
 from apps.eventing.envelope import Envelope
-from apps.eventing.models import LANES, DeliveryCount, DispatchLane, OutboxEvent
+from apps.eventing.models import LANES, DeliveryCount, DispatchedEvent, DispatchLane, OutboxEvent
+from apps.eventing.redrive import ENVELOPE_COLUMNS, redrive_leased, redrive_lost_lanes
 from apps.eventing.services import backoff_seconds
-from apps.eventing.transports import RedisStreamTransport, TransportError
+from apps.eventing.transports import LaneBehind, RedisStreamTransport, TransportError
 
 logger = logging.getLogger(__name__)
 
 OUTBOX = OutboxEvent._meta.db_table
 LANE = DispatchLane._meta.db_table
+LOG = DispatchedEvent._meta.db_table
 
 
 def ensure_lanes() -> None:
@@ -50,7 +59,8 @@ def ensure_lanes() -> None:
         )
 
 
-def _claim_lane(token: uuid.UUID, lease: timedelta) -> int | None:
+def _claim_lane(token: uuid.UUID, lease: timedelta) -> tuple[int, int] | None:
+    """(lane, its published_through) of a due lane now leased under `token`."""
     with system_scope(), connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -64,27 +74,12 @@ def _claim_lane(token: uuid.UUID, lease: timedelta) -> int | None:
                 LIMIT 1
                 FOR UPDATE SKIP LOCKED
             )
-            RETURNING lane
+            RETURNING lane, published_through
             """,  # noqa: S608 - table names only
             [lease, token],
         )
         row = cursor.fetchone()
-    return row[0] if row else None
-
-
-ENVELOPE_COLUMNS = (
-    "event_id",
-    "topic",
-    "event_type",
-    "schema_version",
-    "tenant_id",
-    "aggregate_type",
-    "aggregate_id",
-    "occurred_at",
-    "correlation_id",
-    "causation_id",
-    "payload",
-)
+    return (row[0], row[1]) if row else None
 
 
 def _read_lane(lane: int, batch: int) -> list[tuple[int, Envelope]]:
@@ -105,7 +100,16 @@ def _release(lane: int, token: uuid.UUID, **fields) -> None:
     )
 
 
-def _delete_published(rows: list[tuple[int, Envelope]]) -> None:
+# Deleted from the outbox and logged in one statement: the row is written once more,
+# never read back into Python.
+LOGGED = ", ".join(("id", "lane", *ENVELOPE_COLUMNS))
+MOVE = (
+    f"WITH moved AS (DELETE FROM {OUTBOX} WHERE id = ANY(%s) RETURNING {LOGGED})"  # noqa: S608
+    f" INSERT INTO {LOG} ({LOGGED}, dispatched_at) SELECT {LOGGED}, now() FROM moved"
+)
+
+
+def _move_published(rows: list[tuple[int, Envelope]]) -> None:
     by_tenant: dict = defaultdict(list)
     for row_id, envelope in rows:
         by_tenant[envelope.tenant_id].append(row_id)
@@ -114,7 +118,7 @@ def _delete_published(rows: list[tuple[int, Envelope]]) -> None:
         # (no tenant) are written and removed in the system scope.
         with owner_scope(tenant_id):
             with connection.cursor() as cursor:
-                cursor.execute(f"DELETE FROM {OUTBOX} WHERE id = ANY(%s)", [ids])  # noqa: S608
+                cursor.execute(MOVE, [ids])
 
 
 def count_deliveries(*, subscription_id=None, delivered: int = 0, failed: int = 0) -> None:
@@ -140,21 +144,37 @@ def _test_pause_after_publish() -> None:
         time.sleep(3600)
 
 
+def _publish(transport, rows, lane: int, published: int, token: uuid.UUID) -> None:
+    """Publish the lane's batch; when Redis lost what the lane published before, re-drive
+    that first (the lane is ours: nothing else publishes on it meanwhile)."""
+    envelopes = [envelope for _, envelope in rows]
+    through = rows[-1][0]
+    if not isinstance(transport, RedisStreamTransport):
+        transport.publish(envelopes)  # another transport keeps no marks
+        return
+    try:
+        transport.publish(envelopes, lane=lane, expected=published, through=through)
+    except LaneBehind as behind:
+        redrive_leased({lane: (behind.have, published)}, transport, token)
+        transport.publish(envelopes, lane=lane, expected=published, through=through)
+
+
 def dispatch_lane_once(transport=None) -> int | None:
     """Lease one due lane and move one batch of it: the number of envelopes published,
     or None when no lane has due rows."""
     config = settings.STEWARD_EVENTING
     token = uuid.uuid4()
-    lane = _claim_lane(token, timedelta(seconds=config["LANE_LEASE_SECONDS"]))
-    if lane is None:
+    claimed = _claim_lane(token, timedelta(seconds=config["LANE_LEASE_SECONDS"]))
+    if claimed is None:
         return None
+    lane, published = claimed
     rows = _read_lane(lane, config["DISPATCH_BATCH"])
     if not rows:
         _release(lane, token)
         return 0
     transport = transport or RedisStreamTransport()
     try:
-        transport.publish([envelope for _, envelope in rows])
+        _publish(transport, rows, lane, published, token)
     except TransportError as exc:
         lane_row = DispatchLane.objects.get(lane=lane)
         failures = lane_row.failures + 1
@@ -172,9 +192,16 @@ def dispatch_lane_once(transport=None) -> int | None:
         raise
     _test_pause_after_publish()
     with transaction.atomic():
-        _delete_published(rows)
+        _move_published(rows)
         count_deliveries(delivered=len(rows))
-        _release(lane, token, failures=0, next_attempt_at=timezone.now(), last_error="")
+        _release(
+            lane,
+            token,
+            failures=0,
+            next_attempt_at=timezone.now(),
+            last_error="",
+            published_through=Greatest(F("published_through"), rows[-1][0]),
+        )
     return len(rows)
 
 
@@ -188,6 +215,12 @@ def drain(*, transport=None, max_seconds: float = 50.0) -> int:
     ensure_lanes()
     deadline = time.monotonic() + max_seconds
     total = 0
+    if isinstance(transport, RedisStreamTransport):
+        try:
+            # Lanes with nothing new to send would otherwise never notice a loss.
+            redrive_lost_lanes(transport)
+        except TransportError:
+            return total
     while time.monotonic() < deadline:
         try:
             moved = dispatch_lane_once(transport)

@@ -3,8 +3,12 @@
 from apps.core.governed import AUTHORITATIVE, DERIVED, Coverage
 
 GOVERNED = {
-    # Dispatched rows are deleted by the dispatcher as it publishes them.
+    # Dispatched rows leave the outbox for the dispatched log as they are published.
     "eventing.OutboxEvent": Coverage(DERIVED, exported=False),
+    # Published envelopes, kept for the inbox window to re-drive a Redis that lost them.
+    "eventing.DispatchedEvent": Coverage(
+        DERIVED, exported=False, retention="steward-dispatched-events"
+    ),
     "eventing.InboxEntry": Coverage(DERIVED, exported=False, retention="steward-event-receipts"),
     "eventing.RecentEvent": Coverage(DERIVED, exported=False, retention="steward-event-receipts"),
     "eventing.DeadLetter": Coverage(DERIVED, exported=True, retention="steward-dead-letters"),

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
@@ -17,30 +18,38 @@ from apps.tenancy.models import Tenant
 LANES = 16
 
 
-class OutboxEvent(models.Model):
-    """An envelope written in the producer's transaction, waiting to be dispatched."""
+class EnvelopeColumns(models.Model):
+    """The envelope's columns, as the outbox and the dispatched log both hold them."""
 
-    id = models.BigAutoField(primary_key=True)  # the write order
-    event_id = models.UUIDField(unique=True, default=uuid.uuid4)
     topic = models.CharField(max_length=100)
     event_type = models.CharField(max_length=100)
     schema_version = models.PositiveIntegerField()
-    tenant = models.ForeignKey(
-        Tenant, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
     aggregate_type = models.CharField(max_length=64)
     aggregate_id = models.CharField(max_length=64)
-    lane = models.PositiveSmallIntegerField()
-    occurred_at = models.DateTimeField(default=timezone.now)
     correlation_id = models.CharField(max_length=64)
     causation_id = models.CharField(max_length=64, blank=True)
     payload = models.JSONField()
 
     class Meta:
-        indexes = [models.Index(fields=["lane", "id"], name="outbox_lane_order")]
+        abstract = True
 
     def __str__(self) -> str:
         return f"{self.topic}/{self.event_type} {self.event_id}"
+
+
+class OutboxEvent(EnvelopeColumns):
+    """An envelope written in the producer's transaction, waiting to be dispatched."""
+
+    id = models.BigAutoField(primary_key=True)  # the write order
+    event_id = models.UUIDField(unique=True, default=uuid.uuid4)
+    tenant = models.ForeignKey(
+        Tenant, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    lane = models.PositiveSmallIntegerField()
+    occurred_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["lane", "id"], name="outbox_lane_order")]
 
 
 class DispatchLane(models.Model):
@@ -53,12 +62,40 @@ class DispatchLane(models.Model):
     failures = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(default=timezone.now)
     last_error = models.CharField(max_length=500, blank=True)
+    # The highest outbox id of this lane published and logged (apps.eventing.redrive):
+    # Redis keeps its own copy beside the streams, and one that is behind this one
+    # lost entries.
+    published_through = models.BigIntegerField(default=0, db_default=0)
 
     class Meta:
         ordering = ["lane"]
 
     def __str__(self) -> str:
         return f"lane {self.lane}"
+
+
+class DispatchedEvent(EnvelopeColumns):
+    """An envelope the dispatcher published, kept for the inbox window so that a Redis
+    that lost its streams can be given them again (apps.eventing.redrive).
+
+    The outbox row moved, in the statement that deletes it: same id (the write order),
+    same envelope. The payload is kept whole because a consumer needs the event as it
+    was, and nothing else in Steward still holds it. No index but the key, the tenant's
+    (tenant deletion) and a BRIN on the time (the retention sweep): the table is written
+    at the dispatcher's rate and read only after a loss.
+    """
+
+    id = models.BigIntegerField(primary_key=True)
+    lane = models.PositiveSmallIntegerField()
+    dispatched_at = models.DateTimeField(default=timezone.now, db_default=Now())
+    event_id = models.UUIDField()
+    tenant = models.ForeignKey(
+        Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    occurred_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [BrinIndex(fields=["dispatched_at"], name="dispatched_event_time")]
 
 
 class DeliveryCount(models.Model):

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 
 import httpx
+import redis
 from django.conf import settings
 
 from apps.core.redis import REDIS_ERRORS, get_redis
@@ -25,6 +26,44 @@ class TransportError(Exception):
 
 def stream_key(topic: str) -> str:
     return f"{STREAM_PREFIX}{topic}"
+
+
+def ensure_group(client: redis.Redis, stream: str, group: str, start: str = "$") -> None:
+    """Create the consumer group (and the stream) unless it exists."""
+    try:
+        client.xgroup_create(stream, group, id=start, mkstream=True)
+    except redis.ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+# Per lane, the highest outbox id whose entries this Redis holds (apps.eventing.redrive).
+HIGH_WATER_KEY = "steward:eventing:published"
+
+# Publish one lane's batch only if this Redis holds everything the lane published
+# before it (its high-water mark is at least ARGV[2]), then raise the mark to ARGV[3];
+# else publish nothing and answer the mark it has. In one script, so no batch can go
+# out ahead of older entries a Redis lost: those must be re-driven first, in order.
+# KEYS: the mark's hash, then the streams; ARGV: lane, expected, new mark, then per
+# entry its stream's KEYS index, envelope, event id and type.
+PUBLISH_SCRIPT = """
+local mark = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or '0')
+if mark < tonumber(ARGV[2]) then return {0, mark} end
+for i = 4, #ARGV, 4 do
+  redis.call('xadd', KEYS[tonumber(ARGV[i])], '*', 'envelope', ARGV[i + 1],
+             'event_id', ARGV[i + 2], 'event_type', ARGV[i + 3])
+end
+if tonumber(ARGV[3]) > mark then redis.call('hset', KEYS[1], ARGV[1], ARGV[3]) end
+return {1, mark}
+"""
+
+
+class LaneBehind(TransportError):
+    """This Redis lacks entries the lane published before: its mark is `have`."""
+
+    def __init__(self, lane: int, have: int):
+        super().__init__(f"Redis holds lane {lane} only up to {have}")
+        self.lane, self.have = lane, have
 
 
 class RedisStreamTransport:
@@ -44,6 +83,11 @@ class RedisStreamTransport:
     def __init__(self, client=None):
         self.client = client or get_redis()
 
+    @classmethod
+    def forget_groups(cls) -> None:
+        """Make sure of every group again before publishing: Redis may have lost them."""
+        cls._followed.clear()
+
     def _steward_groups(self, topics: set[str]) -> list[tuple[str, str]]:
         """(stream, group) of Steward's own consumers for streams not yet made sure of.
 
@@ -59,28 +103,68 @@ class RedisStreamTransport:
             if handler.topics is None or topic in handler.topics
         ]
 
-    def publish(self, envelopes: Sequence[Envelope]) -> None:
+    def publish(
+        self,
+        envelopes: Sequence[Envelope],
+        *,
+        lane: int | None = None,
+        expected: int = 0,
+        through: int = 0,
+        groups: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """Append the envelopes to their streams, in order.
+
+        With `lane`, as one step of that lane: only if this Redis holds the lane up to
+        `expected`, and its mark then says `through` (LaneBehind otherwise, nothing
+        published). `groups`: more (stream, group) to make sure of first.
+        """
         try:
             pipe = self.client.pipeline(transaction=False)
-            groups = self._steward_groups({envelope.topic for envelope in envelopes})
-            for stream, group in groups:
+            steward = self._steward_groups({envelope.topic for envelope in envelopes})
+            for stream, group in [*steward, *groups]:
                 pipe.xgroup_create(stream, group, id="$", mkstream=True)
-            for envelope in envelopes:
-                pipe.xadd(
-                    stream_key(envelope.topic),
-                    {
-                        "envelope": envelope.to_json(),
-                        "event_id": str(envelope.event_id),
-                        "event_type": envelope.event_type,
-                    },
-                )
-            for result in pipe.execute(raise_on_error=False):
+            if lane is None:
+                for envelope in envelopes:
+                    pipe.xadd(stream_key(envelope.topic), self._fields(envelope))
+            else:
+                self._publish_lane(pipe, envelopes, lane, expected, through)
+            results = pipe.execute(raise_on_error=False)
+            for result in results:
                 if isinstance(result, Exception) and "BUSYGROUP" not in str(result):
                     raise result
-            self._followed.update(stream for stream, _ in groups)
+            self._followed.update(stream for stream, _ in steward)
         except REDIS_ERRORS as exc:
-            self._followed.clear()
+            self.forget_groups()
             raise TransportError(f"Redis: {exc}") from exc
+        if lane is not None and not int(results[-1][0]):
+            self.forget_groups()  # a Redis that lost entries may have lost groups too
+            raise LaneBehind(lane, int(results[-1][1]))
+
+    @staticmethod
+    def _fields(envelope: Envelope) -> dict:
+        return {
+            "envelope": envelope.to_json(),
+            "event_id": str(envelope.event_id),
+            "event_type": envelope.event_type,
+        }
+
+    @staticmethod
+    def _publish_lane(pipe, envelopes, lane: int, expected: int, through: int) -> None:
+        keys = [HIGH_WATER_KEY]
+        index: dict[str, int] = {}
+        args: list = [lane, expected, through]
+        for envelope in envelopes:
+            stream = stream_key(envelope.topic)
+            if stream not in index:
+                keys.append(stream)
+                index[stream] = len(keys)  # Lua counts from 1
+            args += [
+                index[stream],
+                envelope.to_json(),
+                str(envelope.event_id),
+                envelope.event_type,
+            ]
+        pipe.eval(PUBLISH_SCRIPT, len(keys), *keys, *args)
 
 
 def webhook_signature(secret: bytes, webhook_id: str, timestamp: int, body: bytes) -> str:

@@ -18,6 +18,7 @@ from apps.core.outbox import NewEvent, emit_many
 from apps.core.scope import tenant_scope
 from apps.eventing.consumers import sync_consumer_subscriptions
 from apps.eventing.models import InboxEntry, OutboxEvent
+from bench.chaos import SETTLE_BOUND_SECONDS, redrives, settle_verdict
 from bench.chaos_verify import Expected, install_emitted_log, verify
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +99,25 @@ def test_an_undecided_asset_and_an_unfinished_batch_are_lost(logged, tenant_a):
     assert summary["lost"] == 2
 
 
+def test_a_state_consistent_only_after_the_bound_is_not_settled():
+    assert settle_verdict(True, SETTLE_BOUND_SECONDS - 1)["within_bound"]
+    late = settle_verdict(True, SETTLE_BOUND_SECONDS + 1)
+    assert not late["within_bound"]
+    assert late["after_last_fault_seconds"] == SETTLE_BOUND_SECONDS + 1
+    assert not settle_verdict(False, 1.0)["within_bound"]
+
+
+def test_the_redrives_logged_by_the_processes_are_counted(tmp_path):
+    (tmp_path / "worker-1.log").write_text(
+        "x WARNING apps.eventing.redrive [-] Redis had lost entries of lanes [1, 7]:"
+        " 34 envelopes of the last 3 days, 0:00:00 re-driven\nother line\n"
+    )
+    (tmp_path / "beat.log").write_text(
+        "Redis had lost entries of lanes [2]: 3 envelopes of the last 3 days re-driven\n"
+    )
+    assert redrives(tmp_path) == {"runs": 2, "envelopes": 37}
+
+
 def test_the_quick_drill_loses_nothing_and_applies_nothing_twice():
     done = subprocess.run(  # noqa: S603
         [sys.executable, "-m", "bench", "chaos", "--quick"],
@@ -113,9 +133,18 @@ def test_the_quick_drill_loses_nothing_and_applies_nothing_twice():
     assert (summary["lost"], summary["doubled"]) == (0, 0)
     assert [f["fault"] for f in summary["faults"]] == [
         "SIGKILL worker-1",
-        "restart Redis",
-        "restart PostgreSQL",
+        "crash PostgreSQL",
+        "SIGKILL Redis",
+        "pause Redis 8 s",
+        "SIGKILL web",
+        "SIGKILL beat",
+        "SIGKILL consumers",
+        "SIGKILL worker-2",
+        "lose Redis data",
     ]
+    assert summary["settle"]["within_bound"], summary["settle"]
+    # Redis came back empty mid-traffic: Steward noticed and published its log again.
+    assert summary["redrive"]["runs"] >= 1 and summary["redrive"]["envelopes"] > 0
     traffic = summary["traffic"]
     assert min(traffic[k] for k in ("assets", "batches", "bindings", "orders")) > 0
     assert traffic["schema_versions"] > 1

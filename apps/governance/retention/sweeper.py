@@ -43,6 +43,10 @@ def _hours_as_days(hours: int) -> int:
     return max(1, math.ceil(hours / 24))
 
 
+def _inbox_window_days() -> int:
+    return _hours_as_days(settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
+
+
 @dataclass(frozen=True)
 class OwnClass:
     """One class of Steward's own data: what a rule naming it may ask (`actions`), and
@@ -70,7 +74,16 @@ OWN_CLASSES: tuple[OwnClass, ...] = (
         "steward-event-receipts",
         "Steward's handled-event receipts (the inbox)",
         "internal",
-        default_days=lambda: _hours_as_days(settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"]),
+        default_days=_inbox_window_days,
+        setting="STEWARD_INBOX_RETENTION_HOURS",
+    ),
+    # The dispatched log (apps.eventing.redrive): kept as long as the inbox remembers,
+    # because only events still in the inbox can be re-driven without a second handling.
+    OwnClass(
+        "steward-dispatched-events",
+        "Steward's dispatched events (the re-drive log)",
+        "confidential",
+        default_days=_inbox_window_days,
         setting="STEWARD_INBOX_RETENTION_HOURS",
     ),
     OwnClass(
@@ -120,8 +133,8 @@ class OwnTable:
         return bulk.tenant_owned(apps.get_model(self.model))
 
 
-# Dispatched outbox rows are deleted by the dispatcher in the transaction that publishes
-# them, so no dispatched row is left for a sweep. Open work (pending callbacks, dead
+# Dispatched outbox rows leave the outbox in the transaction that records them
+# published, for the dispatched log, which the sweep expires. Open work (pending callbacks, dead
 # letters awaiting a decision, unsettled effects, assets still in play) never expires.
 OWN_TABLES: tuple[OwnTable, ...] = (
     OwnTable("steward-audit-trail", "tenancy.AuditEvent", "occurred_at", "redacted_at IS NULL"),
@@ -138,6 +151,7 @@ OWN_TABLES: tuple[OwnTable, ...] = (
         "received_at",
         "outcome <> 'pending'",
     ),
+    OwnTable("steward-dispatched-events", "eventing.DispatchedEvent", "dispatched_at"),
     OwnTable("steward-event-receipts", "eventing.InboxEntry", "handled_at"),
     OwnTable("steward-event-receipts", "eventing.RecentEvent", "received_at"),
     OwnTable(
