@@ -1,9 +1,12 @@
 """Periodic jobs that stay correct when two beats fire them at once.
 
-`periodic_job(name)` wraps a job so that each run first claims the job's row in
-ScheduledJob with a conditional UPDATE: only one run may hold it at a time (a second
-beat's duplicate, or an overlapping slow run, is skipped and says so), and a run
-that died is taken over after `stale_after`. The row also records the last start,
+`periodic_job(name)` wraps a job so that each run first takes the job's session
+advisory lock and claims the job's row in ScheduledJob: only one run may hold it at a
+time (a second beat's duplicate, or an overlapping slow run, is skipped and says so).
+The lock goes with the runner's database connection, so the claim of a run that died
+(a SIGKILLed worker, a PostgreSQL crash that broke the connection before the claim
+could be released) is taken over by the next run at once; a run still alive but
+stuck past `stale_after` is taken over too. The row also records the last start,
 last success, duration and error, for the dashboard and monitoring.
 """
 
@@ -18,22 +21,25 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core.locks import session_lock
 from apps.core.models import ScheduledJob
 
 logger = logging.getLogger(__name__)
 SKIPPED = "skipped"
 
 
-def claim_job(name: str, *, stale_after: timedelta):
-    """The claim's start time when this run may go ahead, else None."""
+def claim_job(name: str, *, stale_after: timedelta, locked: bool = False):
+    """The claim's start time when this run may go ahead, else None. `locked`: the
+    caller holds the job's lock, so a claim still recorded is a dead run's."""
     now = timezone.now()
     with transaction.atomic():
         ScheduledJob.objects.get_or_create(name=name)
-        claimed = (
-            ScheduledJob.objects.filter(name=name)
-            .filter(Q(running_since__isnull=True) | Q(running_since__lt=now - stale_after))
-            .update(running_since=now, last_started_at=now)
-        )
+        rows = ScheduledJob.objects.filter(name=name)
+        if not locked:
+            rows = rows.filter(
+                Q(running_since__isnull=True) | Q(running_since__lt=now - stale_after)
+            )
+        claimed = rows.update(running_since=now, last_started_at=now)
     return now if claimed == 1 else None
 
 
@@ -74,19 +80,20 @@ def periodic_job(name: str, *, stale_after: timedelta = timedelta(minutes=15)):
     def decorate(body):
         @functools.wraps(body)
         def run(*args, **kwargs):
-            claimed_at = claim_job(name, stale_after=stale_after)
-            if claimed_at is None:
-                logger.info("periodic job %s is already running elsewhere; skipped", name)
-                return SKIPPED
-            started = time.monotonic()
-            try:
-                result = body(*args, **kwargs)
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                release_job(name, claimed_at=claimed_at, started=started, error=error)
-                raise
-            release_job(name, claimed_at=claimed_at, started=started)
-            return result
+            with session_lock(f"steward.job:{name}", wait=False) as locked:
+                claimed_at = claim_job(name, stale_after=stale_after, locked=locked)
+                if claimed_at is None:
+                    logger.info("periodic job %s is already running elsewhere; skipped", name)
+                    return SKIPPED
+                started = time.monotonic()
+                try:
+                    result = body(*args, **kwargs)
+                except Exception as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                    release_job(name, claimed_at=claimed_at, started=started, error=error)
+                    raise
+                release_job(name, claimed_at=claimed_at, started=started)
+                return result
 
         return run
 

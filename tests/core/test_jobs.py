@@ -66,3 +66,47 @@ def test_a_run_that_overstayed_does_not_release_the_claim_of_the_run_that_took_o
     release_job("tests.overstay", claimed_at=first, started=0.0)  # the slow first run ends
     job = ScheduledJob.objects.get(name="tests.overstay")
     assert job.running_since == second  # still held by the second run
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_connection_died_is_taken_over_at_once_not_after_it_goes_stale():
+    """A SIGKILLed worker or a PostgreSQL crash leaves the claim recorded; the lock went
+    with the dead run's connection, so the next beat's run goes ahead."""
+    inside, release = threading.Event(), threading.Event()
+    backends, outcomes = [], []
+
+    @periodic_job("tests.killed", stale_after=timedelta(hours=1))
+    def job():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backends.append(cursor.fetchone()[0])
+        inside.set()
+        release.wait(timeout=30)
+        return "ran"
+
+    def fire():
+        try:
+            outcomes.append(job())
+        except Exception as exc:  # noqa: BLE001 - the dead run's release cannot reach PostgreSQL
+            outcomes.append(type(exc).__name__)
+        finally:
+            connection.close()
+
+    def fire_alone():
+        runner = threading.Thread(target=fire)
+        runner.start()
+        return runner
+
+    dying = fire_alone()
+    assert inside.wait(timeout=30)
+    fire_alone().join(timeout=30)  # the next beat, while the run is alive
+    assert outcomes == [SKIPPED]
+    with connection.cursor() as cursor:  # the runner dies: its backend goes, and its lock
+        cursor.execute("SELECT pg_terminate_backend(%s)", [backends[0]])
+    release.set()
+    dying.join(timeout=30)
+    assert outcomes[1] != "ran"
+    assert ScheduledJob.objects.get(name="tests.killed").running_since is not None
+    fire_alone().join(timeout=30)  # within the hour stale_after would have waited
+    assert outcomes[2] == "ran"
+    assert ScheduledJob.objects.get(name="tests.killed").running_since is None
