@@ -82,6 +82,25 @@ class Chart:
         return render_to_string("console/_chart.html", {"chart": self, "g": self.geometry()})
 
 
+def stacked_series(
+    counts: dict[str, dict], buckets: list, *, drawn: int = 5, rest: str = "other"
+) -> list[Series]:
+    """A series per name of `counts` ({name: {bucket: n}}) over `buckets`, the `drawn`
+    largest apart and the others summed into one: more series than colours tell apart
+    would draw nothing readable."""
+    ranked = sorted(counts, key=lambda name: (-sum(counts[name].values()), name))
+    series = [Series(name, [counts[name].get(b, 0) for b in buckets]) for name in ranked[:drawn]]
+    others = ranked[drawn:]
+    if others:
+        series.append(
+            Series(
+                f"{len(others)} {rest}",
+                [sum(counts[name].get(b, 0) for name in others) for b in buckets],
+            )
+        )
+    return series
+
+
 def _figure(value: float) -> float | int:
     return int(value) if float(value).is_integer() else round(value, 1)
 

@@ -27,7 +27,7 @@ from django.db.models import Count
 from django.db.models.functions import TruncMinute
 from django.utils import timezone
 
-from apps.console.charts import Chart, Series
+from apps.console.charts import Chart, Series, stacked_series
 from apps.core.redis import REDIS_ERRORS, get_redis
 from apps.core.scope import current_scope
 from apps.eventing.dispatcher import outbox_backlog
@@ -64,24 +64,14 @@ def events_per_minute() -> Chart:
     """The last hour's events, minute by minute (see the module's note on the source)."""
     if current_scope().tenant_id is None:
         return published_chart(delivery_rate(minutes=MINUTES))
-    else:
-        minutes = _minutes()
-        counts = dict(
-            RecentEvent.objects.filter(received_at__gte=minutes[0])
-            .annotate(minute=TruncMinute("received_at"))
-            .values_list("minute")
-            .annotate(n=Count("id"))
-            .order_by()
-        )
-        labels = [f"{minute:%H:%M}" for minute in minutes]
-        series = [Series("received", [counts.get(minute, 0) for minute in minutes])]
-        description = "The tenant's events received on the streams each minute."
+    minutes = _minutes()
+    counts = _received_per_minute(minutes[0]).get("all", {})
     return Chart(
         key="events-per-minute",
         title="Events per minute, last hour",
-        description=description,
-        labels=labels,
-        series=series,
+        description="The tenant's events received on the streams each minute.",
+        labels=[f"{minute:%H:%M}" for minute in minutes],
+        series=[Series("received", [counts.get(minute, 0) for minute in minutes])],
         kind="columns",
     )
 
@@ -101,29 +91,27 @@ def published_chart(rates: list[MinuteRate]) -> Chart:
     )
 
 
+def _received_per_minute(since, *, by_topic: bool = False) -> dict[str, dict]:
+    """{topic (or "all"): {minute: events received}} since `since`: one grouped query."""
+    rows = RecentEvent.objects.filter(received_at__gte=since).annotate(
+        minute=TruncMinute("received_at")
+    )
+    rows = rows.values_list("minute", "topic") if by_topic else rows.values_list("minute")
+    counts: dict[str, dict] = defaultdict(dict)
+    for row in rows.annotate(n=Count("id")).order_by():
+        counts[row[1] if by_topic else "all"][row[0]] = row[-1]
+    return counts
+
+
 def throughput_per_topic() -> Chart:
     """The last hour's events per minute, stacked by topic (the busiest drawn apart)."""
     minutes = _minutes()
-    rows = (
-        RecentEvent.objects.filter(received_at__gte=minutes[0])
-        .annotate(minute=TruncMinute("received_at"))
-        .values_list("minute", "topic")
-        .annotate(n=Count("id"))
-        .order_by()
+    series = stacked_series(
+        _received_per_minute(minutes[0], by_topic=True),
+        minutes,
+        drawn=TOPICS_DRAWN,
+        rest="other topics",
     )
-    by_topic: dict[str, dict] = defaultdict(dict)
-    for minute, topic, n in rows:
-        by_topic[topic][minute] = n
-    ranked = sorted(by_topic, key=lambda t: (-sum(by_topic[t].values()), t))
-    drawn, rest = ranked[:TOPICS_DRAWN], ranked[TOPICS_DRAWN:]
-    series = [Series(topic, [by_topic[topic].get(m, 0) for m in minutes]) for topic in drawn]
-    if rest:
-        series.append(
-            Series(
-                f"{len(rest)} other topics",
-                [sum(by_topic[t].get(m, 0) for t in rest) for m in minutes],
-            )
-        )
     return Chart(
         key="throughput-per-topic",
         title="Throughput per topic, last hour",
@@ -189,15 +177,22 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def lag_chart(lags: list[Lag], *, key: str = "consumer-lag") -> Chart:
+def lag_chart(lags: list[Lag], *, backlog: int | None = None) -> Chart:
+    """Each consumer group's lag, after the outbox backlog when one is given."""
+    rows = [("outbox backlog", backlog, 0)] if backlog is not None else []
+    rows += [(f"{lag.consumer} on {lag.topic}", lag.waiting, lag.pending) for lag in lags]
+    with_backlog = backlog is not None
     return Chart(
-        key=key,
-        title="Lag per consumer, now",
-        description="Entries each consumer group has not read, and read but not acknowledged.",
-        labels=[f"{lag.consumer} on {lag.topic}" for lag in lags],
+        key="backlog-and-lag" if with_backlog else "consumer-lag",
+        title="Outbox backlog and consumer lag" if with_backlog else "Lag per consumer, now",
+        description=(
+            "Events waiting in the outbox or in a stream for a consumer group, and those a "
+            "group has read but not acknowledged."
+        ),
+        labels=[label for label, *_ in rows],
         series=[
-            Series("not read", [lag.waiting for lag in lags]),
-            Series("not acknowledged", [lag.pending for lag in lags]),
+            Series("waiting", [waiting for _, waiting, _ in rows]),
+            Series("not acknowledged", [pending for *_, pending in rows]),
         ],
         empty="No consumer group reads a stream yet.",
     )
@@ -208,16 +203,5 @@ def backlog_and_lag() -> Chart:
     the platform's, so only the system view shows it; a tenant sees its own backlog."""
     if current_scope().tenant_id is None:
         backlog, _ = outbox_backlog()
-        lags = consumer_lag()
-    else:
-        backlog, lags = OutboxEvent.objects.count(), []
-    return Chart(
-        key="backlog-and-lag",
-        title="Outbox backlog and consumer lag",
-        description="Events waiting in the outbox to be published, and each consumer group's lag.",
-        labels=["outbox backlog"] + [f"{lag.consumer} on {lag.topic}" for lag in lags],
-        series=[
-            Series("waiting", [backlog] + [lag.waiting for lag in lags]),
-            Series("not acknowledged", [0] + [lag.pending for lag in lags]),
-        ],
-    )
+        return lag_chart(consumer_lag(), backlog=backlog)
+    return lag_chart([], backlog=OutboxEvent.objects.count())

@@ -10,7 +10,7 @@ from django.db.models import Count
 from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
-from apps.console.charts import Chart, Series
+from apps.console.charts import Chart, Series, stacked_series
 from apps.registry.models import SchemaVersion
 from apps.registry.selectors import pending_versions
 
@@ -37,17 +37,8 @@ def versions_per_topic(*, now=None) -> Chart:
     by_topic: dict[str, dict] = defaultdict(dict)
     for week, topic, n in rows:
         by_topic[topic][week.date()] = n
-    ranked = sorted(by_topic, key=lambda t: (-sum(by_topic[t].values()), t))
-    drawn, rest = ranked[:TOPICS_DRAWN], ranked[TOPICS_DRAWN:]
     days = [week.date() for week in weeks]
-    series = [Series(topic, [by_topic[topic].get(d, 0) for d in days]) for topic in drawn]
-    if rest:
-        series.append(
-            Series(
-                f"{len(rest)} other topics",
-                [sum(by_topic[t].get(d, 0) for t in rest) for d in days],
-            )
-        )
+    series = stacked_series(by_topic, days, drawn=TOPICS_DRAWN, rest="other topics")
     return Chart(
         key="versions-per-topic",
         title=f"Schema versions per topic, last {WEEKS} weeks",

@@ -16,11 +16,11 @@ from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import DeadLetter, DeliveryCount, OutboxEvent, RecentEvent
 from apps.eventing.transports import stream_key
 from apps.governance.models import GovernanceOrder, GovernanceTask
-from apps.registry.models import Service, Subscription, Topic
+from apps.registry.models import Topic
 from apps.stores.models import StoreBinding
 from tests.console.chart_figures import chart_figures, column
 from tests.factories import member
-from tests.governance.factories import live_binding, make_store, running_exports
+from tests.governance.factories import dead_letter, live_binding, make_store, running_exports
 from tests.query_counts import assert_flat_query_count
 
 pytestmark = pytest.mark.django_db
@@ -78,24 +78,9 @@ def add_outbox(tenant, topic, n):
         )
 
 
-def add_dead_letters(tenant, topic, n):
-    subscription, _ = Subscription.objects.get_or_create(
-        consumer=Service.objects.get_or_create(name="sink")[0], topic=topic
-    )
-    with tenant_scope(tenant):
-        DeadLetter.objects.bulk_create(
-            DeadLetter(
-                subscription=subscription,
-                event_id=uuid.uuid4(),
-                topic=topic.name,
-                event_type="e",
-                tenant=tenant,
-                envelope={},
-                error="boom",
-                attempts=8,
-            )
-            for _ in range(n)
-        )
+def add_dead_letters(tenant, n):
+    for _ in range(n):
+        dead_letter(tenant, DeadLetter.State.DEAD, None)
 
 
 @pytest.fixture
@@ -109,7 +94,7 @@ def platform(tenant_a, tenant_b, topic, store, profile, operator):
     add_recent_events(tenant_b, topic, 5)
     add_outbox(tenant_a, topic, 2)
     add_outbox(tenant_b, topic, 4)
-    add_dead_letters(tenant_a, topic, 3)
+    add_dead_letters(tenant_a, 3)
     add_assets(tenant_a, [0.1, 0.2, 5, 30])
     add_assets(tenant_b, [200])
     live_binding(tenant_a, store, profile, status="active")
@@ -233,7 +218,7 @@ def test_the_dashboards_statements_do_not_grow_with_the_rows(
     def add_rows(n):
         add_recent_events(tenant_a, topic, n)
         add_outbox(tenant_a, topic, n)
-        add_dead_letters(tenant_a, topic, n)
+        add_dead_letters(tenant_a, n)
         add_assets(tenant_a, [0.5] * n)
         for _ in range(n):
             live_binding(tenant_a, make_store(f"s-{uuid.uuid4().hex[:8]}", personal), profile)

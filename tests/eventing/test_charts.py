@@ -71,7 +71,7 @@ def test_throughput_per_topic_and_lag_per_consumer(client, operator, tenant_a, t
 
     lag = chart_figures(html, "consumer-lag")[f"slow on {topic.name}"]
     [group] = get_redis().xinfo_groups(key)
-    assert (lag["Not read"], lag["Not acknowledged"]) == (3, group["pending"]) == (3, 1)
+    assert (lag["Waiting"], lag["Not acknowledged"]) == (3, group["pending"]) == (3, 1)
 
 
 def test_the_overview_stays_within_a_few_statements(client, operator, tenant_a):
