@@ -12,6 +12,7 @@ from django.utils import timezone
 from apps.governance.models import RetentionSweep
 from apps.governance.retention import selectors
 from tests.console.chart_figures import chart_figures, column
+from tests.governance.factories import inbox
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +35,8 @@ def test_last_nights_sweep_is_drawn_by_table_and_rule(client, operator):
     assert rows == {f"{label} · {t['rule']}": t["rows"] for label, t in tables.items()}
 
 
-def test_tonights_preview_is_drawn_by_table_and_rule(client, operator):
+def test_tonights_preview_is_drawn_by_table_and_rule(client, operator, own_rules, tenant_a):
+    inbox(tenant_a, 24 * 5, n=4)  # past the 72 h of steward-event-receipts
     client.force_login(operator)
     html = client.get(reverse("retention:preview")).content.decode()
     rows = column(chart_figures(html, "tonight-sweep"), "Rows")
@@ -44,3 +46,4 @@ def test_tonights_preview_is_drawn_by_table_and_rule(client, operator):
         if t["action"]
     }
     assert rows == planned
+    assert rows["eventing.InboxEntry · steward-event-receipts"] == 4
