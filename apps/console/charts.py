@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
-WIDTH = 600
+# In the SVG's own units: a dashboard card draws it about as wide, so text keeps its size.
+WIDTH = 480
 # Horizontal bars: the labels' column, then the bars, then room for the total.
-LABEL_WIDTH, VALUE_WIDTH, ROW_HEIGHT = 220, 56, 24
-LABEL_CHARS = 32
+LABEL_WIDTH, VALUE_WIDTH, ROW_HEIGHT = 210, 56, 28
+LABEL_CHARS = 24
 # Columns: room for the peak's figure on the left and the time labels beneath.
-AXIS_WIDTH, AXIS_HEIGHT, COLUMNS_HEIGHT = 40, 18, 150
+AXIS_WIDTH, AXIS_HEIGHT, COLUMNS_HEIGHT = 36, 20, 150
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class Chart:
     links: list[str | None] = field(default_factory=list)
     # The value a full bar stands for (100 for percentages); the largest total if None.
     scale_max: float | None = None
+    # A line under the chart: what it leaves out, or where the figures come from.
+    footnote: str = ""
 
     @property
     def totals(self) -> list[float]:
@@ -134,7 +137,7 @@ def _bars(chart: Chart) -> dict:
         rows.append(
             {
                 "y": top + 4,
-                "text_y": top + ROW_HEIGHT / 2 + 4,
+                "text_y": top + ROW_HEIGHT / 2 + 5,
                 "height": ROW_HEIGHT - 8,
                 "label": short,
                 "full_label": label,

@@ -40,6 +40,8 @@ MINUTES = 60
 # More topics than colours tell apart: the busiest are drawn, the rest summed.
 TOPICS_DRAWN = 5
 LAG_COUNTED = 10_000
+# Groups drawn; Steward's own consumers read every topic, so a platform has many.
+LAG_SHOWN = 12
 
 
 @dataclass(frozen=True)
@@ -178,9 +180,16 @@ def _text(value) -> str:
 
 
 def lag_chart(lags: list[Lag], *, backlog: int | None = None) -> Chart:
-    """Each consumer group's lag, after the outbox backlog when one is given."""
+    """The consumer groups furthest behind (LAG_SHOWN of them), after the outbox backlog
+    when one is given; the others are counted in the footnote."""
+    shown, left = lags[:LAG_SHOWN], lags[LAG_SHOWN:]
+    behind = sum(1 for lag in left if lag.behind)
+    footnote = f"{len(left)} more consumer groups, {behind} of them behind." if left else ""
+    lags = shown
     rows = [("outbox backlog", backlog, 0)] if backlog is not None else []
-    rows += [(f"{lag.consumer} on {lag.topic}", lag.waiting, lag.pending) for lag in lags]
+    # The topic first: Steward's own consumers read every topic, and a label cut short
+    # must still say which.
+    rows += [(f"{lag.topic}: {lag.consumer}", lag.waiting, lag.pending) for lag in lags]
     with_backlog = backlog is not None
     return Chart(
         key="backlog-and-lag" if with_backlog else "consumer-lag",
@@ -195,6 +204,7 @@ def lag_chart(lags: list[Lag], *, backlog: int | None = None) -> Chart:
             Series("not acknowledged", [pending for *_, pending in rows]),
         ],
         empty="No consumer group reads a stream yet.",
+        footnote=footnote,
     )
 
 

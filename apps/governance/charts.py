@@ -25,8 +25,8 @@ def orders_in_flight() -> Chart:
         title="Governance orders in flight",
         description="Approved deletion and export orders not finished yet, with the share done.",
         labels=[
-            f"{order.get_kind_display()} of {order.tenant.slug} "
-            f"({order.get_status_display().lower()}, phase {order.phase}, {str(order.pk)[:8]})"
+            f"{order.get_kind_display().removeprefix('Tenant ').capitalize()} of "
+            f"{order.tenant.slug} · {order.get_status_display().lower()} · {str(order.pk)[:8]}"
             for order in orders
         ],
         series=[Series("done", [order_percent_done(order) for order in orders])],

@@ -16,7 +16,6 @@ from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import DeadLetter, DeliveryCount, OutboxEvent, RecentEvent
 from apps.eventing.transports import stream_key
 from apps.governance.models import GovernanceOrder
-from apps.registry.models import Topic
 from apps.stores.models import StoreBinding
 from tests.console.chart_figures import chart_figures, column
 from tests.console.chart_seed import (
@@ -26,18 +25,15 @@ from tests.console.chart_seed import (
     add_recent_events,
     seed_every_chart,
 )
+from tests.eventing import conftest as eventing
 from tests.factories import member
 from tests.governance.factories import live_binding, make_store, running_exports
 from tests.query_counts import assert_flat_query_count
 
 pytestmark = pytest.mark.django_db
 
-
-@pytest.fixture
-def topic(db):
-    created = Topic.objects.create(name=f"test.c{uuid.uuid4().hex[:12]}", current_schema_version=1)
-    yield created
-    get_redis().delete(stream_key(created.name))
+# A topic of its own per test, its stream deleted after it (the eventing tests' fixture).
+topic = eventing.topic
 
 
 @pytest.fixture
@@ -88,7 +84,7 @@ def test_an_operators_dashboard_draws_every_tenants_figures(client, operator, pl
     key = stream_key(topic.name)
     [group] = get_redis().xinfo_groups(key)
     unread = len(get_redis().xrange(key, min=f"({group['last-delivered-id'].decode()}", max="+"))
-    mine = lag[f"reader on {topic.name}"]
+    mine = lag[f"{topic.name}: reader"]
     assert (mine["Waiting"], mine["Not acknowledged"]) == (unread, group["pending"]) == (3, 2)
 
     waiting = column(chart_figures(html, "attention-by-kind"), "Waiting")

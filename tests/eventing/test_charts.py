@@ -69,7 +69,7 @@ def test_throughput_per_topic_and_lag_per_consumer(client, operator, tenant_a, t
             )
     assert sum(column(figures, "T.two").values()) == 3
 
-    lag = chart_figures(html, "consumer-lag")[f"slow on {topic.name}"]
+    lag = chart_figures(html, "consumer-lag")[f"{topic.name}: slow"]
     [group] = get_redis().xinfo_groups(key)
     assert (lag["Waiting"], lag["Not acknowledged"]) == (3, group["pending"]) == (3, 1)
 
