@@ -64,8 +64,8 @@ def acknowledgements_outstanding() -> Chart:
         description="Breaking schema versions waiting on consumers: acknowledged, and awaited.",
         labels=[str(v) for v in versions],
         series=[
-            Series("awaited", [len(v.awaiting_consumers) for v in versions]),
             Series("acknowledged", acknowledged),
+            Series("awaited", [len(v.awaiting_consumers) for v in versions]),
         ],
         links=[v.get_absolute_url() for v in versions],
         empty="No schema version waits on a consumer.",

@@ -19,7 +19,7 @@ from apps.eventing.models import DeliveryCount
 from apps.eventing.transports import stream_key
 from apps.governance import install
 from apps.governance.models import RetentionSweep
-from apps.registry.models import Topic
+from apps.registry.models import SchemaVersion, Topic
 from tests.browser.conftest import NARROW, WIDE
 from tests.console.chart_seed import add_recent_events, seed_every_chart
 from tests.governance.factories import inbox
@@ -82,6 +82,13 @@ def lively(tenant_a, tenant_b, store, profile, operator):
         for n, topic in enumerate(topics):
             add_recent_events(tenant_a, topic, 1 + (m + 4 * n) % 5, minutes_ago=m)
     add_versions(3)
+    # Releases over the weeks, not all in this one.
+    for weeks, version in enumerate(
+        SchemaVersion.objects.filter(topic__name__startswith="orders.")
+    ):
+        SchemaVersion.objects.filter(pk=version.pk).update(
+            created_at=timezone.now() - timedelta(weeks=weeks % 9, days=weeks % 3)
+        )
     # Steward's own rules, and rows tonight's sweep would purge under them.
     install.install_reference_data(SetupReport())
     inbox(tenant_a, 24 * 5, n=40)
