@@ -24,9 +24,10 @@ from django.utils.safestring import SafeString
 
 # In the SVG's own units: a dashboard card draws it about as wide, so text keeps its size.
 WIDTH = 480
-# Horizontal bars: the labels' column, then the bars, then room for the total.
-LABEL_WIDTH, VALUE_WIDTH, ROW_HEIGHT = 210, 56, 28
-LABEL_CHARS = 24
+# Horizontal bars: the labels' column (as wide as the longest label needs, within
+# bounds), then the bars, then room for the total.
+VALUE_WIDTH, ROW_HEIGHT = 56, 28
+LABEL_MIN, LABEL_MAX, CHAR_WIDTH = 110, 250, 8
 # Columns: room for the peak's figure on the left and the time labels beneath.
 AXIS_WIDTH, AXIS_HEIGHT, COLUMNS_HEIGHT = 36, 20, 150
 
@@ -126,13 +127,20 @@ def _segments(chart: Chart, index: int, scale: float) -> list[dict]:
     return pieces
 
 
+def _label_width(labels: list[str]) -> int:
+    longest = max((len(label) for label in labels), default=0)
+    return min(max(longest * CHAR_WIDTH + 12, LABEL_MIN), LABEL_MAX)
+
+
 def _bars(chart: Chart) -> dict:
     peak = chart.scale_max or max(chart.totals, default=0) or 1
-    span = WIDTH - LABEL_WIDTH - VALUE_WIDTH
+    label_width = _label_width(chart.labels)
+    chars = (label_width - 12) // CHAR_WIDTH
+    span = WIDTH - label_width - VALUE_WIDTH
     rows = []
     for i, label in enumerate(chart.labels):
         top = i * ROW_HEIGHT
-        short = label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+        short = label if len(label) <= chars else label[: chars - 1] + "…"
         segments = _segments(chart, i, span / peak)
         rows.append(
             {
@@ -141,8 +149,8 @@ def _bars(chart: Chart) -> dict:
                 "height": ROW_HEIGHT - 8,
                 "label": short,
                 "full_label": label,
-                "segments": [{**s, "x": round(LABEL_WIDTH + s["start"], 2)} for s in segments],
-                "value_x": round(LABEL_WIDTH + sum(s["length"] for s in segments) + 6, 2),
+                "segments": [{**s, "x": round(label_width + s["start"], 2)} for s in segments],
+                "value_x": round(label_width + sum(s["length"] for s in segments) + 6, 2),
                 "total": _figure(chart.totals[i]),
             }
         )
@@ -150,7 +158,7 @@ def _bars(chart: Chart) -> dict:
         "width": WIDTH,
         "height": max(len(rows), 1) * ROW_HEIGHT,
         "rows": rows,
-        "axis_x": LABEL_WIDTH,
+        "axis_x": label_width,
     }
 
 
