@@ -7,16 +7,25 @@ from apps.console.charts import LABEL_MIN, VALUE_WIDTH, WIDTH, Chart, Series, st
 from tests.console.chart_figures import chart_figures
 
 
-def test_bars_draw_each_figure_once_and_label_the_svg():
-    chart = Chart(
+def chart(labels, *series, **fields) -> Chart:
+    """A chart of `labels` and `series` ((name, values) pairs), keyed "k"."""
+    return Chart(
         key="k",
         title="Waiting",
         description="What waits.",
-        labels=["a very long label that the bar cannot show in full", "b", "c"],
-        series=[Series("done", [3, 0, 1.5]), Series("left", [1, 2, 0])],
-        links=["/a/", None, None],
+        labels=labels,
+        series=[Series(name, values) for name, values in series],
+        **fields,
     )
-    html = chart.render()
+
+
+def test_bars_draw_each_figure_once_and_label_the_svg():
+    html = chart(
+        ["a very long label that the bar cannot show in full", "b", "c"],
+        ("done", [3, 0, 1.5]),
+        ("left", [1, 2, 0]),
+        links=["/a/", None, None],
+    ).render()
     figures = chart_figures(html, "k")
     assert figures["b"] == {"Done": 0, "Left": 2, "Total": 2}
     assert figures["c"]["Done"] == 1.5
@@ -27,37 +36,20 @@ def test_bars_draw_each_figure_once_and_label_the_svg():
 
 
 def test_a_full_bar_stands_for_the_scale_given():
-    chart = Chart(
-        key="p",
-        title="Done",
-        description="d",
-        labels=["x"],
-        series=[Series("done", [50])],
-        scale_max=100,
-    )
-    [row] = chart.geometry()["rows"]
+    [row] = chart(["x"], ("done", [50]), scale_max=100).geometry()["rows"]
     bar = row["segments"][0]["length"]
     # A short label leaves the bars the most room.
     assert bar == (WIDTH - LABEL_MIN - VALUE_WIDTH) / 2
 
 
 def test_columns_and_an_empty_chart():
-    chart = Chart(
-        key="c",
-        title="T",
-        description="d",
-        labels=["10:00", "10:01", "10:02"],
-        series=[Series("n", [0, 4, 2])],
-        kind="columns",
-    )
-    geometry = chart.geometry()
+    geometry = chart(["10:00", "10:01", "10:02"], ("n", [0, 4, 2]), kind="columns").geometry()
     assert geometry["peak"] == 4 and [t["label"] for t in geometry["ticks"]] == [
         "10:00",
         "10:01",
         "10:02",
     ]
-    empty = Chart(key="e", title="T", description="d", labels=[], series=[], empty="None.")
-    html = empty.render()
+    html = chart([], empty="None.").render()
     assert "<svg" not in html and "None." in html
 
 
