@@ -1,12 +1,13 @@
 """The attention queue on the console dashboard (apps.console.panels): what waits on a
-person, by kind, for operators."""
+person, by kind, for operators, drawn as a chart (apps.attention.charts)."""
 
 from __future__ import annotations
 
-from apps.attention import selectors
-from apps.console.panels import DashboardPanel
+from django.urls import reverse
+
+from apps.attention import charts
+from apps.console.panels import DashboardPanel, chart_panel
 from apps.core.api.permissions import OPERATOR, caller_kind
-from apps.core.attention import kinds
 from apps.core.scope import current_scope
 
 
@@ -15,11 +16,7 @@ def dashboard_panels(request) -> list[DashboardPanel]:
     # the system view (the queue's page answers in the system scope either way).
     if caller_kind(request) != OPERATOR or current_scope().tenant_id is not None:
         return []
-    counts = selectors.counts()
-    rows = [(kind, counts[slug]) for slug, kind in kinds().items()]
-    return [
-        DashboardPanel(
-            "attention/dashboard_panel.html",
-            {"attention_rows": rows, "attention_total": sum(counts.values())},
-        )
-    ]
+    chart = charts.waiting_by_kind()
+    total = sum(chart.totals)
+    note = f"Waiting on a person: {total}" if total else "Nothing waits on anyone."
+    return [chart_panel(chart, note=note, more=("The attention queue", reverse("attention:queue")))]

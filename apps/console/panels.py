@@ -35,3 +35,9 @@ def dashboard_panels(request) -> list[SafeString]:
         for module in app_modules("dashboard")
         for panel in module.dashboard_panels(request)
     ]
+
+
+def chart_panel(chart, *, note: str = "", more: tuple[str, str] | None = None) -> DashboardPanel:
+    """A panel holding one chart (apps.console.charts) under its title; `more` is a
+    (text, url) link to the page behind the figures."""
+    return DashboardPanel("console/_chart_panel.html", {"chart": chart, "note": note, "more": more})

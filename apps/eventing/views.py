@@ -16,38 +16,12 @@ from apps.console.listing import Column, ListPage, OperatorRequiredMixin, RowAct
 from apps.console.redirects import redirect_next
 from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
-from apps.eventing import selectors, services
+from apps.eventing import charts, selectors, services
 from apps.eventing.filters import (
     DeadLetterFilterSet,
     RecentEventFilterSet,
     UncertainEffectFilterSet,
 )
-
-CHART_WIDTH, CHART_HEIGHT = 600, 120
-
-
-def rate_chart(series) -> dict:
-    """Bars for an inline SVG: readable without JavaScript, no chart library needed."""
-    peak = max((point.delivered + point.failed for point in series), default=0) or 1
-    width = CHART_WIDTH / max(len(series), 1)
-    bars = []
-    for index, point in enumerate(series):
-        delivered = CHART_HEIGHT * point.delivered / peak
-        failed = CHART_HEIGHT * point.failed / peak
-        bars.append(
-            {
-                "x": round(index * width, 2),
-                "width": round(max(width - 1, 1), 2),
-                "delivered_y": round(CHART_HEIGHT - delivered, 2),
-                "delivered_h": round(delivered, 2),
-                "failed_y": round(CHART_HEIGHT - delivered - failed, 2),
-                "failed_h": round(failed, 2),
-                "label": (
-                    f"{point.minute:%H:%M} — {point.delivered} delivered, {point.failed} failed"
-                ),
-            }
-        )
-    return {"bars": bars, "peak": peak, "width": CHART_WIDTH, "height": CHART_HEIGHT}
 
 
 class OverviewView(OperatorRequiredMixin, TemplateView):
@@ -58,7 +32,9 @@ class OverviewView(OperatorRequiredMixin, TemplateView):
         overview = selectors.overview()
         context.update(
             overview=overview,
-            chart=rate_chart(overview.per_minute),
+            published=charts.published_chart(overview.per_minute),
+            throughput=charts.throughput_per_topic(),
+            lag=charts.lag_chart(charts.consumer_lag()),
             subscriptions=selectors.subscription_health()[:50],
             recent=selectors.recent_event_list()[:10],
         )

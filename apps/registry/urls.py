@@ -6,6 +6,7 @@ app_name = "registry"
 
 urlpatterns = [
     path("", views.TopicListView.as_view(), name="topic-list"),
+    path("overview/", views.OverviewView.as_view(), name="overview"),
     path("subscriptions/", views.SubscriptionListView.as_view(), name="subscription-list"),
     path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),
     path("versions/", views.VersionListView.as_view(), name="version-list"),

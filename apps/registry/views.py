@@ -10,20 +10,33 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
-from django.views.generic import DetailView
+from django.views.generic import DetailView, TemplateView
 
 from apps.console.confirm import confirmed
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin
 from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
-from apps.registry import schemas, selectors
+from apps.registry import charts, schemas, selectors
 from apps.registry.filters import SchemaVersionFilterSet, SubscriptionFilterSet, TopicFilterSet
 from apps.registry.services import NotPermitted
+
+
+class OverviewView(LoginRequiredMixin, TemplateView):
+    """Schema versions per topic over time and the acknowledgements still awaited."""
+
+    template_name = "registry/overview.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["versions_chart"] = charts.versions_per_topic()
+        context["acks_chart"] = charts.acknowledgements_outstanding()
+        return context
 
 
 class TopicListView(ListPage):
     title = "Topics"
     related_pages = (
+        ("Overview", "registry:overview"),
         ("Subscriptions", "registry:subscription-list"),
         ("Schema approvals", "registry:approval-list"),
         ("Schema versions", "registry:version-list"),
@@ -68,7 +81,11 @@ class ApprovalListView(ListPage):
     """Breaking versions waiting on their consumers, oldest first."""
 
     title = "Schema approvals"
-    related_pages = (("Topics", "registry:topic-list"), ("All versions", "registry:version-list"))
+    related_pages = (
+        ("Topics", "registry:topic-list"),
+        ("All versions", "registry:version-list"),
+        ("Overview", "registry:overview"),
+    )
     default_ordering = "created_at"
     columns = (
         Column("Version", "__str__", link=True),

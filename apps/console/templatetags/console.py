@@ -110,8 +110,9 @@ def _render(value, links, depth: int):
                 ),
             )
             return format_html(
-                '<div class="record-scroll"><table class="record"><thead><tr>{}</tr></thead>'
-                "<tbody>{}</tbody></table></div>",
+                # Focusable: a keyboard scrolls a table wider than its cell.
+                '<div class="record-scroll" tabindex="0"><table class="record">'
+                "<thead><tr>{}</tr></thead><tbody>{}</tbody></table></div>",
                 head,
                 rows,
             )
@@ -155,7 +156,7 @@ def record_changes(changes, links=None, raw=False):
         ),
     )
     table = format_html(
-        '<div class="record-scroll"><table class="record changes"><thead><tr>'
+        '<div class="record-scroll" tabindex="0"><table class="record changes"><thead><tr>'
         '<th scope="col">Field</th><th scope="col">Before</th>'
         '<th scope="col"><span class="visually-hidden">becomes</span></th>'
         '<th scope="col">After</th></tr></thead><tbody>{}</tbody></table></div>',

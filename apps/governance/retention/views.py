@@ -17,6 +17,7 @@ from apps.console.manage_views import submit_form
 from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
+from apps.governance import charts
 from apps.governance.retention import selectors, services
 from apps.governance.retention.filters import LegalHoldFilterSet, RetentionRuleFilterSet
 from apps.governance.retention.forms import HoldForm, ReleaseForm, RuleForm
@@ -62,6 +63,7 @@ def overview(request):
             "schedule": schedule,
             "upcoming": upcoming,
             "sweeps": sweeps,
+            "last_sweep_chart": charts.last_sweep_rows(sweeps[0] if sweeps else None),
             "related_pages": RELATED,
         },
     )
@@ -71,10 +73,15 @@ def overview(request):
 @login_required
 def preview(request):
     _require(request, OPERATOR, PLATFORM_SERVICE)
+    preview = selectors.sweep_preview()
     return render(
         request,
         "governance/retention_preview.html",
-        {"preview": selectors.sweep_preview(), "related_pages": RELATED},
+        {
+            "preview": preview,
+            "tonight_chart": charts.preview_rows(preview),
+            "related_pages": RELATED,
+        },
     )
 
 

@@ -43,7 +43,9 @@ def test_evidence_and_receipts_are_labelled_entries_with_links_and_no_dict_text(
     assert "Task completed<br><small><code>task_completed</code></small>" in page
     assert re.search(r'<td><time datetime="\d{4}-\d\d-\d\dT[^"]+">\w+\.? \d+, \d{4}, ', page)
     # the receipt is a table of its items with labels
-    assert '<dt>Items</dt><dd><div class="record-scroll"><table class="record">' in page
+    assert (
+        '<dt>Items</dt><dd><div class="record-scroll" tabindex="0"><table class="record">' in page
+    )
     assert '<th scope="col">What</th>' in page and '<th scope="col">Count</th>' in page
     # the raw JSON of each entry is in a closed <details>
     raw = re.findall(

@@ -106,7 +106,9 @@ def test_an_export_task_shows_the_bundles_of_its_receipt(bound, tenant_a):
     reader = signed_in(member(tenant_a, role="admin", username="reader"))
     page = reader.get(order.get_absolute_url()).content.decode()
     # a table of the bundles, labelled (in the stored JSON's key order), not the dict's pairs
-    assert '<dt>Bundles</dt><dd><div class="record-scroll"><table class="record">' in page
+    assert (
+        '<dt>Bundles</dt><dd><div class="record-scroll" tabindex="0"><table class="record">' in page
+    )
     for label in ("Name", "Format", "Rows"):
         assert f'<th scope="col">{label}</th>' in page
     for cell in ("<td><span>orders-sql</span></td>", "<td><span>jsonl</span></td>", "<td>2</td>"):

@@ -1,0 +1,216 @@
+"""Charts drawn on the server as SVG: no JavaScript, no chart library, nothing the CSP
+refuses (no inline style: colours and type come from classes in static/console/steward.css,
+so the dark theme recolours them).
+
+A chart is a few labelled series of numbers. `Chart.render()` (or `{% chart %}` from the
+`charts` tag library) draws it with `console/_chart.html`: the SVG, with a <title> and
+<desc> it is labelled by, each bar's own <title>, a legend, and the same figures as a
+table beside it for screen readers and for whoever wants the numbers. The apps build
+their charts' series in their own `charts.py` (reads only) and this module draws them.
+
+Two shapes:
+- `bars`: one horizontal bar per label, the series stacked along it (counts by kind,
+  progress: done and left);
+- `columns`: one column per label along a time axis, the series stacked up it (events
+  per minute).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.template.loader import render_to_string
+from django.utils.safestring import SafeString
+
+# In the SVG's own units: a dashboard card draws it about as wide, so text keeps its size.
+WIDTH = 480
+# Horizontal bars: the labels' column (as wide as the longest label needs, within
+# bounds), then the bars, then room for the total.
+VALUE_WIDTH, ROW_HEIGHT = 56, 28
+LABEL_MIN, LABEL_MAX, CHAR_WIDTH = 110, 250, 8
+# Columns: room for the peak's figure on the left and the time labels beneath.
+AXIS_WIDTH, AXIS_HEIGHT, COLUMNS_HEIGHT = 36, 20, 150
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """`key` names the chart on its page (element ids); `labels` are the bars or the
+    columns, in order; each series has one value per label."""
+
+    key: str
+    title: str
+    description: str
+    labels: list[str]
+    series: list[Series]
+    kind: str = "bars"
+    unit: str = ""
+    empty: str = "Nothing to show yet."
+    # Optional per label: a link for the figures table.
+    links: list[str | None] = field(default_factory=list)
+    # The value a full bar stands for (100 for percentages); the largest total if None.
+    scale_max: float | None = None
+    # A line under the chart: what it leaves out, or where the figures come from.
+    footnote: str = ""
+
+    @property
+    def totals(self) -> list[float]:
+        return [sum(s.values[i] for s in self.series) for i in range(len(self.labels))]
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.labels
+
+    def rows(self) -> list[dict]:
+        """The figures table: one row per label, a cell per series, and its total."""
+        links = self.links or [None] * len(self.labels)
+        return [
+            {
+                "label": label,
+                "link": links[i],
+                "values": [_figure(s.values[i]) for s in self.series],
+                "total": _figure(total),
+            }
+            for i, (label, total) in enumerate(zip(self.labels, self.totals, strict=True))
+        ]
+
+    def geometry(self) -> dict:
+        return _columns(self) if self.kind == "columns" else _bars(self)
+
+    def render(self) -> SafeString:
+        return render_to_string("console/_chart.html", {"chart": self, "g": self.geometry()})
+
+
+def stacked_series(
+    counts: dict[str, dict], buckets: list, *, drawn: int = 5, rest: str = "other"
+) -> list[Series]:
+    """A series per name of `counts` ({name: {bucket: n}}) over `buckets`, the `drawn`
+    largest apart and the others summed into one: more series than colours tell apart
+    would draw nothing readable."""
+    ranked = sorted(counts, key=lambda name: (-sum(counts[name].values()), name))
+    series = [Series(name, [counts[name].get(b, 0) for b in buckets]) for name in ranked[:drawn]]
+    others = ranked[drawn:]
+    if others:
+        series.append(
+            Series(
+                f"{len(others)} {rest}",
+                [sum(counts[name].get(b, 0) for name in others) for b in buckets],
+            )
+        )
+    return series
+
+
+def _figure(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else round(value, 1)
+
+
+def _segments(chart: Chart, index: int, scale: float) -> list[dict]:
+    """One label's stacked pieces, in series order, with their lengths."""
+    pieces, start = [], 0.0
+    for number, s in enumerate(chart.series):
+        length = s.values[index] * scale
+        if length > 0:
+            pieces.append(
+                {
+                    "series": number,
+                    "start": round(start, 2),
+                    "length": round(max(length, 0.5), 2),
+                    "title": f"{chart.labels[index]}: {_figure(s.values[index])} {s.name}",
+                }
+            )
+        start += length
+    return pieces
+
+
+def _label_width(labels: list[str]) -> int:
+    longest = max((len(label) for label in labels), default=0)
+    return min(max(longest * CHAR_WIDTH + 12, LABEL_MIN), LABEL_MAX)
+
+
+def _bars(chart: Chart) -> dict:
+    peak = chart.scale_max or max(chart.totals, default=0) or 1
+    label_width = _label_width(chart.labels)
+    chars = (label_width - 12) // CHAR_WIDTH
+    span = WIDTH - label_width - VALUE_WIDTH
+    rows = []
+    for i, label in enumerate(chart.labels):
+        top = i * ROW_HEIGHT
+        short = label if len(label) <= chars else label[: chars - 1] + "…"
+        segments = _segments(chart, i, span / peak)
+        rows.append(
+            {
+                "y": top + 4,
+                "text_y": top + ROW_HEIGHT / 2 + 5,
+                "height": ROW_HEIGHT - 8,
+                "label": short,
+                "full_label": label,
+                "segments": [{**s, "x": round(label_width + s["start"], 2)} for s in segments],
+                "value_x": round(label_width + sum(s["length"] for s in segments) + 6, 2),
+                "total": _figure(chart.totals[i]),
+            }
+        )
+    return {
+        "width": WIDTH,
+        "height": max(len(rows), 1) * ROW_HEIGHT,
+        "rows": rows,
+        "axis_x": label_width,
+    }
+
+
+def _columns(chart: Chart) -> dict:
+    peak = max(chart.totals, default=0) or 1
+    plot_height = COLUMNS_HEIGHT - AXIS_HEIGHT
+    count = max(len(chart.labels), 1)
+    step = (WIDTH - AXIS_WIDTH) / count
+    columns = []
+    for i, label in enumerate(chart.labels):
+        x = AXIS_WIDTH + i * step
+        segments = [
+            {
+                **s,
+                "x": round(x, 2),
+                "y": round(plot_height - s["start"] - s["length"], 2),
+                "width": round(max(step - 1, 0.5), 2),
+            }
+            for s in _segments(chart, i, plot_height / peak)
+        ]
+        columns.append(
+            {
+                "label": label,
+                "x": round(x, 2),
+                "width": round(max(step - 1, 0.5), 2),
+                # The whole column answers a pointer, a short one too.
+                "title": f"{label}: {_figure(chart.totals[i])} in all",
+                "segments": segments,
+            }
+        )
+    # Time labels at the start, the middle and the end: enough to read the axis by.
+    ticks = sorted({0, count // 2, count - 1}) if chart.labels else []
+    return {
+        "width": WIDTH,
+        "height": COLUMNS_HEIGHT,
+        "plot_height": plot_height,
+        "columns": columns,
+        "axis_x": AXIS_WIDTH,
+        "peak": _figure(peak if any(chart.totals) else 0),
+        "ticks": [
+            {
+                "x": round(
+                    AXIS_WIDTH
+                    if i == 0
+                    else WIDTH
+                    if i == count - 1
+                    else AXIS_WIDTH + (i + 0.5) * step,
+                    2,
+                ),
+                "label": chart.labels[i],
+                "anchor": "start" if i == 0 else ("end" if i == count - 1 else "middle"),
+            }
+            for i in ticks
+        ],
+    }

@@ -1,0 +1,217 @@
+"""Eventing's charts for the dashboard and the eventing page (reads only, in the
+request's scope; drawn by apps.console.charts).
+
+Where the figures come from, and why those sources:
+- Events per minute: across tenants, the dispatcher's own per-minute counter of what it
+  published to the streams (`DeliveryCount`, the rows without a subscription). A tenant
+  sees its own events as Steward's `steward.recent-events` consumer received them
+  (`RecentEvent`, row-level security choosing the tenant's): the counter has no tenant.
+- Throughput per topic: `RecentEvent` by minute and topic, one grouped query. The
+  dispatcher's counter is per subscription, not per topic, and a stream delivery has no
+  subscription.
+- Consumer lag: what Redis says now (`XINFO GROUPS` on each topic's stream, one
+  pipelined round trip): entries not yet delivered to the group plus those delivered
+  and not acknowledged. Lag is not sampled over time: a history would need a writer on
+  a schedule and a table (or a Redis list) of its own for a figure that is cheap to
+  read now and whose history belongs in the platform's time-series store; the page
+  shows it beside the last hour's throughput, which is stored.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db.models import Count
+from django.db.models.functions import TruncMinute
+from django.utils import timezone
+
+from apps.console.charts import Chart, Series, stacked_series
+from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.core.scope import current_scope
+from apps.eventing.dispatcher import outbox_backlog
+from apps.eventing.models import OutboxEvent, RecentEvent
+from apps.eventing.selectors import MinuteRate, delivery_rate
+from apps.eventing.transports import stream_key
+from apps.registry.selectors import topic_names
+
+MINUTES = 60
+# More topics than colours tell apart: the busiest are drawn, the rest summed.
+TOPICS_DRAWN = 5
+LAG_COUNTED = 10_000
+# Groups drawn; Steward's own consumers read every topic, so a platform has many.
+LAG_SHOWN = 12
+
+
+@dataclass(frozen=True)
+class Lag:
+    topic: str
+    consumer: str
+    waiting: int  # in the stream, not yet delivered to the group
+    pending: int  # delivered, not acknowledged
+
+    @property
+    def behind(self) -> int:
+        return self.waiting + self.pending
+
+
+def _minutes(now=None) -> list:
+    now = (now or timezone.now()).replace(second=0, microsecond=0)
+    start = now - timedelta(minutes=MINUTES - 1)
+    return [start + timedelta(minutes=step) for step in range(MINUTES)]
+
+
+def events_per_minute() -> Chart:
+    """The last hour's events, minute by minute (see the module's note on the source)."""
+    if current_scope().tenant_id is None:
+        return published_chart(delivery_rate(minutes=MINUTES))
+    minutes = _minutes()
+    counts = _received_per_minute(minutes[0]).get("all", {})
+    return Chart(
+        key="events-per-minute",
+        title="Events per minute, last hour",
+        description="The tenant's events received on the streams each minute.",
+        labels=[f"{minute:%H:%M}" for minute in minutes],
+        series=[Series("received", [counts.get(minute, 0) for minute in minutes])],
+        kind="columns",
+    )
+
+
+def published_chart(rates: list[MinuteRate]) -> Chart:
+    """The dispatcher's per-minute counts (apps.eventing.selectors.delivery_rate)."""
+    return Chart(
+        key="events-per-minute",
+        title="Events per minute, last hour",
+        description="Events the dispatcher published to the streams each minute, and failures.",
+        labels=[f"{point.minute:%H:%M}" for point in rates],
+        series=[
+            Series("published", [point.delivered for point in rates]),
+            Series("failed", [point.failed for point in rates]),
+        ],
+        kind="columns",
+    )
+
+
+def _received_per_minute(since, *, by_topic: bool = False) -> dict[str, dict]:
+    """{topic (or "all"): {minute: events received}} since `since`: one grouped query."""
+    rows = RecentEvent.objects.filter(received_at__gte=since).annotate(
+        minute=TruncMinute("received_at")
+    )
+    rows = rows.values_list("minute", "topic") if by_topic else rows.values_list("minute")
+    counts: dict[str, dict] = defaultdict(dict)
+    for row in rows.annotate(n=Count("id")).order_by():
+        counts[row[1] if by_topic else "all"][row[0]] = row[-1]
+    return counts
+
+
+def throughput_per_topic() -> Chart:
+    """The last hour's events per minute, stacked by topic (the busiest drawn apart)."""
+    minutes = _minutes()
+    series = stacked_series(
+        _received_per_minute(minutes[0], by_topic=True),
+        minutes,
+        drawn=TOPICS_DRAWN,
+        rest="other topics",
+    )
+    return Chart(
+        key="throughput-per-topic",
+        title="Throughput per topic, last hour",
+        description="Events received each minute, stacked by topic.",
+        labels=[f"{m:%H:%M}" for m in minutes] if series else [],
+        series=series,
+        kind="columns",
+        empty="No event received in the last hour.",
+    )
+
+
+def consumer_lag() -> list[Lag]:
+    """Each consumer group's lag on each topic's stream, now; empty when Redis does not
+    answer (the chart then says so rather than the page failing)."""
+    names = sorted(topic_names())
+    if not names:
+        return []
+    try:
+        client = get_redis()
+        pipe = client.pipeline(transaction=False)
+        for name in names:
+            pipe.xinfo_groups(stream_key(name))
+        answers = pipe.execute(raise_on_error=False)
+    except REDIS_ERRORS:
+        return []
+    found = [
+        (topic, group)
+        for topic, groups in zip(names, answers, strict=True)
+        if not isinstance(groups, Exception)  # no stream yet
+        for group in groups
+    ]
+    # Redis 7 counts a group's lag itself; before it, the entries after the group's last
+    # delivered id are counted, up to LAG_COUNTED (one more pipelined round trip).
+    unknown = [(topic, group) for topic, group in found if group.get("lag") is None]
+    counted = {}
+    if unknown:
+        try:
+            pipe = client.pipeline(transaction=False)
+            for topic, group in unknown:
+                last = _text(group["last-delivered-id"])
+                pipe.xrange(stream_key(topic), min=f"({last}", max="+", count=LAG_COUNTED)
+            for (topic, group), entries in zip(unknown, pipe.execute(), strict=True):
+                counted[(topic, _text(group["name"]))] = len(entries)
+        except REDIS_ERRORS:
+            pass
+    lags = [
+        Lag(
+            topic=topic,
+            consumer=_text(group["name"]),
+            waiting=int(
+                group["lag"]
+                if group.get("lag") is not None
+                else counted.get((topic, _text(group["name"])), 0)
+            ),
+            pending=int(group.get("pending") or 0),
+        )
+        for topic, group in found
+    ]
+    return sorted(lags, key=lambda lag: (-lag.behind, lag.consumer, lag.topic))
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def lag_chart(lags: list[Lag], *, backlog: int | None = None) -> Chart:
+    """The consumer groups furthest behind (LAG_SHOWN of them), after the outbox backlog
+    when one is given; the others are counted in the footnote."""
+    shown, left = lags[:LAG_SHOWN], lags[LAG_SHOWN:]
+    behind = sum(1 for lag in left if lag.behind)
+    footnote = f"{len(left)} more consumer groups, {behind} of them behind." if left else ""
+    lags = shown
+    rows = [("outbox backlog", backlog, 0)] if backlog is not None else []
+    # The topic first: Steward's own consumers read every topic, and a label cut short
+    # must still say which.
+    rows += [(f"{lag.topic}: {lag.consumer}", lag.waiting, lag.pending) for lag in lags]
+    with_backlog = backlog is not None
+    return Chart(
+        key="backlog-and-lag" if with_backlog else "consumer-lag",
+        title="Outbox backlog and consumer lag" if with_backlog else "Lag per consumer, now",
+        description=(
+            "Events waiting in the outbox or in a stream for a consumer group, and those a "
+            "group has read but not acknowledged."
+        ),
+        labels=[label for label, *_ in rows],
+        series=[
+            Series("waiting", [waiting for _, waiting, _ in rows]),
+            Series("not acknowledged", [pending for *_, pending in rows]),
+        ],
+        empty="No consumer group reads a stream yet.",
+        footnote=footnote,
+    )
+
+
+def backlog_and_lag() -> Chart:
+    """The outbox backlog beside each consumer's lag: where events wait, now. The lag is
+    the platform's, so only the system view shows it; a tenant sees its own backlog."""
+    if current_scope().tenant_id is None:
+        backlog, _ = outbox_backlog()
+        return lag_chart(consumer_lag(), backlog=backlog)
+    return lag_chart([], backlog=OutboxEvent.objects.count())

@@ -1,0 +1,157 @@
+"""The console's main pages at a desktop's width and a phone's, in the light theme, and
+in the dark one, with data in every dashboard chart: each page shows its heading and its
+charts, none is wider than the phone's screen, axe-core finds nothing serious on any
+(tests/browser/conftest.py), and each is photographed for a person to look at."""
+
+from __future__ import annotations
+
+import math
+from datetime import date, timedelta
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from apps.core.redis import get_redis
+from apps.core.scope import system_scope
+from apps.core.setup import SetupReport
+from apps.eventing.models import DeliveryCount
+from apps.eventing.transports import stream_key
+from apps.governance import install
+from apps.governance.models import RetentionSweep
+from apps.registry.models import SchemaVersion, Topic
+from tests.browser.conftest import NARROW, WIDE
+from tests.console.chart_seed import add_recent_events, seed_every_chart
+from tests.governance.factories import inbox
+from tests.registry.factories import add_versions
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DASHBOARD_CHARTS = (
+    "events-per-minute",
+    "backlog-and-lag",
+    "attention-by-kind",
+    "approvals-waiting",
+    "bindings-by-status",
+    "orders-in-flight",
+)
+# (screenshot's name, path, the charts it draws)
+MAIN_PAGES = (
+    ("dashboard", "/", DASHBOARD_CHARTS),
+    ("eventing", "/eventing/", ("events-per-minute", "throughput-per-topic", "consumer-lag")),
+    ("registry", "/registry/overview/", ("versions-per-topic", "acknowledgements-outstanding")),
+    ("topics", "/registry/", ()),
+    ("assets", "/assets/", ()),
+    ("bindings", "/stores/", ()),
+    ("orders", "/governance/", ()),
+    ("sweeps", "/governance/retention/", ("last-sweep",)),
+    ("tonight", "/governance/retention/preview/", ("tonight-sweep",)),
+    ("attention", "/attention/", ()),
+    ("audit", "/audit/", ()),
+)
+
+
+@pytest.fixture
+def lively(tenant_a, tenant_b, store, profile, operator):
+    """Every dashboard chart's rows, and an hour that looks like one: traffic rising and
+    falling over the minutes on three topics, versions over the weeks, a sweep done."""
+    topics = [
+        Topic.objects.create(name=name, current_schema_version=1)
+        for name in ("shop.order", "billing.invoice", "catalog.item")
+    ]
+    seed_every_chart(
+        tenant_a=tenant_a,
+        tenant_b=tenant_b,
+        topic=topics[0],
+        store=store,
+        profile=profile,
+        operator=operator,
+    )
+    now = timezone.now().replace(second=0, microsecond=0)
+    with system_scope():
+        DeliveryCount.objects.filter(subscription=None).delete()
+        DeliveryCount.objects.bulk_create(
+            DeliveryCount(
+                minute=now - timedelta(minutes=m),
+                delivered=int(20 + 15 * math.sin(m / 6) + m % 7),
+                failed=2 if m % 17 == 0 else 0,
+            )
+            for m in range(60)
+        )
+    for m in range(0, 60, 3):
+        for n, topic in enumerate(topics):
+            add_recent_events(tenant_a, topic, 1 + (m + 4 * n) % 5, minutes_ago=m)
+    add_versions(3)
+    # Releases over the weeks, not all in this one.
+    for weeks, version in enumerate(
+        SchemaVersion.objects.filter(topic__name__startswith="orders.")
+    ):
+        SchemaVersion.objects.filter(pk=version.pk).update(
+            created_at=timezone.now() - timedelta(weeks=weeks % 9, days=weeks % 3)
+        )
+    # Steward's own rules, and rows tonight's sweep would purge under them.
+    install.install_reference_data(SetupReport())
+    inbox(tenant_a, 24 * 5, n=40)
+    inbox(tenant_b, 24 * 9, n=15)
+    add_recent_events(tenant_b, topics[1], 25, minutes_ago=60 * 24 * 6)
+    RetentionSweep.objects.create(
+        night=date.today() - timedelta(days=1),
+        as_of=timezone.now() - timedelta(hours=20),
+        finished_at=timezone.now() - timedelta(hours=20),
+        status="succeeded",
+        runs=1,
+        results={
+            "tables": {
+                "inbox entries": {"rule": "steward-inbox", "rows": 1840, "batches": 4},
+                "recent events": {"rule": "steward-event-receipts", "rows": 960, "batches": 2},
+                "dead letters": {"rule": "steward-dead-letters", "rows": 12, "batches": 1},
+            },
+            "rows_purged": 2812,
+        },
+    )
+    yield
+    for topic in topics:
+        get_redis().delete(stream_key(topic.name))
+
+
+@pytest.mark.parametrize(
+    ("viewport", "scheme"),
+    # The dark theme's colours do not change with the width: one width of it is enough.
+    [(WIDE, "light"), (NARROW, "light"), (WIDE, "dark")],
+    ids=["1280-light", "390-light", "1280-dark"],
+)
+def test_the_main_pages_read_well_wide_and_narrow_light_and_dark(
+    journey, lively, operator, viewport, scheme
+):
+    tab = journey(f"{viewport['width']}px-{scheme}", viewport=viewport, color_scheme=scheme)
+    tab.sign_in_as(operator)
+    for name, path, charts in MAIN_PAGES:
+        page = tab.open(path)
+        expect(page.locator("main h1").first).to_be_visible()
+        for key in charts:
+            chart = page.locator(f'figure[data-chart="{key}"]')
+            expect(chart.locator("svg")).to_be_visible()
+            # Its figures are there for a screen reader, one click away for the rest.
+            expect(chart.locator("details.chart-figures tbody tr").first).to_be_attached()
+        if viewport is NARROW:
+            tab.assert_fits_the_width()
+        if charts or name == "assets":
+            tab.screenshot(name)
+
+
+def test_the_theme_switch_turns_the_console_dark(journey, lively, operator):
+    tab = journey()
+    tab.sign_in_as(operator)
+    page = tab.open("/")
+    page.locator("details.dropdown summary").click()
+    page.get_by_role("button", name="Dark").click()
+    expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+    expect(page.locator('figure[data-chart="events-per-minute"] svg')).to_be_visible()
+    # The charts take the theme's colours: their text is light on the dark page.
+    fill = page.evaluate("getComputedStyle(document.querySelector('figure.chart svg text')).fill")
+    red, green, blue = (int(x) for x in fill.removeprefix("rgb(").rstrip(")").split(",")[:3])
+    assert min(red, green, blue) > 150, fill
+    tab.screenshot("dashboard-dark")
+    page.locator("details.dropdown summary").click()
+    page.get_by_role("button", name="Auto").click()
+    expect(page.locator("html")).not_to_have_attribute("data-theme", "dark")

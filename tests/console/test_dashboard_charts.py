@@ -1,0 +1,156 @@
+"""The dashboard's charts (apps/*/charts.py, drawn by apps.console.charts): each chart's
+figures, in its table and on its bars, equal the counts queried here on their own; the
+tenant's people see their tenant's; the page's statements do not grow with the rows."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.assets.models import Asset
+from apps.core.redis import get_redis
+from apps.core.scope import system_scope, tenant_scope
+from apps.eventing.models import DeadLetter, DeliveryCount, OutboxEvent, RecentEvent
+from apps.eventing.transports import stream_key
+from apps.governance.models import GovernanceOrder
+from apps.stores.models import StoreBinding
+from tests.console.chart_figures import chart_figures, column
+from tests.console.chart_seed import (
+    add_assets,
+    add_dead_letters,
+    add_outbox,
+    add_recent_events,
+    seed_every_chart,
+)
+from tests.eventing import conftest as eventing
+from tests.factories import member
+from tests.governance.factories import live_binding, make_store, running_exports
+from tests.query_counts import assert_flat_query_count
+
+pytestmark = pytest.mark.django_db
+
+# A topic of its own per test, its stream deleted after it (the eventing tests' fixture).
+topic = eventing.topic
+
+
+@pytest.fixture
+def platform(tenant_a, tenant_b, topic, store, profile, operator):
+    seed_every_chart(
+        tenant_a=tenant_a,
+        tenant_b=tenant_b,
+        topic=topic,
+        store=store,
+        profile=profile,
+        operator=operator,
+    )
+
+
+def test_an_operators_dashboard_draws_every_tenants_figures(client, operator, platform, topic):
+    client.force_login(operator)
+    html = client.get("/").content.decode()
+
+    now = timezone.now().replace(second=0, microsecond=0)
+    with system_scope():
+        per_minute = {
+            f"{row.minute:%H:%M}": (row.delivered, row.failed)
+            for row in DeliveryCount.objects.filter(
+                subscription=None, minute__gt=now - timedelta(hours=1)
+            )
+        }
+        backlog = OutboxEvent.objects.count()
+        dead = DeadLetter.objects.filter(state="dead").count()
+        bindings = {
+            label: StoreBinding.objects.filter(status=status).count()
+            for status, label in StoreBinding.Status.choices
+        }
+        flagged = {
+            label: StoreBinding.objects.filter(status=status).exclude(violation="").count()
+            for status, label in StoreBinding.Status.choices
+        }
+        requested = Asset.objects.filter(status="requested")
+        in_flight = GovernanceOrder.objects.filter(status__in=["approved", "running", "overdue"])
+        in_flight_count = in_flight.count()
+
+    events = chart_figures(html, "events-per-minute")
+    assert len(events) == 60
+    drawn = {label: (v["Published"], v["Failed"]) for label, v in events.items() if v["Total"]}
+    assert drawn == per_minute
+
+    lag = chart_figures(html, "backlog-and-lag")
+    assert lag["outbox backlog"]["Waiting"] == backlog == 6
+    key = stream_key(topic.name)
+    [group] = get_redis().xinfo_groups(key)
+    unread = len(get_redis().xrange(key, min=f"({group['last-delivered-id'].decode()}", max="+"))
+    mine = lag[f"{topic.name}: reader"]
+    assert (mine["Waiting"], mine["Not acknowledged"]) == (unread, group["pending"]) == (3, 2)
+
+    waiting = column(chart_figures(html, "attention-by-kind"), "Waiting")
+    assert waiting["Dead letters"] == dead == 3
+
+    ages = column(chart_figures(html, "approvals-waiting"), "Assets")
+    with system_scope():
+        expected = {
+            "under an hour": requested.filter(updated_at__gt=now - timedelta(hours=1)).count(),
+            "1 to 24 hours": requested.filter(
+                updated_at__lte=timezone.now() - timedelta(hours=1),
+                updated_at__gt=timezone.now() - timedelta(days=1),
+            ).count(),
+            "1 to 7 days": requested.filter(
+                updated_at__lte=timezone.now() - timedelta(days=1),
+                updated_at__gt=timezone.now() - timedelta(days=7),
+            ).count(),
+            "over 7 days": requested.filter(
+                updated_at__lte=timezone.now() - timedelta(days=7)
+            ).count(),
+        }
+    assert ages == expected
+    assert list(ages.values()) == [2, 1, 1, 1]
+
+    status = chart_figures(html, "bindings-by-status")
+    assert column(status, "Total") == bindings
+    assert column(status, "Residency violation") == flagged
+    assert bindings["Provisioned"] == flagged["Provisioned"] == 1
+
+    orders = column(chart_figures(html, "orders-in-flight"), "Done")
+    assert len(orders) == in_flight_count == 2
+    # An export order's one phase: the first order's only task is completed, the
+    # second's is open.
+    assert sorted(orders.values()) == [0, 100]
+
+
+def test_a_tenants_people_see_their_own_tenants_figures_only(client, admin_a, platform, tenant_a):
+    client.force_login(admin_a)
+    html = client.get("/").content.decode()
+    with tenant_scope(tenant_a):
+        received = RecentEvent.objects.count()
+        backlog = OutboxEvent.objects.filter(tenant=tenant_a).count()
+    events = column(chart_figures(html, "events-per-minute"), "Received")
+    assert sum(events.values()) == received == 3
+    lag = chart_figures(html, "backlog-and-lag")
+    # The consumers' lag is the platform's: a tenant sees its own backlog alone.
+    assert list(lag) == ["outbox backlog"] and lag["outbox backlog"]["Waiting"] == backlog == 2
+    assert sum(column(chart_figures(html, "approvals-waiting"), "Assets").values()) == 4
+    assert sum(column(chart_figures(html, "bindings-by-status"), "Total").values()) == 1
+    assert len(chart_figures(html, "orders-in-flight")) == 2
+    assert 'data-chart="attention-by-kind"' not in html  # the queue is the operators'
+
+
+def test_the_dashboards_statements_do_not_grow_with_the_rows(
+    client, operator, tenant_a, topic, personal, profile
+):
+    requester = member(tenant_a, username="req")
+
+    def add_rows(n):
+        add_recent_events(tenant_a, topic, n)
+        add_outbox(tenant_a, topic, n)
+        add_dead_letters(tenant_a, n)
+        add_assets(tenant_a, [0.5] * n)
+        for _ in range(n):
+            live_binding(tenant_a, make_store(f"s-{uuid.uuid4().hex[:8]}", personal), profile)
+        running_exports(tenant_a, requester, operator, n)
+
+    client.force_login(operator)
+    assert_flat_query_count(add_rows, lambda: client.get("/"))

@@ -1,0 +1,83 @@
+"""The eventing page's charts (apps.eventing.charts): throughput per topic and each
+consumer's lag equal the counts queried here, and the page's statements stay few."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.db.models.functions import TruncMinute
+from django.urls import reverse
+from django.utils import timezone
+
+from apps.core.redis import get_redis
+from apps.core.scope import system_scope, tenant_scope
+from apps.eventing.models import RecentEvent
+from apps.eventing.transports import stream_key
+from apps.registry.models import Topic
+from tests.console.chart_figures import chart_figures, column
+from tests.query_counts import queries_for
+
+pytestmark = pytest.mark.django_db
+
+
+def received(tenant, topic, n, minutes_ago):
+    with tenant_scope(tenant):
+        RecentEvent.objects.bulk_create(
+            RecentEvent(
+                event_id=uuid.uuid4(),
+                topic=topic,
+                event_type="e",
+                tenant=tenant,
+                aggregate_type="k",
+                aggregate_id="1",
+                occurred_at=timezone.now(),
+                received_at=timezone.now() - timedelta(minutes=minutes_ago),
+            )
+            for _ in range(n)
+        )
+
+
+def test_throughput_per_topic_and_lag_per_consumer(client, operator, tenant_a, tenant_b, topic):
+    received(tenant_a, "t.one", 4, minutes_ago=1)
+    received(tenant_b, "t.one", 2, minutes_ago=5)
+    received(tenant_b, "t.two", 3, minutes_ago=5)
+    received(tenant_b, "t.two", 9, minutes_ago=90)  # older than the hour
+    key = stream_key(topic.name)
+    for i in range(4):
+        get_redis().xadd(key, {"n": i})
+    get_redis().xgroup_create(key, "slow", id="0")
+    get_redis().xreadgroup("slow", "s-1", {key: ">"}, count=1)
+    client.force_login(operator)
+    html = client.get(reverse("eventing:overview")).content.decode()
+
+    figures = chart_figures(html, "throughput-per-topic")
+    with system_scope():
+        hour = RecentEvent.objects.filter(received_at__gte=timezone.now() - timedelta(minutes=59))
+        for name in ("t.one", "t.two"):
+            expected = {
+                f"{minute:%H:%M}"
+                for minute in hour.filter(topic=name)
+                .annotate(minute=TruncMinute("received_at"))
+                .values_list("minute", flat=True)
+            }
+            drawn = {label for label, n in column(figures, name.capitalize()).items() if n}
+            assert drawn == expected
+            assert (
+                sum(column(figures, name.capitalize()).values()) == hour.filter(topic=name).count()
+            )
+    assert sum(column(figures, "T.two").values()) == 3
+
+    lag = chart_figures(html, "consumer-lag")[f"{topic.name}: slow"]
+    [group] = get_redis().xinfo_groups(key)
+    assert (lag["Waiting"], lag["Not acknowledged"]) == (3, group["pending"]) == (3, 1)
+
+
+def test_the_overview_stays_within_a_few_statements(client, operator, tenant_a):
+    client.force_login(operator)
+    few = queries_for(lambda: client.get(reverse("eventing:overview")))
+    received(tenant_a, "t.one", 30, minutes_ago=2)
+    for n in range(3):
+        Topic.objects.create(name=f"test.q{uuid.uuid4().hex[:8]}{n}", current_schema_version=1)
+    assert queries_for(lambda: client.get(reverse("eventing:overview"))) == few
