@@ -41,6 +41,7 @@ SCHEDULES = [
     ("eventing.periodic_sweep_outbox", 5, IntervalSchedule.SECONDS, "periodic"),
     ("eventing.periodic_reconcile_effects", 30, IntervalSchedule.SECONDS, "periodic"),
     ("eventing.periodic_trim_streams", 1, IntervalSchedule.MINUTES, "periodic"),
+    ("eventing.periodic_sample_lag", 1, IntervalSchedule.MINUTES, "periodic"),
     ("eventing.periodic_redeliver_replays", 30, IntervalSchedule.SECONDS, "periodic"),
     # Kicked when a batch turns terminal; this sweep only catches lost kicks.
     ("compute.periodic_poll_batch_links", 5, IntervalSchedule.SECONDS, "periodic"),

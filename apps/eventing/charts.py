@@ -11,16 +11,16 @@ Where the figures come from, and why those sources:
   subscription.
 - Consumer lag: what Redis says now (`XINFO GROUPS` on each topic's stream, one
   pipelined round trip): entries not yet delivered to the group plus those delivered
-  and not acknowledged. Lag is not sampled over time: a history would need a writer on
-  a schedule and a table (or a Redis list) of its own for a figure that is cheap to
-  read now and whose history belongs in the platform's time-series store; the page
-  shows it beside the last hour's throughput, which is stored.
+  and not acknowledged.
+- Lag over time: the minute's sample `eventing.periodic_sample_lag` writes beside the
+  streams (apps.eventing.lag: a Redis hash a minute, kept two hours), read in one
+  pipelined round trip. It lives with what it measures: a Redis that lost its data
+  lost the lag too, and the chart shows the gap instead of inventing figures.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db.models import Count
@@ -28,32 +28,18 @@ from django.db.models.functions import TruncMinute
 from django.utils import timezone
 
 from apps.console.charts import Chart, Series, stacked_series
-from apps.core.redis import REDIS_ERRORS, get_redis
 from apps.core.scope import current_scope
 from apps.eventing.dispatcher import outbox_backlog
+from apps.eventing.lag import Lag, consumer_lag, lag_samples
 from apps.eventing.models import OutboxEvent, RecentEvent
 from apps.eventing.selectors import MinuteRate, delivery_rate
-from apps.eventing.transports import stream_key
-from apps.registry.selectors import topic_names
 
 MINUTES = 60
 # More topics than colours tell apart: the busiest are drawn, the rest summed.
 TOPICS_DRAWN = 5
-LAG_COUNTED = 10_000
 # Groups drawn; Steward's own consumers read every topic, so a platform has many.
 LAG_SHOWN = 12
-
-
-@dataclass(frozen=True)
-class Lag:
-    topic: str
-    consumer: str
-    waiting: int  # in the stream, not yet delivered to the group
-    pending: int  # delivered, not acknowledged
-
-    @property
-    def behind(self) -> int:
-        return self.waiting + self.pending
+CONSUMERS_DRAWN = 5
 
 
 def _minutes(now=None) -> list:
@@ -125,60 +111,6 @@ def throughput_per_topic() -> Chart:
     )
 
 
-def consumer_lag() -> list[Lag]:
-    """Each consumer group's lag on each topic's stream, now; empty when Redis does not
-    answer (the chart then says so rather than the page failing)."""
-    names = sorted(topic_names())
-    if not names:
-        return []
-    try:
-        client = get_redis()
-        pipe = client.pipeline(transaction=False)
-        for name in names:
-            pipe.xinfo_groups(stream_key(name))
-        answers = pipe.execute(raise_on_error=False)
-    except REDIS_ERRORS:
-        return []
-    found = [
-        (topic, group)
-        for topic, groups in zip(names, answers, strict=True)
-        if not isinstance(groups, Exception)  # no stream yet
-        for group in groups
-    ]
-    # Redis 7 counts a group's lag itself; before it, the entries after the group's last
-    # delivered id are counted, up to LAG_COUNTED (one more pipelined round trip).
-    unknown = [(topic, group) for topic, group in found if group.get("lag") is None]
-    counted = {}
-    if unknown:
-        try:
-            pipe = client.pipeline(transaction=False)
-            for topic, group in unknown:
-                last = _text(group["last-delivered-id"])
-                pipe.xrange(stream_key(topic), min=f"({last}", max="+", count=LAG_COUNTED)
-            for (topic, group), entries in zip(unknown, pipe.execute(), strict=True):
-                counted[(topic, _text(group["name"]))] = len(entries)
-        except REDIS_ERRORS:
-            pass
-    lags = [
-        Lag(
-            topic=topic,
-            consumer=_text(group["name"]),
-            waiting=int(
-                group["lag"]
-                if group.get("lag") is not None
-                else counted.get((topic, _text(group["name"])), 0)
-            ),
-            pending=int(group.get("pending") or 0),
-        )
-        for topic, group in found
-    ]
-    return sorted(lags, key=lambda lag: (-lag.behind, lag.consumer, lag.topic))
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def lag_chart(lags: list[Lag], *, backlog: int | None = None) -> Chart:
     """The consumer groups furthest behind (LAG_SHOWN of them), after the outbox backlog
     when one is given; the others are counted in the footnote."""
@@ -215,3 +147,23 @@ def backlog_and_lag() -> Chart:
         backlog, _ = outbox_backlog()
         return lag_chart(consumer_lag(), backlog=backlog)
     return lag_chart([], backlog=OutboxEvent.objects.count())
+
+
+def lag_over_time() -> Chart:
+    """The last hour's lag, minute by minute, stacked by consumer group (the groups
+    furthest behind over the hour drawn apart, the rest summed)."""
+    minutes = _minutes()
+    history = lag_samples(minutes)
+    behind = {group: counts for group, counts in history.items() if any(counts.values())}
+    series = stacked_series(behind, minutes, drawn=CONSUMERS_DRAWN, rest="other groups")
+    return Chart(
+        key="lag-over-time",
+        title="Lag per consumer, last hour",
+        description="Events each consumer group was behind on its topic, sampled each minute.",
+        labels=[f"{m:%H:%M}" for m in minutes] if series else [],
+        series=series,
+        kind="columns",
+        empty="No consumer group was behind in the last hour's samples."
+        if history
+        else "No lag sampled in the last hour.",
+    )

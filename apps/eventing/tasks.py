@@ -1,5 +1,5 @@
 """Thin Celery tasks around the dispatcher, the inbox sweep, the reconciler, stream
-trimming and dead-letter replays."""
+trimming, dead-letter replays and the minute's lag sample."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from celery import shared_task
 
 from apps.core.jobs import periodic_job
 from apps.core.kick import clear_kick
-from apps.eventing import consumers, dispatcher, effects, streams
+from apps.eventing import consumers, dispatcher, effects, lag, streams
 from apps.eventing.services import KICK_KEY
 
 
@@ -49,3 +49,10 @@ def periodic_trim_streams() -> dict:
 @periodic_job("eventing.redeliver_replays")
 def periodic_redeliver_replays() -> int:
     return consumers.redeliver_queued()
+
+
+@shared_task(scope="self", name="eventing.periodic_sample_lag")
+def periodic_sample_lag() -> int:
+    """Every minute: the eventing page's lag over time. Overlapping runs write the same
+    minute's hash, so no claim is needed."""
+    return lag.lag_sample_record()

@@ -35,6 +35,7 @@ class OverviewView(OperatorRequiredMixin, TemplateView):
             published=charts.published_chart(overview.per_minute),
             throughput=charts.throughput_per_topic(),
             lag=charts.lag_chart(charts.consumer_lag()),
+            lag_history=charts.lag_over_time(),
             subscriptions=selectors.subscription_health()[:50],
             recent=selectors.recent_event_list()[:10],
         )

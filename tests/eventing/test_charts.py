@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from apps.core.redis import get_redis
 from apps.core.scope import system_scope, tenant_scope
+from apps.eventing import lag
 from apps.eventing.models import RecentEvent
 from apps.eventing.transports import stream_key
 from apps.registry.models import Topic
@@ -20,6 +21,14 @@ from tests.console.chart_figures import chart_figures, column
 from tests.query_counts import queries_for
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def no_lag_samples():
+    """Redis outlives each test's database: earlier tests' lag samples would be drawn."""
+    redis = get_redis()
+    for key in redis.scan_iter(lag.LAG_HISTORY_KEY.format(minute="*")):
+        redis.delete(key)
 
 
 def received(tenant, topic, n, minutes_ago):
@@ -72,6 +81,40 @@ def test_throughput_per_topic_and_lag_per_consumer(client, operator, tenant_a, t
     lag = chart_figures(html, "consumer-lag")[f"{topic.name}: slow"]
     [group] = get_redis().xinfo_groups(key)
     assert (lag["Waiting"], lag["Not acknowledged"]) == (3, group["pending"]) == (3, 1)
+
+
+def test_lag_over_time_draws_the_minutes_samples(client, operator, topic):
+    """Each minute's sample, as the periodic task records it, is the figure drawn for
+    that minute; minutes without a sample draw nothing."""
+    key = stream_key(topic.name)
+    for i in range(5):
+        get_redis().xadd(key, {"n": i})
+    get_redis().xgroup_create(key, "slow", id="0")
+    now = timezone.now()
+    assert lag.lag_sample_record(now - timedelta(minutes=3)) == 1  # 5 behind then
+    get_redis().xreadgroup("slow", "s-1", {key: ">"}, count=2)
+    get_redis().xack(key, "slow", *[e[0] for e in get_redis().xrange(key, count=2)])
+    assert lag.lag_sample_record(now) == 1  # 3 behind now
+    client.force_login(operator)
+    html = client.get(reverse("eventing:overview")).content.decode()
+    drawn = column(chart_figures(html, "lag-over-time"), f"{topic.name}: slow".capitalize())
+    minute = now.replace(second=0, microsecond=0)
+    expected = {
+        f"{minute - timedelta(minutes=3):%H:%M}": 5,
+        f"{minute:%H:%M}": 3,
+    }
+    assert {label: n for label, n in drawn.items() if n} == expected
+    [group] = lag.consumer_lag()
+    assert group.behind == 3
+
+
+def test_lag_over_time_says_when_nothing_was_sampled(client, operator):
+    client.force_login(operator)
+    html = client.get(reverse("eventing:overview")).content.decode()
+    i = html.index('data-chart="lag-over-time"')
+    assert "No lag sampled in the last hour." in html[i - 2000 : i + 2000], html[
+        i - 2000 : i + 2000
+    ]
 
 
 def test_the_overview_stays_within_a_few_statements(client, operator, tenant_a):

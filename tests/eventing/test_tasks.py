@@ -19,6 +19,7 @@ TASK_NAMES = [
     "eventing.replay_dead_letter",
     "eventing.periodic_trim_streams",
     "eventing.periodic_redeliver_replays",
+    "eventing.periodic_sample_lag",
 ]
 
 

@@ -1,0 +1,128 @@
+"""Each consumer group's lag on its topic's stream: now (`consumer_lag`), and sampled
+each minute by `eventing.periodic_sample_lag` for the eventing page's lag over time.
+
+The samples live beside what they measure, in Redis: a hash a minute of
+"topic: consumer" -> events behind, expiring after LAG_HISTORY_SECONDS. A Redis that
+lost its data lost the lag with it; the chart then shows the gap.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.eventing.transports import stream_key
+from apps.registry.selectors import topic_names
+
+LAG_COUNTED = 10_000
+LAG_HISTORY_KEY = "steward:eventing:lag:{minute}"
+LAG_HISTORY_SECONDS = 2 * 3600
+
+
+@dataclass(frozen=True)
+class Lag:
+    topic: str
+    consumer: str
+    waiting: int  # in the stream, not yet delivered to the group
+    pending: int  # delivered, not acknowledged
+
+    @property
+    def behind(self) -> int:
+        return self.waiting + self.pending
+
+
+def consumer_lag() -> list[Lag]:
+    """Each consumer group's lag on each topic's stream, now; empty when Redis does not
+    answer (the chart then says so rather than the page failing)."""
+    names = sorted(topic_names())
+    if not names:
+        return []
+    try:
+        client = get_redis()
+        pipe = client.pipeline(transaction=False)
+        for name in names:
+            pipe.xinfo_groups(stream_key(name))
+        answers = pipe.execute(raise_on_error=False)
+    except REDIS_ERRORS:
+        return []
+    found = [
+        (topic, group)
+        for topic, groups in zip(names, answers, strict=True)
+        if not isinstance(groups, Exception)  # no stream yet
+        for group in groups
+    ]
+    # Redis 7 counts a group's lag itself; before it, the entries after the group's last
+    # delivered id are counted, up to LAG_COUNTED (one more pipelined round trip).
+    unknown = [(topic, group) for topic, group in found if group.get("lag") is None]
+    counted = {}
+    if unknown:
+        try:
+            pipe = client.pipeline(transaction=False)
+            for topic, group in unknown:
+                last = _text(group["last-delivered-id"])
+                pipe.xrange(stream_key(topic), min=f"({last}", max="+", count=LAG_COUNTED)
+            for (topic, group), entries in zip(unknown, pipe.execute(), strict=True):
+                counted[(topic, _text(group["name"]))] = len(entries)
+        except REDIS_ERRORS:
+            pass
+    lags = [
+        Lag(
+            topic=topic,
+            consumer=_text(group["name"]),
+            waiting=int(
+                group["lag"]
+                if group.get("lag") is not None
+                else counted.get((topic, _text(group["name"])), 0)
+            ),
+            pending=int(group.get("pending") or 0),
+        )
+        for topic, group in found
+    ]
+    return sorted(lags, key=lambda lag: (-lag.behind, lag.consumer, lag.topic))
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _lag_key(minute) -> str:
+    return LAG_HISTORY_KEY.format(minute=int(minute.timestamp()))
+
+
+def lag_samples(minutes: list) -> dict[str, dict]:
+    """{"topic: consumer": {minute: events behind}} as sampled each minute; empty when
+    Redis does not answer."""
+    try:
+        pipe = get_redis().pipeline(transaction=False)
+        for minute in minutes:
+            pipe.hgetall(_lag_key(minute))
+        answers = pipe.execute()
+    except REDIS_ERRORS:
+        return {}
+    history: dict[str, dict] = defaultdict(dict)
+    for minute, sample in zip(minutes, answers, strict=True):
+        for group, behind in sample.items():
+            history[_text(group)][minute] = int(behind)
+    return history
+
+
+def lag_sample_record(now=None) -> int:
+    """The minute's sample of every consumer group's lag; the groups it recorded (none
+    when Redis does not answer)."""
+    minute = (now or timezone.now()).replace(second=0, microsecond=0)
+    sample = {f"{lag.topic}: {lag.consumer}": lag.behind for lag in consumer_lag()}
+    if not sample:
+        return 0
+    key = _lag_key(minute)
+    try:
+        pipe = get_redis().pipeline(transaction=True)
+        pipe.delete(key)
+        pipe.hset(key, mapping=sample)
+        pipe.expire(key, LAG_HISTORY_SECONDS)
+        pipe.execute()
+    except REDIS_ERRORS:
+        return 0
+    return len(sample)
