@@ -41,13 +41,15 @@ class AssetSerializer(StrictModelSerializer):
         ]
 
 
-# The list's rows: Asset.is_workflow_managed, computed from the row's columns.
+# The list's rows: Asset.is_workflow_managed, computed from the row's columns (the
+# enum's member read once: each read of a choices member goes through its metaclass).
+_REQUESTED = str(Asset.Status.REQUESTED)
 ASSET_ROWS = RowShape(
     AssetSerializer,
     computed={
         "is_workflow_managed": lambda row: (
             row["workflow_instance_id"] is not None
-            and row["status"] == Asset.Status.REQUESTED
+            and row["status"] == _REQUESTED
             and not row["workflow_link_stale"]
         )
     },
