@@ -32,18 +32,6 @@ class Column:
     link: bool = False  # link to the row's get_absolute_url
 
 
-def follow(obj, dotted: str):
-    """A dotted attribute path on a row (`home_region.slug`); a method is called, and a
-    missing link reads as empty (the `attr` template filter does the same)."""
-    for part in dotted.split("."):
-        if obj is None:
-            return ""
-        obj = getattr(obj, part, "")
-        if callable(obj):
-            obj = obj()
-    return obj
-
-
 class OperatorRequiredMixin(UserPassesTestMixin):
     """Operators' platform pages: across tenants, so in the system scope even while the
     operator acts for one tenant."""
@@ -130,24 +118,9 @@ class ListPage(LoginRequiredMixin, ListView):
             searchable=bool(self.search_fields),
             create_action=self._create_action(),
             row_actions=self.row_actions,
-            table_rows=self._table_rows(context["object_list"]),
             related_pages=[(label, reverse(name)) for label, name in self.related_pages],
         )
         return context
-
-    def _table_rows(self, rows):
-        """Each row with its cells, as (value, link) pairs, read here once: the template
-        then loops over plain pairs instead of calling a filter per cell (each
-        template filter call resolves its arguments and looks the filter up again)."""
-        columns = self.columns
-        table = []
-        for row in rows:
-            cells = []
-            for column in columns:
-                value = follow(row, column.attr)
-                cells.append((value, row.get_absolute_url() if column.link else ""))
-            table.append((row, cells))
-        return table
 
     def _create_action(self):
         if self.create is None or caller_kind(self.request) not in self.create[2]:

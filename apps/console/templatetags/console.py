@@ -5,15 +5,19 @@ from django.utils import formats, timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html, format_html_join
 
-from apps.console.listing import follow
-
 register = template.Library()
 
 
 @register.filter
 def attr(obj, dotted: str):
     """Follow a dotted attribute path on a row (`home_region.slug`)."""
-    return follow(obj, dotted)
+    for part in dotted.split("."):
+        if obj is None:
+            return ""
+        obj = getattr(obj, part, "")
+        if callable(obj):
+            obj = obj()
+    return obj
 
 
 @register.simple_tag
