@@ -56,6 +56,9 @@ def test_a_field_row_shape_does_not_know_is_refused_when_the_shape_is_built():
     class Computed(serializers.Serializer):
         n = serializers.SerializerMethodField()
 
-    for serializer in (Nested, Computed):
+    class Formatted(serializers.Serializer):
+        at = serializers.DateTimeField(format="%Y")
+
+    for serializer in (Nested, Computed, Formatted):
         with pytest.raises(TypeError):
             RowShape(serializer)

@@ -7,7 +7,7 @@ serializer's declared fields once, and turns each into a plain conversion of a
 `.values()` row, with DRF's own representation (UUIDs as strings, datetimes in ISO
 8601 with `Z` for UTC, relations by their slug). A field it does not know raises at
 start-up rather than being answered differently, and tests hold every fast list to
-its serializer over generated rows (tests/core/test_rows.py and each app's).
+its serializer over generated rows (tests/<app>/test_api_rows.py).
 
 `RowListMixin` serves a viewset's `list` from the rows, with the same filters,
 search, ordering and cursor pagination as before; everything else the viewset does
@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.utils import timezone
-from rest_framework import serializers
+from rest_framework import ISO_8601, serializers
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
 
 def _datetime(value, zone):
@@ -52,10 +53,25 @@ _CONVERSIONS: tuple[tuple[type, Callable], ...] = (
 )
 
 
+def _as_drf_does(field) -> bool:
+    """False for the options that change a field's representation from the default."""
+    if isinstance(field, serializers.UUIDField):
+        return field.uuid_format == "hex_verbose"
+    if isinstance(field, serializers.DateTimeField | serializers.DateField):
+        default = (
+            api_settings.DATETIME_FORMAT
+            if isinstance(field, serializers.DateTimeField)
+            else api_settings.DATE_FORMAT
+        )
+        chosen = getattr(field, "format", default)
+        return str(chosen).lower() == ISO_8601 and getattr(field, "timezone", None) is None
+    return True
+
+
 def _conversion(field) -> Callable:
     for kind, convert in _CONVERSIONS:
         if isinstance(field, kind):
-            if isinstance(field, serializers.UUIDField) and field.uuid_format != "hex_verbose":
+            if not _as_drf_does(field):
                 break
             return convert
     raise TypeError(f"RowShape cannot represent {type(field).__name__} {field.field_name!r}")
