@@ -7,7 +7,10 @@ installed when missing and run as root) drives each endpoint from two threads an
 connections on the same machine, so client and server share the two cores.
 
 For each endpoint: requests/s and p50/p95/p99 latency (ms), and non-2xx answers
-(must be 0). baseline_rps is /healthz in the same run (the stack's floor: no
+(must be 0). Then `api_assets_one_client`: the API's asset list (a page of 50) from one
+connection alone, whose p50 is what one request costs with nothing queued before it;
+and `web_rss_mb`: each gunicorn process's resident memory once the load is over.
+baseline_rps is /healthz in the same run (the stack's floor: no
 authentication, no query), and each endpoint's ratio is its requests/s over it.
 The API is read with a platform service's token (system scope: all ten tenants), and
 its asset list also with one tenant's own service token; the console's asset list
@@ -177,12 +180,13 @@ def _check_answers(port: int, path: str, header: str) -> None:
         raise RuntimeError(f"{path} answered {status}, not the page")
 
 
-def _drive(wrk: str, url: str, header: str, seconds: int) -> dict:
+def _drive(wrk: str, url: str, header: str, seconds: int, *, connections: int = 16) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(REPORT)
+    threads = min(2, connections)
     try:
         answer = subprocess.run(  # noqa: S603
-            [wrk, "-t2", "-c16", f"-d{seconds}s", "-s", script.name]
+            [wrk, f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "-s", script.name]
             + (["-H", header] if header else [])
             + [url],
             capture_output=True,
@@ -200,6 +204,17 @@ def _drive(wrk: str, url: str, header: str, seconds: int) -> dict:
         "non_2xx": summary["non_2xx"],
         "errors": summary["errors"],
     }
+
+
+def _web_rss_mb(master: int) -> list[float]:
+    """Resident memory of each gunicorn worker (the master's children), in MB."""
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    sizes = []
+    for pid in children:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                sizes.append(round(int(line.split()[1]) / 1024, 1))
+    return sizes
 
 
 def run(*, quick: bool) -> dict:
@@ -243,6 +258,13 @@ def run(*, quick: bool) -> dict:
             figures[name] = _drive(wrk, base + path, header, seconds)
             figures[name]["ratio"] = round(figures[name]["rps"] / baseline["rps"], 3)
             print(f"load: {name} {figures[name]}", file=sys.stderr)
+        one = f"Authorization: Bearer {tokens['token']}"
+        alone = _drive(
+            wrk, f"{base}/api/v1/assets/assets/?page_size=50", one, seconds, connections=1
+        )
+        print(f"load: api_assets_one_client {alone}", file=sys.stderr)
+        rss = _web_rss_mb(proc.pid)
+        print(f"load: web_rss_mb {rss}", file=sys.stderr)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -255,4 +277,6 @@ def run(*, quick: bool) -> dict:
         "baseline_rps": baseline["rps"],
         "baseline": baseline,
         "endpoints": figures,
+        "api_assets_one_client": alone,
+        "web_rss_mb": rss,
     }

@@ -296,7 +296,7 @@ REST_FRAMEWORK = {
         "rest_framework.filters.SearchFilter",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["apps.core.api.renderers.FastJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["apps.core.api.parsers.JSONParser"],
     "DEFAULT_THROTTLE_CLASSES": ["apps.core.api.throttling.CallerRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"caller": env("STEWARD_API_RATE", "1200/min")},

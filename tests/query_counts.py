@@ -29,3 +29,14 @@ def assert_flat_query_count(
     after = queries_for(fetch)
     assert before == after, f"{before} statements with {few} rows, {after} with {few + more}"
     return after
+
+
+def every_page(client, url: str) -> list[dict]:
+    """Every row of a cursor-paginated API list, following `next` from `url`."""
+    rows = []
+    while url:
+        page = client.get(url)
+        assert page.status_code == 200, page.content[:500]
+        rows += page.json()["results"]
+        url = page.json()["next"]
+    return rows

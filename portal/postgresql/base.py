@@ -10,7 +10,8 @@ closed connection has something to read. The socket of a healthy idle connection
 has nothing: no query is outstanding. So the check looks at the socket without
 waiting, and asks PostgreSQL only when there is something there or the connection
 is not idle. A link cut without a FIN is not seen, as it is not by `SELECT 1`, which
-would wait for the socket timeout.
+would wait for the socket timeout. Pooled connections (web processes) get the same
+check when the pool hands them out, in place of psycopg_pool's empty query.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import select
 
 from django.db.backends.postgresql import base
 from psycopg import pq
+from psycopg_pool import ConnectionPool
 
 
 def quietly_idle(connection) -> bool:
@@ -32,7 +34,25 @@ def quietly_idle(connection) -> bool:
     return not poller.poll(0)
 
 
+def check_pooled(connection) -> None:
+    """The pool's check of a connection it hands out: psycopg_pool's own sends an empty
+    query (a round trip on every request); this one asks PostgreSQL only when the
+    socket shows the server closed it, or the connection is not idle."""
+    if not quietly_idle(connection):
+        ConnectionPool.check_connection(connection)
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    @property
+    def pool(self):
+        created = self.alias not in self._connection_pools
+        pool = super().pool
+        if created and pool is not None and pool._check is not None:
+            # Django passes ConnectionPool.check_connection when CONN_HEALTH_CHECKS is
+            # on; the pool is not open yet, so no connection was checked the old way.
+            pool._check = check_pooled
+        return pool
+
     def close_if_health_check_failed(self):
         if (
             self.connection is not None

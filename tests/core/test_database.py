@@ -67,3 +67,40 @@ def test_a_connection_in_a_transaction_is_not_quietly_idle(own_connection):
         raw.execute("SELECT 1")
         assert not quietly_idle(raw)
     assert quietly_idle(raw)
+
+
+def test_the_pool_checks_a_healthy_connection_by_its_socket_and_refuses_a_closed_one(monkeypatch):
+    from psycopg_pool import ConnectionPool
+
+    from portal.postgresql.base import check_pooled
+
+    asked = []
+    real = ConnectionPool.check_connection
+    monkeypatch.setattr(
+        ConnectionPool, "check_connection", lambda conn: asked.append(1) or real(conn)
+    )
+    params = {**connection.get_connection_params(), "autocommit": True}
+    with psycopg.connect(**params) as conn:
+        check_pooled(conn)
+        assert asked == []  # no query: nothing to read on an idle socket
+        terminate(conn.info.backend_pid)
+        wait_for(lambda: not quietly_idle(conn), timeout=5)
+        with pytest.raises(psycopg.OperationalError):
+            check_pooled(conn)  # the pool then discards it and hands out another
+        assert asked == [1]
+
+
+def test_a_pooled_web_connection_uses_that_check():
+    from portal.postgresql.base import check_pooled
+
+    pooled = connection.copy(alias="pooled-check")
+    pooled.settings_dict["OPTIONS"] = {
+        **pooled.settings_dict["OPTIONS"],
+        "pool": {"min_size": 1, "max_size": 1},
+    }
+    pooled.settings_dict["CONN_MAX_AGE"] = 0
+    pooled.settings_dict["CONN_HEALTH_CHECKS"] = True
+    try:
+        assert pooled.pool._check is check_pooled
+    finally:
+        pooled.close_pool()

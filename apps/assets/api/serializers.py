@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from apps.assets.models import Asset, WorkflowCallback
+from apps.core.api.rows import RowShape
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
 
 
@@ -38,6 +39,22 @@ class AssetSerializer(StrictModelSerializer):
             "created_at",
             "updated_at",
         ]
+
+
+# The list's rows: Asset.is_workflow_managed, computed from the row's columns (the
+# enum's member read once: each read of a choices member goes through its metaclass).
+_REQUESTED = str(Asset.Status.REQUESTED)
+ASSET_ROWS = RowShape(
+    AssetSerializer,
+    computed={
+        "is_workflow_managed": lambda row: (
+            row["workflow_instance_id"] is not None
+            and row["status"] == _REQUESTED
+            and not row["workflow_link_stale"]
+        )
+    },
+    extra=("workflow_link_stale",),
+)
 
 
 class RequestApprovalSerializer(StrictSerializer):

@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from apps.core.api.rows import RowShape
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
 from apps.eventing.models import DeadLetter, RecentEvent, UncertainEffect
 
@@ -70,6 +71,9 @@ class RecentEventSerializer(StrictModelSerializer):
             "received_at",
         ]
         read_only_fields = fields
+
+
+RECENT_EVENT_ROWS = RowShape(RecentEventSerializer)
 
 
 class MinuteRateSerializer(StrictSerializer):

@@ -5,6 +5,7 @@ from rest_framework.views import APIView
 
 from apps.core.api.idempotency import idempotent
 from apps.core.api.permissions import PLATFORM
+from apps.core.api.rows import RowListMixin
 from apps.core.api.views import StewardAccessMixin, StewardReadOnlyViewSet
 from apps.eventing import selectors, services
 from apps.eventing.api import serializers
@@ -73,8 +74,9 @@ class UncertainEffectViewSet(StewardReadOnlyViewSet):
         return selectors.uncertain_effect_list()
 
 
-class RecentEventViewSet(StewardReadOnlyViewSet):
+class RecentEventViewSet(RowListMixin, StewardReadOnlyViewSet):
     serializer_class = serializers.RecentEventSerializer
+    row_shape = serializers.RECENT_EVENT_ROWS
     filterset_class = RecentEventFilterSet
     search_fields = ["aggregate_id", "event_type"]
     ordering_fields = ["received_at", "id"]

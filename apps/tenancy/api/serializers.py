@@ -1,5 +1,6 @@
 from rest_framework import serializers
 
+from apps.core.api.rows import RowShape
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
 from apps.tenancy.models import TOKEN_SCOPES, AuditEvent, DataClass, Membership, Region, Tenant
 
@@ -32,6 +33,9 @@ class TenantSerializer(StrictModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["id", "created_at", "updated_at"]
+
+
+TENANT_ROWS = RowShape(TenantSerializer)
 
 
 class MembershipSerializer(StrictModelSerializer):

@@ -15,6 +15,7 @@ from apps.core.api.permissions import (
     IsAuthenticatedCaller,
     caller_kind,
 )
+from apps.core.api.rows import RowListMixin
 from apps.core.api.views import (
     IdempotentCreateMixin,
     ReadShapeUpdateMixin,
@@ -32,6 +33,7 @@ from apps.tenancy.models import Tenant
 
 
 class TenantViewSet(
+    RowListMixin,
     StewardViewSetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -43,6 +45,7 @@ class TenantViewSet(
     never deleted here (offboarding is a governance order)."""
 
     serializer_class = serializers.TenantSerializer
+    row_shape = serializers.TENANT_ROWS
     queryset = Tenant.objects.none()  # for the schema; get_queryset() decides
     # Creating a tenant writes in the new tenant's scope: platform callers work in the
     # system scope here even while they act for a tenant (the list still follows it).

@@ -1,0 +1,124 @@
+"""Bearer tokens as the last look-up found them, kept in Redis for a few seconds.
+
+Looking a token up costs a transaction of its own (the token's service account is a
+row-level security row, read in the system scope): four round trips to PostgreSQL
+and three model instances, on every API request. The cache answers with one Redis
+round trip instead, shared by every web process.
+
+What keeps it exact: every entry carries the *generation* it was read under, and
+every change to a token, a service account or a tenant (revocation, rotation, a
+disabled account, a tenant's status) increments the generation, inside the changing
+transaction and again after it commits. A request reads the entry and the current
+generation in one MGET, and uses the entry only when the two match, so a token
+revoked in one process is refused by every other one at once. The order makes the
+race harmless: the generation is read before PostgreSQL, so an entry written from a
+read that still saw the token live carries the old generation and is never used.
+Expiry is checked against the cached `expires_at` on every request, so it is exact
+too; the TTL only bounds how long an unused entry stays in Redis.
+
+When Redis does not answer, tokens are looked up in PostgreSQL as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from datetime import datetime
+
+from django.db import transaction
+
+from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.tenancy.models import ApiToken, ServiceAccount, Tenant
+
+TTL_SECONDS = 10
+GENERATION_KEY = "steward:auth:generation"
+_MODELS = (ApiToken, ServiceAccount, Tenant)
+
+
+def _encode(value):
+    # Full microseconds (DjangoJSONEncoder keeps milliseconds): the entry restores the
+    # instances exactly as PostgreSQL gave them.
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _key(digest: str) -> str:
+    return f"steward:auth:token:{digest}"
+
+
+def _fields(instance) -> dict:
+    return {
+        field.attname: getattr(instance, field.attname)
+        for field in type(instance)._meta.concrete_fields
+    }
+
+
+def _restore(model, values: dict):
+    return model(
+        **{
+            field.attname: field.to_python(values[field.attname])
+            for field in model._meta.concrete_fields
+        }
+    )
+
+
+def lookup(digest: str) -> tuple[ApiToken | None, bytes | None]:
+    """The cached token (with its service account and tenant) and the generation read
+    with it; (None, generation) on a miss. The generation is what `store` is given."""
+    try:
+        entry, generation = get_redis().mget([_key(digest), GENERATION_KEY])
+    except REDIS_ERRORS:
+        return None, None
+    generation = generation or b"0"
+    if entry is None:
+        return None, generation
+    cached = json.loads(entry)
+    if cached["generation"] != generation.decode():
+        return None, generation
+    token = _restore(ApiToken, cached["token"])
+    account = _restore(ServiceAccount, cached["account"])
+    account.tenant = _restore(Tenant, cached["tenant"]) if cached["tenant"] else None
+    token.service_account = account
+    return token, generation
+
+
+def store(token: ApiToken, generation: bytes | None) -> None:
+    """Keep `token` as read under `generation` (from `lookup`, before PostgreSQL was)."""
+    if generation is None:
+        return
+    account = token.service_account
+    entry = {
+        "generation": generation.decode(),
+        "token": _fields(token),
+        "account": _fields(account),
+        "tenant": _fields(account.tenant) if account.tenant_id else None,
+    }
+    with contextlib.suppress(REDIS_ERRORS):
+        get_redis().set(_key(token.digest), json.dumps(entry, default=_encode), ex=TTL_SECONDS)
+
+
+def _bump() -> None:
+    # Should Redis be away for the bump and back before an entry expires, that entry
+    # could be served for at most TTL_SECONDS more: the bound on a lost invalidation.
+    with contextlib.suppress(REDIS_ERRORS):
+        get_redis().incr(GENERATION_KEY)
+
+
+def invalidate() -> None:
+    """Every cached token is stale: call inside the transaction that changes a token,
+    a service account or a tenant (it bumps now, and again once the change commits)."""
+    _bump()
+    transaction.on_commit(_bump)
+
+
+def _changed(sender, **kwargs) -> None:
+    invalidate()
+
+
+def connect_signals() -> None:
+    """Saves and deletes of the three models invalidate too (the admin, a shell), on top
+    of the services' own calls for their queryset updates (which send no signal)."""
+    from django.db.models.signals import post_delete, post_save
+
+    for model in _MODELS:
+        post_save.connect(_changed, sender=model, dispatch_uid=f"token-cache-{model.__name__}")
+        post_delete.connect(_changed, sender=model, dispatch_uid=f"token-cache-{model.__name__}-d")
