@@ -71,6 +71,15 @@ def _enter(scope: Scope) -> Iterator[Scope]:
             f"{'the system' if scope.system else f'tenant {scope.tenant_id}'}"
         )
     outermost = not connection.in_atomic_block
+    if scope == outer and not outermost:
+        # The same scope again (an audit row or an emit inside the request's own
+        # scope): its settings are this transaction's already, and a rollback to the
+        # savepoint leaves them as they are, so setting and restoring them would be two
+        # round trips for nothing. The savepoint stays: a caller may still catch an
+        # error raised inside and go on.
+        with transaction.atomic():
+            yield scope
+        return
     with transaction.atomic():
         token = _current.set(scope)
         try:

@@ -2,7 +2,8 @@
 only narrow."""
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.core.scope import ScopeViolation, current_scope, system_scope, tenant_scope
 from apps.tenancy.models import Membership
@@ -40,3 +41,17 @@ def test_scopes_only_narrow(tenant_a, tenant_b):
             pass
         with tenant_scope(tenant_a):
             assert current_scope().tenant_id == tenant_a.pk
+
+
+def test_the_same_scope_again_sets_nothing_and_still_rolls_back_alone(tenant_a):
+    """An audit row or an emit inside the request's own scope re-enters that scope: a
+    savepoint, and no setting of what is set already."""
+    with tenant_scope(tenant_a):
+        with CaptureQueriesContext(connection) as ctx, tenant_scope(tenant_a):
+            member(tenant_a, username="inner")
+        assert not [q for q in ctx.captured_queries if "set_config" in q["sql"]]
+        with pytest.raises(IntegrityError), tenant_scope(tenant_a):
+            member(tenant_a, username="inner")  # the same username again
+        # the savepoint took only the failed insert back; the scope still holds
+        assert current_scope().tenant_id == tenant_a.pk
+        assert list(Membership.objects.values_list("user__username", flat=True)) == ["inner"]
