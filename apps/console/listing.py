@@ -79,6 +79,9 @@ class ListPage(LoginRequiredMixin, ListView):
     create: tuple[str, str, set[str]] | None = None  # (label, url name, caller kinds)
     row_actions: tuple[RowAction, ...] = ()
     related_pages: tuple[tuple[str, str], ...] = ()  # (label, url name) shown above the list
+    # One more cell per row, a template rendered with the row (its header is the
+    # template's `extra_column_header` block); the columns' cells are plain values.
+    row_cell_template: str | None = None
 
     def get_base_queryset(self):
         raise NotImplementedError

@@ -238,6 +238,7 @@ class AuditListView(OperatorOrTenantAdminMixin, ListPage):
     search_fields = ("object_repr", "actor_label", "action")
     default_ordering = "-occurred_at"
     template_name = "console/audit_list.html"
+    row_cell_template = "console/_audit_cell.html"
     columns = (
         Column("When", "occurred_at", sort="occurred_at"),
         Column("Tenant", "tenant.slug", sort="tenant__slug"),

@@ -109,6 +109,7 @@ def dead_letter_discard(request, pk):
 class UncertainEffectListView(OperatorRequiredMixin, ListPage):
     title = "Uncertain effects"
     template_name = "eventing/effect_list.html"
+    row_cell_template = "eventing/_effect_cell.html"
     filterset_class = UncertainEffectFilterSet
     search_fields = ("external_ref", "last_error")
     default_ordering = "-created_at"

@@ -6,8 +6,10 @@ from django.urls import reverse
 
 from apps.core.scope import system_scope
 from apps.eventing.models import DeadLetter
+from apps.eventing.views import DeadLetterListView
 from apps.registry.models import Subscription
 from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
+from tests.console.test_list_rows import Table, rendered
 from tests.eventing.factories import add_eventing_rows, make_dead_letter
 from tests.query_counts import assert_flat_query_count
 
@@ -117,3 +119,18 @@ def test_an_operator_acting_for_a_tenant_still_uses_the_platform_pages(
     )
     assert response.status_code == 201, response.content
     assert api.post("/api/v1/registry/services/", {"name": "nova"}).status_code == 201
+
+
+def test_row_actions_post_with_the_token_and_the_way_back(
+    client, operator, tenant_a, topic, webhook_subscription
+):
+    make_dead_letter(tenant_a, topic, webhook_subscription)
+    client.force_login(operator)
+    url = reverse("eventing:dead-letter-list") + "?state=dead"
+    html = client.get(url).content.decode()
+    [row] = Table(html).rows
+    actions = row[-1]
+    [action] = DeadLetterListView.row_actions
+    assert 'name="csrfmiddlewaretoken"' in actions
+    assert f'<input type="hidden" name="next" value="{rendered(url)}">' in actions
+    assert f">{action.label}</button>" in actions

@@ -1,9 +1,14 @@
 import json
 
 from django import template
+from django.template.base import render_value_in_context
+from django.template.defaulttags import CsrfTokenNode
+from django.template.loader import get_template
+from django.urls import reverse
 from django.utils import formats, timezone
 from django.utils.dateparse import parse_datetime
-from django.utils.html import format_html, format_html_join
+from django.utils.html import conditional_escape, format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 register = template.Library()
 
@@ -22,9 +27,54 @@ def attr(obj, dotted: str):
 
 @register.simple_tag
 def row_action_url(action, row):
-    from django.urls import reverse
-
     return reverse(action.url_name, args=[row.pk])
+
+
+@register.simple_tag(takes_context=True)
+def list_rows(context):
+    """A list page's body rows (apps.console.listing.ListPage), in one pass.
+
+    The same cells the template loop wrote (each value as `{{ }}` renders it: local
+    time, localized, escaped), without a template node per cell: fifty rows of six
+    columns were most of a list page's time. A page's one extra cell per row is its
+    view's `row_cell_template`, rendered with the row."""
+    columns, actions = context["columns"], context.get("row_actions") or ()
+    view = context.get("view")
+    extra = getattr(view, "row_cell_template", None)
+    # the engine's template, rendered in this page's context (already bound: no context
+    # processor runs again per row)
+    extra = get_template(extra).template if extra else None
+    if actions:
+        csrf = CsrfTokenNode().render(context)
+        next_input = format_html(
+            '<input type="hidden" name="next" value="{}">', context["request"].get_full_path()
+        )
+    rows = []
+    for row in context["object_list"]:
+        cells, url = [], None
+        for column in columns:
+            shown = render_value_in_context(attr(row, column.attr), context)
+            if column.link:
+                url = url or conditional_escape(row.get_absolute_url())
+                shown = f'<a href="{url}">{shown}</a>'
+            cells.append(f"<td>{shown}</td>")
+        if extra is not None:
+            with context.push(row=row):
+                cells.append(extra.render(context))
+        if actions:
+            forms = "".join(
+                f'<form method="post" action="{conditional_escape(row_action_url(a, row))}"'
+                f' class="inline">{csrf}{next_input}<button type="submit"'
+                f' class="secondary outline">{conditional_escape(a.label)}</button></form>'
+                for a in actions
+                if shows(a, row)
+            )
+            cells.append(f'<td class="actions">{forms}</td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    if not rows:
+        span = len(columns) + 1
+        rows.append(f'<tr><td colspan="{span}">Nothing matches.</td></tr>')
+    return mark_safe("\n".join(rows))  # noqa: S308 - every value above is escaped
 
 
 @register.filter
