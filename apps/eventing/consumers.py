@@ -82,6 +82,14 @@ def sync_consumer_subscriptions(topic_names: Iterable[str] | None = None) -> lis
     return subscriptions
 
 
+def follow_new_topics(names: Iterable[str]) -> int:
+    """Steward's consumers subscribed to these new topics, their groups made (the
+    `eventing.follow_new_topics` task); the subscriptions made sure of."""
+    subscriptions = sync_consumer_subscriptions(topic_names=names)
+    ensure_subscription_groups(subscriptions)
+    return len(subscriptions)
+
+
 def ensure_subscription_groups(subscriptions: Iterable[Subscription]) -> None:
     client = get_redis()
     for subscription in subscriptions:

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from django.dispatch import receiver
 
+from apps.core.enqueue import send_task
 from apps.core.redis import get_redis
-from apps.eventing.consumers import (
-    ensure_group,
-    ensure_subscription_groups,
-    sync_consumer_subscriptions,
-)
+from apps.eventing.consumers import ensure_group, ensure_subscription_groups
 from apps.eventing.transports import stream_key
 from apps.registry.news import is_news_topic
 from apps.registry.signals import subscription_created, topics_created
@@ -18,12 +15,15 @@ from apps.registry.signals import subscription_created, topics_created
 
 @receiver(topics_created, dispatch_uid="eventing.subscribe_stewards_consumers")
 def subscribe_stewards_consumers(sender, names, **kwargs) -> None:
-    """Steward's catch-all consumers follow a new topic at once, not at the consumers
-    process's next refresh: their groups start at the stream's end, so a group made
-    after the topic's first events were dispatched would never see them. Only the new
-    topics are looked at: registering a thousand new subjects must not cost a walk
-    over every topic each."""
-    ensure_subscription_groups(sync_consumer_subscriptions(topic_names=names))
+    """Steward's catch-all consumers follow a new topic soon, not at the consumers
+    process's next refresh, through a task: the request that made the topic (a
+    Schema Registry client auto-registering a new subject) does not wait for the
+    subscriptions and their audit rows. No event can go by unseen meanwhile: the
+    dispatcher makes Steward's consumer groups on a stream before its first entry
+    (RedisStreamTransport._steward_groups), and should the task be lost, the consumers
+    process subscribes every topic at its next refresh. Only the new topics are looked
+    at: registering a thousand new subjects must not cost a walk over every topic each."""
+    send_task("eventing.follow_new_topics", names=list(names))
 
 
 @receiver(subscription_created, dispatch_uid="eventing.make_subscription_group")

@@ -51,6 +51,11 @@ def periodic_redeliver_replays() -> int:
     return consumers.redeliver_queued()
 
 
+@shared_task(scope="self", name="eventing.follow_new_topics")
+def follow_new_topics(*, names: list[str]) -> int:
+    return consumers.follow_new_topics(names)
+
+
 @shared_task(scope="self", name="eventing.periodic_sample_lag")
 def periodic_sample_lag() -> int:
     """Every minute: the eventing page's lag over time. Overlapping runs write the same

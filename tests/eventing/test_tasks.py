@@ -20,6 +20,7 @@ TASK_NAMES = [
     "eventing.periodic_trim_streams",
     "eventing.periodic_redeliver_replays",
     "eventing.periodic_sample_lag",
+    "eventing.follow_new_topics",
 ]
 
 

@@ -2,6 +2,7 @@
 announced to eventing after commit."""
 
 import pytest
+from celery.contrib.testing.worker import start_worker
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -16,7 +17,9 @@ from apps.registry.models import Service, Subscription
 from apps.registry.services import NotPermitted
 from apps.registry.signals import subscription_created, topics_created
 from apps.tenancy.models import AuditEvent
+from portal.celery import app
 from tests.factories import service_token
+from tests.support import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -108,10 +111,22 @@ def test_creating_a_topic_announces_it_after_commit(django_capture_on_commit_cal
     assert heard[0][1] == ["test.announced"]
 
 
+@pytest.mark.django_db(transaction=True)
 def test_stewards_consumers_follow_a_topic_once_it_is_committed(django_capture_on_commit_callbacks):
+    """Through a task a real worker runs: the request that made the topic does not wait
+    for the subscription."""
     with django_capture_on_commit_callbacks(execute=True):
         topic = services.topic_create(actor=SYSTEM_ACTOR, name="test.followed")
+    assert not Subscription.objects.filter(topic=topic).exists()  # not in the request
     try:
+        with start_worker(
+            app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
+        ):
+            wait_for(
+                lambda: Subscription.objects.filter(
+                    topic=topic, consumer__name="steward.recent-events"
+                ).exists()
+            )
         subscription = Subscription.objects.get(topic=topic, consumer__name="steward.recent-events")
         groups = get_redis().xinfo_groups(stream_key(topic.name))
         assert subscription.group_name.encode() in [g["name"] for g in groups]
