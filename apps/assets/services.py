@@ -504,13 +504,40 @@ def resume_lost_delegations(*, older_than: timedelta | None = None) -> int:
             .undelegated()
             .values_list("approval_request_id", "pk")
         )
-    lost = []
+    lost, settled = [], []
     for start in range(0, len(waiting), 1000):
-        lost += _delegations_never_started(dict(waiting[start : start + 1000]), cutoff)
+        chunk = dict(waiting[start : start + 1000])
+        lost += _delegations_never_started(chunk, cutoff)
+        settled += _starts_settled_unrecorded(chunk)
     for asset_id in lost:
         logger.warning("asset %s: its delegation was lost; delegating again", asset_id)
         send_task("assets.delegate_approval", asset_id=str(asset_id))
+    for effect in settled:
+        # Found by the chaos drill: the worker settled the start, then died (or lost its
+        # database) before storing the instance on the asset; nothing else would, and
+        # the Workflow Service's callbacks for that instance were refused as unknown.
+        logger.warning("start %s: settled but not recorded on its asset; recording", effect.pk)
+        if effect.state == UncertainEffect.State.SUCCEEDED:
+            record_started_instance(effect)
+        else:
+            record_failed_start(effect)
     return len(lost)
+
+
+def _starts_settled_unrecorded(waiting: dict) -> list:
+    """Of {approval request id: asset id} (each still waiting without an instance or a
+    failure), the start effects already settled for good: their outcome is the asset's
+    to record (record_started_instance and record_failed_start are conditional, so a
+    worker recording the same outcome meanwhile changes nothing)."""
+    with system_scope():
+        return list(
+            UncertainEffect.objects.filter(
+                target_system=workflow.TARGET,
+                operation=workflow.START,
+                external_ref__in=[str(k) for k in waiting],
+                state__in=(UncertainEffect.State.SUCCEEDED, UncertainEffect.State.FAILED),
+            )
+        )
 
 
 def _delegations_never_started(waiting: dict, cutoff) -> list:

@@ -97,6 +97,41 @@ def test_the_sweep_delegates_again_what_a_dead_worker_never_started(tenant_a, wo
     assert len(service.instances) == 2
 
 
+def test_the_sweep_records_a_start_its_worker_settled_but_never_stored(tenant_a, settings):
+    """Found by the chaos drill: the start was answered and its effect settled, then the
+    worker died before storing the instance on the asset; the Workflow Service's
+    callbacks for that instance were refused as unknown until the drill gave up."""
+    settings.STEWARD_WORKFLOW_SERVICE_URL = "http://127.0.0.1:9"  # nobody is asked again
+    asset, refused = requested(tenant_a), requested(tenant_a)
+    instance = uuid.uuid4()
+    with tenant_scope(tenant_a):
+        for of, state, result, error in (
+            (asset, UncertainEffect.State.SUCCEEDED, {"instance_id": str(instance)}, ""),
+            (refused, UncertainEffect.State.FAILED, {}, "WorkflowServiceRefused: 422"),
+        ):
+            UncertainEffect.objects.create(
+                tenant=tenant_a,
+                actor="assets",
+                target_system="workflow-service",
+                operation="start-approval",
+                external_ref=str(of.approval_request_id),
+                state=state,
+                result=result,
+                last_error=error,
+            )
+        Asset.objects.update(updated_at=timezone.now() - timedelta(minutes=2))
+    assert services.resume_lost_delegations() == 0  # nothing to start again
+    stored = reload(asset)
+    assert stored.workflow_instance_id == instance and not stored.workflow_link_stale
+    assert stored.is_workflow_managed
+    assert reload(refused).delegation_failure == Asset.DelegationFailure.REFUSED
+    # a second sweep finds nothing more to record
+    with tenant_scope(tenant_a):
+        Asset.objects.update(updated_at=timezone.now() - timedelta(minutes=2))
+    assert services.resume_lost_delegations() == 0
+    assert reload(asset).workflow_instance_id == instance
+
+
 def test_the_sweep_leaves_a_start_in_doubt_to_the_reconciler(tenant_a, settings):
     settings.STEWARD_WORKFLOW_SERVICE_URL = "http://127.0.0.1:9"  # nobody is asked
     asset = requested(tenant_a)
