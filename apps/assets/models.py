@@ -4,11 +4,11 @@ import uuid
 
 from django.db import models
 from django.db.models import Q, QuerySet
-from django.urls import reverse
 from django.utils import timezone
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
 from apps.core.transitions import Transitions
+from apps.core.urls import reverse_pk
 from apps.tenancy.models import Tenant
 
 
@@ -138,7 +138,7 @@ class Asset(models.Model):
         return self.name
 
     def get_absolute_url(self) -> str:
-        return reverse("assets:asset-detail", args=[self.pk])
+        return reverse_pk("assets:asset-detail", self.pk)
 
     @property
     def is_workflow_managed(self) -> bool:

@@ -6,10 +6,10 @@ from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
-from django.urls import reverse
 from django.utils import timezone
 
 from apps.core.transitions import Transitions
+from apps.core.urls import reverse_pk
 from apps.tenancy.models import Tenant
 
 # Events are dispatched in lanes: every aggregate hashes to one lane, and a lane is
@@ -198,7 +198,7 @@ class DeadLetter(models.Model):
         return f"{self.topic}/{self.event_type} {self.event_id} ({self.state})"
 
     def get_absolute_url(self) -> str:
-        return reverse("eventing:dead-letter-detail", args=[self.pk])
+        return reverse_pk("eventing:dead-letter-detail", self.pk)
 
     @property
     def is_dead(self) -> bool:

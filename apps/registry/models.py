@@ -11,10 +11,10 @@ import json
 
 from django.db import models
 from django.db.models import Q
-from django.urls import reverse
 from django.utils import timezone
 
 from apps.core.transitions import Transitions
+from apps.core.urls import reverse_pk
 from apps.registry.compatibility import MODES
 
 REGISTRY_MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
@@ -260,7 +260,7 @@ class SchemaVersion(models.Model):
         return f"{self.topic.name} v{self.version}"
 
     def get_absolute_url(self) -> str:
-        return reverse("registry:version-detail", args=[self.pk])
+        return reverse_pk("registry:version-detail", self.pk)
 
     @property
     def awaiting_consumers(self) -> list[str]:

@@ -7,10 +7,10 @@ import uuid
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
-from django.urls import reverse
 from django.utils import timezone
 
 from apps.core.transitions import Transitions
+from apps.core.urls import reverse_pk
 from apps.tenancy.models import DataClass, Region, Tenant
 
 
@@ -270,7 +270,7 @@ class ResidencyRule(models.Model):
         return f"{self.effect} {who} / {what}"
 
     def get_absolute_url(self) -> str:
-        return reverse("stores:rule-edit", args=[self.pk])
+        return reverse_pk("stores:rule-edit", self.pk)
 
 
 LIVE_STATUSES = ("requested", "provisioned", "active", "retiring")
@@ -350,7 +350,7 @@ class StoreBinding(models.Model):
         return f"{self.store} for {self.tenant_id} ({self.status})"
 
     def get_absolute_url(self) -> str:
-        return reverse("stores:binding-detail", args=[self.pk])
+        return reverse_pk("stores:binding-detail", self.pk)
 
     def exception_in_force(self, now=None) -> bool:
         """An operator's residency exception for this binding that has not ended."""

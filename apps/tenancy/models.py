@@ -10,6 +10,8 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from apps.core.urls import reverse_pk
+
 # Apps a service token can be scoped to; `<app>:write` implies `<app>:read`.
 TOKEN_SCOPE_APPS = (
     "tenancy",
@@ -97,9 +99,7 @@ class Tenant(models.Model):
         return self.slug
 
     def get_absolute_url(self) -> str:
-        from django.urls import reverse
-
-        return reverse("console:tenant-detail", args=[self.pk])
+        return reverse_pk("console:tenant-detail", self.pk)
 
 
 class User(AbstractUser):
@@ -203,9 +203,7 @@ class ServiceAccount(models.Model):
         return self.name
 
     def get_absolute_url(self) -> str:
-        from django.urls import reverse
-
-        return reverse("console:service-account-detail", args=[self.pk])
+        return reverse_pk("console:service-account-detail", self.pk)
 
 
 class ApiToken(models.Model):

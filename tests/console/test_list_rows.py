@@ -6,19 +6,24 @@ its template's."""
 
 from __future__ import annotations
 
+import datetime
 import random
 import re
+import zoneinfo
 from html.parser import HTMLParser
 
 import pytest
 from django.template import Context, Template
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import mark_safe
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from apps.assets import services as assets
 from apps.assets.models import Asset
 from apps.assets.views import AssetListView
-from apps.console.templatetags.console import attr
+from apps.console.templatetags.console import _Cells, attr
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope, tenant_scope
 
@@ -82,3 +87,34 @@ def test_the_audit_trail_draws_each_rows_changes_in_its_extra_cell(client, opera
     client.force_login(operator)
     html = client.get(reverse("console:audit-list")).content.decode()
     assert '<td class="record-cell">' in html and "<details" in html
+
+
+_zones = st.sampled_from(["UTC", "Europe/Berlin", "America/St_Johns", "Asia/Kathmandu"])
+_moments = st.datetimes(
+    min_value=datetime.datetime(1900, 1, 1), max_value=datetime.datetime(2200, 1, 1)
+)
+_values = st.one_of(
+    st.text(),
+    st.text(alphabet="<>&'\"ab ").map(mark_safe),
+    st.booleans(),
+    st.none(),
+    st.uuids(),
+    st.integers(),
+    st.decimals(allow_nan=False, allow_infinity=False),
+    st.floats(allow_nan=False),
+    st.dates(),
+    _moments,
+    st.builds(lambda m, z: m.replace(tzinfo=zoneinfo.ZoneInfo(z)), _moments, _zones),
+    st.builds(lambda m: m.replace(tzinfo=datetime.UTC), _moments),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_values, zone=_zones, autoescape=st.booleans())
+def test_a_cell_writes_any_value_as_the_template_language_does(value, zone, autoescape):
+    """The one-pass writer's shortcuts (strings, booleans, UUIDs, datetimes) and its
+    fallback give `{{ value }}`'s text for any value, in any current time zone."""
+    with timezone.override(zone):
+        expected = Template("{{ v }}").render(Context({"v": value}, autoescape=autoescape))
+        written = _Cells(Context({}, autoescape=autoescape))(value)
+    assert written == expected

@@ -8,10 +8,10 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models.fields.json import KT
-from django.urls import reverse
 from django.utils import timezone
 
 from apps.core.transitions import Transitions
+from apps.core.urls import reverse_pk
 from apps.tenancy.models import Tenant
 
 
@@ -72,7 +72,7 @@ class GovernanceOrder(models.Model):
         return f"{self.get_kind_display()} of {self.tenant_id} ({self.status})"
 
     def get_absolute_url(self) -> str:
-        return reverse("governance:order-detail", args=[self.pk])
+        return reverse_pk("governance:order-detail", self.pk)
 
     @property
     def in_progress(self) -> bool:

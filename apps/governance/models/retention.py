@@ -8,9 +8,9 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-from django.urls import reverse
 from django.utils import timezone
 
+from apps.core.urls import reverse_pk
 from apps.tenancy.models import Tenant
 
 
@@ -64,7 +64,7 @@ class RetentionRule(models.Model):
         return f"{self.name} ({self.period_days} d, {self.action})"
 
     def get_absolute_url(self) -> str:
-        return reverse("retention:rule-edit", args=[self.pk])
+        return reverse_pk("retention:rule-edit", self.pk)
 
     @property
     def scope_label(self) -> str:
@@ -115,7 +115,7 @@ class LegalHold(models.Model):
         return f"hold on {self.scope_label} of {self.tenant_id}"
 
     def get_absolute_url(self) -> str:
-        return reverse("retention:hold-detail", args=[self.pk])
+        return reverse_pk("retention:hold-detail", self.pk)
 
     @property
     def active(self) -> bool:
