@@ -182,7 +182,7 @@ class TenantScopeMiddleware:
         if request.user.is_operator:
             request.tenant = selectors.tenant_by_id(wanted) if wanted else None
             return
-        memberships = selectors.memberships_of(request.user)
+        memberships = selectors.memberships_of_caller(request.user)
         if not wanted:
             # The first request of a session pins the tenant it starts in, and later
             # requests keep it: a membership someone else gives this person must not

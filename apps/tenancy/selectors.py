@@ -8,7 +8,7 @@ import uuid
 from django.db.models import Count, QuerySet
 
 from apps.core.scope import system_scope
-from apps.tenancy import totp
+from apps.tenancy import auth_cache, totp
 from apps.tenancy.models import (
     ApiToken,
     AuditEvent,
@@ -56,6 +56,17 @@ def memberships_of(user: User) -> list[Membership]:
             .filter(user=user, pending=False)
             .order_by("tenant__slug")
         )
+
+
+def memberships_of_caller(user: User) -> list[Membership]:
+    """`memberships_of` for the request path, served from the auth cache while it holds
+    them as they are (apps.tenancy.auth_cache). Outside any transaction only: a read
+    inside one could cache what it later rolls back."""
+    memberships, generation = auth_cache.memberships_lookup(user.pk)
+    if memberships is None:
+        memberships = memberships_of(user)
+        auth_cache.memberships_store(user.pk, memberships, generation)
+    return memberships
 
 
 def membership_list(*, include_pending: bool = False) -> QuerySet[Membership]:

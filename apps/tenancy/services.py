@@ -21,7 +21,7 @@ from apps.core.context import Actor
 from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
 from apps.core.outbox import emit
 from apps.core.scope import owner_scope, system_scope, tenant_scope
-from apps.tenancy import token_cache, totp
+from apps.tenancy import auth_cache, totp
 from apps.tenancy.audit import audit_record, diff, snapshot
 from apps.tenancy.models import (
     TOKEN_SCOPES,
@@ -87,7 +87,7 @@ def tenant_set_lifecycle_status(*, tenant_id, status: str) -> None:
     if status not in {Tenant.Status.OFFBOARDING, Tenant.Status.DELETED}:
         raise ValidationFailed(f"A deletion order does not set a tenant {status}.")
     Tenant.objects.filter(pk=tenant_id).update(status=status, updated_at=timezone.now())
-    token_cache.invalidate()  # its services' cached tokens carry the tenant's status
+    auth_cache.invalidate()  # its services' cached tokens carry the tenant's status
 
 
 def tenant_update(*, actor: Actor, tenant: Tenant, **fields) -> Tenant:
@@ -314,7 +314,7 @@ def api_token_revoke(*, actor: Actor, token: ApiToken) -> ApiToken:
         updated = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         )
-        token_cache.invalidate()
+        auth_cache.invalidate()
         if updated:
             audit_record(actor=actor, action="api_token.revoke", instance=token, tenant=tenant)
     token.refresh_from_db()
@@ -370,13 +370,13 @@ class AuthenticationError(DomainError):
 def api_token_authenticate(*, secret: str) -> ApiToken:
     """The live token for a presented bearer secret, or AuthenticationError with its code.
 
-    Served from apps.tenancy.token_cache when it holds the token under the current
+    Served from apps.tenancy.auth_cache when it holds the token under the current
     generation (every revocation, rotation and account or tenant change moves it on);
     the checks below run on every request either way."""
     if not secret.startswith(TOKEN_PREFIX):
         raise AuthenticationError("The token is not valid.", code="token_invalid")
     digest = token_digest(secret)
-    token, generation = token_cache.lookup(digest)
+    token, generation = auth_cache.lookup(digest)
     if token is None:
         with system_scope():
             token = (
@@ -386,7 +386,7 @@ def api_token_authenticate(*, secret: str) -> ApiToken:
             )
         if token is None:
             raise AuthenticationError("The token is not valid.", code="token_invalid")
-        token_cache.store(token, generation)
+        auth_cache.store(token, generation)
     now = timezone.now()
     if token.revoked_at is not None:
         raise AuthenticationError("The token has been revoked.", code="token_revoked")
@@ -401,7 +401,7 @@ def api_token_authenticate(*, secret: str) -> ApiToken:
             Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - timedelta(minutes=1))
         ).update(last_used_at=now)
         token.last_used_at = now
-        token_cache.store(token, generation)
+        auth_cache.store(token, generation)
     return token
 
 

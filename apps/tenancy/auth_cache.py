@@ -1,13 +1,16 @@
-"""Bearer tokens as the last look-up found them, kept in Redis for a few seconds.
+"""Who a caller is, as the last look-up found it, kept in Redis for a few seconds:
+bearer tokens (with their service account and tenant), and the memberships a person
+signed in to the console holds (with each tenant and its home region).
 
-Looking a token up costs a transaction of its own (the token's service account is a
-row-level security row, read in the system scope): four round trips to PostgreSQL
-and three model instances, on every API request. The cache answers with one Redis
-round trip instead, shared by every web process.
+Each look-up costs a transaction of its own (tokens and memberships are row-level
+security rows, read in the system scope): four round trips to PostgreSQL and a few
+model instances, on every API request and every console page. The cache answers with
+one Redis round trip instead, shared by every web process.
 
 What keeps it exact: every entry carries the *generation* it was read under, and
-every change to a token, a service account or a tenant (revocation, rotation, a
-disabled account, a tenant's status) increments the generation, inside the changing
+every change to a token, a service account, a tenant, a membership or a region
+(revocation, rotation, a disabled account, a tenant's status, a role given or taken
+away) increments the generation, inside the changing
 transaction and again after it commits. A request reads the entry and the current
 generation in one MGET, and uses the entry only when the two match, so a token
 revoked in one process is refused by every other one at once. The order makes the
@@ -16,7 +19,9 @@ read that still saw the token live carries the old generation and is never used.
 Expiry is checked against the cached `expires_at` on every request, so it is exact
 too; the TTL only bounds how long an unused entry stays in Redis.
 
-When Redis does not answer, tokens are looked up in PostgreSQL as before.
+When Redis does not answer, both are looked up in PostgreSQL as before. The person
+themselves (their account, whether it is active, their session's hash) is still read
+from PostgreSQL on every request, by Django's authentication.
 """
 
 from __future__ import annotations
@@ -28,11 +33,11 @@ from datetime import datetime
 from django.db import transaction
 
 from apps.core.redis import REDIS_ERRORS, get_redis
-from apps.tenancy.models import ApiToken, ServiceAccount, Tenant
+from apps.tenancy.models import ApiToken, Membership, Region, ServiceAccount, Tenant
 
 TTL_SECONDS = 10
 GENERATION_KEY = "steward:auth:generation"
-_MODELS = (ApiToken, ServiceAccount, Tenant)
+_MODELS = (ApiToken, ServiceAccount, Tenant, Membership, Region)
 
 
 def _encode(value):
@@ -96,6 +101,53 @@ def store(token: ApiToken, generation: bytes | None) -> None:
         get_redis().set(_key(token.digest), json.dumps(entry, default=_encode), ex=TTL_SECONDS)
 
 
+def _memberships_key(user_id) -> str:
+    return f"steward:auth:memberships:{user_id}"
+
+
+def memberships_lookup(user_id) -> tuple[list[Membership] | None, bytes | None]:
+    """The person's cached memberships (each with its tenant and the tenant's home
+    region) and the generation read with them; (None, generation) on a miss."""
+    try:
+        entry, generation = get_redis().mget([_memberships_key(user_id), GENERATION_KEY])
+    except REDIS_ERRORS:
+        return None, None
+    generation = generation or b"0"
+    if entry is None:
+        return None, generation
+    cached = json.loads(entry)
+    if cached["generation"] != generation.decode():
+        return None, generation
+    memberships = []
+    for held in cached["memberships"]:
+        membership = _restore(Membership, held["membership"])
+        membership.tenant = _restore(Tenant, held["tenant"])
+        membership.tenant.home_region = _restore(Region, held["region"])
+        memberships.append(membership)
+    return memberships, generation
+
+
+def memberships_store(user_id, memberships: list[Membership], generation: bytes | None) -> None:
+    """Keep `memberships` as read under `generation` (from `memberships_lookup`)."""
+    if generation is None:
+        return
+    entry = {
+        "generation": generation.decode(),
+        "memberships": [
+            {
+                "membership": _fields(m),
+                "tenant": _fields(m.tenant),
+                "region": _fields(m.tenant.home_region),
+            }
+            for m in memberships
+        ],
+    }
+    with contextlib.suppress(REDIS_ERRORS):
+        get_redis().set(
+            _memberships_key(user_id), json.dumps(entry, default=_encode), ex=TTL_SECONDS
+        )
+
+
 def _bump() -> None:
     # Should Redis be away for the bump and back before an entry expires, that entry
     # could be served for at most TTL_SECONDS more: the bound on a lost invalidation.
@@ -104,8 +156,9 @@ def _bump() -> None:
 
 
 def invalidate() -> None:
-    """Every cached token is stale: call inside the transaction that changes a token,
-    a service account or a tenant (it bumps now, and again once the change commits)."""
+    """Every cached entry is stale: call inside the transaction that changes a token, a
+    service account, a tenant or a membership (it bumps now, and again once the change
+    commits)."""
     _bump()
     transaction.on_commit(_bump)
 
@@ -115,7 +168,7 @@ def _changed(sender, **kwargs) -> None:
 
 
 def connect_signals() -> None:
-    """Saves and deletes of the three models invalidate too (the admin, a shell), on top
+    """Saves and deletes of these models invalidate too (the admin, a shell), on top
     of the services' own calls for their queryset updates (which send no signal)."""
     from django.db.models.signals import post_delete, post_save
 

@@ -1,4 +1,4 @@
-"""Bearer tokens served from apps.tenancy.token_cache: a cached token costs no
+"""Bearer tokens served from apps.tenancy.auth_cache: a cached token costs no
 statement, and every change that ends or narrows a token is seen at once, by this
 process and by other web processes alike; the throttle still counts across them."""
 
@@ -12,15 +12,18 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import redis
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.redis import get_redis
-from apps.tenancy import token_cache
+from apps.core.scope import system_scope
+from apps.tenancy import auth_cache, services
+from apps.tenancy.models import Membership
 from apps.tenancy.services import api_token_revoke, api_token_rotate, tenant_update
 from tests.conftest import bearer
-from tests.factories import service_token
+from tests.factories import member, service_token
 from tests.query_counts import queries_for
 from tests.support import database_url, problem, wait_for
 
@@ -67,13 +70,13 @@ def test_a_cached_entry_from_an_older_generation_is_not_used(api):
     issued = service_token()
     client = bearer(api, issued)
     assert client.get(TENANTS).status_code == 200
-    token, generation = token_cache.lookup(issued.token.digest)
+    token, generation = auth_cache.lookup(issued.token.digest)
     assert token is not None and token.scopes == issued.token.scopes
     # A read that saw the token live stores it under the generation it read first; a
     # change in between leaves that entry unused.
-    token_cache.invalidate()
-    token_cache.store(token, generation)
-    assert token_cache.lookup(issued.token.digest)[0] is None
+    auth_cache.invalidate()
+    auth_cache.store(token, generation)
+    assert auth_cache.lookup(issued.token.digest)[0] is None
 
 
 def _free_port() -> int:
@@ -125,3 +128,53 @@ def test_web_processes_refuse_a_revoked_token_at_once_and_share_the_throttle():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _memberships_read(queries) -> bool:
+    return any("tenancy_membership" in q["sql"] for q in queries)
+
+
+@pytest.mark.django_db
+def test_a_persons_memberships_are_cached_and_every_change_is_seen_at_once(
+    client, tenant_a, tenant_b
+):
+    person = member(tenant_a, role="admin")
+    services.membership_set(actor=SYSTEM_ACTOR, tenant=tenant_b, user=person, role="member")
+    client.force_login(person)
+    assert client.get("/assets/").status_code == 200
+    with CaptureQueriesContext(connection) as again:
+        page = client.get("/assets/")
+    assert page.wsgi_request.tenant == tenant_a and page.wsgi_request.membership_role == "admin"
+    assert not _memberships_read(again.captured_queries)  # one Redis read instead
+
+    services.membership_set(actor=SYSTEM_ACTOR, tenant=tenant_a, user=person, role="member")
+    assert client.get("/assets/").wsgi_request.membership_role == "member"
+
+    services.tenant_update(actor=SYSTEM_ACTOR, tenant=tenant_b, name="Renamed B")
+    held = client.get("/assets/").wsgi_request.available_memberships
+    assert {m.tenant.name for m in held} == {tenant_a.name, "Renamed B"}
+
+    with system_scope():
+        membership = Membership.objects.get(tenant=tenant_a, user=person)
+    services.membership_remove(actor=SYSTEM_ACTOR, membership=membership)
+    page = client.get("/assets/")
+    assert page.wsgi_request.tenant is None
+    assert [m.tenant_id for m in page.wsgi_request.available_memberships] == [tenant_b.pk]
+
+
+@pytest.mark.django_db
+def test_memberships_are_read_from_postgresql_when_redis_does_not_answer(
+    client, tenant_a, monkeypatch
+):
+    person = member(tenant_a, role="admin")
+    client.force_login(person)
+
+    class Away:
+        def __getattr__(self, name):
+            raise redis.ConnectionError("away")
+
+    monkeypatch.setattr(auth_cache, "get_redis", lambda: Away())
+    with CaptureQueriesContext(connection) as seen:
+        page = client.get("/assets/")
+    assert page.status_code == 200 and page.wsgi_request.tenant == tenant_a
+    assert _memberships_read(seen.captured_queries)
