@@ -12,15 +12,48 @@ waiting, and asks PostgreSQL only when there is something there or the connectio
 is not idle. A link cut without a FIN is not seen, as it is not by `SELECT 1`, which
 would wait for the socket timeout. Pooled connections (web processes) get the same
 check when the pool hands them out, in place of psycopg_pool's empty query.
+
+Timestamps are read by psycopg's C loader. Django registers its own loader for
+`timestamptz`, a Python subclass of psycopg's pure-Python one, only to put its UTC
+object on each value; psycopg's C loader (psycopg-binary) gives that same object when
+the session's TimeZone is UTC, which Django sets on every connection when USE_TZ is on
+and the database has no TIME_ZONE of its own. Two and a half microseconds a value, and
+a console page of fifty rows reads two hundred of them.
 """
 
 from __future__ import annotations
 
+import datetime
+import functools
 import select
 
+from django.conf import settings
 from django.db.backends.postgresql import base
-from psycopg import pq
+from psycopg import adapt, pq
 from psycopg_pool import ConnectionPool
+
+try:
+    from psycopg_binary._psycopg import TimestamptzLoader as _CTimestamptzLoader
+except ImportError:  # psycopg without its C extension: Django's loader stays
+    _CTimestamptzLoader = None
+
+
+class UTCTimestamptzLoader:
+    """psycopg's C `timestamptz` loader, with the `timezone` attribute Django's
+    create_cursor compares (it cannot be subclassed, being a C type)."""
+
+    timezone = datetime.UTC
+    format = pq.Format.TEXT
+
+    def __init__(self, oid, context=None):
+        self.load = _CTimestamptzLoader(oid, context).load
+
+
+@functools.cache
+def _utc_adapters(template: adapt.AdaptersMap) -> adapt.AdaptersMap:
+    adapters = adapt.AdaptersMap(template)
+    adapters.register_loader("timestamptz", UTCTimestamptzLoader)
+    return adapters
 
 
 def quietly_idle(connection) -> bool:
@@ -43,6 +76,12 @@ def check_pooled(connection) -> None:
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    def get_connection_params(self):
+        params = super().get_connection_params()
+        if _CTimestamptzLoader is not None and settings.USE_TZ and self.timezone is datetime.UTC:
+            params["context"] = _utc_adapters(params["context"])
+        return params
+
     @property
     def pool(self):
         created = self.alias not in self._connection_pools

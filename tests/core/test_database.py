@@ -1,13 +1,21 @@
-"""The health check of persistent connections asks PostgreSQL only when it must."""
+"""The health check of persistent connections asks PostgreSQL only when it must, and
+timestamps are read by psycopg's C loader."""
+
+import datetime
+import random
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import DataError, connection
+from django.db.backends.postgresql.psycopg_any import BaseTzLoader
+from psycopg.postgres import types
+from psycopg.pq import Format
 
-from portal.postgresql.base import quietly_idle
+from portal.postgresql.base import UTCTimestamptzLoader, quietly_idle
 from tests.support import wait_for
 
 pytestmark = pytest.mark.django_db
+TIMESTAMPTZ_OID = types["timestamptz"].oid
 
 
 @pytest.fixture
@@ -104,3 +112,31 @@ def test_a_pooled_web_connection_uses_that_check():
         assert pooled.pool._check is check_pooled
     finally:
         pooled.close_pool()
+
+
+def test_timestamps_are_read_by_psycopgs_c_loader_exactly_as_djangos_loader_reads_them():
+    """The C loader (portal/postgresql/base.py) gives every value Django's own loader
+    gives: the same instant, with Django's UTC object; out-of-range values are refused
+    by both."""
+    raw = connection.connection
+    assert raw.adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT) is UTCTimestamptzLoader
+    rng = random.Random(7)
+    start = datetime.datetime(1, 1, 1, tzinfo=datetime.UTC)
+    span = (datetime.datetime(9999, 12, 31, tzinfo=datetime.UTC) - start).total_seconds()
+    values = [start + datetime.timedelta(seconds=rng.uniform(0, span)) for _ in range(2000)]
+    values += [start, datetime.datetime(2026, 3, 29, 1, 0, 0, 1, tzinfo=datetime.UTC)]
+    values = [v.replace(microsecond=rng.randrange(10**6)) for v in values[:-2]] + values[-2:]
+    djangos = type("Djangos", (BaseTzLoader,), {"timezone": datetime.UTC})(TIMESTAMPTZ_OID, raw)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT v, v::text FROM unnest(%s::timestamptz[]) AS v", [values])
+        rows = cursor.fetchall()
+        assert len(rows) == len(values)
+        for value, (read, text) in zip(values, rows, strict=True):
+            assert read == value == djangos.load(text.encode())
+            assert read.tzinfo is datetime.UTC
+        for beyond in ("infinity", "-infinity", "0044-03-15 12:00:00+00 BC"):
+            with pytest.raises(psycopg.DataError):
+                djangos.load(beyond.encode())
+            with pytest.raises(DataError):
+                cursor.execute("SELECT %s::timestamptz", [beyond])
+                cursor.fetchone()

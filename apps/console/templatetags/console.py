@@ -1,4 +1,5 @@
 import datetime
+import html
 import json
 import uuid
 
@@ -10,7 +11,7 @@ from django.template.loader import get_template
 from django.utils import dateformat, formats, timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.formats import get_format
-from django.utils.html import conditional_escape, escape, format_html, format_html_join
+from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from apps.core.urls import reverse_pk
@@ -56,7 +57,8 @@ class _Cells:
     def __call__(self, value) -> str:
         kind = type(value)
         if kind is str:
-            return escape(value) if self.autoescape else value
+            # django.utils.html.escape is html.escape behind a lazy-string check
+            return html.escape(value) if self.autoescape else value
         if kind is bool or value is None or kind is uuid.UUID:
             return str(value)
         if kind is datetime.datetime:
@@ -69,7 +71,7 @@ class _Cells:
             value = value.astimezone(self.zone)
         written = dateformat.DateFormat(value)
         text = "".join(str(getattr(written, p)()) if char else p for char, p in self.moment)
-        return escape(text) if self.autoescape else text
+        return html.escape(text) if self.autoescape else text
 
 
 @register.simple_tag(takes_context=True)
