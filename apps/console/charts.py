@@ -18,9 +18,13 @@ Two shapes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
+from django.template import Context
 from django.template.loader import render_to_string
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
+
+from apps.console.cells import Cells
 
 # In the SVG's own units: a dashboard card draws it about as wide, so text keeps its size.
 WIDTH = 480
@@ -58,7 +62,7 @@ class Chart:
     # A line under the chart: what it leaves out, or where the figures come from.
     footnote: str = ""
 
-    @property
+    @cached_property  # read per label while drawing: once, not once a label
     def totals(self) -> list[float]:
         return [sum(s.values[i] for s in self.series) for i in range(len(self.labels))]
 
@@ -83,7 +87,33 @@ class Chart:
         return _columns(self) if self.kind == "columns" else _bars(self)
 
     def render(self) -> SafeString:
-        return render_to_string("console/_chart.html", {"chart": self, "g": self.geometry()})
+        # The template draws the frame; the repeated parts (a column or bar per label,
+        # a table row per label) are written here in one pass: through template nodes
+        # they were a third of the eventing overview's time. Each value goes through
+        # Cells, so the text is what `{{ }}` would write.
+        geometry = self.geometry()
+        write = Cells(Context())
+        if self.kind == "columns":
+            geometry["columns_svg"] = mark_safe(_columns_svg(geometry, write))  # noqa: S308
+        else:
+            geometry["rows_svg"] = mark_safe(_rows_svg(geometry, self.unit, write))  # noqa: S308
+        context = {"chart": self, "g": geometry, "figures": mark_safe(self._figures(write))}  # noqa: S308
+        return render_to_string("console/_chart.html", context)
+
+    def _figures(self, write) -> str:
+        rows = self.rows()
+        if not rows:
+            return f'<tr><td colspan="{len(self.series) + 2}">{write(self.empty)}</td></tr>'
+        several = len(self.series) > 1
+        written = []
+        for row in rows:
+            label = write(row["label"])
+            if row["link"]:
+                label = f'<a href="{write(row["link"])}">{label}</a>'
+            cells = "".join(f"<td>{write(v)}</td>" for v in row["values"])
+            total = f"<td>{write(row['total'])}</td>" if several else ""
+            written.append(f'<tr><th scope="row">{label}</th>{cells}{total}</tr>\n')
+        return "".join(written)
 
 
 def stacked_series(
@@ -130,6 +160,42 @@ def _segments(chart: Chart, index: int, scale: float) -> list[dict]:
 def _label_width(labels: list[str]) -> int:
     longest = max((len(label) for label in labels), default=0)
     return min(max(longest * CHAR_WIDTH + 12, LABEL_MIN), LABEL_MAX)
+
+
+def _columns_svg(g: dict, write) -> str:
+    height = write(g["plot_height"])
+    return "".join(
+        f'<rect class="track" x="{write(c["x"])}" y="0" width="{write(c["width"])}"'
+        f' height="{height}"><title>{write(c["title"])}</title></rect>'
+        + "".join(
+            f'<rect class="series-{write(s["series"])}" x="{write(s["x"])}" y="{write(s["y"])}"'
+            f' width="{write(s["width"])}" height="{write(s["length"])}">'
+            f"<title>{write(s['title'])}</title></rect>"
+            for s in c["segments"]
+        )
+        for c in g["columns"]
+    )
+
+
+def _rows_svg(g: dict, unit: str, write) -> str:
+    written = []
+    for row in g["rows"]:
+        label, y = write(row["label"]), write(row["y"])
+        full = row["full_label"]
+        title = f"<title>{write(full)}</title>" if row["label"] != full else ""
+        text_y, height = write(row["text_y"]), write(row["height"])
+        bars = "".join(
+            f'<rect class="series-{write(s["series"])}" x="{write(s["x"])}" y="{y}"'
+            f' width="{write(s["length"])}" height="{height}"><title>{write(s["title"])}</title>'
+            "</rect>"
+            for s in row["segments"]
+        )
+        written.append(
+            f'<g><text class="label" x="0" y="{text_y}">{label}{title}</text>\n{bars}\n'
+            f'<text class="value" x="{write(row["value_x"])}" y="{text_y}">'
+            f"{write(row['total'])}{write(unit)}</text></g>"
+        )
+    return "".join(written)
 
 
 def _bars(chart: Chart) -> dict:

@@ -3,6 +3,12 @@ its accessible names, and the figures beside it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from django.template import engines
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from apps.console.charts import LABEL_MIN, VALUE_WIDTH, WIDTH, Chart, Series, stacked_series
 from tests.console.chart_figures import chart_figures
 
@@ -58,3 +64,51 @@ def test_the_busiest_series_are_drawn_apart_and_the_rest_summed():
     series = stacked_series(counts, [0, 1], drawn=3, rest="other topics")
     assert [s.name for s in series] == ["t6", "t5", "t4", "4 other topics"]
     assert series[-1].values == [0 + 1 + 2 + 3, 4]
+
+
+_text = st.text(alphabet="ab <>&\"'é…_", max_size=40) | st.just(
+    "a label longer than any bar can show"
+)
+_number = st.one_of(
+    st.integers(0, 10**6), st.floats(0, 10**6, allow_nan=False), st.sampled_from([0, 0.0, 0.5])
+)
+
+
+@st.composite
+def _charts(draw):
+    labels = draw(st.lists(_text, max_size=14))
+    names = draw(st.lists(_text, min_size=1, max_size=4))
+    series = [
+        Series(n, draw(st.lists(_number, min_size=len(labels), max_size=len(labels))))
+        for n in names
+    ]
+    links = draw(
+        st.one_of(
+            st.just([]),
+            st.lists(st.one_of(st.none(), _text), min_size=len(labels), max_size=len(labels)),
+        )
+    )
+    return Chart(
+        key=draw(st.sampled_from(["k", "lag-per-consumer"])),
+        title=draw(_text),
+        description=draw(_text),
+        labels=labels,
+        series=series,
+        kind=draw(st.sampled_from(["bars", "columns"])),
+        unit=draw(st.sampled_from(["", "%", " ms"])),
+        links=links,
+        scale_max=draw(st.one_of(st.none(), st.just(100))),
+        footnote=draw(st.one_of(st.just(""), _text)),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(drawn=_charts())
+def test_a_chart_is_drawn_exactly_as_the_template_language_drew_it(drawn):
+    """Chart.render writes its columns, bars and figures in Python; the page is the one
+    the template language wrote from the chart's geometry before (kept as a reference)."""
+    reference = (Path(__file__).parent / "reference" / "chart_before_python_loops.html").read_text()
+    expected = (
+        engines["django"].from_string(reference).render({"chart": drawn, "g": drawn.geometry()})
+    )
+    assert drawn.render() == expected

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from apps.assets import services as assets
 from apps.assets.models import Asset
 from apps.assets.views import AssetListView
-from apps.console.templatetags.console import _Cells, attr
+from apps.console.cells import Cells
+from apps.console.templatetags.console import attr
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope, tenant_scope
 
@@ -116,5 +117,5 @@ def test_a_cell_writes_any_value_as_the_template_language_does(value, zone, auto
     fallback give `{{ value }}`'s text for any value, in any current time zone."""
     with timezone.override(zone):
         expected = Template("{{ v }}").render(Context({"v": value}, autoescape=autoescape))
-        written = _Cells(Context({}, autoescape=autoescape))(value)
+        written = Cells(Context({}, autoescape=autoescape))(value)
     assert written == expected

@@ -1,19 +1,14 @@
-import datetime
-import html
 import json
-import uuid
 
 from django import template
-from django.conf import settings
-from django.template.base import render_value_in_context
 from django.template.defaulttags import CsrfTokenNode
 from django.template.loader import get_template
-from django.utils import dateformat, formats, timezone
+from django.utils import formats, timezone
 from django.utils.dateparse import parse_datetime
-from django.utils.formats import get_format
 from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from apps.console.cells import Cells
 from apps.core.urls import reverse_pk
 
 register = template.Library()
@@ -36,44 +31,6 @@ def row_action_url(action, row):
     return reverse_pk(action.url_name, row.pk)
 
 
-class _Cells:
-    """Writes a value as `{{ value }}` would in `context` (local time, localized,
-    escaped), doing once per page what the template language does for every value:
-    most of a list page's cells are plain strings, booleans, UUIDs and datetimes."""
-
-    def __init__(self, context):
-        self.context = context
-        self.autoescape = context.autoescape
-        use_tz = settings.USE_TZ if context.use_tz is None else context.use_tz
-        self.zone = timezone.get_current_timezone() if use_tz else None
-        moment = get_format("DATETIME_FORMAT", use_l10n=context.use_l10n)
-        # dateformat.Formatter.format's split, made once: (is a format character, text)
-        self.moment = [
-            (i % 2 == 1, piece if i % 2 else dateformat.re_escaped.sub(r"\1", piece))
-            for i, piece in enumerate(dateformat.re_formatchars.split(str(moment)))
-            if piece
-        ]
-
-    def __call__(self, value) -> str:
-        kind = type(value)
-        if kind is str:
-            # django.utils.html.escape is html.escape behind a lazy-string check
-            return html.escape(value) if self.autoescape else value
-        if kind is bool or value is None or kind is uuid.UUID:
-            return str(value)
-        if kind is datetime.datetime:
-            return self._moment(value)
-        return render_value_in_context(value, self.context)
-
-    def _moment(self, value) -> str:
-        aware = self.zone is not None and value.utcoffset() is not None
-        if aware and getattr(value, "convert_to_local_time", True):
-            value = value.astimezone(self.zone)
-        written = dateformat.DateFormat(value)
-        text = "".join(str(getattr(written, p)()) if char else p for char, p in self.moment)
-        return html.escape(text) if self.autoescape else text
-
-
 @register.simple_tag(takes_context=True)
 def list_rows(context):
     """A list page's body rows (apps.console.listing.ListPage), in one pass.
@@ -93,7 +50,7 @@ def list_rows(context):
         next_input = format_html(
             '<input type="hidden" name="next" value="{}">', context["request"].get_full_path()
         )
-    write, rows = _Cells(context), []
+    write, rows = Cells(context), []
     for row in context["object_list"]:
         cells, url = [], None
         for column in columns:
