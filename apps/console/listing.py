@@ -67,6 +67,40 @@ class CappedPaginator(Paginator):
         return self.counted > self.cap
 
 
+# (FilterSet class, filter name) -> the widget's HTML with nothing chosen.
+_EMPTY_WIDGETS: dict[tuple[type, str], str] = {}
+
+
+def _static(declared) -> bool:
+    """A filter whose widget draws the same whatever the database holds: no queryset to
+    choose from, no choices computed when the form is made."""
+    return "queryset" not in declared.extra and not callable(declared.extra.get("choices"))
+
+
+def filter_widgets(filterset) -> list[tuple[str, str]]:
+    """Each filter's label and widget, for the list's filter form.
+
+    A filter with nothing chosen draws the same HTML on every page of its list, yet
+    drawing the form's widgets through their templates was a sixth of a list page's
+    time: an empty widget of a filter that reads nothing from the database is drawn
+    once per process. One with a value is drawn each time (values are the caller's).
+    """
+    drawn = []
+    for bound in filterset.form:
+        declared = filterset.filters[bound.name]
+        value = bound.data
+        empty = value in (None, "") or (isinstance(value, list) and not any(value))
+        key = (type(filterset), bound.name)
+        if empty and not bound.errors and _static(declared):
+            html = _EMPTY_WIDGETS.get(key)
+            if html is None:
+                html = _EMPTY_WIDGETS[key] = str(bound)
+        else:
+            html = str(bound)
+        drawn.append((bound.label, html))
+    return drawn
+
+
 class ListPage(LoginRequiredMixin, ListView):
     template_name = "console/list.html"
     paginate_by = 50
@@ -114,6 +148,7 @@ class ListPage(LoginRequiredMixin, ListView):
             title=self.title,
             columns=self.columns,
             filterset=self.filterset,
+            filter_widgets=filter_widgets(self.filterset) if self.filterset is not None else [],
             search=self.search,
             sort=self.sort,
             query_string=query.urlencode(),

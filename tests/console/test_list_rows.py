@@ -119,3 +119,19 @@ def test_a_cell_writes_any_value_as_the_template_language_does(value, zone, auto
         expected = Template("{{ v }}").render(Context({"v": value}, autoescape=autoescape))
         written = Cells(Context({}, autoescape=autoescape))(value)
     assert written == expected
+
+
+@pytest.mark.parametrize("page", ["assets:asset-list", "stores:binding-list", "console:audit-list"])
+def test_the_filter_form_draws_each_widget_as_django_does_chosen_or_not(client, operator, page):
+    """Empty widgets are drawn once per process (apps.console.listing.filter_widgets):
+    each page's widgets are still the ones Django draws for its request, a chosen value
+    never reaches another page."""
+    client.force_login(operator)
+    queries = ["", "status=approved&workflow_managed=true&tenant=<b>x</b>", "", "status="]
+    for query in queries:
+        response = client.get(f"{reverse(page)}?{query}")
+        filterset = response.context["view"].filterset
+        fresh = [(bound.label, str(bound)) for bound in filterset.form]
+        assert response.context["filter_widgets"] == fresh
+        html = response.content.decode()
+        assert all(widget in html for _, widget in fresh)

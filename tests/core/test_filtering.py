@@ -75,3 +75,10 @@ def test_the_filterset_is_built_only_when_a_parameter_names_it(query, built, ten
         expected = list(AssetFilterSet(QueryDict(query), queryset=queryset).qs)
     assert bool(made) is built
     assert rows == expected
+
+
+def test_finding_the_parameters_leaves_the_class_filters_as_they_were():
+    """Each FilterSet deep-copies its class's filters; a form field made on them would be
+    copied into every request's FilterSet."""
+    filter_parameters(Ranges)
+    assert not any(hasattr(f, "_field") for f in Ranges.base_filters.values())

@@ -9,6 +9,8 @@ ignored either way), yet it was a sixth of an API list's time.
 
 from __future__ import annotations
 
+import copy
+
 from django_filters.rest_framework import DjangoFilterBackend
 
 
@@ -42,7 +44,9 @@ def filter_parameters(filterset_class) -> frozenset[str]:
     if known is None:
         reads = _Reads()
         for name, declared in filterset_class.base_filters.items():
-            declared.field.widget.value_from_datadict(reads, {}, name)
+            # A copy: a filter keeps the form field it makes, and every FilterSet
+            # deep-copies its class's filters, a made field and widget with them.
+            copy.deepcopy(declared).field.widget.value_from_datadict(reads, {}, name)
         known = _parameters[filterset_class] = frozenset(reads.asked)
     return known
 
