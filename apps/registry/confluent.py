@@ -521,6 +521,7 @@ class SubjectVersions(ConfluentView):
                 **given,
                 release=f"schema-registry:{subject}:{parsed.fingerprint}",
                 defaults=defaults,
+                absent=topic is None,
             )
         except Conflict as exc:
             raise RegistryError(409, 409, exc.detail) from None
