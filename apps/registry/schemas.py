@@ -1284,16 +1284,25 @@ def set_registry_mode(
 def _import_identity(schema_id: int, kind: str, key: str) -> None:
     """The imported id, made the schema's: refused (42205, as the reference words it)
     when the id is another schema's. The same schema under a second id is kept, as the
-    reference keeps it, without taking over from the id new registrations reuse."""
-    existing = SchemaIdentity.objects.filter(pk=schema_id).first()
-    if existing is not None:
-        if existing.key != key:
-            raise RegistryRefused(
-                f"Overwrite new schema with id {schema_id} is not permitted.",
-                registry_code=42205,
-            )
+    reference keeps it, without taking over from the id new registrations reuse.
+
+    An id is another schema's while any version has it, soft-deleted ones included (they
+    are still served by id). Once every version that had it is deleted permanently, the
+    reference no longer knows the id (its lookup by id finds no subject-version) and lets
+    an import give it to another schema; so does Steward, and the schema the id named
+    before gets a new id if it is registered again."""
+    existing = SchemaIdentity.objects.select_for_update().filter(pk=schema_id).first()
+    if existing is not None and existing.key == key:
         return
-    taken = SchemaIdentity.objects.filter(key=key, reusable=True).exists()
+    if existing is not None and existing.versions.exists():
+        raise RegistryRefused(
+            f"Overwrite new schema with id {schema_id} is not permitted.", registry_code=42205
+        )
+    taken = SchemaIdentity.objects.filter(key=key, reusable=True).exclude(pk=schema_id).exists()
+    if existing is not None:
+        existing.key, existing.schema_type, existing.reusable = key, kind, not taken
+        existing.save(update_fields=["key", "schema_type", "reusable"])
+        return
     SchemaIdentity.objects.create(pk=schema_id, key=key, schema_type=kind, reusable=not taken)
     # ids Steward assigns from now on come after the imported ones
     with connection.cursor() as cursor:
