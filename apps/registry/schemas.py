@@ -409,7 +409,14 @@ def _decide(
             "rejected",
             reason=f"the subject's schemas are {current.schema_type}, not {kind}",
         )
-    same = [v for v in published if v.fingerprint == fingerprint]
+    same = [v for v in published if v.fingerprint == fingerprint] or [
+        # the string the registry answers for a version, sent back as it is (what Avro's
+        # parser drops, a primitive's doc say, is gone from it): the same schema, as the
+        # reference registry finds it by that string
+        v
+        for v in published
+        if v.text and v.text == parsed.text
+    ]
     if same and (any_version or same[-1] is current):
         return TopicAnswer(name, "unchanged", same[-1].version, fingerprint, row=same[-1])
     pending = next((v for v in history if v.state == State.AWAITING), None)
@@ -477,6 +484,7 @@ def _decide(
         identity_id=schema_id_for(kind, fingerprint, references),
         schema=parsed.document,
         canonical=parsed.canonical,
+        text=parsed.text,
         fingerprint=fingerprint,
         state=State.PUBLISHED if publish else State.AWAITING,
         published_at=timezone.now() if publish else None,
@@ -1355,6 +1363,7 @@ def version_import(
             schema_type=parsed.kind,
             schema=parsed.document,
             canonical=parsed.canonical,
+            text=parsed.text,
             fingerprint=parsed.fingerprint,
             state=State.PUBLISHED,
             published_at=timezone.now(),
