@@ -325,11 +325,11 @@ def _by_hand(topic_schemas: list[dict], n: int, producer) -> tuple[list[float], 
             ).fetchone()[0]
             conn.execute(
                 "INSERT INTO registry_schemaversion (topic_id, role, version, schema_type,"
-                " identity_id, schema, canonical, fingerprint, state, verdict, release,"
+                " identity_id, schema, canonical, text, fingerprint, state, verdict, release,"
                 " override_reason, created_at, published_at)"
-                " VALUES (%s, 'value', %s, 'JSON', %s, %s, %s, %s, 'published', '{}', '', '',"
-                " now(), now())",
-                [topic_id, number, identity, text, text, fingerprint],
+                " VALUES (%s, 'value', %s, 'JSON', %s, %s, %s, %s, %s, 'published', '{}', '',"
+                " '', now(), now())",
+                [topic_id, number, identity, text, text, text, fingerprint],
             )
             conn.execute(
                 "INSERT INTO eventing_outboxevent (event_id, topic, event_type, schema_version,"
