@@ -414,11 +414,18 @@ class Subject(ConfluentView):
     def post(self, request, subject):
         """Look a schema up under the subject."""
         topic, role = _topic(subject)
-        parsed = _schema_of(request)  # with its references: bundled as registering bundles
+        # with its references: bundled as registering bundles
+        parsed, resolved = _schema_and_references(request)
         versions = selectors.published_versions(topic, role)
         found = versions.filter(fingerprint=parsed.fingerprint).last()
         if found is None:  # the string the registry answers, sent back (schemas._decide)
-            found = versions.filter(text=parsed.text).last()
+            answered = selectors.versions_answered_as(
+                versions.filter(text=parsed.text),
+                parsed.text,
+                parsed.kind,
+                _reference_key(resolved),
+            )
+            found = answered[-1] if answered else None
         if found is None:
             raise RegistryError(404, 40403, "Schema not found")
         answer = _registered(found, subject)

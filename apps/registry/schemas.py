@@ -43,6 +43,7 @@ from apps.registry.selectors import (
     missing_acknowledgements,
     mode_of,
     registry_defaults,
+    versions_answered_as,
 )
 from apps.registry.services import (
     NotPermitted,
@@ -409,14 +410,12 @@ def _decide(
             "rejected",
             reason=f"the subject's schemas are {current.schema_type}, not {kind}",
         )
-    same = [v for v in published if v.fingerprint == fingerprint] or [
-        # the string the registry answers for a version, sent back as it is (what Avro's
-        # parser drops, a primitive's doc say, is gone from it): the same schema, as the
-        # reference registry finds it by that string
-        v
-        for v in published
-        if v.text and v.text == parsed.text
-    ]
+    # else the string the registry answers for a version, sent back as it is (what Avro's
+    # parser drops, a primitive's doc say, is gone from it): the same schema, as the
+    # reference registry finds it by that string
+    same = [v for v in published if v.fingerprint == fingerprint] or versions_answered_as(
+        published, parsed.text, kind, references
+    )
     if same and (any_version or same[-1] is current):
         return TopicAnswer(name, "unchanged", same[-1].version, fingerprint, row=same[-1])
     pending = next((v for v in history if v.state == State.AWAITING), None)

@@ -16,11 +16,13 @@ from apps.registry.models import (
     Acknowledgement,
     ReaderSchema,
     RegistryDefault,
+    SchemaIdentity,
     SchemaReference,
     SchemaVersion,
     Service,
     Subscription,
     Topic,
+    schema_identity_key,
 )
 from apps.registry.news import NEWS_TOPIC_PREFIX, news_topic
 
@@ -260,6 +262,23 @@ def versions_of_schema_id(schema_id: int, *, deleted: bool = False) -> list[Sche
     if not deleted:
         versions = versions.filter(deleted_at__isnull=True)
     return list(versions.order_by("topic__name", "role", "version"))
+
+
+def versions_answered_as(
+    versions: Iterable[SchemaVersion], text: str, kind: str, references=()
+) -> list[SchemaVersion]:
+    """The versions among `versions` whose registry string (SchemaVersion.text) is `text`
+    and whose schema id was given for the same references ((name, referenced version id)):
+    what a client sending back the string the registry answered means. One query, and
+    only when a string matches."""
+    candidates = [v for v in versions if v.text and v.text == text]
+    if not candidates:
+        return []
+    wanted = {
+        v.identity_id: schema_identity_key(kind, v.fingerprint, references) for v in candidates
+    }
+    keys = dict(SchemaIdentity.objects.filter(pk__in=wanted).values_list("pk", "key"))
+    return [v for v in candidates if keys.get(v.identity_id) == wanted[v.identity_id]]
 
 
 def schema_version_of(topic_name: str, version: int, role: str = "value") -> SchemaVersion:
