@@ -9,6 +9,7 @@ from apps.core.jobs import periodic_job
 from apps.core.kick import clear_kick
 from apps.eventing import consumers, dispatcher, effects, lag, streams
 from apps.eventing.services import KICK_KEY
+from apps.eventing.signals import send_follow_task
 
 
 @shared_task(scope="self", name="eventing.dispatch_outbox", acks_late=False)
@@ -18,6 +19,8 @@ def dispatch_outbox() -> int:
     # Clear the kick flag before looking at the outbox: a commit after this point
     # kicks again, so no event waits for the sweep.
     clear_kick(KICK_KEY)
+    # New topics' names ride on the kick their commit sent (apps.eventing.signals).
+    send_follow_task()
     return dispatcher.drain()
 
 
@@ -25,6 +28,7 @@ def dispatch_outbox() -> int:
 def periodic_sweep_outbox() -> int:
     """Beat's safety net for lost kicks and backed-off lanes. Several may overlap:
     lanes are leased, so they share the work instead of repeating it."""
+    send_follow_task()
     return dispatcher.drain()
 
 

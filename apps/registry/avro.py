@@ -68,6 +68,7 @@ __all__ = [
     "canonical",
     "check",
     "fingerprint",
+    "named_types",
     "normal_form",
     "parse_schema",
     "rabin_fingerprint",
@@ -1322,6 +1323,13 @@ def bundle(text_or_obj, references: list[tuple[str, object]]) -> AvroSchema:
         _definitions(json.loads(schema.normal_form()), definitions)
     inlined = _Inliner(definitions).type(_decoded(text_or_obj), "")
     return parse_schema(inlined)
+
+
+def named_types(schema) -> dict:
+    """The named types a schema defines, by full name, each as its normal form writes it."""
+    found: dict = {}
+    _definitions(json.loads(parse_schema(schema).normal_form()), found)
+    return found
 
 
 def unbundle(schema, names) -> object:

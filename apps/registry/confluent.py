@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 
 from django.db.models import ProtectedError
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -43,6 +43,7 @@ from apps.registry import (
     subjects,
 )
 from apps.registry.models import REGISTRY_MODES, SchemaReference, SchemaVersion, Topic
+from apps.registry.schema_text import schema_text
 from apps.registry.services import (
     NotPermitted,
     require_operator,
@@ -246,20 +247,35 @@ def _document(version: SchemaVersion, references: list[SchemaReference]):
     if not references:
         return version.schema
     if version.schema_type == "AVRO":
-        names = set()
-        for r in references:
-            names.update(avro.parse_schema(r.referenced.canonical).names)
-        return avro.unbundle(version.canonical, names)
+        return avro.unbundle(version.canonical, _named(r.referenced for r in references))
     return compatibility.unbundle(version.schema, [r.name for r in references])
 
 
+def _named(versions) -> dict:
+    """The named types the referenced Avro versions define, by full name."""
+    found: dict = {}
+    for version in versions:
+        found.update(avro.named_types(version.canonical))
+    return found
+
+
 def _text(version: SchemaVersion, references: list[SchemaReference]) -> str:
-    if not references:
-        return version.canonical
+    """The schema's string as the reference registry answers it (apps.registry.schema_text),
+    kept when the version was registered. A version registered before that is answered
+    from its stored document: an Avro schema written as the reference writes it, a JSON
+    Schema with its keys sorted, as it always was."""
+    if version.text:
+        return version.text
     document = _document(version, references)
     if version.schema_type == "AVRO":
-        return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return schema_text("AVRO", document, named=_named(r.referenced for r in references))
     return compatibility.canonical(document)
+
+
+def _schema_string(version: SchemaVersion) -> HttpResponse:
+    """`…/schema`: the schema's string itself as the body, as the reference answers it."""
+    references = selectors.references_of([version.pk]).get(version.pk, [])
+    return HttpResponse(_text(version, references), content_type="application/json")
 
 
 def _registered(
@@ -358,15 +374,21 @@ def _schema_and_references(request, *, lock: bool = False):
     if not isinstance(text, str):
         raise RegistryError(422, 42201, "Invalid schema: 'schema' is the schema as text.")
     resolved = _resolve_references(body.get("references"), kind, lock=lock)
+    # how the reference writes the schema's string (Parsed.text): from the text as sent
+    normalize = _flag(request, "normalize")
     try:
         if not resolved:
-            return schema_types.parse(kind, text), resolved
+            return schema_types.parse(kind, text, normalize=normalize), resolved
         if kind == "AVRO":
             bundled = avro.bundle(text, [(name, v.canonical) for name, v in resolved])
-            return schema_types.parse(kind, bundled.normal_form()), resolved
+            named = _named(v for _, v in resolved)
+            parsed = schema_types.parse(
+                kind, bundled.normal_form(), sent=text, named=named, normalize=normalize
+            )
+            return parsed, resolved
         document = _json_document(text)
         bundled = compatibility.bundle(document, [(name, v.schema) for name, v in resolved])
-        return schema_types.parse(kind, bundled), resolved
+        return schema_types.parse(kind, bundled, sent=text, normalize=normalize), resolved
     except compatibility.InvalidSchema as exc:
         raise RegistryError(422, 42201, f"Invalid schema: {exc.reason}") from None
 
@@ -392,12 +414,25 @@ class Subject(ConfluentView):
     def post(self, request, subject):
         """Look a schema up under the subject."""
         topic, role = _topic(subject)
-        parsed = _schema_of(request)  # with its references: bundled as registering bundles
-        fingerprint = parsed.fingerprint
-        found = selectors.published_versions(topic, role).filter(fingerprint=fingerprint).last()
+        # with its references: bundled as registering bundles
+        parsed, resolved = _schema_and_references(request)
+        versions = selectors.published_versions(topic, role)
+        found = versions.filter(fingerprint=parsed.fingerprint).last()
+        if found is None:  # the string the registry answers, sent back (schemas._decide)
+            answered = selectors.versions_answered_as(
+                versions.filter(text=parsed.text),
+                parsed.text,
+                parsed.kind,
+                _reference_key(resolved),
+            )
+            found = answered[-1] if answered else None
         if found is None:
             raise RegistryError(404, 40403, "Schema not found")
-        return Response(_registered(found, subject))
+        answer = _registered(found, subject)
+        # the reference answers the string of the schema looked up, with the found one's id
+        # and version (KafkaSchemaRegistry.lookUpSchemaUnderSubject)
+        answer["schema"] = parsed.text
+        return Response(answer)
 
     @extend_schema(tags=TAG, responses={200: INTS, **ERRORS})
     def delete(self, request, subject):
@@ -521,6 +556,7 @@ class SubjectVersions(ConfluentView):
                 **given,
                 release=f"schema-registry:{subject}:{parsed.fingerprint}",
                 defaults=defaults,
+                absent=topic is None,
             )
         except Conflict as exc:
             raise RegistryError(409, 409, exc.detail) from None
@@ -633,7 +669,7 @@ class SubjectVersionSchema(ConfluentView):
         """The version's schema itself, nothing around it."""
         topic, role = _topic(subject)
         found = _version(topic, version, role)
-        return Response(_document(found, selectors.references_of([found.pk]).get(found.pk, [])))
+        return _schema_string(found)
 
 
 class ReferencedBy(ConfluentView):
@@ -676,7 +712,7 @@ class SchemaByIdText(ConfluentView):
     def get(self, request, schema_id):
         """The schema of that id itself."""
         found = _by_id(schema_id)
-        return Response(_document(found, selectors.references_of([found.pk]).get(found.pk, [])))
+        return _schema_string(found)
 
 
 def _uses(request, schema_id: int) -> list[SchemaVersion]:

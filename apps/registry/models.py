@@ -228,6 +228,10 @@ class SchemaVersion(models.Model):
     canonical = models.TextField(
         help_text="Keys sorted, no whitespace (Avro: names in full): what the fingerprint hashes."
     )
+    # The Schema Registry API's string of the schema, as the reference registry writes it
+    # from the schema as sent (apps.registry.schema_text); blank for versions registered
+    # before it was kept, which are answered from `schema`.
+    text = models.TextField(blank=True, default="")
     fingerprint = models.CharField(max_length=64, db_index=True)
     state = models.CharField(max_length=32, choices=State.choices)
     verdict = models.JSONField(default=dict, help_text="The compatibility verdict, explained.")

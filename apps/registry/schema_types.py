@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from apps.registry import avro, compatibility
+from apps.registry.schema_text import schema_text
 
 TYPES = ("AVRO", "JSON")
 InvalidSchema = compatibility.InvalidSchema  # avro's is the same class
@@ -28,17 +30,30 @@ class Parsed:
     canonical: str
     fingerprint: str
     checked: object  # what the type's check() takes
+    # the schema as its sender wrote it, and how the Schema Registry API writes it (`text`)
+    sent: object = field(default=None, repr=False, compare=False)
+    named: dict | None = field(default=None, repr=False, compare=False)
+    normalize: bool = field(default=False, repr=False, compare=False)
+
+    @cached_property
+    def text(self) -> str:
+        """The reference registry's string of the schema (apps.registry.schema_text):
+        written only when asked for, as registering asks."""
+        return schema_text(self.kind, self.sent, named=self.named, normalize=self.normalize)
 
 
-def parse(kind: str, text_or_obj) -> Parsed:
+def parse(kind: str, text_or_obj, *, sent=None, named=None, normalize: bool = False) -> Parsed:
+    """`sent`: the schema as its sender wrote it, when `text_or_obj` is something else (the
+    bundle of a schema with references); `named`, the named types an Avro schema's
+    references define (full name: definition); `normalize`, the Schema Registry API's
+    `normalize=true`. The last three only shape `Parsed.text`."""
+    written = text_or_obj if sent is None else sent
     if kind == "AVRO":
         parsed = avro.parse_schema(text_or_obj)
         normal = parsed.normal_form()
         document = json.loads(text_or_obj) if isinstance(text_or_obj, str) else text_or_obj
-        if isinstance(document, str):  # a primitive named as text: '"string"'
-            document = document
         digest = hashlib.sha256(normal.encode("utf-8")).hexdigest()
-        return Parsed(kind, document, normal, digest, parsed)
+        return Parsed(kind, document, normal, digest, parsed, written, named, normalize)
     if kind != "JSON":
         raise InvalidSchema(f"unknown schema type {kind!r}; supported: {', '.join(TYPES)}")
     schema = compatibility.parse_schema(text_or_obj)
@@ -48,6 +63,9 @@ def parse(kind: str, text_or_obj) -> Parsed:
         compatibility.canonical(schema),
         compatibility.fingerprint(schema),
         schema,
+        written,
+        None,
+        normalize,
     )
 
 

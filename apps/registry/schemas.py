@@ -43,6 +43,7 @@ from apps.registry.selectors import (
     missing_acknowledgements,
     mode_of,
     registry_defaults,
+    versions_answered_as,
 )
 from apps.registry.services import (
     NotPermitted,
@@ -193,7 +194,8 @@ def _make_current(version: SchemaVersion, topic: Topic) -> None:
     """The topic's current version becomes this published one, announced. Only the
     payload's (value) versions number the events Steward carries; a key's or a record's
     version is announced and leaves the topic's current version alone."""
-    if version.role == "value":
+    # A new topic's row holds its first version as current already (the field's default)
+    if version.role == "value" and topic.current_schema_version != version.version:
         topic.current_schema_version = version.version
         topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
     version.topic = topic
@@ -247,11 +249,15 @@ class _Sync:
         topics: list[dict],
         catalog: bool = True,
         defaults: dict[str, str] | None = None,
+        absent: bool = False,
     ):
         """`catalog=False`: the sync names no producer and reports none it leaves out
         (the Schema Registry API's register), so the topics' producers are not read.
         `defaults`: the registry-wide settings (selectors.registry_defaults), when the
-        caller read them already."""
+        caller read them already. `absent`: the caller has just read, in this
+        transaction, that none of the topics exists, so there is nothing to read or
+        lock: one a concurrent sync creates meanwhile is this one's IntegrityError (a
+        sync_conflict), as it is when it commits between the read here and the insert."""
         self.actor, self.service, self.release = actor, service, release
         self.catalog, self._defaults = catalog, defaults
         names = set()
@@ -266,13 +272,17 @@ class _Sync:
         # Locked for this sync (one sync per topic at a time), in name order so that two
         # syncs of the same topics cannot wait on each other; read once, with their
         # producers and consumers.
-        self.topics = {
-            t.name: t
-            for t in Topic.objects.filter(name__in=[e["name"] for e in topics])
-            .order_by("name")
-            .select_for_update(of=("self",))
-            .prefetch_related(*(("producers", "consumers") if catalog else ("consumers",)))
-        }
+        self.topics = (
+            {}
+            if absent
+            else {
+                t.name: t
+                for t in Topic.objects.filter(name__in=[e["name"] for e in topics])
+                .order_by("name")
+                .select_for_update(of=("self",))
+                .prefetch_related(*(("producers", "consumers") if catalog else ("consumers",)))
+            }
+        )
 
     def mode_of(self, topic: Topic) -> str:
         """The topic's compatibility level, the registry's read once for the whole sync
@@ -299,6 +309,7 @@ class _Sync:
             audit_record(actor=self.actor, action="topic.create", instance=topic)
             subscribe_steward_consumers_on_commit([name])
             producers, consumers = set(), set()
+            topic.is_new = True  # no schema version yet, under any role
         else:
             topic = known
             producers = {p.name for p in known.producers.all()} if self.catalog else set()
@@ -385,7 +396,11 @@ def _decide(
     ModelSync that goes back to an older schema publishes it again as the newest)."""
     name = topic.name
     fingerprint, kind = parsed.fingerprint, parsed.kind
-    history = list(topic.schema_versions.filter(role=role).order_by("version"))
+    history = (
+        []
+        if getattr(topic, "is_new", False)
+        else list(topic.schema_versions.filter(role=role).order_by("version"))
+    )
     # soft-deleted versions are out of the subject and of its checks
     published = [v for v in history if v.state == State.PUBLISHED and v.deleted_at is None]
     current = published[-1] if published else None
@@ -395,7 +410,12 @@ def _decide(
             "rejected",
             reason=f"the subject's schemas are {current.schema_type}, not {kind}",
         )
-    same = [v for v in published if v.fingerprint == fingerprint]
+    # else the string the registry answers for a version, sent back as it is (what Avro's
+    # parser drops, a primitive's doc say, is gone from it): the same schema, as the
+    # reference registry finds it by that string
+    same = [v for v in published if v.fingerprint == fingerprint] or versions_answered_as(
+        published, parsed.text, kind, references
+    )
     if same and (any_version or same[-1] is current):
         return TopicAnswer(name, "unchanged", same[-1].version, fingerprint, row=same[-1])
     pending = next((v for v in history if v.state == State.AWAITING), None)
@@ -463,6 +483,7 @@ def _decide(
         identity_id=schema_id_for(kind, fingerprint, references),
         schema=parsed.document,
         canonical=parsed.canonical,
+        text=parsed.text,
         fingerprint=fingerprint,
         state=State.PUBLISHED if publish else State.AWAITING,
         published_at=timezone.now() if publish else None,
@@ -574,13 +595,15 @@ def schema_register(
     release: str,
     references=(),
     defaults: dict[str, str] | None = None,
+    absent: bool = False,
 ) -> TopicAnswer:
     """The Schema Registry API's register: ModelSync's decision for one subject (the
     topic's role), through the same gate, for a schema the caller has parsed (bundled
     with its references: (name, referenced version id), which tell its id apart). Never
     replayed nor kept as a release's answer (clients repeat a registration to learn an
     id), and it names no producer: only a release or an operator does. The answer's
-    `row` is the version it names."""
+    `row` is the version it names. `absent`: the caller read in this transaction that
+    the topic does not exist (see _Sync)."""
     entry = {
         "name": topic_name,
         "producers": [],
@@ -598,6 +621,7 @@ def schema_register(
             topics=[entry],
             catalog=False,
             defaults=defaults,
+            absent=absent,
         )
         return _sync_topic(sync, entry, parsed)
 
@@ -1267,16 +1291,25 @@ def set_registry_mode(
 def _import_identity(schema_id: int, kind: str, key: str) -> None:
     """The imported id, made the schema's: refused (42205, as the reference words it)
     when the id is another schema's. The same schema under a second id is kept, as the
-    reference keeps it, without taking over from the id new registrations reuse."""
-    existing = SchemaIdentity.objects.filter(pk=schema_id).first()
-    if existing is not None:
-        if existing.key != key:
-            raise RegistryRefused(
-                f"Overwrite new schema with id {schema_id} is not permitted.",
-                registry_code=42205,
-            )
+    reference keeps it, without taking over from the id new registrations reuse.
+
+    An id is another schema's while any version has it, soft-deleted ones included (they
+    are still served by id). Once every version that had it is deleted permanently, the
+    reference no longer knows the id (its lookup by id finds no subject-version) and lets
+    an import give it to another schema; so does Steward, and the schema the id named
+    before gets a new id if it is registered again."""
+    existing = SchemaIdentity.objects.select_for_update().filter(pk=schema_id).first()
+    if existing is not None and existing.key == key:
         return
-    taken = SchemaIdentity.objects.filter(key=key, reusable=True).exists()
+    if existing is not None and existing.versions.exists():
+        raise RegistryRefused(
+            f"Overwrite new schema with id {schema_id} is not permitted.", registry_code=42205
+        )
+    taken = SchemaIdentity.objects.filter(key=key, reusable=True).exclude(pk=schema_id).exists()
+    if existing is not None:
+        existing.key, existing.schema_type, existing.reusable = key, kind, not taken
+        existing.save(update_fields=["key", "schema_type", "reusable"])
+        return
     SchemaIdentity.objects.create(pk=schema_id, key=key, schema_type=kind, reusable=not taken)
     # ids Steward assigns from now on come after the imported ones
     with connection.cursor() as cursor:
@@ -1329,6 +1362,7 @@ def version_import(
             schema_type=parsed.kind,
             schema=parsed.document,
             canonical=parsed.canonical,
+            text=parsed.text,
             fingerprint=parsed.fingerprint,
             state=State.PUBLISHED,
             published_at=timezone.now(),

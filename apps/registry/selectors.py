@@ -11,15 +11,18 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 
+from apps.core.redis import REDIS_ERRORS, get_redis
 from apps.registry.models import (
     Acknowledgement,
     ReaderSchema,
     RegistryDefault,
+    SchemaIdentity,
     SchemaReference,
     SchemaVersion,
     Service,
     Subscription,
     Topic,
+    schema_identity_key,
 )
 from apps.registry.news import NEWS_TOPIC_PREFIX, news_topic
 
@@ -35,7 +38,9 @@ class ResolvedTopic:
 
 
 def _cache_key(name: str) -> str:
-    return f"registry:topic:{name}"
+    # The cache's own key (its prefix and version), so that test runs and deployments
+    # sharing a Redis keep apart as the rest of the cache does.
+    return cache.make_key(f"registry:topic:{name}")
 
 
 def resolve_topic(name: str) -> ResolvedTopic | None:
@@ -44,29 +49,38 @@ def resolve_topic(name: str) -> ResolvedTopic | None:
     Served from the cache, which registry writes invalidate (apps.registry.signals).
     The cache is an optimisation only: when Redis is away, the database answers, so
     producers keep writing to the outbox through a Redis outage.
+
+    The entries are read and written through Steward's own Redis client, not Django's
+    cache API: that builds a client per call, which cost more than the command itself
+    on every emit and on every forget.
     """
     key = _cache_key(name)
     try:
-        cached = cache.get(key)
-    except Exception:  # noqa: BLE001 - any cache failure falls back to the database
+        cached = get_redis().get(key)
+    except REDIS_ERRORS:
         logger.warning("topic cache unavailable; resolving %s from the database", name)
         cached = None
     if cached is not None:
-        return ResolvedTopic(*cached)
+        try:
+            topic_id, version = (int(part) for part in cached.split())
+        except ValueError:  # not an entry of this form (an older release's): a miss
+            pass
+        else:
+            return ResolvedTopic(topic_id, name, version)
     row = (
         Topic.objects.filter(name=name).values_list("id", "name", "current_schema_version").first()
     )
     if row is None:
         return None
-    with contextlib.suppress(Exception):  # caching is best effort
-        cache.set(key, row, TOPIC_CACHE_SECONDS)
+    with contextlib.suppress(*REDIS_ERRORS):  # caching is best effort
+        get_redis().set(key, f"{row[0]} {row[2]}", ex=TOPIC_CACHE_SECONDS)
     return ResolvedTopic(*row)
 
 
 def forget_topic(name: str) -> None:
     try:
-        cache.delete(_cache_key(name))
-    except Exception:  # noqa: BLE001 - the entry expires by itself
+        get_redis().delete(_cache_key(name))
+    except REDIS_ERRORS:  # the entry expires by itself
         logger.warning("could not invalidate the cached topic %s", name)
 
 
@@ -248,6 +262,23 @@ def versions_of_schema_id(schema_id: int, *, deleted: bool = False) -> list[Sche
     if not deleted:
         versions = versions.filter(deleted_at__isnull=True)
     return list(versions.order_by("topic__name", "role", "version"))
+
+
+def versions_answered_as(
+    versions: Iterable[SchemaVersion], text: str, kind: str, references=()
+) -> list[SchemaVersion]:
+    """The versions among `versions` whose registry string (SchemaVersion.text) is `text`
+    and whose schema id was given for the same references ((name, referenced version id)):
+    what a client sending back the string the registry answered means. One query, and
+    only when a string matches."""
+    candidates = [v for v in versions if v.text and v.text == text]
+    if not candidates:
+        return []
+    wanted = {
+        v.identity_id: schema_identity_key(kind, v.fingerprint, references) for v in candidates
+    }
+    keys = dict(SchemaIdentity.objects.filter(pk__in=wanted).values_list("pk", "key"))
+    return [v for v in candidates if keys.get(v.identity_id) == wanted[v.identity_id]]
 
 
 def schema_version_of(topic_name: str, version: int, role: str = "value") -> SchemaVersion:

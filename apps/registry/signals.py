@@ -25,9 +25,14 @@ subscription_created = Signal()
 
 @receiver(post_save, sender=Topic)
 @receiver(post_delete, sender=Topic)
-def topic_changed(sender, instance: Topic, **kwargs) -> None:
+def topic_changed(sender, instance: Topic, created: bool = False, **kwargs) -> None:
     """Whatever path changed a topic (service, admin, shell)."""
-    # Now, so this transaction's own emits see the change, and again after commit, so a
-    # concurrent reader that cached the old row meanwhile does not keep it.
+    # Now, so this transaction's own emits see the change. A new topic's name may still
+    # be cached by a transaction that made it and rolled back (resolve_topic caches the
+    # rows a transaction reads, its own included): that entry goes now too.
     forget_topic(instance.name)
-    transaction.on_commit(lambda: forget_topic(instance.name))
+    if not created:
+        # Again after commit, so a concurrent reader that cached the old row meanwhile
+        # does not keep it. A new topic has no such reader: until this commits, every
+        # other transaction finds no topic of its name, and resolve_topic caches none.
+        transaction.on_commit(lambda: forget_topic(instance.name))

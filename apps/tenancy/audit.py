@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from django.db import models
+import uuid
+
+from django.db import connection, models
 
 from apps.core.context import SYSTEM_ACTOR, Actor, request_id
-from apps.core.scope import owner_scope
+from apps.core.scope import Scope, current_scope, owner_scope
 from apps.tenancy.models import AuditEvent
 
 # Values that are never copied into an audit row.
@@ -64,6 +66,21 @@ def audit_record(
         changes=changes or {},
         request_id=request_id.get(),
     )
-    with owner_scope(tenant_id):
+    if connection.in_atomic_block and current_scope() == _owner(tenant_id):
+        # In the owner's scope already (a service's own transaction): the row needs no
+        # scope of its own, nor the savepoint entering one costs. It must not outlive a
+        # failure either: a failed audit insert fails the change it records.
         event.save()
+    else:
+        with owner_scope(tenant_id):
+            event.save()
     return event
+
+
+def _owner(tenant_id) -> Scope:
+    """The scope owner_scope(tenant_id) enters."""
+    if tenant_id is None:
+        return Scope(system=True)
+    return Scope(
+        tenant_id=tenant_id if isinstance(tenant_id, uuid.UUID) else uuid.UUID(str(tenant_id))
+    )

@@ -9,8 +9,12 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import ValidationFailed
+from apps.core.kick import clear_kick
 from apps.core.redis import get_redis
 from apps.core.scope import system_scope
+from apps.eventing import tasks
+from apps.eventing.services import KICK_KEY
+from apps.eventing.signals import FOLLOW_KEY
 from apps.eventing.transports import stream_key
 from apps.registry import services
 from apps.registry.models import Service, Subscription
@@ -111,27 +115,62 @@ def test_creating_a_topic_announces_it_after_commit(django_capture_on_commit_cal
     assert heard[0][1] == ["test.announced"]
 
 
+def _followed_on_a_worker(topic) -> None:
+    """Steward's catch-all consumer subscribed to the topic by a real worker, and its
+    consumer group made."""
+    with start_worker(
+        app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
+    ):
+        wait_for(
+            lambda: Subscription.objects.filter(
+                topic=topic, consumer__name="steward.recent-events"
+            ).exists()
+        )
+    subscription = Subscription.objects.get(topic=topic, consumer__name="steward.recent-events")
+    groups = get_redis().xinfo_groups(stream_key(topic.name))
+    assert subscription.group_name.encode() in [g["name"] for g in groups]
+
+
 @pytest.mark.django_db(transaction=True)
-def test_stewards_consumers_follow_a_topic_once_it_is_committed(django_capture_on_commit_callbacks):
-    """Through a task a real worker runs: the request that made the topic does not wait
-    for the subscription."""
-    with django_capture_on_commit_callbacks(execute=True):
-        topic = services.topic_create(actor=SYSTEM_ACTOR, name="test.followed")
-    assert not Subscription.objects.filter(topic=topic).exists()  # not in the request
+def test_stewards_consumers_follow_a_topic_once_it_is_committed(
+    django_capture_on_commit_callbacks, settings
+):
+    """Through a task a real worker runs, sent by the dispatcher's run the commit kicked:
+    the request that made the topic waits neither for the subscription nor for a task
+    of its own to be published."""
+    settings.STEWARD_EVENTING = {**settings.STEWARD_EVENTING, "KICK_ON_COMMIT": True}
+    clear_kick(KICK_KEY)  # an earlier test's kick, left with no worker to run it
     try:
-        with start_worker(
-            app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
-        ):
-            wait_for(
-                lambda: Subscription.objects.filter(
-                    topic=topic, consumer__name="steward.recent-events"
-                ).exists()
-            )
-        subscription = Subscription.objects.get(topic=topic, consumer__name="steward.recent-events")
-        groups = get_redis().xinfo_groups(stream_key(topic.name))
-        assert subscription.group_name.encode() in [g["name"] for g in groups]
+        with django_capture_on_commit_callbacks(execute=True):
+            topic = services.topic_create(actor=SYSTEM_ACTOR, name="test.followed")
+        assert not Subscription.objects.filter(topic=topic).exists()  # not in the request
+        # what the commit left for the dispatcher: the name, and the kick
+        assert get_redis().sismember(FOLLOW_KEY, "test.followed")
+        assert get_redis().exists(KICK_KEY)
+        _followed_on_a_worker(topic)
+        assert not get_redis().sismember(FOLLOW_KEY, "test.followed")
     finally:
-        get_redis().delete(stream_key(topic.name))
+        get_redis().delete(stream_key("test.followed"))
+        get_redis().srem(FOLLOW_KEY, "test.followed")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_kick_the_dispatchers_sweep_has_a_new_topic_followed(
+    django_capture_on_commit_callbacks,
+):
+    # given: commits that kick no dispatcher (the test settings), so only beat's sweep runs
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            topic = services.topic_create(actor=SYSTEM_ACTOR, name="test.swept")
+        assert get_redis().sismember(FOLLOW_KEY, "test.swept")
+        # when: the sweep runs
+        tasks.periodic_sweep_outbox.apply()
+        # then: it handed the name over, and a worker follows the topic
+        assert not get_redis().sismember(FOLLOW_KEY, "test.swept")
+        _followed_on_a_worker(topic)
+    finally:
+        get_redis().delete(stream_key("test.swept"))
+        get_redis().srem(FOLLOW_KEY, "test.swept")
 
 
 def test_following_a_new_topic_costs_the_same_however_many_topics_exist(
