@@ -520,8 +520,10 @@ class SubjectVersions(ConfluentView):
     )
     def post(self, request, subject):
         """Register a schema: its id when it is (or becomes) published; 409 naming the
-        consumers still to acknowledge when it is breaking. `normalize` is accepted: a
-        JSON Schema is always kept in its canonical form. `references` name other
+        consumers still to acknowledge when it is breaking. With `normalize=true` the schema
+        answered afterwards is its normalized string, as the reference writes it (sorted
+        keys for JSON Schema; Avro's normalized form); a schema's id does not depend on
+        it. `references` name other
         subjects' versions the schema uses; the same schema with the same references is the
         same version."""
         parsed, resolved = _schema_and_references(request, lock=True)
