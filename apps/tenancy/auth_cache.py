@@ -66,18 +66,33 @@ def _restore(model, values: dict):
     )
 
 
-def lookup(digest: str) -> tuple[ApiToken | None, bytes | None]:
-    """The cached token (with its service account and tenant) and the generation read
-    with it; (None, generation) on a miss. The generation is what `store` is given."""
+def _read(key: str) -> tuple[dict | None, bytes | None]:
+    """The entry at `key` if it was written under the current generation, and that
+    generation (None when Redis does not answer: then nothing is stored either)."""
     try:
-        entry, generation = get_redis().mget([_key(digest), GENERATION_KEY])
+        entry, generation = get_redis().mget([key, GENERATION_KEY])
     except REDIS_ERRORS:
         return None, None
     generation = generation or b"0"
     if entry is None:
         return None, generation
     cached = json.loads(entry)
-    if cached["generation"] != generation.decode():
+    return (cached if cached["generation"] == generation.decode() else None), generation
+
+
+def _write(key: str, generation: bytes | None, entry: dict) -> None:
+    if generation is None:
+        return
+    entry = {"generation": generation.decode(), **entry}
+    with contextlib.suppress(REDIS_ERRORS):
+        get_redis().set(key, json.dumps(entry, default=_encode), ex=TTL_SECONDS)
+
+
+def lookup(digest: str) -> tuple[ApiToken | None, bytes | None]:
+    """The cached token (with its service account and tenant) and the generation read
+    with it; (None, generation) on a miss. The generation is what `store` is given."""
+    cached, generation = _read(_key(digest))
+    if cached is None:
         return None, generation
     token = _restore(ApiToken, cached["token"])
     account = _restore(ServiceAccount, cached["account"])
@@ -88,17 +103,13 @@ def lookup(digest: str) -> tuple[ApiToken | None, bytes | None]:
 
 def store(token: ApiToken, generation: bytes | None) -> None:
     """Keep `token` as read under `generation` (from `lookup`, before PostgreSQL was)."""
-    if generation is None:
-        return
     account = token.service_account
     entry = {
-        "generation": generation.decode(),
         "token": _fields(token),
         "account": _fields(account),
         "tenant": _fields(account.tenant) if account.tenant_id else None,
     }
-    with contextlib.suppress(REDIS_ERRORS):
-        get_redis().set(_key(token.digest), json.dumps(entry, default=_encode), ex=TTL_SECONDS)
+    _write(_key(token.digest), generation, entry)
 
 
 def _memberships_key(user_id) -> str:
@@ -108,15 +119,8 @@ def _memberships_key(user_id) -> str:
 def memberships_lookup(user_id) -> tuple[list[Membership] | None, bytes | None]:
     """The person's cached memberships (each with its tenant and the tenant's home
     region) and the generation read with them; (None, generation) on a miss."""
-    try:
-        entry, generation = get_redis().mget([_memberships_key(user_id), GENERATION_KEY])
-    except REDIS_ERRORS:
-        return None, None
-    generation = generation or b"0"
-    if entry is None:
-        return None, generation
-    cached = json.loads(entry)
-    if cached["generation"] != generation.decode():
+    cached, generation = _read(_memberships_key(user_id))
+    if cached is None:
         return None, generation
     memberships = []
     for held in cached["memberships"]:
@@ -129,23 +133,15 @@ def memberships_lookup(user_id) -> tuple[list[Membership] | None, bytes | None]:
 
 def memberships_store(user_id, memberships: list[Membership], generation: bytes | None) -> None:
     """Keep `memberships` as read under `generation` (from `memberships_lookup`)."""
-    if generation is None:
-        return
-    entry = {
-        "generation": generation.decode(),
-        "memberships": [
-            {
-                "membership": _fields(m),
-                "tenant": _fields(m.tenant),
-                "region": _fields(m.tenant.home_region),
-            }
-            for m in memberships
-        ],
-    }
-    with contextlib.suppress(REDIS_ERRORS):
-        get_redis().set(
-            _memberships_key(user_id), json.dumps(entry, default=_encode), ex=TTL_SECONDS
-        )
+    held = [
+        {
+            "membership": _fields(m),
+            "tenant": _fields(m.tenant),
+            "region": _fields(m.tenant.home_region),
+        }
+        for m in memberships
+    ]
+    _write(_memberships_key(user_id), generation, {"memberships": held})
 
 
 def _bump() -> None:
