@@ -2,18 +2,23 @@
 request names none of its parameters: the parameters are exactly those its widgets read,
 ranges included, and the rows are the same either way."""
 
+import uuid
+
 import django_filters
 import pytest
 from django.http import QueryDict
 from django.test import RequestFactory
+from django_filters.utils import translate_validation
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
 from apps.assets import services as assets
 from apps.assets.filters import AssetFilterSet
 from apps.assets.models import Asset
-from apps.core.api.filtering import FilterBackend, filter_parameters
+from apps.core.api.filtering import FilterBackend, filter_parameters, named_filters, narrowed
 from apps.core.context import SYSTEM_ACTOR
-from apps.core.scope import tenant_scope
+from apps.core.scope import system_scope, tenant_scope
+from apps.governance.retention.filters import LegalHoldFilterSet
 
 
 class Ranges(django_filters.FilterSet):
@@ -82,3 +87,65 @@ def test_finding_the_parameters_leaves_the_class_filters_as_they_were():
     copied into every request's FilterSet."""
     filter_parameters(Ranges)
     assert not any(hasattr(f, "_field") for f in Ranges.base_filters.values())
+
+
+def test_a_narrowed_filterset_holds_only_the_filters_named_in_their_order():
+    both = narrowed(AssetFilterSet, frozenset({"tenant", "status"}))
+    assert list(both.base_filters) == ["status", "tenant"]
+    assert issubclass(both, AssetFilterSet)
+    assert both.__name__ == AssetFilterSet.__name__
+    # The class itself keeps them all: the OpenAPI schema reads its parameters there.
+    assert set(AssetFilterSet.base_filters) >= {"status", "tenant", "workflow_managed"}
+    assert narrowed(AssetFilterSet, frozenset(AssetFilterSet.base_filters)) is AssetFilterSet
+
+
+def test_a_filterset_that_binds_its_own_way_is_built_whole():
+    # LegalHoldFilterSet labels one of its filters in __init__, named or not.
+    assert narrowed(LegalHoldFilterSet, frozenset({"tenant__slug"})) is LegalHoldFilterSet
+    query = QueryDict("tenant__slug=alpha&released_at__isnull=")
+    assert named_filters(LegalHoldFilterSet, query) == {"tenant__slug", "released_at__isnull"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "query",
+    [
+        "status=approved",
+        "status=approved&tenant=alpha",
+        "status=approved&tenant=bravo",
+        "workflow_managed=true",
+        "workflow_managed=false&status=requested",
+        "delegation_failed=true",
+        "workflow_instance_id=00000000-0000-0000-0000-000000000001",
+        "workflow_instance_id=00000000-0000-0000-0000-000000000000&status=requested",
+        "tenant=",
+        "status=bogus",
+        "workflow_managed=maybe&status=approved",
+        "workflow_instance_id=not-a-uuid",
+    ],
+)
+def test_named_filters_alone_give_the_rows_and_errors_of_the_whole_filterset(
+    query, tenant_a, tenant_b
+):
+    statuses = [Asset.Status.DRAFT, Asset.Status.REQUESTED, Asset.Status.APPROVED]
+    for tenant in (tenant_a, tenant_b):
+        for n in range(6):
+            asset = assets.asset_create(
+                actor=SYSTEM_ACTOR, tenant=tenant, name=f"{tenant.slug} {n}"
+            )
+            with tenant_scope(tenant):
+                Asset.objects.filter(pk=asset.pk).update(
+                    status=statuses[n % 3],
+                    workflow_instance_id=uuid.UUID(int=n % 2) if n % 3 == 1 else None,
+                )
+    with system_scope():
+        queryset = Asset.objects.order_by("pk")
+        whole = AssetFilterSet(QueryDict(query), queryset=queryset)
+        try:
+            rows = list(_filter(query, queryset))
+        except ValidationError as exc:
+            assert not whole.is_valid()
+            assert exc.detail == translate_validation(whole.errors).detail
+        else:
+            assert whole.is_valid()
+            assert rows == list(whole.qs)
