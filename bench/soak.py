@@ -96,7 +96,7 @@ def _redis_lengths() -> tuple[dict, dict]:
 def sample(processes, api, since: float) -> dict:
     from apps.eventing.dispatcher import outbox_backlog
 
-    backlog, _ = _db(outbox_backlog)
+    backlog = _db(outbox_backlog).waiting
     celery, streams = _redis_lengths()
     minute = [seconds for when, seconds in list(api.latencies) if when >= since]
     p99 = percentile(minute, 0.99)

@@ -141,3 +141,20 @@ def profile(db):
             "provides_retention_cleanup": True,
         },
     )[0]
+
+
+@pytest.fixture
+def scrape():
+    """Read `/metrics` into {series: value}."""
+
+    def scrape(client=None, **headers) -> dict:
+        answer = (client or Client()).get("/metrics", **headers)
+        assert answer.status_code == 200, answer.content
+        figures = {}
+        for line in answer.content.decode().splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                figures[name] = float(value)
+        return figures
+
+    return scrape

@@ -144,8 +144,7 @@ def backlog_and_lag() -> Chart:
     """The outbox backlog beside each consumer's lag: where events wait, now. The lag is
     the platform's, so only the system view shows it; a tenant sees its own backlog."""
     if current_scope().tenant_id is None:
-        backlog, _ = outbox_backlog()
-        return lag_chart(consumer_lag(), backlog=backlog)
+        return lag_chart(consumer_lag(), backlog=outbox_backlog().waiting)
     return lag_chart([], backlog=OutboxEvent.objects.count())
 
 

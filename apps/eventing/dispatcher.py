@@ -27,6 +27,7 @@ import time
 import uuid
 from collections import defaultdict
 from datetime import timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -34,6 +35,7 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from apps.core import counting
 from apps.core.scope import owner_scope, system_scope
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import LANES, DeliveryCount, DispatchedEvent, DispatchLane, OutboxEvent
@@ -232,13 +234,23 @@ def drain(*, transport=None, max_seconds: float = 50.0) -> int:
     return total
 
 
-def outbox_backlog() -> tuple[int, float | None]:
+class Backlog(NamedTuple):
+    waiting: int
+    estimated: bool  # counted exactly up to apps.core.counting's bound, estimated above
+    oldest_age_seconds: float | None
+
+
+def outbox_backlog() -> Backlog:
     """How many envelopes wait, and the age in seconds of the oldest."""
     with system_scope(), connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {OUTBOX}")  # noqa: S608
-        (count,) = cursor.fetchone()
+        cursor.execute(
+            f"SELECT count(*) FROM (SELECT FROM {OUTBOX} LIMIT %s) AS waiting",  # noqa: S608
+            [counting.COUNTED_EXACTLY + 1],
+        )
+        (counted,) = cursor.fetchone()
+        waiting = counting.bounded(counted, lambda: counting.table_estimate(cursor, OUTBOX))
         # The oldest by write order, found through the primary key, not a scan.
         age = "greatest(0, extract(epoch FROM clock_timestamp() - occurred_at))"
         cursor.execute(f"SELECT {age} FROM {OUTBOX} ORDER BY id LIMIT 1")  # noqa: S608
         row = cursor.fetchone()
-    return count, float(row[0]) if row else None
+    return Backlog(waiting.n, waiting.estimated, float(row[0]) if row else None)

@@ -6,15 +6,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import connection
-from django.db.models import Count, Min, Sum
+from django.db.models import Count, Sum
 from django.utils import timezone
 
-from apps.core.metrics import age_seconds, gauge, gauge_by
-from apps.eventing.models import DeadLetter, DeliveryCount, InboxEntry, OutboxEvent, UncertainEffect
-
-
-def outbox_backlog() -> dict:
-    return OutboxEvent.objects.aggregate(n=Count("id"), oldest=Min("occurred_at"))
+from apps.core.counting import table_estimate
+from apps.core.metrics import gauge, gauge_by
+from apps.eventing.dispatcher import outbox_backlog
+from apps.eventing.models import DeadLetter, DeliveryCount, InboxEntry, UncertainEffect
 
 
 def deliveries_last_hour() -> list[tuple[list[str], dict]]:
@@ -34,21 +32,20 @@ def deliveries_last_hour() -> list[tuple[list[str], dict]]:
 def inbox_estimate() -> int:
     with connection.cursor() as cursor:
         # An estimate (the planner's): counting a large inbox at every scrape would not be.
-        cursor.execute(
-            "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE relname = %s",
-            [InboxEntry._meta.db_table],
-        )
-        row = cursor.fetchone()
-    return row[0] if row else 0
+        return table_estimate(cursor, InboxEntry._meta.db_table)
 
 
 def collect():
     outbox = outbox_backlog()
-    yield gauge("steward_outbox_backlog", "Events waiting to be dispatched.", outbox["n"])
+    yield gauge(
+        "steward_outbox_backlog",
+        "Events waiting to be dispatched (counted up to 10,000; the planner's estimate above).",
+        outbox.waiting,
+    )
     yield gauge(
         "steward_outbox_oldest_age_seconds",
         "Age of the oldest event waiting to be dispatched.",
-        age_seconds(outbox["oldest"]),
+        outbox.oldest_age_seconds or 0.0,
     )
     deliveries = deliveries_last_hour()
     yield gauge(

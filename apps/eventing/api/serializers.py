@@ -83,12 +83,21 @@ class MinuteRateSerializer(StrictSerializer):
 
 
 class OverviewSerializer(StrictSerializer):
-    backlog = serializers.IntegerField()
+    backlog = serializers.IntegerField(
+        help_text="Events waiting: counted exactly up to 10,000, PostgreSQL's estimate above."
+    )
+    backlog_estimated = serializers.BooleanField(help_text="Whether `backlog` is the estimate.")
     oldest_age_seconds = serializers.FloatField(allow_null=True)
     lanes_backing_off = serializers.IntegerField()
     delivered_last_hour = serializers.IntegerField()
     failed_last_hour = serializers.IntegerField()
     per_minute = MinuteRateSerializer(many=True)
     dead_letters = serializers.IntegerField()
-    inbox_sizes = serializers.DictField(child=serializers.IntegerField())
+    inbox_sizes = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Each consumer's handled events, counted exactly up to 10,000, estimated above.",
+    )
+    inbox_sizes_estimated = serializers.ListField(
+        child=serializers.CharField(), help_text="The consumers whose inbox size is the estimate."
+    )
     effects = serializers.DictField(child=serializers.IntegerField())

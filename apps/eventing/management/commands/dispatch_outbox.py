@@ -8,6 +8,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         published = dispatcher.drain()
-        backlog, oldest = dispatcher.outbox_backlog()
+        backlog = dispatcher.outbox_backlog()
+        oldest = backlog.oldest_age_seconds
         age = f", oldest {oldest:.1f}s" if oldest is not None else ""
-        self.stdout.write(f"published {published}; {backlog} waiting{age}")
+        about = "about " if backlog.estimated else ""
+        self.stdout.write(f"published {published}; {about}{backlog.waiting} waiting{age}")

@@ -1,0 +1,158 @@
+"""The eventing page's and the metrics' counts stay bounded however large the outbox and
+the inbox grow (apps.core.counting): exact up to the bound, the planner's estimate above
+it, and each answer says which it is."""
+
+import json
+
+import pytest
+from django.db import connection
+
+from apps.core import counting
+from apps.core.scope import system_scope
+from apps.eventing import dispatcher, selectors
+from apps.eventing.models import InboxEntry, OutboxEvent
+
+pytestmark = pytest.mark.django_db
+
+
+def _outbox(n: int) -> None:
+    with system_scope(), connection.cursor() as cursor:
+        cursor.execute(
+            f"""INSERT INTO {OutboxEvent._meta.db_table} (event_id, topic, event_type,
+                schema_version, aggregate_type, aggregate_id, lane, occurred_at,
+                correlation_id, causation_id, payload)
+            SELECT gen_random_uuid(), 't', 'e', 1, 'k', 'a' || g, g %% 16, now(), '', '',
+                '{{}}'::jsonb FROM generate_series(1, %s) AS g""",  # noqa: S608
+            [n],
+        )
+
+
+def _inbox(consumer: str, n: int) -> None:
+    with system_scope(), connection.cursor() as cursor:
+        cursor.execute(
+            f"""INSERT INTO {InboxEntry._meta.db_table} (consumer, event_id, handled_at)
+            SELECT %s, gen_random_uuid(), now() FROM generate_series(1, %s)""",  # noqa: S608
+            [consumer, n],
+        )
+
+
+def _analyze(model) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {model._meta.db_table}")
+
+
+def test_the_backlog_is_exact_up_to_the_bound_and_estimated_past_it(monkeypatch):
+    monkeypatch.setattr(counting, "COUNTED_EXACTLY", 10)
+    _outbox(10)
+    assert dispatcher.outbox_backlog()[:2] == (10, False)
+    _outbox(30)
+    _analyze(OutboxEvent)
+    # 40 rows: past the bound, the planner's figure (ANALYZE read them all)
+    assert dispatcher.outbox_backlog()[:2] == (40, True)
+    _outbox(50)
+    # not analysed since: the estimate lags, and never answers less than the bound
+    waiting, estimated, oldest = dispatcher.outbox_backlog()
+    assert estimated and waiting > 10 and oldest is not None
+
+
+def test_never_analysed_the_estimate_is_the_bound(monkeypatch):
+    monkeypatch.setattr(counting, "COUNTED_EXACTLY", 10)
+    monkeypatch.setattr(counting, "table_estimate", lambda cursor, table: 0)
+    _outbox(25)
+    assert dispatcher.outbox_backlog()[:2] == (11, True)
+
+
+def test_each_consumer_inbox_is_counted_up_to_the_bound(monkeypatch):
+    monkeypatch.setattr(counting, "COUNTED_EXACTLY", 10)
+    _inbox("alpha", 3)
+    _inbox("bravo", 12)
+    _inbox("charlie", 40)
+    _inbox("delta", 10)
+    before = selectors.inbox_sizes()
+    assert list(before) == ["alpha", "bravo", "charlie", "delta"]
+    assert before["alpha"] == (3, False) and before["delta"] == (10, False)
+    # past the bound before ANALYZE: the bound, said to be an estimate
+    assert before["bravo"] == (11, True) and before["charlie"] == (11, True)
+    _analyze(InboxEntry)
+    after = selectors.inbox_sizes()
+    # ANALYZE read every row: each consumer's share of the table, as the planner judges
+    # it, is its count give or take the planner's rounding
+    assert after["bravo"].estimated and abs(after["bravo"].n - 12) <= 1
+    assert after["charlie"].estimated and abs(after["charlie"].n - 40) <= 2
+    assert after["alpha"] == (3, False)
+
+
+def test_the_overview_the_api_and_the_page_say_which_figures_are_estimates(
+    monkeypatch, api, operator
+):
+    monkeypatch.setattr(counting, "COUNTED_EXACTLY", 10)
+    _outbox(20)
+    _inbox("alpha", 2)
+    _inbox("bravo", 30)
+    _analyze(OutboxEvent)
+    _analyze(InboxEntry)
+    api.force_login(operator)
+    body = api.get("/api/v1/eventing/overview/").json()
+    assert body["backlog"] == 20 and body["backlog_estimated"] is True
+    sizes = body["inbox_sizes"]
+    assert sizes["alpha"] == 2 and abs(sizes["bravo"] - 30) <= 2
+    assert body["inbox_sizes_estimated"] == ["bravo"]
+    page = api.get("/eventing/").content.decode()
+    assert '<p class="figure">≈ 20</p>' in page
+    assert "<td>alpha</td><td>2</td>" in page
+    assert f"<td>bravo</td><td>≈ {sizes['bravo']}</td>" in page
+
+
+def test_small_figures_are_exact_and_say_so(api, operator, scrape):
+    _outbox(3)
+    _inbox("alpha", 2)
+    api.force_login(operator)
+    body = api.get("/api/v1/eventing/overview/").json()
+    assert (body["backlog"], body["backlog_estimated"]) == (3, False)
+    assert body["inbox_sizes"] == {"alpha": 2} and body["inbox_sizes_estimated"] == []
+    assert "≈" not in api.get("/eventing/").content.decode()
+    assert scrape()["steward_outbox_backlog"] == 3
+
+
+def _plan_nodes(plan):
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _plan_nodes(child)
+
+
+def test_counting_a_large_inbox_and_outbox_reads_a_bounded_number_of_rows():
+    """Three consumers with 30,000 handled events each and 30,000 waiting events, as
+    ANALYZE leaves them, the planner's settings as they are: no statement reads more than
+    the bound's rows of any one consumer, or of the outbox."""
+    for consumer in ("alpha", "bravo", "charlie"):
+        _inbox(consumer, 30_000)
+    _outbox(30_000)
+    _analyze(InboxEntry)
+    _analyze(OutboxEvent)
+    bound = counting.COUNTED_EXACTLY + 1
+    statements = [
+        (selectors._INBOX_SIZES, [bound], 3),
+        (
+            f"SELECT count(*) FROM (SELECT FROM {OutboxEvent._meta.db_table} LIMIT %s) AS w",  # noqa: S608
+            [bound],
+            1,
+        ),
+    ]
+    with system_scope(), connection.cursor() as cursor:
+        for sql, params, groups in statements:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+            plan = cursor.fetchone()[0]
+            plan = json.loads(plan) if isinstance(plan, str) else plan
+            scans = [
+                node
+                for node in _plan_nodes(plan[0]["Plan"])
+                if node.get("Relation Name")
+                in (InboxEntry._meta.db_table, OutboxEvent._meta.db_table)
+            ]
+            assert scans
+            read = sum(
+                node["Actual Rows"] * node["Actual Loops"] + node.get("Rows Removed by Filter", 0)
+                for node in scans
+            )
+            # the bound for each consumer (or the outbox), and a few rows to step between
+            assert read <= groups * bound + 2 * groups + 2, (read, scans)
