@@ -31,16 +31,39 @@ def find(query: Query, request) -> list[Match]:
         for asset in assets[:SHOWN]
     ]
     if query.uuid is not None:
-        found += [
-            Match(
-                "Workflow callback",
-                str(receipt),
-                _receipt_page(receipt),
-                receipt.get_outcome_display(),
+        receipts = list(_receipts_of(query.uuid)[:SHOWN])
+        # A receipt outlives its asset (it holds the asset's identifier): one whose asset
+        # was deleted is listed without a link, rather than with one to a missing page.
+        named = {receipt.asset_id or receipt.linked_asset_id for receipt in receipts}
+        named.discard(None)
+        existing = (
+            set(
+                selectors.asset_list(tenant=request.tenant)
+                .filter(pk__in=named)
+                .values_list("pk", flat=True)
             )
-            for receipt in _receipts_of(query.uuid)[:SHOWN]
-        ]
+            if named
+            else set()
+        )
+        found += [_receipt_match(receipt, existing) for receipt in receipts]
     return found
+
+
+def _receipt_match(receipt: WorkflowCallback, existing: set) -> Match:
+    outcome = receipt.get_outcome_display()
+    asset_id = receipt.asset_id or receipt.linked_asset_id
+    if asset_id is None:
+        # One with no asset waits in the attention queue until a person links or
+        # dismisses it.
+        return Match("Workflow callback", str(receipt), reverse("attention:queue"), outcome)
+    if asset_id not in existing:
+        return Match("Workflow callback", str(receipt), "", f"{outcome}; its asset was deleted")
+    return Match(
+        "Workflow callback",
+        str(receipt),
+        reverse("assets:asset-detail", args=[asset_id]),
+        outcome,
+    )
 
 
 def _receipts_of(instance_id):
@@ -48,12 +71,3 @@ def _receipts_of(instance_id):
     return WorkflowCallback.objects.filter(workflow_instance_id=instance_id).order_by(
         "-received_at", "-id"
     )
-
-
-def _receipt_page(receipt: WorkflowCallback) -> str:
-    """A receipt is shown on its asset's page; one with no asset waits in the attention
-    queue until a person links or dismisses it."""
-    asset_id = receipt.asset_id or receipt.linked_asset_id
-    if asset_id is not None:
-        return reverse("assets:asset-detail", args=[asset_id])
-    return reverse("attention:queue")

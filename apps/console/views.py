@@ -277,7 +277,7 @@ def search_view(request):
     Every app's lookups run in the request's scope (apps.core.search), so another
     tenant's object is answered as one that does not exist."""
     query, matches = search(request.GET.get("q"), request)
-    if len(matches) == 1:
+    if len(matches) == 1 and matches[0].url:
         return HttpResponseRedirect(matches[0].url)
     by_kind: dict[str, list] = {}
     for match in matches:

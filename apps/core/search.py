@@ -27,7 +27,8 @@ MAX_NUMBER = 2**63 - 1
 
 @dataclass(frozen=True)
 class Match:
-    """One object found: what kind of thing it is, its name, and its console page."""
+    """One object found: what kind of thing it is, its name, and its console page (empty
+    when it has none to open, such as a receipt whose asset was deleted)."""
 
     kind: str
     title: str

@@ -9,7 +9,9 @@ from urllib.parse import urlencode
 import pytest
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 
+from apps.assets import services as assets
 from apps.assets.models import WorkflowCallback
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope, tenant_scope
@@ -144,6 +146,22 @@ def test_a_callback_receipt_is_found_by_its_workflow_instance(as_operator, tenan
     opens(search(as_operator, str(instance)), asset.get_absolute_url())
     # a receipt no asset has waits in the attention queue
     opens(search(as_operator, str(orphan)), reverse("attention:queue"))
+
+
+def test_a_receipt_whose_asset_was_deleted_is_listed_without_a_link(as_operator, tenant_a):
+    asset = new_asset(tenant_a)
+    instance = uuid.uuid4()
+    with tenant_scope(tenant_a):
+        receipt = WorkflowCallback.objects.create(
+            tenant=tenant_a, asset_id=asset.pk, workflow_instance_id=instance, decision="approved"
+        )
+    assets.asset_delete(actor=SYSTEM_ACTOR, asset=asset)
+    answer = search(as_operator, str(instance))
+    assert answer.status_code == 200
+    page = answer.content.decode()
+    assert f"<li>{escape(str(receipt))} <small>" in page
+    assert "its asset was deleted" in page
+    assert asset.get_absolute_url() not in page
 
 
 def test_a_compute_batch_is_found_by_id(as_operator, tenant_a):
