@@ -9,7 +9,7 @@ from django.db import connection
 from django.db.models import Count, Sum
 from django.utils import timezone
 
-from apps.core.counting import table_estimate
+from apps.core.counting import COUNTED_EXACTLY, table_estimate
 from apps.core.metrics import gauge, gauge_by
 from apps.eventing.dispatcher import outbox_backlog
 from apps.eventing.models import DeadLetter, DeliveryCount, InboxEntry, UncertainEffect
@@ -39,7 +39,8 @@ def collect():
     outbox = outbox_backlog()
     yield gauge(
         "steward_outbox_backlog",
-        "Events waiting to be dispatched (counted up to 10,000; the planner's estimate above).",
+        f"Events waiting to be dispatched (counted up to {COUNTED_EXACTLY:,};"
+        " the planner's estimate above).",
         outbox.waiting,
     )
     yield gauge(

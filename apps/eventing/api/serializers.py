@@ -2,6 +2,7 @@ from rest_framework import serializers
 
 from apps.core.api.rows import RowShape
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
+from apps.core.counting import COUNTED_EXACTLY
 from apps.eventing.models import DeadLetter, RecentEvent, UncertainEffect
 
 
@@ -84,7 +85,8 @@ class MinuteRateSerializer(StrictSerializer):
 
 class OverviewSerializer(StrictSerializer):
     backlog = serializers.IntegerField(
-        help_text="Events waiting: counted exactly up to 10,000, PostgreSQL's estimate above."
+        help_text=f"Events waiting: counted exactly up to {COUNTED_EXACTLY:,},"
+        " PostgreSQL's estimate above."
     )
     backlog_estimated = serializers.BooleanField(help_text="Whether `backlog` is the estimate.")
     oldest_age_seconds = serializers.FloatField(allow_null=True)
@@ -95,7 +97,8 @@ class OverviewSerializer(StrictSerializer):
     dead_letters = serializers.IntegerField()
     inbox_sizes = serializers.DictField(
         child=serializers.IntegerField(),
-        help_text="Each consumer's handled events, counted exactly up to 10,000, estimated above.",
+        help_text=f"Each consumer's handled events, counted exactly up to {COUNTED_EXACTLY:,},"
+        " estimated above.",
     )
     inbox_sizes_estimated = serializers.ListField(
         child=serializers.CharField(), help_text="The consumers whose inbox size is the estimate."
