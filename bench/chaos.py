@@ -16,9 +16,10 @@ events all of these emit to the consumers and the webhook — while the drill SI
 a worker (a replacement starts, as a supervisor would), restarts Redis and PostgreSQL
 cleanly (full run only), crashes PostgreSQL (`pg_ctl stop -m immediate`: recovery
 from WAL), SIGKILLs Redis, pauses it with SIGSTOP longer than every client timeout,
-SIGKILLs web, beat, the consumers and the second worker, and finally kills Redis and
-removes its files, so it comes back empty and Steward must re-drive from PostgreSQL
-(apps.eventing.redrive). When the traffic has stopped it waits for the stack to
+SIGKILLs web, beat, the consumers and the second worker, empties Redis with FLUSHALL
+while every client stays connected (full run only), and finally kills Redis and
+removes its files, so it comes back empty; both times Steward must re-drive from
+PostgreSQL (apps.eventing.redrive). When the traffic has stopped it waits for the stack to
 settle and checks the database (bench/chaos_verify.py): every event handled once per
 consumer, every callback's decision applied once, every batch link resolved once,
 every binding active with each step once, every schema version published once, the
@@ -903,6 +904,7 @@ def fault_plan(servers: Servers, processes: Processes, port: int, quick: bool) -
         kill("beat"),
         kill("consumers"),
         kill("worker-2"),
+        (("FLUSHALL Redis",), servers.flush_redis),
         lose,
     ]
 

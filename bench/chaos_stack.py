@@ -207,6 +207,14 @@ class Servers:
                     path.unlink()
         self.start_redis()
 
+    def flush_redis(self) -> None:
+        """FLUSHALL with every client still connected: an operator's slip, or a failover
+        to an empty replica that kept the connections. Nothing restarts; every client
+        finds its streams, groups, queues and locks gone on its next command."""
+        import redis
+
+        redis.Redis.from_url(self.redis_url).flushall()
+
     def pause_redis(self, seconds: float) -> None:
         """SIGSTOP for `seconds`, then SIGCONT: a Redis that hangs (a stalled disk, a
         host paused) with every connection open, longer than every client's timeout."""
