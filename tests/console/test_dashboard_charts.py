@@ -11,6 +11,8 @@ import pytest
 from django.utils import timezone
 
 from apps.assets.models import Asset
+from apps.core import counting
+from apps.core.outbox import emit
 from apps.core.redis import get_redis
 from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import DeadLetter, DeliveryCount, OutboxEvent, RecentEvent
@@ -154,3 +156,26 @@ def test_the_dashboards_statements_do_not_grow_with_the_rows(
 
     client.force_login(operator)
     assert_flat_query_count(add_rows, lambda: client.get("/"))
+
+
+def test_a_tenants_backlog_is_counted_up_to_the_bound(client, admin_a, tenant_a, monkeypatch):
+    monkeypatch.setattr(counting, "COUNTED_EXACTLY", 3)
+    client.force_login(admin_a)
+    with tenant_scope(tenant_a):
+        waiting = OutboxEvent.objects.count()
+    assert waiting <= 3
+    assert "counted that far" not in client.get("/").content.decode()
+    with tenant_scope(tenant_a):
+        for n in range(5):
+            emit(
+                topic="assets.asset",
+                event_type="AssetCreated",
+                aggregate_type="assets.asset",
+                aggregate_id=str(n),
+                payload={},
+                tenant=tenant_a,
+            )
+    html = client.get("/").content.decode()
+    lag = chart_figures(html, "backlog-and-lag")
+    assert lag["outbox backlog"]["Waiting"] == 4
+    assert "More than 3 events wait: counted that far." in html
