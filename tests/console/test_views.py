@@ -1,5 +1,7 @@
 """The console shell: login and lockout, the tenant switcher, list pages."""
 
+import uuid
+
 import pytest
 from django.urls import URLResolver, get_resolver, reverse
 
@@ -208,3 +210,27 @@ def test_the_dashboard_shows_the_panels_the_domains_contribute(client, tenant_a,
     assert "Governance needs attention" in client.get("/").content.decode()
     client.force_login(member_b)
     assert "Governance needs attention" not in client.get("/").content.decode()
+
+
+def test_the_tenant_switcher_lists_what_the_template_loop_did():
+    """The options are written in one pass (apps.console.context_processors): the same
+    markup as the loop they replace, escaped, the acting tenant's selected."""
+    from django.template import engines
+
+    from apps.console.context_processors import tenant_options
+
+    loop = engines["django"].from_string(
+        '{% for id, slug in switchable %}<option value="{{ id }}"{% if acting and '
+        'acting.pk|stringformat:"s" == id %} selected{% endif %}>{{ slug }}</option>{% endfor %}'
+    )
+
+    class Acting:
+        def __init__(self, pk):
+            self.pk = pk
+
+    ids = [uuid.uuid4() for _ in range(4)]
+    switchable = [(str(pk), slug) for pk, slug in zip(ids, ["a", "b&c", "<d>", '"e"'], strict=True)]
+    for acting in (None, Acting(ids[0]), Acting(ids[2]), Acting(uuid.uuid4())):
+        expected = loop.render({"switchable": switchable, "acting": acting})
+        assert tenant_options(switchable, acting) == expected
+    assert tenant_options([], None) == ""
