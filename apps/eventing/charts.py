@@ -145,16 +145,22 @@ def lag_chart(lags: list[Lag], *, backlog: int | None = None) -> Chart:
 def backlog_and_lag() -> Chart:
     """The outbox backlog beside each consumer's lag: where events wait, now. The lag is
     the platform's, so only the system view shows it; a tenant sees its own backlog."""
+    bound = counting.COUNTED_EXACTLY
     if current_scope().tenant_id is None:
-        return lag_chart(consumer_lag(), backlog=outbox_backlog().waiting)
-    # A tenant's rows have no estimate of their own (the planner's is the table's): the
-    # count stops at the bound, and the chart says so.
-    waiting = OutboxEvent.objects.all()[: counting.COUNTED_EXACTLY + 1].count()
-    chart = lag_chart([], backlog=waiting)
-    if waiting > counting.COUNTED_EXACTLY:
-        more = f"More than {counting.COUNTED_EXACTLY:,} events wait: counted that far."
-        chart = replace(chart, footnote=more)
-    return chart
+        backlog = outbox_backlog()
+        chart = lag_chart(consumer_lag(), backlog=backlog.waiting)
+        if not backlog.estimated:
+            return chart
+        said = f"The outbox backlog is PostgreSQL's estimate: counted exactly up to {bound:,}."
+    else:
+        # A tenant's rows have no estimate of their own (the planner's is the table's):
+        # the count stops at the bound, and the chart says so.
+        waiting = OutboxEvent.objects.all()[: bound + 1].count()
+        chart = lag_chart([], backlog=waiting)
+        if waiting <= bound:
+            return chart
+        said = f"More than {bound:,} events wait: counted that far."
+    return replace(chart, footnote=" ".join(filter(None, [chart.footnote, said])))
 
 
 def lag_over_time() -> Chart:

@@ -234,6 +234,10 @@ def drain(*, transport=None, max_seconds: float = 50.0) -> int:
     return total
 
 
+# Waiting envelopes, counted no further than the bound (apps.core.counting).
+BACKLOG_COUNT = f"SELECT count(*) FROM (SELECT FROM {OUTBOX} LIMIT %s) AS waiting"  # noqa: S608
+
+
 class Backlog(NamedTuple):
     waiting: int
     estimated: bool  # counted exactly up to apps.core.counting's bound, estimated above
@@ -243,10 +247,7 @@ class Backlog(NamedTuple):
 def outbox_backlog() -> Backlog:
     """How many envelopes wait, and the age in seconds of the oldest."""
     with system_scope(), connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT count(*) FROM (SELECT FROM {OUTBOX} LIMIT %s) AS waiting",  # noqa: S608
-            [counting.COUNTED_EXACTLY + 1],
-        )
+        cursor.execute(BACKLOG_COUNT, [counting.COUNTED_EXACTLY + 1])
         (counted,) = cursor.fetchone()
         waiting = counting.bounded(counted, lambda: counting.table_estimate(cursor, OUTBOX))
         # The oldest by write order, found through the primary key, not a scan.

@@ -158,23 +158,33 @@ def test_the_dashboards_statements_do_not_grow_with_the_rows(
     assert_flat_query_count(add_rows, lambda: client.get("/"))
 
 
-def test_a_tenants_backlog_is_counted_up_to_the_bound(client, admin_a, tenant_a, monkeypatch):
+def _waiting(tenant, n):
+    with tenant_scope(tenant):
+        for k in range(n):
+            emit(
+                topic="assets.asset",
+                event_type="AssetCreated",
+                aggregate_type="assets.asset",
+                aggregate_id=str(k),
+                payload={},
+                tenant=tenant,
+            )
+
+
+def test_a_tenants_backlog_is_counted_up_to_the_bound(
+    client, admin_a, tenant_a, tenant_b, monkeypatch
+):
     monkeypatch.setattr(counting, "COUNTED_EXACTLY", 3)
     client.force_login(admin_a)
     with tenant_scope(tenant_a):
         waiting = OutboxEvent.objects.count()
     assert waiting <= 3
-    assert "counted that far" not in client.get("/").content.decode()
-    with tenant_scope(tenant_a):
-        for n in range(5):
-            emit(
-                topic="assets.asset",
-                event_type="AssetCreated",
-                aggregate_type="assets.asset",
-                aggregate_id=str(n),
-                payload={},
-                tenant=tenant_a,
-            )
+    # another tenant's waiting events are not counted among this one's
+    _waiting(tenant_b, 6)
+    html = client.get("/").content.decode()
+    assert chart_figures(html, "backlog-and-lag")["outbox backlog"]["Waiting"] == waiting
+    assert "counted that far" not in html
+    _waiting(tenant_a, 5)
     html = client.get("/").content.decode()
     lag = chart_figures(html, "backlog-and-lag")
     assert lag["outbox backlog"]["Waiting"] == 4

@@ -164,6 +164,20 @@ def test_a_receipt_whose_asset_was_deleted_is_listed_without_a_link(as_operator,
     assert asset.get_absolute_url() not in page
 
 
+def test_a_deleted_assets_receipt_is_its_tenants_alone(client, admin_a, member_b, tenant_a):
+    asset = new_asset(tenant_a)
+    instance = uuid.uuid4()
+    with tenant_scope(tenant_a):
+        WorkflowCallback.objects.create(
+            tenant=tenant_a, asset_id=asset.pk, workflow_instance_id=instance, decision="approved"
+        )
+    assets.asset_delete(actor=SYSTEM_ACTOR, asset=asset)
+    client.force_login(admin_a)
+    assert "its asset was deleted" in search(client, str(instance)).content.decode()
+    client.force_login(member_b)
+    nothing_found(search(client, str(instance)))
+
+
 def test_a_compute_batch_is_found_by_id(as_operator, tenant_a):
     batch = submit(tenant_a, step="s-9", instance="wf-77")
     opens(

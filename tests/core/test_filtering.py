@@ -19,6 +19,17 @@ from apps.core.api.filtering import FilterBackend, filter_parameters, named_filt
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope, tenant_scope
 from apps.governance.retention.filters import LegalHoldFilterSet
+from apps.stores.filters import StoreBindingFilterSet
+from apps.stores.models import StoreBinding
+from tests.governance.factories import live_binding
+
+
+@pytest.fixture(autouse=True)
+def _fresh_narrowed_classes():
+    # A class judged while a test had patched it must not be remembered for the next.
+    narrowed.cache_clear()
+    yield
+    narrowed.cache_clear()
 
 
 class Ranges(django_filters.FilterSet):
@@ -138,11 +149,49 @@ def test_named_filters_alone_give_the_rows_and_errors_of_the_whole_filterset(
                     status=statuses[n % 3],
                     workflow_instance_id=uuid.UUID(int=n % 2) if n % 3 == 1 else None,
                 )
+    names = named_filters(AssetFilterSet, QueryDict(query))
+    assert narrowed(AssetFilterSet, names) is not AssetFilterSet
     with system_scope():
         queryset = Asset.objects.order_by("pk")
         whole = AssetFilterSet(QueryDict(query), queryset=queryset)
         try:
             rows = list(_filter(query, queryset))
+        except ValidationError as exc:
+            assert not whole.is_valid()
+            assert exc.detail == translate_validation(whole.errors).detail
+        else:
+            assert whole.is_valid()
+            assert rows == list(whole.qs)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "query",
+    [
+        "status=active",
+        "flagged=true",
+        "flagged=false&status=provisioned",
+        "store=nowhere",
+        "status=bogus",
+        "flagged=maybe",
+    ],
+)
+def test_the_api_base_filtersets_are_narrowed_alike(query, tenant_a, store, profile):
+    """The stores' FilterSets use django-filter's REST base (its `form` adds a crispy
+    helper, nothing else): narrowed too, with the rows and errors of the whole."""
+    live_binding(tenant_a, store, profile)
+    names = named_filters(StoreBindingFilterSet, QueryDict(query))
+    assert narrowed(StoreBindingFilterSet, names) is not StoreBindingFilterSet
+
+    class Bindings:
+        filterset_class = StoreBindingFilterSet
+
+    with system_scope():
+        queryset = StoreBinding.objects.order_by("pk")
+        whole = StoreBindingFilterSet(QueryDict(query), queryset=queryset)
+        request = Request(RequestFactory().get(f"/x?{query}"))
+        try:
+            rows = list(FilterBackend().filter_queryset(request, queryset, Bindings()))
         except ValidationError as exc:
             assert not whole.is_valid()
             assert exc.detail == translate_validation(whole.errors).detail

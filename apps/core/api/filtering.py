@@ -15,6 +15,8 @@ import copy
 from functools import lru_cache
 
 import django_filters
+import django_filters.rest_framework
+from django import forms
 from django_filters import utils
 from django_filters.rest_framework import DjangoFilterBackend
 
@@ -73,14 +75,16 @@ def named_filters(filterset_class, query) -> frozenset[str]:
 
 
 # A FilterSet that changes how its filters are bound, validated or applied may read a
-# filter the request did not name (LegalHoldFilterSet labels one in __init__): those are
-# built whole.
+# filter the request did not name (LegalHoldFilterSet labels one in __init__), and a form
+# of its own may validate several fields together: those are built whole. The two stock
+# bases differ only in the REST one's `form`, which adds a crispy-forms helper.
 _MACHINERY = ("__init__", "form", "get_form_class", "is_valid", "errors", "filter_queryset", "qs")
+_STOCK = (django_filters.FilterSet, django_filters.rest_framework.FilterSet)
 
 
 def _narrowable(filterset_class) -> bool:
-    return all(
-        getattr(filterset_class, name) is getattr(django_filters.FilterSet, name)
+    return filterset_class._meta.form is forms.Form and all(
+        any(getattr(filterset_class, name) is getattr(stock, name) for stock in _STOCK)
         for name in _MACHINERY
     )
 
