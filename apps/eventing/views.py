@@ -14,7 +14,7 @@ from django.views.generic import DetailView, TemplateView
 from apps.console.confirm import confirmed
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin, RowAction
 from apps.console.redirects import redirect_next
-from apps.core.counting import COUNTED_EXACTLY
+from apps.core import counting
 from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
 from apps.eventing import charts, selectors, services
@@ -33,7 +33,7 @@ class OverviewView(OperatorRequiredMixin, TemplateView):
         overview = selectors.overview()
         context.update(
             overview=overview,
-            counted_exactly=COUNTED_EXACTLY,
+            counted_exactly=counting.COUNTED_EXACTLY,
             published=charts.published_chart(overview.per_minute),
             throughput=charts.throughput_per_topic(),
             lag=charts.lag_chart(charts.consumer_lag()),
