@@ -149,19 +149,27 @@ def test_named_filters_alone_give_the_rows_and_errors_of_the_whole_filterset(
                     status=statuses[n % 3],
                     workflow_instance_id=uuid.UUID(int=n % 2) if n % 3 == 1 else None,
                 )
-    names = named_filters(AssetFilterSet, QueryDict(query))
-    assert narrowed(AssetFilterSet, names) is not AssetFilterSet
     with system_scope():
-        queryset = Asset.objects.order_by("pk")
-        whole = AssetFilterSet(QueryDict(query), queryset=queryset)
-        try:
-            rows = list(_filter(query, queryset))
-        except ValidationError as exc:
-            assert not whole.is_valid()
-            assert exc.detail == translate_validation(whole.errors).detail
-        else:
-            assert whole.is_valid()
-            assert rows == list(whole.qs)
+        _narrowed_as_whole(AssetFilterSet, query, Asset.objects.order_by("pk"))
+
+
+def _narrowed_as_whole(filterset_class, query: str, queryset) -> None:
+    """The backend narrows `filterset_class` for `query`, and answers what the whole
+    FilterSet does: its rows, or its errors as the same ValidationError."""
+    names = named_filters(filterset_class, QueryDict(query))
+    assert narrowed(filterset_class, names) is not filterset_class
+
+    listing = type("Listing", (), {"filterset_class": filterset_class})()
+    whole = filterset_class(QueryDict(query), queryset=queryset)
+    request = Request(RequestFactory().get(f"/x?{query}"))
+    try:
+        rows = list(FilterBackend().filter_queryset(request, queryset, listing))
+    except ValidationError as exc:
+        assert not whole.is_valid()
+        assert exc.detail == translate_validation(whole.errors).detail
+    else:
+        assert whole.is_valid()
+        assert rows == list(whole.qs)
 
 
 @pytest.mark.django_db
@@ -180,21 +188,5 @@ def test_the_api_base_filtersets_are_narrowed_alike(query, tenant_a, store, prof
     """The stores' FilterSets use django-filter's REST base (its `form` adds a crispy
     helper, nothing else): narrowed too, with the rows and errors of the whole."""
     live_binding(tenant_a, store, profile)
-    names = named_filters(StoreBindingFilterSet, QueryDict(query))
-    assert narrowed(StoreBindingFilterSet, names) is not StoreBindingFilterSet
-
-    class Bindings:
-        filterset_class = StoreBindingFilterSet
-
     with system_scope():
-        queryset = StoreBinding.objects.order_by("pk")
-        whole = StoreBindingFilterSet(QueryDict(query), queryset=queryset)
-        request = Request(RequestFactory().get(f"/x?{query}"))
-        try:
-            rows = list(FilterBackend().filter_queryset(request, queryset, Bindings()))
-        except ValidationError as exc:
-            assert not whole.is_valid()
-            assert exc.detail == translate_validation(whole.errors).detail
-        else:
-            assert whole.is_valid()
-            assert rows == list(whole.qs)
+        _narrowed_as_whole(StoreBindingFilterSet, query, StoreBinding.objects.order_by("pk"))
