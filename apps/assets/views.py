@@ -31,6 +31,12 @@ class AssetListView(ListPage):
         Column("Workflow instance", "workflow_instance_id"),
         Column("Created", "created_at", sort="created_at"),
     )
+    # Read as `.values()` (apps.console.rows): what the cells, the link and
+    # `is_workflow_managed` read.
+    row_fields = (
+        "pk", "name", "tenant__slug", "status", "workflow_instance_id",
+        "workflow_link_stale", "created_at",
+    )  # fmt: skip
 
     def get_base_queryset(self):
         # The request's scope is this tenant's whenever it has one (TenantScopeMiddleware).

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils.functional import cached_property
 from django.views.generic import ListView
 
+from apps.console.rows import value_rows
 from apps.core.api.permissions import caller_kind
 
 
@@ -116,6 +117,10 @@ class ListPage(LoginRequiredMixin, ListView):
     # One more cell per row, a template rendered with the row (its header is the
     # template's `extra_column_header` block); the columns' cells are plain values.
     row_cell_template: str | None = None
+    # The values a row's cells, link, actions and extra cell read (`tenant__slug` for a
+    # related one), when the page reads its rows as `.values()` (apps.console.rows)
+    # rather than as model instances; empty, it reads instances.
+    row_fields: tuple[str, ...] = ()
 
     def get_base_queryset(self):
         raise NotImplementedError
@@ -136,10 +141,15 @@ class ListPage(LoginRequiredMixin, ListView):
         requested = self.request.GET.get("sort", "")
         self.sort = requested if requested.lstrip("-") in allowed else self.default_ordering
         # The tie-break runs the sort's way, so one index serves the sort both ways.
-        return queryset.order_by(self.sort, "-pk" if self.sort.startswith("-") else "pk")
+        queryset = queryset.order_by(self.sort, "-pk" if self.sort.startswith("-") else "pk")
+        return queryset.values(*self.row_fields) if self.row_fields else queryset
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
+        if self.row_fields:
+            rows = value_rows(self.object_list.model, context["object_list"])
+            context["object_list"] = rows
+            context[self.get_context_object_name(self.object_list)] = rows
         query = self.request.GET.copy()
         query.pop("page", None)
         sort_query = query.copy()
