@@ -63,7 +63,7 @@ def _apply(scope: Scope) -> None:
 
 
 @contextmanager
-def _enter(scope: Scope) -> Iterator[Scope]:
+def _enter(scope: Scope, *, reads_only: bool = False) -> Iterator[Scope]:
     outer = _current.get()
     if outer.tenant_id is not None and scope.tenant_id != outer.tenant_id:
         raise ScopeViolation(
@@ -71,6 +71,12 @@ def _enter(scope: Scope) -> Iterator[Scope]:
             f"{'the system' if scope.system else f'tenant {scope.tenant_id}'}"
         )
     outermost = not connection.in_atomic_block
+    if reads_only and scope == outer and not outermost:
+        # Reads in the scope the caller's transaction holds: a savepoint would only let
+        # a caller catch a failed write and go on, and there are none; two round trips
+        # each (an operator's eventing page opened three such blocks).
+        yield scope
+        return
     if scope == outer and not outermost:
         # The same scope again (an audit row or an emit inside the request's own
         # scope): its settings are this transaction's already, and a rollback to the
@@ -109,9 +115,11 @@ def tenant_scope(tenant) -> contextmanager:
     return _enter(Scope(tenant_id=_tenant_id(tenant)))
 
 
-def system_scope() -> contextmanager:
-    """Read across tenants (operators, pollers, sweepers); writes need a tenant scope."""
-    return _enter(Scope(system=True))
+def system_scope(*, reads_only: bool = False) -> contextmanager:
+    """Read across tenants (operators, pollers, sweepers); writes need a tenant scope.
+    A block that only reads says `reads_only`: inside the system scope already, it then
+    runs in the caller's transaction as it stands, with no savepoint of its own."""
+    return _enter(Scope(system=True), reads_only=reads_only)
 
 
 def owner_scope(tenant) -> contextmanager:

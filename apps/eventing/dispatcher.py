@@ -246,7 +246,7 @@ class Backlog(NamedTuple):
 
 def outbox_backlog() -> Backlog:
     """How many envelopes wait, and the age in seconds of the oldest."""
-    with system_scope(), connection.cursor() as cursor:
+    with system_scope(reads_only=True), connection.cursor() as cursor:
         cursor.execute(BACKLOG_COUNT, [counting.COUNTED_EXACTLY + 1])
         (counted,) = cursor.fetchone()
         waiting = counting.bounded(counted, lambda: counting.table_estimate(cursor, OUTBOX))

@@ -103,7 +103,7 @@ def inbox_sizes() -> dict[str, counting.Count]:
     from ANALYZE's statistics (pg_stats shows them to no one under row-level security;
     the planner uses them). The row-level policy's own selectivity is in both the
     consumer's figure and the table's, so their ratio leaves it out."""
-    with system_scope(), connection.cursor() as cursor:
+    with system_scope(reads_only=True), connection.cursor() as cursor:
         cursor.execute(_INBOX_SIZES, [counting.COUNTED_EXACTLY + 1])
         counted = cursor.fetchall()
         table: list[float] = []
@@ -129,7 +129,7 @@ def overview() -> Overview:
     backlog = outbox_backlog()
     series = delivery_rate()
     inbox = inbox_sizes()
-    with system_scope():
+    with system_scope(reads_only=True):
         effects = dict(
             UncertainEffect.objects.values_list("state").annotate(n=Count("id")).order_by()
         )

@@ -55,3 +55,22 @@ def test_the_same_scope_again_sets_nothing_and_still_rolls_back_alone(tenant_a):
         # the savepoint took only the failed insert back; the scope still holds
         assert current_scope().tenant_id == tenant_a.pk
         assert list(Membership.objects.values_list("user__username", flat=True)) == ["inner"]
+
+
+def test_reads_in_the_scope_already_held_cost_no_statement_of_their_own(tenant_a):
+    """A block of reads (`reads_only`) in the scope the caller holds runs in the caller's
+    transaction as it is: no savepoint and no setting. Anywhere else it is an ordinary
+    scope: set on entry, narrowing only."""
+    member(tenant_a)
+    with system_scope():
+        with CaptureQueriesContext(connection) as ctx, system_scope(reads_only=True):
+            assert Membership.objects.count() == 1
+        assert [q["sql"] for q in ctx.captured_queries if "membership" not in q["sql"]] == []
+        assert len(ctx.captured_queries) == 1
+    with CaptureQueriesContext(connection) as ctx, system_scope(reads_only=True):
+        assert current_scope().system
+        assert Membership.objects.count() == 1
+    assert any("set_config" in q["sql"] for q in ctx.captured_queries)
+    assert current_scope().is_empty
+    with tenant_scope(tenant_a), pytest.raises(ScopeViolation), system_scope(reads_only=True):
+        pass

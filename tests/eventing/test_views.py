@@ -2,6 +2,8 @@
 chart, dead letters to replay or discard, effects and recent events."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from apps.core.scope import system_scope
@@ -89,6 +91,22 @@ def test_the_overview_query_count_does_not_grow(
         lambda n: add_eventing_rows(n, tenant_a, topic, webhook_subscription),
         lambda: client.get(reverse("eventing:overview")),
     )
+
+
+def test_the_overview_reads_in_the_pages_scope_without_savepoints(
+    client, operator, tenant_a, topic, webhook_subscription
+):
+    """The page runs in the system scope; its selectors' blocks of reads (the backlog,
+    the inboxes, the effects and dead letters) add no savepoint and no setting to it."""
+    add_eventing_rows(3, tenant_a, topic, webhook_subscription)
+    client.force_login(operator)
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(reverse("eventing:overview")).status_code == 200
+    statements = [q["sql"] for q in ctx.captured_queries]
+    # What is left is the page's own scope: in a test it opens inside the test's
+    # transaction (a savepoint, not BEGIN) and so restores the empty scope on leaving.
+    assert len([sql for sql in statements if sql.startswith("SAVEPOINT")]) == 1
+    assert len([sql for sql in statements if "set_config" in sql]) == 2
 
 
 def test_an_operator_acting_for_a_tenant_still_uses_the_platform_pages(
