@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-CASES = ("api", "eventing", "compute", "assets", "registry", "sweeper", "load")
+CASES = ("api", "eventing", "compute", "assets", "registry", "sweeper", "load", "pages")
 
 
 def main(argv: list[str] | None = None) -> int:

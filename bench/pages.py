@@ -1,0 +1,115 @@
+"""`pages`: what one console page costs the web process, each kept fast path against
+the path it replaced, alternated in one process on the same data.
+
+The load case (bench/load.py) measures the pages as deployed, against /healthz; on a
+shared machine its spread between runs is wider than a change worth ten percent. This
+case isolates the web process's CPU: each page is requested through Django's request
+handler (no socket, no server), and for each figure its baseline is the same page with
+the fast path turned off, in alternating rounds, so a busy neighbour slows both alike.
+
+- `console_assets_rows`: the asset list (a tenant admin, a page of 50) reading its
+  rows as `.values()` (apps.console.rows) against reading model instances.
+- `console_eventing_reads`: the operator's eventing overview with its selectors'
+  blocks of reads in the page's own scope (`system_scope(reads_only=True)`) against a
+  savepoint for each.
+
+Each round is the median CPU time (`time.process_time`) of N requests; the figure is
+the median round, the ratio fast ÷ baseline (below 1 is faster).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+from django.test import Client
+
+from apps.assets.views import AssetListView
+from apps.core import scope
+from apps.eventing import dispatcher, selectors
+from bench.load import _seed
+
+
+def _cost(request: Callable[[], object], count: int) -> float:
+    spent = []
+    for _ in range(count):
+        started = time.process_time()
+        request()
+        spent.append(time.process_time() - started)
+    return statistics.median(spent) * 1000
+
+
+def _alternate(request, fast: Callable[[], None], slow: Callable[[], None], rounds, count):
+    figures: dict[str, list[float]] = {"fast": [], "baseline": []}
+    for switch in (fast, slow):  # warm both paths' caches before measuring either
+        switch()
+        _cost(request, 10)
+    for _ in range(rounds):
+        for name, switch in (("fast", fast), ("baseline", slow)):
+            switch()
+            figures[name].append(_cost(request, count))
+    fast()
+    fast_ms, base_ms = (statistics.median(figures[k]) for k in ("fast", "baseline"))
+    return {
+        "ms": round(fast_ms, 2),
+        "baseline_ms": round(base_ms, 2),
+        "ratio": round(fast_ms / base_ms, 3),
+        "rounds_ms": {k: [round(v, 2) for v in sorted(vs)] for k, vs in figures.items()},
+    }
+
+
+def _signed_in(session_key: str) -> Client:
+    client = Client(HTTP_HOST="localhost")
+    client.cookies[settings.SESSION_COOKIE_NAME] = session_key
+    return client
+
+
+def run(*, quick: bool) -> dict:
+    assets, events = (20_000, 20_000) if quick else (100_000, 100_000)
+    rounds, count = (4, 40) if quick else (8, 100)
+    _, sessions = _seed(assets, events)
+    admin, operator = _signed_in(sessions["admin"]), _signed_in(sessions["operator"])
+
+    def page(client, path):
+        def request():
+            response = client.get(path)
+            if response.status_code != 200:
+                raise RuntimeError(f"{path} answered {response.status_code}")
+
+        return request
+
+    fields = AssetListView.row_fields
+
+    def set_rows(value):
+        return lambda: setattr(AssetListView, "row_fields", value)
+
+    reads_only = scope.system_scope
+
+    def with_savepoints(*, reads_only: bool = False):
+        return scope.system_scope()
+
+    def set_scope(function):
+        def switch():
+            dispatcher.system_scope = selectors.system_scope = function
+
+        return switch
+
+    return {
+        "name": "pages",
+        "assets": assets,
+        "outbox_events": events,
+        "rounds": rounds,
+        "requests_per_round": count,
+        "console_assets_rows": _alternate(
+            page(admin, "/assets/"), set_rows(fields), set_rows(()), rounds, count
+        ),
+        "console_eventing_reads": _alternate(
+            page(operator, "/eventing/"),
+            set_scope(reads_only),
+            set_scope(with_savepoints),
+            rounds,
+            count,
+        ),
+    }
