@@ -61,6 +61,12 @@ class DeadLetterListView(OperatorRequiredMixin, ListPage):
     )
     # Discarding is not a row action: it asks for confirmation, on the dead letter's page.
     row_actions = (RowAction("Replay", "eventing:dead-letter-replay", when="is_dead"),)
+    # Read as `.values()` (apps.console.rows): what the cells, the link, `short_error`
+    # and the action's `is_dead` read.
+    row_fields = (
+        "pk", "created_at", "topic", "event_type", "subscription__consumer__name",
+        "tenant__slug", "attempts", "state", "error",
+    )  # fmt: skip
 
     def get_base_queryset(self):
         return selectors.dead_letter_list()

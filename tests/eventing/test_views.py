@@ -1,17 +1,19 @@
 """The console's eventing pages (apps.eventing.views): for operators, with the backlog
 chart, dead letters to replay or discard, effects and recent events."""
 
+import random
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from apps.core.scope import system_scope
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.models import DeadLetter
 from apps.eventing.views import DeadLetterListView
 from apps.registry.models import Subscription
 from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
-from tests.console.test_list_rows import Table, rendered
+from tests.console.test_list_rows import Table, bodies_as_values_and_as_instances, rendered
 from tests.eventing.factories import add_eventing_rows, make_dead_letter
 from tests.query_counts import assert_flat_query_count
 
@@ -152,3 +154,30 @@ def test_row_actions_post_with_the_token_and_the_way_back(
     assert 'name="csrfmiddlewaretoken"' in actions
     assert f'<input type="hidden" name="next" value="{rendered(url)}">' in actions
     assert f">{action.label}</button>" in actions
+
+
+def test_dead_letter_rows_read_as_values_write_what_the_instances_write(
+    operator, tenant_a, topic, webhook_subscription
+):
+    """Every state (the Replay action only on the dead), short and long errors with
+    markup: the list's `.values()` rows write the
+    body its model instances write, for each sort and filter."""
+    rng = random.Random(64)
+    errors = ["HTTP 500", "<b>refused</b> & 'closed'", "x" * 79, "y" * 80, "z" * 81 + "<"]
+    for n in range(24):
+        dead = make_dead_letter(tenant_a, topic, webhook_subscription, n=n)
+        with tenant_scope(tenant_a):
+            DeadLetter.objects.filter(pk=dead.pk).update(
+                state=rng.choice(DeadLetter.State.values),
+                error=rng.choice(errors),
+                attempts=rng.randrange(1, 20),
+            )
+    for query in ["", "sort=-attempts", "sort=subscription__consumer__name", "state=dead"]:
+        written, expected, count = bodies_as_values_and_as_instances(
+            DeadLetterListView, operator, query
+        )
+        assert count > 0
+        assert written == expected
+        if not query:
+            assert ">Replay</button>" in written and "…</td>" in written
+            assert written.count(">Replay</button>") < count  # not on every state
