@@ -160,8 +160,8 @@ def test_dead_letter_rows_read_as_values_write_what_the_instances_write(
     operator, tenant_a, topic, webhook_subscription
 ):
     """Every state (the Replay action only on the dead), short and long errors with
-    markup: the list's `.values()` rows write the
-    body its model instances write, for each sort and filter."""
+    markup: the list's `.values()` rows write the body its model instances write, for
+    each sort and filter."""
     rng = random.Random(64)
     errors = ["HTTP 500", "<b>refused</b> & 'closed'", "x" * 79, "y" * 80, "z" * 81 + "<"]
     for n in range(24):
