@@ -12,6 +12,9 @@ the fast path turned off, in alternating rounds, so a busy neighbour slows both 
 - `console_eventing_reads`: the operator's eventing overview with its selectors'
   blocks of reads in the page's own scope (`system_scope(reads_only=True)`) against a
   savepoint for each.
+- `console_assets_person`: the asset list with its session and its signed-in person
+  read through the auth cache (apps.tenancy.sessions, apps.tenancy.backends) against
+  Django's database sessions and ModelBackend, each a statement a page.
 
 Each round is the median CPU time (`time.process_time`) of N requests; the figure is
 the median round, the ratio fast ÷ baseline (below 1 is faster).
@@ -22,9 +25,11 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from importlib import import_module
 
 from django.conf import settings
-from django.test import Client
+from django.contrib.auth import BACKEND_SESSION_KEY
+from django.test import Client, override_settings
 
 from apps.assets.views import AssetListView
 from apps.core import scope
@@ -66,6 +71,25 @@ def _signed_in(session_key: str) -> Client:
     return client
 
 
+STOCK_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def _stock_client(session_key: str) -> Client:
+    """A client whose requests read the session and the person from PostgreSQL, as
+    Django's database sessions and ModelBackend do: the same session, copied under a key
+    of its own that names the stock backend. Its handler is built while the stock engine
+    is configured, so its session middleware keeps that engine."""
+    stock = import_module("django.contrib.sessions.backends.db")
+    copy = stock.SessionStore()
+    copy.update(stock.SessionStore(session_key).load())
+    copy[BACKEND_SESSION_KEY] = STOCK_BACKEND
+    copy.save()
+    client = _signed_in(copy.session_key)
+    with override_settings(SESSION_ENGINE="django.contrib.sessions.backends.db"):
+        client.get("/healthz")
+    return client
+
+
 def run(*, quick: bool) -> dict:
     assets, events = (20_000, 20_000) if quick else (100_000, 100_000)
     rounds, count = (4, 40) if quick else (8, 100)
@@ -96,6 +120,20 @@ def run(*, quick: bool) -> dict:
 
         return switch
 
+    # Both backends stay configured while the case runs: Django checks a session's
+    # backend against the setting on every request.
+    settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS, STOCK_BACKEND]
+    stock_admin = _stock_client(sessions["admin"])
+    current = {"client": admin}
+
+    def as_client(client):
+        return lambda: current.__setitem__("client", client)
+
+    def assets_page():
+        response = current["client"].get("/assets/")
+        if response.status_code != 200 or response.wsgi_request.user.username != "load-admin":
+            raise RuntimeError(f"/assets/ answered {response.status_code}")
+
     return {
         "name": "pages",
         "assets": assets,
@@ -111,5 +149,8 @@ def run(*, quick: bool) -> dict:
             set_scope(with_savepoints),
             rounds,
             count,
+        ),
+        "console_assets_person": _alternate(
+            assets_page, as_client(admin), as_client(stock_admin), rounds, count
         ),
     }

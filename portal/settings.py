@@ -200,7 +200,8 @@ CACHES = {
 
 AUTH_USER_MODEL = "tenancy.User"
 AUTHENTICATION_BACKENDS = [
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's ModelBackend, the signed-in person read through the auth cache.
+    "apps.tenancy.backends.PersonBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
 AUTH_PASSWORD_VALIDATORS = [
@@ -223,6 +224,8 @@ ANONYMOUS_USER_NAME = None
 GUARDIAN_MONKEY_PATCH_USER = False
 
 # Cookies and transport (docs/operations.md, "Console security").
+# Database sessions, read through the auth cache (apps/tenancy/sessions.py).
+SESSION_ENGINE = "apps.tenancy.sessions"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_AGE = env_int("STEWARD_SESSION_SECONDS", 8 * 3600)

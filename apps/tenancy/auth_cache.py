@@ -1,11 +1,12 @@
 """Who a caller is, as the last look-up found it, kept in Redis for a few seconds:
-bearer tokens (with their service account and tenant), and the memberships a person
-signed in to the console holds (with each tenant and its home region).
+bearer tokens (with their service account and tenant), and for a person signed in to
+the console their session, their own account and the memberships they hold (with each
+tenant and its home region).
 
-Each look-up costs a transaction of its own (tokens and memberships are row-level
-security rows, read in the system scope): four round trips to PostgreSQL and a few
-model instances, on every API request and every console page. The cache answers with
-one Redis round trip instead, shared by every web process.
+Each look-up costs PostgreSQL a statement or a transaction of its own (tokens and
+memberships are row-level security rows, read in the system scope), on every API
+request and every console page. The cache answers with one Redis round trip instead,
+shared by every web process.
 
 What keeps it exact: every entry carries the *generation* it was read under, and
 every change to a token, a service account, a tenant, a membership or a region
@@ -19,25 +20,36 @@ read that still saw the token live carries the old generation and is never used.
 Expiry is checked against the cached `expires_at` on every request, so it is exact
 too; the TTL only bounds how long an unused entry stays in Redis.
 
-When Redis does not answer, both are looked up in PostgreSQL as before. The person
-themselves (their account, whether it is active, their session's hash) is still read
-from PostgreSQL on every request, by Django's authentication.
+A person's account and a session each have a generation of their own instead, which
+every save or deletion of that account or session increments (a sign-in's new
+`last_login`, a sign-out, a second factor reset), so one person's sign-in never makes
+anyone else's entries stale. An account is kept without its password hash: the entry
+carries the session hash Django checks every session against instead
+(apps.tenancy.models.User), and the password itself is read from PostgreSQL should
+anything ask for it. A session is kept under a digest of its key.
+
+When Redis does not answer, everything is looked up in PostgreSQL as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from datetime import datetime
 
 from django.db import transaction
 
 from apps.core.redis import REDIS_ERRORS, get_redis
-from apps.tenancy.models import ApiToken, Membership, Region, ServiceAccount, Tenant
+from apps.tenancy.models import ApiToken, Membership, Region, ServiceAccount, Tenant, User
 
 TTL_SECONDS = 10
 GENERATION_KEY = "steward:auth:generation"
 _MODELS = (ApiToken, ServiceAccount, Tenant, Membership, Region)
+# A generation of one person's or one session's own outlives any entry written under it,
+# so an entry read before a change never meets a generation that expired and started
+# again from nothing.
+_OWN_GENERATION_TTL_SECONDS = 6 * TTL_SECONDS
 
 
 def _encode(value):
@@ -66,11 +78,11 @@ def _restore(model, values: dict):
     )
 
 
-def _read(key: str) -> tuple[dict | None, bytes | None]:
+def _read(key: str, generation_key: str = GENERATION_KEY) -> tuple[dict | None, bytes | None]:
     """The entry at `key` if it was written under the current generation, and that
     generation (None when Redis does not answer: then nothing is stored either)."""
     try:
-        entry, generation = get_redis().mget([key, GENERATION_KEY])
+        entry, generation = get_redis().mget([key, generation_key])
     except REDIS_ERRORS:
         return None, None
     generation = generation or b"0"
@@ -144,6 +156,82 @@ def memberships_store(user_id, memberships: list[Membership], generation: bytes 
     _write(_memberships_key(user_id), generation, {"memberships": held})
 
 
+def _bump_own(generation_key: str) -> None:
+    with contextlib.suppress(REDIS_ERRORS):
+        with get_redis().pipeline(transaction=False) as pipe:
+            pipe.incr(generation_key)
+            pipe.expire(generation_key, _OWN_GENERATION_TTL_SECONDS)
+            pipe.execute()
+
+
+def _invalidate_own(generation_key: str) -> None:
+    # Now, and again once the change commits, as `invalidate` does.
+    _bump_own(generation_key)
+    transaction.on_commit(lambda: _bump_own(generation_key))
+
+
+def _person_keys(user_id) -> tuple[str, str]:
+    return f"steward:auth:person:{user_id}", f"steward:auth:person-generation:{user_id}"
+
+
+# Never cached: Django reads it only to check or change a password, and then from
+# PostgreSQL (the restored account leaves it deferred).
+_PERSON_FIELDS = tuple(f.attname for f in User._meta.concrete_fields if f.attname != "password")
+
+
+def person_lookup(user_id) -> tuple[User | None, bytes | None]:
+    """The person's cached account, its password deferred and its session hash as it
+    was computed from the password, and the generation read with it."""
+    cached, generation = _read(*_person_keys(user_id))
+    if cached is None:
+        return None, generation
+    values = cached["person"]
+    fields = {f.attname: f for f in User._meta.concrete_fields}
+    user = User.from_db(
+        "default", _PERSON_FIELDS, [fields[name].to_python(values[name]) for name in _PERSON_FIELDS]
+    )
+    user.cached_session_auth_hash = cached["session_auth_hash"]
+    return user, generation
+
+
+def person_store(user: User, generation: bytes | None) -> None:
+    """Keep `user` as read under `generation` (from `person_lookup`)."""
+    entry = {
+        "person": {name: getattr(user, name) for name in _PERSON_FIELDS},
+        "session_auth_hash": user.get_session_auth_hash(),
+    }
+    _write(_person_keys(user.pk)[0], generation, entry)
+
+
+def person_invalidate(user_id) -> None:
+    """The person's cached account is stale: call inside the transaction that changes it
+    without a save (a queryset update); saves and deletions call it themselves."""
+    _invalidate_own(_person_keys(user_id)[1])
+
+
+def _session_keys(session_key: str) -> tuple[str, str]:
+    # The key is a bearer credential: Redis holds only its digest.
+    digest = hashlib.sha256(session_key.encode()).hexdigest()
+    return f"steward:auth:session:{digest}", f"steward:auth:session-generation:{digest}"
+
+
+def session_lookup(session_key: str) -> tuple[dict | None, bytes | None]:
+    """The session's cached row ({"data": encoded data, "expire_date": ISO time}) and
+    the session's own generation read with it."""
+    key, generation_key = _session_keys(session_key)
+    return _read(key, generation_key)
+
+
+def session_store(session_key: str, data: str, expire_date, generation: bytes | None) -> None:
+    key, _ = _session_keys(session_key)
+    _write(key, generation, {"data": data, "expire_date": expire_date})
+
+
+def session_invalidate(session_key: str) -> None:
+    """The session's cached row is stale: call when it is saved or deleted."""
+    _invalidate_own(_session_keys(session_key)[1])
+
+
 def _bump() -> None:
     # Should Redis be away for the bump and back before an entry expires, that entry
     # could be served for at most TTL_SECONDS more: the bound on a lost invalidation.
@@ -163,6 +251,10 @@ def _changed(sender, **kwargs) -> None:
     invalidate()
 
 
+def _person_changed(sender, instance, **kwargs) -> None:
+    person_invalidate(instance.pk)
+
+
 def connect_signals() -> None:
     """Saves and deletes of these models invalidate too (the admin, a shell), on top
     of the services' own calls for their queryset updates (which send no signal)."""
@@ -171,3 +263,5 @@ def connect_signals() -> None:
     for model in _MODELS:
         post_save.connect(_changed, sender=model, dispatch_uid=f"token-cache-{model.__name__}")
         post_delete.connect(_changed, sender=model, dispatch_uid=f"token-cache-{model.__name__}-d")
+    post_save.connect(_person_changed, sender=User, dispatch_uid="auth-cache-person")
+    post_delete.connect(_person_changed, sender=User, dispatch_uid="auth-cache-person-d")

@@ -114,12 +114,19 @@ class User(AbstractUser):
     def is_operator(self) -> bool:
         return self.is_active and self.is_staff
 
+    # The session hash under the current secret, as the auth cache computed it when it
+    # kept this account without its password (apps.tenancy.auth_cache.person_lookup).
+    cached_session_auth_hash: str | None = None
+
     def _get_session_auth_hash(self, secret=None):
         # Django signs each session with this hash and ends a session whose hash no longer
         # matches, which is how a password change signs a person out everywhere. Mixing in
         # the generation does the same without touching the password. Generation 0 keeps
         # Django's own hash, so sessions opened before the field existed stay valid.
         # (Django computes both its current and SECRET_KEY_FALLBACKS hashes here.)
+        if secret is None and self.cached_session_auth_hash and "password" not in self.__dict__:
+            # Still the cached account's hash: its password was neither read nor set since.
+            return self.cached_session_auth_hash
         stock = super()._get_session_auth_hash(secret=secret)
         if not self.session_generation:
             return stock

@@ -670,6 +670,7 @@ def totp_reset(*, actor: Actor, user: User) -> None:
         _second_factor_remove(user)
         # The device may be in someone else's hands, and so may a session it opened.
         User.objects.filter(pk=user.pk).update(session_generation=F("session_generation") + 1)
+        auth_cache.person_invalidate(user.pk)  # its cached account has the old session hash
         audit_record(
             actor=actor,
             action="user.totp_reset",
