@@ -54,10 +54,17 @@ class CappedPaginator(Paginator):
 
     cap = 10_000
 
+    def __init__(self, object_list, per_page, *args, counted_rows=None, **kwargs):
+        super().__init__(object_list, per_page, *args, **kwargs)
+        # The rows to count, when the page's own query reads more than counting needs:
+        # a list read as `.values()` joins the tables its cells show, and PostgreSQL
+        # would join each counted row to them (a tenth of a millisecond per thousand).
+        self.counted_rows = object_list if counted_rows is None else counted_rows
+
     @cached_property
     def counted(self) -> int:
         # One row past the cap tells "more than" from "exactly".
-        return self.object_list.order_by()[: self.cap + 1].count()
+        return self.counted_rows.order_by()[: self.cap + 1].count()
 
     @cached_property
     def count(self) -> int:
@@ -142,7 +149,17 @@ class ListPage(LoginRequiredMixin, ListView):
         self.sort = requested if requested.lstrip("-") in allowed else self.default_ordering
         # The tie-break runs the sort's way, so one index serves the sort both ways.
         queryset = queryset.order_by(self.sort, "-pk" if self.sort.startswith("-") else "pk")
+        self.matching = queryset
         return queryset.values(*self.row_fields) if self.row_fields else queryset
+
+    def get_paginator(self, queryset, per_page, orphans=0, allow_empty_first_page=True):
+        return self.paginator_class(
+            queryset,
+            per_page,
+            orphans=orphans,
+            allow_empty_first_page=allow_empty_first_page,
+            counted_rows=self.matching,
+        )
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
