@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -21,7 +22,7 @@ from apps.eventing.models import (
     RecentEvent,
     UncertainEffect,
 )
-from apps.registry.models import Subscription
+from apps.registry.models import Subscription, Topic
 from apps.registry.selectors import subscription_list
 
 
@@ -146,8 +147,8 @@ def _inbox_sizes(cursor, counted) -> dict[str, counting.Count]:
 # again when the count passes the bound) and the oldest's age; the lanes backing off;
 # the streams' deliveries per minute; failed deliveries to subscriptions; dead letters;
 # effects by state; each inbox counted up to the bound. Rows as JSON: one value each.
-_OVERVIEW_FIGURES = f"""
-    SELECT ({dispatcher.BACKLOG_COUNT}), ({counting.TABLE_ESTIMATE}), ({dispatcher.OLDEST_AGE}),
+_FIGURES = f"""
+    ({dispatcher.BACKLOG_COUNT}), ({counting.TABLE_ESTIMATE}), ({dispatcher.OLDEST_AGE}),
         (SELECT count(*) FROM {DispatchLane._meta.db_table} WHERE next_attempt_at > %s),
         (SELECT json_agg(json_build_array(extract(epoch FROM minute), d, f))
          FROM (SELECT minute, sum(delivered) AS d, sum(failed) AS f
@@ -162,6 +163,25 @@ _OVERVIEW_FIGURES = f"""
         (SELECT json_agg(json_build_array(name, n) ORDER BY name)
          FROM ({_INBOX_SIZES}) AS inboxes(name, n))
 """  # noqa: S608 - table names only
+_OVERVIEW_FIGURES = f"SELECT {_FIGURES}"
+
+# The page's charts read in the same statement: the events received per minute and topic
+# since the hour's first minute (apps.eventing.charts.throughput_per_topic, as its
+# `_received_per_minute` groups them), and the topics whose streams' lag it draws.
+_OVERVIEW_PAGE = f"""SELECT {_FIGURES},
+    (SELECT json_agg(json_build_array(topic, extract(epoch FROM minute), n))
+     FROM (SELECT topic, date_trunc('minute', received_at) AS minute, count(*) AS n
+           FROM {RecentEvent._meta.db_table} WHERE received_at >= %s
+           GROUP BY topic, minute) AS received),
+    (SELECT array_agg(name) FROM {Topic._meta.db_table})
+"""  # noqa: S608 - table names only
+
+
+@dataclass(frozen=True)
+class OverviewPage:
+    overview: Overview
+    received_per_topic: dict[str, dict[datetime, int]]  # {topic: {minute: events}}
+    topic_names: list[str]
 
 
 def _json(value, empty):
@@ -172,6 +192,20 @@ def _json(value, empty):
 
 
 def overview() -> Overview:
+    """The eventing figures the API answers (and the page shows, with overview_page)."""
+    return _overview(page=False)[0]
+
+
+def overview_page() -> OverviewPage:
+    """The overview, and what the eventing page's charts read, in one statement."""
+    figures, (received, topics) = _overview(page=True)
+    per_topic: dict[str, dict[datetime, int]] = defaultdict(dict)
+    for topic, epoch, n in _json(received, []):
+        per_topic[topic][datetime.fromtimestamp(epoch, UTC)] = n
+    return OverviewPage(figures, dict(per_topic), topics or [])
+
+
+def _overview(*, page: bool) -> tuple[Overview, list]:
     bound = counting.COUNTED_EXACTLY + 1
     now = timezone.now()
     start = now.replace(second=0, microsecond=0) - timedelta(minutes=MINUTES - 1)
@@ -180,25 +214,31 @@ def overview() -> Overview:
         DeadLetter.State.DEAD, bound,
     ]  # fmt: skip
     with system_scope(reads_only=True), connection.cursor() as cursor:
-        cursor.execute(_OVERVIEW_FIGURES, params)
+        if page:
+            cursor.execute(_OVERVIEW_PAGE, [*params, start])
+        else:
+            cursor.execute(_OVERVIEW_FIGURES, params)
         row = cursor.fetchone()
-        counted, estimate, oldest, lanes, streams, failed, dead, effects, inboxes = row
+        counted, estimate, oldest, lanes, streams, failed, dead, effects, inboxes = row[:9]
         inbox = _inbox_sizes(cursor, _json(inboxes, []))
     backlog = counting.bounded(counted, lambda: estimate)
     by_minute = {datetime.fromtimestamp(epoch, UTC): (d, f) for epoch, d, f in _json(streams, [])}
     series = _minute_series(start, MINUTES, by_minute)
-    return Overview(
-        backlog=backlog.n,
-        backlog_estimated=backlog.estimated,
-        oldest_age_seconds=float(oldest) if oldest is not None else None,
-        lanes_backing_off=lanes,
-        delivered_last_hour=sum(point.delivered for point in series),
-        failed_last_hour=failed or 0,
-        per_minute=series,
-        dead_letters=dead,
-        inbox_sizes={consumer: size.n for consumer, size in inbox.items()},
-        inbox_sizes_estimated=[consumer for consumer, size in inbox.items() if size.estimated],
-        effects=_json(effects, {}),
+    return (
+        Overview(
+            backlog=backlog.n,
+            backlog_estimated=backlog.estimated,
+            oldest_age_seconds=float(oldest) if oldest is not None else None,
+            lanes_backing_off=lanes,
+            delivered_last_hour=sum(point.delivered for point in series),
+            failed_last_hour=failed or 0,
+            per_minute=series,
+            dead_letters=dead,
+            inbox_sizes={consumer: size.n for consumer, size in inbox.items()},
+            inbox_sizes_estimated=[consumer for consumer, size in inbox.items() if size.estimated],
+            effects=_json(effects, {}),
+        ),
+        list(row[9:]),
     )
 
 
