@@ -21,12 +21,14 @@ class Count(NamedTuple):
     estimated: bool
 
 
+# The planner's estimate of a table's rows (the table's name the one parameter): 0
+# before its first ANALYZE (-1 there). A statement, or a scalar sub-select in another.
+TABLE_ESTIMATE = "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass"
+
+
 def table_estimate(cursor, table: str) -> int:
     """The planner's estimate of a table's rows: 0 before its first ANALYZE (-1 there)."""
-    cursor.execute(
-        "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
-        [table],
-    )
+    cursor.execute(TABLE_ESTIMATE, [table])
     row = cursor.fetchone()
     return row[0] if row else 0
 

@@ -236,6 +236,10 @@ def drain(*, transport=None, max_seconds: float = 50.0) -> int:
 
 # Waiting envelopes, counted no further than the bound (apps.core.counting).
 BACKLOG_COUNT = f"SELECT count(*) FROM (SELECT FROM {OUTBOX} LIMIT %s) AS waiting"  # noqa: S608
+# The age in seconds of the oldest waiting envelope, by write order: found through the
+# primary key, not a scan.
+_AGE = "greatest(0, extract(epoch FROM clock_timestamp() - occurred_at))"
+OLDEST_AGE = f"SELECT {_AGE} FROM {OUTBOX} ORDER BY id LIMIT 1"  # noqa: S608
 
 
 class Backlog(NamedTuple):
@@ -250,8 +254,6 @@ def outbox_backlog() -> Backlog:
         cursor.execute(BACKLOG_COUNT, [counting.COUNTED_EXACTLY + 1])
         (counted,) = cursor.fetchone()
         waiting = counting.bounded(counted, lambda: counting.table_estimate(cursor, OUTBOX))
-        # The oldest by write order, found through the primary key, not a scan.
-        age = "greatest(0, extract(epoch FROM clock_timestamp() - occurred_at))"
-        cursor.execute(f"SELECT {age} FROM {OUTBOX} ORDER BY id LIMIT 1")  # noqa: S608
+        cursor.execute(OLDEST_AGE)
         row = cursor.fetchone()
     return Backlog(waiting.n, waiting.estimated, float(row[0]) if row else None)

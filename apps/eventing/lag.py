@@ -34,10 +34,11 @@ class Lag:
         return self.waiting + self.pending
 
 
-def consumer_lag() -> list[Lag]:
-    """Each consumer group's lag on each topic's stream, now; empty when Redis does not
-    answer (the chart then says so rather than the page failing)."""
-    names = sorted(topic_names())
+def consumer_lag(names=None) -> list[Lag]:
+    """Each consumer group's lag on each topic's stream (every topic's, or those
+    `names` when the caller has read them), now; empty when Redis does not answer (the
+    chart then says so rather than the page failing)."""
+    names = sorted(topic_names() if names is None else names)
     if not names:
         return []
     try:

@@ -30,13 +30,14 @@ class OverviewView(OperatorRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        overview = selectors.overview()
+        page = selectors.overview_page()
+        overview = page.overview
         context.update(
             overview=overview,
             counted_exactly=counting.COUNTED_EXACTLY,
             published=charts.published_chart(overview.per_minute),
-            throughput=charts.throughput_per_topic(),
-            lag=charts.lag_chart(charts.consumer_lag()),
+            throughput=charts.throughput_per_topic(page.received_per_topic),
+            lag=charts.lag_chart(charts.consumer_lag(page.topic_names)),
             lag_history=charts.lag_over_time(),
             subscriptions=selectors.subscription_health()[:50],
             recent=selectors.recent_event_list()[:10],

@@ -3,7 +3,9 @@ consumer's lag equal the counts queried here, and the page's statements stay few
 
 from __future__ import annotations
 
+import random
 import uuid
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -13,7 +15,7 @@ from django.utils import timezone
 
 from apps.core.redis import get_redis
 from apps.core.scope import system_scope, tenant_scope
-from apps.eventing import lag
+from apps.eventing import charts, lag, selectors
 from apps.eventing.models import RecentEvent
 from apps.eventing.transports import stream_key
 from apps.registry.models import Topic
@@ -122,10 +124,41 @@ def test_lag_over_time_says_when_nothing_was_sampled(client, operator):
 
 
 def test_the_overview_stays_within_a_few_statements(client, operator, tenant_a):
+    """The session, the user, the page's scope (a savepoint in a test, set and restored),
+    the header's tenants, then the page's own three: its figures and its charts' counts
+    in one statement (apps.eventing.selectors.overview_page), the subscriptions, the
+    latest events. Ten; nineteen when each figure and chart read its own."""
     client.force_login(operator)
     client.get(reverse("eventing:overview"))  # the caller's first page fills the auth cache
     few = queries_for(lambda: client.get(reverse("eventing:overview")))
+    assert few == 10
     received(tenant_a, "t.one", 30, minutes_ago=2)
     for n in range(3):
         Topic.objects.create(name=f"test.q{uuid.uuid4().hex[:8]}{n}", current_schema_version=1)
     assert queries_for(lambda: client.get(reverse("eventing:overview"))) == few
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_overviews_statement_reads_the_charts_counts_as_the_charts_do(seed, tenant_a, tenant_b):
+    """Generated events received over the last hour and before it, on a few topics: the
+    counts the page's one statement reads for its charts are those the charts' own
+    queries read (events per minute and topic; every topic's name)."""
+    rnd = random.Random(seed)
+    for _ in range(rnd.randint(0, 12)):
+        received(
+            rnd.choice([tenant_a, tenant_b]),
+            rnd.choice(["t.one", "t.two", "t.three"]),
+            rnd.randint(1, 4),
+            minutes_ago=rnd.randint(0, 75),
+        )
+    for n in range(rnd.randint(0, 3)):
+        Topic.objects.create(name=f"test.p{uuid.uuid4().hex[:8]}{n}", current_schema_version=1)
+    with system_scope():
+        page = selectors.overview_page()
+        alone = charts._received_per_minute(charts._minutes()[0], by_topic=True)
+        names = list(topic_names())
+    assert page.received_per_topic == alone
+    assert sorted(page.topic_names) == sorted(names)
+    assert page.overview == replace(
+        selectors.overview(), oldest_age_seconds=page.overview.oldest_age_seconds
+    )

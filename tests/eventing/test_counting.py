@@ -3,15 +3,28 @@ the inbox grow (apps.core.counting): exact up to the bound, the planner's estima
 it, and each answer says which it is."""
 
 import json
+import random
+from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import Count, Sum
+from django.utils import timezone
 from django.utils.html import escape
 
 from apps.core import counting
-from apps.core.scope import system_scope
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing import dispatcher, selectors
-from apps.eventing.models import InboxEntry, OutboxEvent
+from apps.eventing.models import (
+    DeadLetter,
+    DeliveryCount,
+    DispatchLane,
+    InboxEntry,
+    OutboxEvent,
+    UncertainEffect,
+)
+from tests.eventing.factories import make_dead_letter
 
 pytestmark = pytest.mark.django_db
 
@@ -136,9 +149,16 @@ def test_counting_a_large_inbox_and_outbox_reads_a_bounded_number_of_rows():
     _analyze(InboxEntry)
     _analyze(OutboxEvent)
     bound = counting.COUNTED_EXACTLY + 1
+    now = timezone.now()
     statements = [
         (selectors._INBOX_SIZES, [bound], 3),
         (dispatcher.BACKLOG_COUNT, [bound], 1),
+        # the overview's one statement: the outbox and the three inboxes, as above
+        (
+            selectors._OVERVIEW_FIGURES,
+            [bound, OutboxEvent._meta.db_table, now, now, now, "dead", bound],
+            4,
+        ),
     ]
     with system_scope(), connection.cursor() as cursor:
         for sql, params, groups in statements:
@@ -171,3 +191,91 @@ def test_the_operators_dashboard_says_when_the_backlog_is_an_estimate(
     _outbox(20)
     _analyze(OutboxEvent)
     assert said in client.get("/").content.decode()
+
+
+def _overview_read_figure_by_figure() -> selectors.Overview:
+    """The overview as it was read before its figures became one statement: each figure
+    by the selector or query that reads it alone (the dashboard's and /metrics' backlog,
+    delivery_rate, inbox_sizes, and the ORM's counts)."""
+    backlog = dispatcher.outbox_backlog()
+    series = selectors.delivery_rate()
+    inbox = selectors.inbox_sizes()
+    hour_ago = timezone.now() - timedelta(hours=1)
+    with system_scope():
+        effects = dict(
+            UncertainEffect.objects.values_list("state").annotate(n=Count("id")).order_by()
+        )
+        dead = DeadLetter.objects.filter(state=DeadLetter.State.DEAD).count()
+        failed = DeliveryCount.objects.filter(
+            minute__gte=hour_ago, subscription__isnull=False
+        ).aggregate(f=Sum("failed"))["f"]
+        lanes = DispatchLane.objects.filter(next_attempt_at__gt=timezone.now()).count()
+    return selectors.Overview(
+        backlog=backlog.waiting,
+        backlog_estimated=backlog.estimated,
+        oldest_age_seconds=backlog.oldest_age_seconds,
+        lanes_backing_off=lanes,
+        delivered_last_hour=sum(point.delivered for point in series),
+        failed_last_hour=failed or 0,
+        per_minute=series,
+        dead_letters=dead,
+        inbox_sizes={consumer: size.n for consumer, size in inbox.items()},
+        inbox_sizes_estimated=[consumer for consumer, size in inbox.items() if size.estimated],
+        effects=effects,
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_overviews_one_statement_reads_what_its_figures_read_alone(
+    seed, monkeypatch, tenant_a, tenant_b, topic, webhook_subscription
+):
+    """Generated outboxes, inboxes (some past the bound), deliveries per minute, dead
+    letters, effects and lanes: the overview's one statement answers every figure as the
+    figure read alone does."""
+    monkeypatch.setattr(counting, "COUNTED_EXACTLY", 10)
+    rnd = random.Random(seed)
+    _outbox(rnd.choice([0, 4, 10, 11, 35]))
+    for consumer in rnd.sample(["alpha", "bravo", "charlie", "delta"], rnd.randint(0, 4)):
+        _inbox(consumer, rnd.choice([1, 9, 10, 11, 30]))
+    if rnd.random() < 0.5:
+        _analyze(OutboxEvent)
+        _analyze(InboxEntry)
+    now = timezone.now().replace(second=0, microsecond=0)
+    DeliveryCount.objects.bulk_create(
+        DeliveryCount(
+            minute=now - timedelta(minutes=ago),
+            subscription=subscription,
+            delivered=rnd.randint(0, 50),
+            failed=rnd.randint(0, 3),
+        )
+        for ago in rnd.sample(range(70), 40)  # some older than the hour
+        for subscription in (None, webhook_subscription)
+    )
+    for n in range(rnd.randint(0, 3)):
+        make_dead_letter(rnd.choice([tenant_a, tenant_b]), topic, webhook_subscription, n=n)
+    for n in range(rnd.randint(0, 8)):
+        tenant = rnd.choice([tenant_a, tenant_b])
+        with tenant_scope(tenant):
+            UncertainEffect.objects.create(
+                tenant=tenant,
+                actor="test",
+                target_system="billing",
+                operation="charge",
+                external_ref=f"{seed}-{n}",
+                state=rnd.choice(list(UncertainEffect.State)),
+            )
+    dispatcher.ensure_lanes()
+    with system_scope():
+        lanes = list(DispatchLane.objects.values_list("lane", flat=True))
+        DispatchLane.objects.filter(lane__in=rnd.sample(lanes, rnd.randint(0, 3))).update(
+            next_attempt_at=timezone.now() + timedelta(minutes=5)
+        )
+
+    with system_scope():
+        folded, alone = selectors.overview(), _overview_read_figure_by_figure()
+
+    # the oldest envelope's age is read at each call's own instant
+    assert (folded.oldest_age_seconds is None) == (alone.oldest_age_seconds is None)
+    if alone.oldest_age_seconds is not None:
+        assert abs(folded.oldest_age_seconds - alone.oldest_age_seconds) < 5
+    assert replace(folded, oldest_age_seconds=None) == replace(alone, oldest_age_seconds=None)
