@@ -2,7 +2,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 
-from apps.tenancy.selectors import tenants_visible_to
+from apps.tenancy.selectors import operator_tenant_choices
 
 # Every domain has a place in the navigation; one whose console is not installed yet
 # is shown disabled rather than hidden, so operators see the whole shape of Steward.
@@ -54,8 +54,7 @@ def console(request):
     if user is None or not user.is_authenticated:
         return {"theme": request.COOKIES.get("steward_theme", "auto")}
     if user.is_operator:
-        everyone = tenants_visible_to(platform_wide=True, tenant=None)
-        switchable = [(str(pk), slug) for pk, slug in everyone.values_list("id", "slug")[:200]]
+        switchable = operator_tenant_choices()
     else:
         switchable = [
             (str(m.tenant_id), m.tenant.slug) for m in getattr(request, "available_memberships", [])

@@ -1,7 +1,7 @@
 """Who a caller is, as the last look-up found it, kept in Redis for a few seconds:
 bearer tokens (with their service account and tenant), and for a person signed in to
 the console their session, their own account and the memberships they hold (with each
-tenant and its home region).
+tenant and its home region), and the tenants an operator's switcher offers.
 
 Each look-up costs PostgreSQL a statement or a transaction of its own (tokens and
 memberships are row-level security rows, read in the system scope), on every API
@@ -154,6 +154,22 @@ def memberships_store(user_id, memberships: list[Membership], generation: bytes 
         for m in memberships
     ]
     _write(_memberships_key(user_id), generation, {"memberships": held})
+
+
+_TENANT_CHOICES_KEY = "steward:auth:tenant-choices"
+
+
+def tenant_choices_lookup() -> tuple[list[tuple[str, str]] | None, bytes | None]:
+    """Every tenant an operator may switch to, as (id, slug), and the generation read
+    with them; (None, generation) on a miss."""
+    cached, generation = _read(_TENANT_CHOICES_KEY)
+    if cached is None:
+        return None, generation
+    return [(pk, slug) for pk, slug in cached["choices"]], generation
+
+
+def tenant_choices_store(choices: list[tuple[str, str]], generation: bytes | None) -> None:
+    _write(_TENANT_CHOICES_KEY, generation, {"choices": choices})
 
 
 def _bump_own(generation_key: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.db import transaction
 from django.db.models import Count, QuerySet
 
 from apps.core.scope import system_scope
@@ -40,6 +41,24 @@ def tenants_visible_to(*, platform_wide: bool, tenant: Tenant | None) -> QuerySe
     if platform_wide and tenant is None:
         return qs
     return qs.filter(pk=tenant.pk) if tenant is not None else qs.none()
+
+
+SWITCHABLE_TENANTS = 200
+
+
+def operator_tenant_choices() -> list[tuple[str, str]]:
+    """The first SWITCHABLE_TENANTS tenants by slug, as (id, slug): what an operator's
+    tenant switcher offers on every page, served from the auth cache while no tenant
+    changed. Stored only once the request's transaction commits, so a tenant it made
+    and then rolled back is never offered."""
+    choices, generation = auth_cache.tenant_choices_lookup()
+    if choices is None:
+        everyone = tenants_visible_to(platform_wide=True, tenant=None)
+        choices = [
+            (str(pk), slug) for pk, slug in everyone.values_list("id", "slug")[:SWITCHABLE_TENANTS]
+        ]
+        transaction.on_commit(lambda: auth_cache.tenant_choices_store(choices, generation))
+    return choices
 
 
 def tenant_list(*, platform_wide: bool, tenant: Tenant | None) -> QuerySet[Tenant]:

@@ -3,6 +3,8 @@
 import uuid
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import URLResolver, get_resolver, reverse
 
 from apps.console.listing import CappedPaginator, ListPage
@@ -234,3 +236,50 @@ def test_the_tenant_switcher_lists_what_the_template_loop_did():
         expected = loop.render({"switchable": switchable, "acting": acting})
         assert tenant_options(switchable, acting) == expected
     assert tenant_options([], None) == ""
+
+
+def _switcher_read(queries) -> bool:
+    return any("tenancy_tenant" in q["sql"] and "LIMIT 200" in q["sql"] for q in queries)
+
+
+def test_an_operators_switcher_is_cached_and_shows_each_tenant_change_at_once(
+    client, operator, region, django_capture_on_commit_callbacks
+):
+    client.force_login(operator)
+    page = reverse("eventing:overview")
+
+    def options():
+        with django_capture_on_commit_callbacks(execute=True):
+            with CaptureQueriesContext(connection) as seen:
+                body = client.get(page).content.decode()
+        return body, _switcher_read(seen.captured_queries)
+
+    # given a first page, which reads the tenants and keeps them once its transaction commits
+    assert options()[1]
+    # then the next page offers them without reading them again
+    body, read = options()
+    assert not read and "All tenants (system)" in body
+    # and a tenant added, renamed or suspended is offered as it now is at the next page
+    added = TenantFactory(slug="added-now", home_region=region)
+    body, read = options()
+    assert read and ">added-now</option>" in body
+    services.tenant_update(actor=SYSTEM_ACTOR, tenant=added, name="Renamed", slug="renamed-now")
+    body, _ = options()
+    assert ">renamed-now</option>" in body and ">added-now</option>" not in body
+
+
+def test_a_tenant_made_in_a_transaction_that_rolls_back_is_never_offered(
+    region, django_capture_on_commit_callbacks
+):
+    from django.db import transaction
+
+    from apps.tenancy import auth_cache
+    from apps.tenancy.selectors import operator_tenant_choices
+
+    with django_capture_on_commit_callbacks(execute=True):
+        with pytest.raises(RuntimeError), transaction.atomic():
+            TenantFactory(slug="rolled-back", home_region=region)
+            assert "rolled-back" in {slug for _, slug in operator_tenant_choices()}
+            raise RuntimeError
+    assert auth_cache.tenant_choices_lookup()[0] is None
+    assert "rolled-back" not in {slug for _, slug in operator_tenant_choices()}
