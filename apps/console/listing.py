@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from django.contrib.auth.mixins import LoginRequiredMixin, UserPassesTestMixin
 from django.core.paginator import Paginator
 from django.db.models import Q
+from django.http import QueryDict
 from django.urls import reverse
 from django.utils.functional import cached_property
 from django.views.generic import ListView
 
 from apps.console.rows import value_rows
+from apps.core.api.filtering import named_filters, narrowed
 from apps.core.api.permissions import caller_kind
 
 
@@ -75,8 +77,8 @@ class CappedPaginator(Paginator):
         return self.counted > self.cap
 
 
-# (FilterSet class, filter name) -> the widget's HTML with nothing chosen.
-_EMPTY_WIDGETS: dict[tuple[type, str], str] = {}
+# (FilterSet class, filter name) -> the label and the widget's HTML with nothing chosen.
+_EMPTY_WIDGETS: dict[tuple[type, str], tuple[str, str]] = {}
 
 
 def _static(declared) -> bool:
@@ -85,27 +87,56 @@ def _static(declared) -> bool:
     return "queryset" not in declared.extra and not callable(declared.extra.get("choices"))
 
 
-def filter_widgets(filterset) -> list[tuple[str, str]]:
-    """Each filter's label and widget, for the list's filter form.
+def bound_filterset(filterset_class, query, queryset):
+    """The list's FilterSet for `query`, of the filters it names and those whose widget
+    reads the database (drawn each time), or None when that is no filter.
+
+    A filter the query does not name filters nothing and is always valid (as in the API,
+    apps.core.api.filtering), yet copying, binding and validating every filter of the
+    list's FilterSet was a tenth of a list page; its widget is drawn empty, once per
+    process (filter_widgets)."""
+    wanted = named_filters(filterset_class, query) | frozenset(
+        name for name, declared in filterset_class.base_filters.items() if not _static(declared)
+    )
+    if not wanted:
+        return None
+    return narrowed(filterset_class, wanted)(query, queryset=queryset)
+
+
+def _drawn_empty(filterset_class, name: str) -> tuple[str, str]:
+    alone = narrowed(filterset_class, frozenset([name]))
+    bound = alone(QueryDict(), queryset=filterset_class._meta.model._default_manager.none())
+    field = bound.form[name]
+    return field.label, str(field)
+
+
+def filter_widgets(filterset_class, filterset) -> list[tuple[str, str]]:
+    """Each filter's label and widget, in the FilterSet's order, for the list's form.
 
     A filter with nothing chosen draws the same HTML on every page of its list, yet
     drawing the form's widgets through their templates was a sixth of a list page's
     time: an empty widget of a filter that reads nothing from the database is drawn
     once per process. One with a value is drawn each time (values are the caller's).
     """
+    bound_fields = {bound.name: bound for bound in filterset.form} if filterset else {}
     drawn = []
-    for bound in filterset.form:
-        declared = filterset.filters[bound.name]
-        value = bound.data
-        empty = value in (None, "") or (isinstance(value, list) and not any(value))
-        key = (type(filterset), bound.name)
-        if empty and not bound.errors and _static(declared):
-            html = _EMPTY_WIDGETS.get(key)
-            if html is None:
-                html = _EMPTY_WIDGETS[key] = str(bound)
+    for name, declared in filterset_class.base_filters.items():
+        key = (filterset_class, name)
+        bound = bound_fields.get(name)
+        if bound is None:  # not named, and static (bound_filterset binds the others)
+            widget = _EMPTY_WIDGETS.get(key)
+            if widget is None:
+                widget = _EMPTY_WIDGETS[key] = _drawn_empty(filterset_class, name)
         else:
-            html = str(bound)
-        drawn.append((bound.label, html))
+            value = bound.data
+            empty = value in (None, "") or (isinstance(value, list) and not any(value))
+            if empty and not bound.errors and _static(declared):
+                widget = _EMPTY_WIDGETS.get(key)
+                if widget is None:
+                    widget = _EMPTY_WIDGETS[key] = (bound.label, str(bound))
+            else:
+                widget = (bound.label, str(bound))
+        drawn.append(widget)
     return drawn
 
 
@@ -136,7 +167,8 @@ class ListPage(LoginRequiredMixin, ListView):
         queryset = self.get_base_queryset()
         self.filterset = None
         if self.filterset_class is not None:
-            self.filterset = self.filterset_class(self.request.GET, queryset=queryset)
+            self.filterset = bound_filterset(self.filterset_class, self.request.GET, queryset)
+        if self.filterset is not None:
             queryset = self.filterset.qs if self.filterset.is_valid() else queryset.none()
         self.search = self.request.GET.get("q", "").strip()
         if self.search and self.search_fields:
@@ -175,7 +207,11 @@ class ListPage(LoginRequiredMixin, ListView):
             title=self.title,
             columns=self.columns,
             filterset=self.filterset,
-            filter_widgets=filter_widgets(self.filterset) if self.filterset is not None else [],
+            filter_widgets=(
+                filter_widgets(self.filterset_class, self.filterset)
+                if self.filterset_class is not None
+                else []
+            ),
             search=self.search,
             sort=self.sort,
             query_string=query.urlencode(),

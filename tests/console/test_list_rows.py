@@ -14,6 +14,7 @@ import zoneinfo
 from html.parser import HTMLParser
 
 import pytest
+from django.http import QueryDict
 from django.template import Context, Template
 from django.test import RequestFactory
 from django.urls import reverse
@@ -125,19 +126,39 @@ def test_a_cell_writes_any_value_as_the_template_language_does(value, zone, auto
 
 
 @pytest.mark.parametrize("page", ["assets:asset-list", "stores:binding-list", "console:audit-list"])
-def test_the_filter_form_draws_each_widget_as_django_does_chosen_or_not(client, operator, page):
-    """Empty widgets are drawn once per process (apps.console.listing.filter_widgets):
-    each page's widgets are still the ones Django draws for its request, a chosen value
-    never reaches another page."""
+def test_the_filter_form_draws_each_widget_as_django_does_chosen_or_not(
+    client, operator, tenant_a, page
+):
+    """Only the filters a request names are bound, and empty widgets are drawn once per
+    process (apps.console.listing.bound_filterset, filter_widgets): each page's widgets
+    are still the ones Django draws for its request with the whole FilterSet, a chosen
+    value never reaches another page, and the rows are the whole FilterSet's."""
+    for name in ("kept", "<b>x</b>"):
+        assets.asset_create(actor=SYSTEM_ACTOR, tenant=tenant_a, name=name)
     client.force_login(operator)
-    queries = ["", "status=approved&workflow_managed=true&tenant=<b>x</b>", "", "status="]
+    listed = set()
+    queries = [
+        "",
+        "status=approved&workflow_managed=true&tenant=<b>x</b>",
+        "",
+        "status=",
+        "status=nonsense",
+        "created_after=2020-01-01&created_before=not-a-date",
+    ]
     for query in queries:
         response = client.get(f"{reverse(page)}?{query}")
-        filterset = response.context["view"].filterset
-        fresh = [(bound.label, str(bound)) for bound in filterset.form]
+        view = response.context["view"]
+        whole = view.filterset_class(QueryDict(query), queryset=view.get_base_queryset())
+        fresh = [(bound.label, str(bound)) for bound in whole.form]
         assert response.context["filter_widgets"] == fresh
         html = response.content.decode()
         assert all(widget in html for _, widget in fresh)
+        with system_scope():  # the operator's pages read in the system scope
+            expected = {row.pk for row in whole.qs} if whole.is_valid() else set()
+        assert {row.pk for row in response.context["object_list"]} <= expected
+        assert response.context["paginator"].count == len(expected)
+        listed |= expected
+    assert listed or page == "stores:binding-list"  # the rows were there to compare
 
 
 def bodies_as_values_and_as_instances(view_class, user, query: str = ""):
