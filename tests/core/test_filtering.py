@@ -1,11 +1,15 @@
 """The API's filter backend (apps.core.api.filtering) skips the FilterSet only when the
 request names none of its parameters: the parameters are exactly those its widgets read,
-ranges included, and the rows are the same either way."""
+ranges included, and the rows are the same either way; the values of a valid query are
+cleaned by fields made once, with the rows and errors of the whole FilterSet."""
 
+import random
 import uuid
+from urllib.parse import urlencode
 
 import django_filters
 import pytest
+from django import forms
 from django.http import QueryDict
 from django.test import RequestFactory
 from django_filters.utils import translate_validation
@@ -15,12 +19,20 @@ from rest_framework.request import Request
 from apps.assets import services as assets
 from apps.assets.filters import AssetFilterSet
 from apps.assets.models import Asset
-from apps.core.api.filtering import FilterBackend, filter_parameters, named_filters, narrowed
+from apps.core.api import filtering
+from apps.core.api.filtering import (
+    FilterBackend,
+    _shared_fields,
+    filter_parameters,
+    named_filters,
+    narrowed,
+)
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope, tenant_scope
 from apps.governance.retention.filters import LegalHoldFilterSet
 from apps.stores.filters import StoreBindingFilterSet
 from apps.stores.models import StoreBinding
+from apps.tenancy.models import Tenant
 from tests.governance.factories import live_binding
 
 
@@ -28,8 +40,10 @@ from tests.governance.factories import live_binding
 def _fresh_narrowed_classes():
     # A class judged while a test had patched it must not be remembered for the next.
     narrowed.cache_clear()
+    filtering._fields.clear()
     yield
     narrowed.cache_clear()
+    filtering._fields.clear()
 
 
 class Ranges(django_filters.FilterSet):
@@ -190,3 +204,140 @@ def test_the_api_base_filtersets_are_narrowed_alike(query, tenant_a, store, prof
     live_binding(tenant_a, store, profile)
     with system_scope():
         _narrowed_as_whole(StoreBindingFilterSet, query, StoreBinding.objects.order_by("pk"))
+
+
+# ------------------------------------------------- values cleaned by fields made once
+
+
+def _assets_of_every_kind(*tenants) -> None:
+    statuses = [Asset.Status.DRAFT, Asset.Status.REQUESTED, Asset.Status.APPROVED]
+    for tenant in tenants:
+        for n in range(6):
+            asset = assets.asset_create(
+                actor=SYSTEM_ACTOR, tenant=tenant, name=f"{tenant.slug} {n}"
+            )
+            with tenant_scope(tenant):
+                Asset.objects.filter(pk=asset.pk).update(
+                    status=statuses[n % 3],
+                    workflow_instance_id=uuid.UUID(int=n % 2) if n % 3 == 1 else None,
+                    workflow_link_stale=n == 4,
+                    delegation_failure="refused" if n == 1 else "",
+                )
+
+
+# Each parameter's values: what a widget accepts, what it refuses, and the spellings in
+# between (a NullBooleanSelect reads "1", "on" and "True"; a UUID field strips spaces).
+_VALUES = {
+    "status": ["", "approved", "requested", "draft", "retired", "Approved", "bogus", " draft"],
+    "workflow_managed": ["", "true", "false", "True", "False", "1", "0", "2", "on", "maybe"],
+    "delegation_failed": ["", "true", "false", "unknown", "3"],
+    "tenant": ["", "alpha", "bravo", "nobody", "ALPHA"],
+    "workflow_instance_id": [
+        "",
+        "00000000-0000-0000-0000-000000000001",
+        "00000000000000000000000000000000",
+        " 00000000-0000-0000-0000-000000000001 ",
+        "not-a-uuid",
+        "{00000000-0000-0000-0000-000000000000}",
+    ],
+    "cursor": ["abc"],
+}
+
+
+def _generated_queries(count: int, seed: int = 21) -> list[str]:
+    chosen = random.Random(seed)
+    queries = []
+    for _ in range(count):
+        names = chosen.sample(sorted(_VALUES), chosen.randint(1, 4))
+        pairs = [(name, chosen.choice(_VALUES[name])) for name in names]
+        if chosen.random() < 0.1:  # a parameter given twice: widgets read the last
+            pairs.append((pairs[0][0], chosen.choice(_VALUES[pairs[0][0]])))
+        queries.append(urlencode(pairs))
+    return queries
+
+
+def _counting_forms(monkeypatch) -> list:
+    """Every form bound from now on (patched on Django's form, not on the FilterSet:
+    a FilterSet whose machinery is patched is no longer narrowed)."""
+    made = []
+    original = forms.BaseForm.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(type(self))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(forms.BaseForm, "__init__", counted)
+    return made
+
+
+@pytest.mark.django_db
+def test_generated_queries_give_the_rows_and_errors_of_the_whole_filterset(
+    tenant_a, tenant_b, monkeypatch
+):
+    _assets_of_every_kind(tenant_a, tenant_b)
+    forms_made = _counting_forms(monkeypatch)
+    refused = answered = 0
+    with system_scope():
+        queryset = Asset.objects.order_by("pk")
+        for query in _generated_queries(300):
+            whole = AssetFilterSet(QueryDict(query), queryset=queryset)
+            valid = whole.is_valid()
+            del forms_made[:]
+            request = Request(RequestFactory().get(f"/x?{query}"))
+            try:
+                rows = list(FilterBackend().filter_queryset(request, queryset, View()))
+            except ValidationError as exc:
+                assert not valid, query
+                assert exc.detail == translate_validation(whole.errors).detail, query
+                assert forms_made, query  # the errors are the form's own
+                refused += 1
+            else:
+                assert valid, query
+                assert rows == list(whole.qs), query
+                # Named filters are cleaned by the fields alone; none named, no FilterSet.
+                assert not forms_made, query
+                answered += 1
+    assert refused > 30 and answered > 100
+
+
+@pytest.mark.django_db
+def test_a_valid_query_binds_no_form(tenant_a, monkeypatch):
+    _assets_of_every_kind(tenant_a)
+    forms_made = _counting_forms(monkeypatch)
+    with system_scope():
+        queryset = Asset.objects.order_by("pk")
+        rows = list(_filter("workflow_managed=false&status=approved", queryset))
+        expected = list(queryset.filter(status=Asset.Status.APPROVED))
+        assert not forms_made
+        with pytest.raises(ValidationError):
+            _filter("workflow_managed=false&status=bogus", queryset)
+        assert forms_made
+    assert rows == expected and len(expected) == 2
+
+
+class ByTenant(django_filters.FilterSet):
+    """A filter whose field is made from the request (its queryset a function of it)."""
+
+    tenant = django_filters.ModelChoiceFilter(
+        field_name="tenant", to_field_name="slug", queryset=lambda request: Tenant.objects.all()
+    )
+    name = django_filters.CharFilter(disabled=True)
+
+    class Meta:
+        model = Asset
+        fields = ["status"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "query", ["tenant=alpha", "tenant=alpha&status=draft", "name=alpha 1", "tenant=nobody"]
+)
+def test_fields_made_from_the_request_or_disabled_are_made_by_the_form(query, tenant_a):
+    _assets_of_every_kind(tenant_a)
+    with system_scope():
+        queryset = Asset.objects.order_by("pk")
+        _narrowed_as_whole(ByTenant, query, queryset)
+        narrowed_class = narrowed(ByTenant, named_filters(ByTenant, QueryDict(query)))
+        assert _shared_fields(narrowed_class(QueryDict(query), queryset=queryset)) is None
+        status_only = narrowed(ByTenant, frozenset({"status"}))
+        assert _shared_fields(status_only(QueryDict("status=draft"), queryset=queryset))
