@@ -15,6 +15,8 @@ the fast path turned off, in alternating rounds, so a busy neighbour slows both 
 - `console_assets_person`: the asset list with its session and its signed-in person
   read through the auth cache (apps.tenancy.sessions, apps.tenancy.backends) against
   Django's database sessions and ModelBackend, each a statement a page.
+- `console_assets_filters`: the asset list binding only the filters its request names
+  (apps.console.listing.bound_filterset) against binding its whole FilterSet.
 
 Each round is the median CPU time (`time.process_time`) of N requests; the figure is
 the median round, the ratio fast ÷ baseline (below 1 is faster).
@@ -32,6 +34,7 @@ from django.contrib.auth import BACKEND_SESSION_KEY
 from django.test import Client, override_settings
 
 from apps.assets.views import AssetListView
+from apps.console import listing
 from apps.core import scope
 from apps.eventing import dispatcher, selectors
 from bench.load import _seed
@@ -134,6 +137,14 @@ def run(*, quick: bool) -> dict:
         if response.status_code != 200 or response.wsgi_request.user.username != "load-admin":
             raise RuntimeError(f"/assets/ answered {response.status_code}")
 
+    narrowed = listing.bound_filterset
+
+    def whole(filterset_class, query, queryset):
+        return filterset_class(query, queryset=queryset)
+
+    def set_filters(function):
+        return lambda: setattr(listing, "bound_filterset", function)
+
     return {
         "name": "pages",
         "assets": assets,
@@ -152,5 +163,8 @@ def run(*, quick: bool) -> dict:
         ),
         "console_assets_person": _alternate(
             assets_page, as_client(admin), as_client(stock_admin), rounds, count
+        ),
+        "console_assets_filters": _alternate(
+            page(admin, "/assets/"), set_filters(narrowed), set_filters(whole), rounds, count
         ),
     }
