@@ -5,7 +5,8 @@ The load case (bench/load.py) measures the pages as deployed, against /healthz; 
 shared machine its spread between runs is wider than a change worth ten percent. This
 case isolates the web process's CPU: each page is requested through Django's request
 handler (no socket, no server), and for each figure its baseline is the same page with
-the fast path turned off, in alternating rounds, so a busy neighbour slows both alike.
+the fast path turned off, the two alternated request by request, so a busy neighbour
+slows both alike.
 
 - `console_assets_rows`: the asset list (a tenant admin, a page of 50) reading its
   rows as `.values()` (apps.console.rows) against reading model instances.
@@ -18,8 +19,9 @@ the fast path turned off, in alternating rounds, so a busy neighbour slows both 
 - `console_assets_filters`: the asset list binding only the filters its request names
   (apps.console.listing.bound_filterset) against binding its whole FilterSet.
 
-Each round is the median CPU time (`time.process_time`) of N requests; the figure is
-the median round, the ratio fast ÷ baseline (below 1 is faster).
+Within a round the two paths are switched request by request; each round gives the
+median CPU time (`time.process_time`) of N requests of each, the figure is the median
+round, the ratio fast ÷ baseline (below 1 is faster).
 """
 
 from __future__ import annotations
@@ -40,24 +42,29 @@ from apps.eventing import dispatcher, selectors
 from bench.load import _seed
 
 
-def _cost(request: Callable[[], object], count: int) -> float:
-    spent = []
-    for _ in range(count):
-        started = time.process_time()
-        request()
-        spent.append(time.process_time() - started)
-    return statistics.median(spent) * 1000
+def _timed(request: Callable[[], object]) -> float:
+    started = time.process_time()
+    request()
+    return time.process_time() - started
 
 
 def _alternate(request, fast: Callable[[], None], slow: Callable[[], None], rounds, count):
-    figures: dict[str, list[float]] = {"fast": [], "baseline": []}
+    """The request's CPU time with the fast path and with its baseline, switched request
+    by request (a neighbour's burst or a frequency change falls on both alike): each
+    round the median of `count` requests of each, the figure the median round."""
     for switch in (fast, slow):  # warm both paths' caches before measuring either
         switch()
-        _cost(request, 10)
+        for _ in range(10):
+            request()
+    figures: dict[str, list[float]] = {"fast": [], "baseline": []}
     for _ in range(rounds):
-        for name, switch in (("fast", fast), ("baseline", slow)):
-            switch()
-            figures[name].append(_cost(request, count))
+        spent: dict[str, list[float]] = {"fast": [], "baseline": []}
+        for _ in range(count):
+            for name, switch in (("fast", fast), ("baseline", slow)):
+                switch()
+                spent[name].append(_timed(request))
+        for name, times in spent.items():
+            figures[name].append(statistics.median(times) * 1000)
     fast()
     fast_ms, base_ms = (statistics.median(figures[k]) for k in ("fast", "baseline"))
     return {
