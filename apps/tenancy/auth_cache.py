@@ -28,6 +28,11 @@ carries the session hash Django checks every session against instead
 (apps.tenancy.models.User), and the password itself is read from PostgreSQL should
 anything ask for it. A session is kept under a digest of its key.
 
+Sessions and accounts are read before the request's transaction opens (the scope
+middleware asks who the caller is first), so an entry never holds what a transaction
+later rolled back; the switcher's tenants, read while a page renders, are written once
+the page's transaction commits.
+
 When Redis does not answer, everything is looked up in PostgreSQL as before.
 """
 
