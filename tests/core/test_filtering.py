@@ -152,17 +152,7 @@ def test_a_filterset_that_binds_its_own_way_is_built_whole():
 def test_named_filters_alone_give_the_rows_and_errors_of_the_whole_filterset(
     query, tenant_a, tenant_b
 ):
-    statuses = [Asset.Status.DRAFT, Asset.Status.REQUESTED, Asset.Status.APPROVED]
-    for tenant in (tenant_a, tenant_b):
-        for n in range(6):
-            asset = assets.asset_create(
-                actor=SYSTEM_ACTOR, tenant=tenant, name=f"{tenant.slug} {n}"
-            )
-            with tenant_scope(tenant):
-                Asset.objects.filter(pk=asset.pk).update(
-                    status=statuses[n % 3],
-                    workflow_instance_id=uuid.UUID(int=n % 2) if n % 3 == 1 else None,
-                )
+    _assets_of_every_kind(tenant_a, tenant_b)
     with system_scope():
         _narrowed_as_whole(AssetFilterSet, query, Asset.objects.order_by("pk"))
 
