@@ -39,6 +39,7 @@ from apps.assets.views import AssetListView
 from apps.console import listing
 from apps.core import scope
 from apps.eventing import dispatcher, selectors
+from apps.tenancy.sessions import STOCK_BACKEND
 from bench.load import _seed
 
 
@@ -79,9 +80,6 @@ def _signed_in(session_key: str) -> Client:
     client = Client(HTTP_HOST="localhost")
     client.cookies[settings.SESSION_COOKIE_NAME] = session_key
     return client
-
-
-STOCK_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
 def _stock_client(session_key: str) -> Client:

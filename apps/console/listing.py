@@ -121,21 +121,19 @@ def filter_widgets(filterset_class, filterset) -> list[tuple[str, str]]:
     bound_fields = {bound.name: bound for bound in filterset.form} if filterset else {}
     drawn = []
     for name, declared in filterset_class.base_filters.items():
-        key = (filterset_class, name)
-        bound = bound_fields.get(name)
-        if bound is None:  # not named, and static (bound_filterset binds the others)
-            widget = _EMPTY_WIDGETS.get(key)
-            if widget is None:
-                widget = _EMPTY_WIDGETS[key] = _drawn_empty(filterset_class, name)
-        else:
+        bound = bound_fields.get(name)  # None: not named, and static (see bound_filterset)
+        if bound is not None:
             value = bound.data
             empty = value in (None, "") or (isinstance(value, list) and not any(value))
-            if empty and not bound.errors and _static(declared):
-                widget = _EMPTY_WIDGETS.get(key)
-                if widget is None:
-                    widget = _EMPTY_WIDGETS[key] = (bound.label, str(bound))
-            else:
-                widget = (bound.label, str(bound))
+            if not empty or bound.errors or not _static(declared):
+                drawn.append((bound.label, str(bound)))
+                continue
+        key = (filterset_class, name)
+        widget = _EMPTY_WIDGETS.get(key)
+        if widget is None:
+            widget = _EMPTY_WIDGETS[key] = (
+                _drawn_empty(filterset_class, name) if bound is None else (bound.label, str(bound))
+            )
         drawn.append(widget)
     return drawn
 

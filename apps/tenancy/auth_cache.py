@@ -197,7 +197,8 @@ def _person_keys(user_id) -> tuple[str, str]:
 
 # Never cached: Django reads it only to check or change a password, and then from
 # PostgreSQL (the restored account leaves it deferred).
-_PERSON_FIELDS = tuple(f.attname for f in User._meta.concrete_fields if f.attname != "password")
+_PERSON_FIELDS = tuple(f for f in User._meta.concrete_fields if f.attname != "password")
+_PERSON_NAMES = tuple(f.attname for f in _PERSON_FIELDS)
 
 
 def person_lookup(user_id) -> tuple[User | None, bytes | None]:
@@ -207,9 +208,8 @@ def person_lookup(user_id) -> tuple[User | None, bytes | None]:
     if cached is None:
         return None, generation
     values = cached["person"]
-    fields = {f.attname: f for f in User._meta.concrete_fields}
     user = User.from_db(
-        "default", _PERSON_FIELDS, [fields[name].to_python(values[name]) for name in _PERSON_FIELDS]
+        "default", _PERSON_NAMES, [f.to_python(values[f.attname]) for f in _PERSON_FIELDS]
     )
     user.cached_session_auth_hash = cached["session_auth_hash"]
     return user, generation
@@ -218,7 +218,7 @@ def person_lookup(user_id) -> tuple[User | None, bytes | None]:
 def person_store(user: User, generation: bytes | None) -> None:
     """Keep `user` as read under `generation` (from `person_lookup`)."""
     entry = {
-        "person": {name: getattr(user, name) for name in _PERSON_FIELDS},
+        "person": {name: getattr(user, name) for name in _PERSON_NAMES},
         "session_auth_hash": user.get_session_auth_hash(),
     }
     _write(_person_keys(user.pk)[0], generation, entry)
