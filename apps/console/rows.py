@@ -16,9 +16,12 @@ its rows this way has a parity test against its model instances
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 from django.db import models
+from django.utils.encoding import force_str
+from django.utils.hashable import make_hashable
 
 _NOT_FETCHED = object()
 
@@ -81,7 +84,28 @@ def _resolve(model: type[models.Model], name: str):
     # Field descriptors of reverse relations and the like would query: not fetched.
     if type(found).__module__.startswith("django.db.models.fields"):
         return _NOT_FETCHED
+    if isinstance(found, functools.partialmethod) and found.func is _FIELD_DISPLAY:
+        return _display(found.keywords["field"]) or found
     return found
+
+
+_FIELD_DISPLAY = models.Model._get_FIELD_display
+
+
+def _display(field):
+    """`get_FOO_display` as Django writes it (`Model._get_FIELD_display`), its choices
+    made into a dict once rather than on every call, a sixth of a status cell's cost.
+    None for choices given as a callable, which Django evaluates on each call."""
+    if not isinstance(field.choices, (list, tuple)):
+        return None
+    choices, attname = dict(make_hashable(field.flatchoices)), field.attname
+
+    def display(row):
+        value = getattr(row, attname)
+        return force_str(choices.get(make_hashable(value), value), strings_only=True)
+
+    display.__name__ = f"get_{field.name}_display"
+    return display
 
 
 def _rows(model: type[models.Model], dicts: list[dict]) -> list[ValueRow]:

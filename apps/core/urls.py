@@ -7,11 +7,18 @@ text around every key, so `reverse_pk` reverses it once per URL configuration an
 prefix with a stand-in key and puts each key in its place. Anything it cannot show to be
 that simple (other argument types, a stand-in the pattern refuses or repeats) goes
 through `reverse()` itself.
+
+Finding the template means reading the request's URL configuration and script prefix,
+two context-local look-ups that cost more than the rest of the call; a page writing
+fifty rows reads them once, in a `fixed_prefix()` block (apps.console's `list_rows`).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from django.conf import settings
 from django.urls import NoReverseMatch, get_script_prefix, get_urlconf, reverse
@@ -21,6 +28,23 @@ from django.urls import NoReverseMatch, get_script_prefix, get_urlconf, reverse
 _STAND_INS = (uuid.UUID("5e1ec7ed-0000-4000-8000-00000000c0de"), 987_654_321_012_345)
 _UNSUITED = object()
 _templates: dict[tuple, object] = {}
+# (URL configuration, script prefix) inside a `fixed_prefix()` block
+_fixed: ContextVar[tuple[str, str] | None] = ContextVar("steward_url_prefix", default=None)
+
+
+def _where() -> tuple[str, str]:
+    return (get_urlconf() or settings.ROOT_URLCONF, get_script_prefix())
+
+
+@contextmanager
+def fixed_prefix() -> Iterator[None]:
+    """Within the block, `reverse_pk` takes the URL configuration and script prefix as
+    they are on entry: for code that writes many URLs and sets neither (a page's rows)."""
+    token = _fixed.set(_where())
+    try:
+        yield
+    finally:
+        _fixed.reset(token)
 
 
 def _template(viewname: str, kind: type):
@@ -41,7 +65,7 @@ def reverse_pk(viewname: str, pk) -> str:
     kind = type(pk)
     if kind is not uuid.UUID and kind is not int:
         return reverse(viewname, args=[pk])
-    key = (viewname, kind, get_urlconf() or settings.ROOT_URLCONF, get_script_prefix())
+    key = (viewname, kind, _fixed.get() or _where())
     template = _templates.get(key)
     if template is None:
         template = _templates[key] = _template(viewname, kind)

@@ -14,6 +14,8 @@ import zoneinfo
 from html.parser import HTMLParser
 
 import pytest
+from django.apps import apps
+from django.db import models
 from django.http import QueryDict
 from django.template import Context, Template
 from django.test import RequestFactory
@@ -27,7 +29,7 @@ from apps.assets import services as assets
 from apps.assets.models import Asset
 from apps.assets.views import AssetListView
 from apps.console.cells import Cells
-from apps.console.rows import value_rows
+from apps.console.rows import _display, value_rows
 from apps.console.templatetags.console import attr, list_rows
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope, tenant_scope
@@ -255,3 +257,36 @@ def test_a_value_rows_null_foreign_key_reads_as_none():
     assert named.tenant is None
     given = value_rows(DeadLetter, [{"tenant_id": uuid.uuid4(), "tenant__slug": "a"}])[0]
     assert given.tenant.slug == "a"
+
+
+def _choice_fields():
+    return [
+        (model, field)
+        for model in apps.get_models()
+        if model.__module__.startswith("apps.")
+        for field in model._meta.concrete_fields
+        if field.choices
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "field"), _choice_fields(), ids=lambda m: getattr(m, "__name__", None) or m.name
+)
+def test_a_value_rows_display_of_a_choice_is_the_models(model, field):
+    """`get_FOO_display` on a row (its choices made a dict once) writes what the model's
+    own method writes, for every choice, a value outside them and none."""
+    display = f"get_{field.name}_display"
+    values = [value for value, _label in field.flatchoices] + ["not-a-choice", 12345, None]
+    for value in values:
+        instance = model(**{field.attname: value})
+        row = value_rows(model, [{"pk": 1, field.attname: value}])[0]
+        assert getattr(row, display)() == getattr(instance, display)(), (field, value)
+
+
+def test_a_choice_given_as_a_callable_is_left_to_django():
+    """Django evaluates choices given as a callable on each call, so what they give may
+    change: no dict is made of them, and a row runs the model's own method."""
+    field = models.CharField(max_length=8, choices=lambda: [("a", "First")])
+    assert _display(field) is None
+    status = Asset._meta.get_field("status")
+    assert _display(status) is not None

@@ -9,7 +9,7 @@ from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from apps.console.cells import Cells
-from apps.core.urls import reverse_pk
+from apps.core.urls import fixed_prefix, reverse_pk
 
 register = template.Library()
 
@@ -17,7 +17,11 @@ register = template.Library()
 @register.filter
 def attr(obj, dotted: str):
     """Follow a dotted attribute path on a row (`home_region.slug`)."""
-    for part in dotted.split("."):
+    return _follow(obj, dotted.split("."))
+
+
+def _follow(obj, parts):
+    for part in parts:
         if obj is None:
             return ""
         obj = getattr(obj, part, "")
@@ -45,17 +49,28 @@ def list_rows(context):
     # the engine's template, rendered in this page's context (already bound: no context
     # processor runs again per row)
     extra = get_template(extra).template if extra else None
+    csrf = next_input = None
     if actions:
         csrf = CsrfTokenNode().render(context)
         next_input = format_html(
             '<input type="hidden" name="next" value="{}">', context["request"].get_full_path()
         )
+    with fixed_prefix():  # fifty rows' links and actions, one URL prefix
+        rows = _rows(context, columns, extra, actions, csrf, next_input)
+    if not rows:
+        span = len(columns) + 1
+        rows.append(f'<tr><td colspan="{span}">Nothing matches.</td></tr>')
+    return mark_safe("\n".join(rows))  # noqa: S308 - every value above is escaped
+
+
+def _rows(context, columns, extra, actions, csrf, next_input) -> list[str]:
     write, rows = Cells(context), []
+    paths = [(column.attr.split("."), column.link) for column in columns]
     for row in context["object_list"]:
         cells, url = [], None
-        for column in columns:
-            shown = write(attr(row, column.attr))
-            if column.link:
+        for parts, link in paths:
+            shown = write(_follow(row, parts))
+            if link:
                 url = url or conditional_escape(row.get_absolute_url())
                 shown = f'<a href="{url}">{shown}</a>'
             cells.append(f"<td>{shown}</td>")
@@ -72,10 +87,7 @@ def list_rows(context):
             )
             cells.append(f'<td class="actions">{forms}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    if not rows:
-        span = len(columns) + 1
-        rows.append(f'<tr><td colspan="{span}">Nothing matches.</td></tr>')
-    return mark_safe("\n".join(rows))  # noqa: S308 - every value above is escaped
+    return rows
 
 
 @register.filter
