@@ -18,6 +18,10 @@ slows both alike.
   Django's database sessions and ModelBackend, each a statement a page.
 - `console_assets_filters`: the asset list binding only the filters its request names
   (apps.console.listing.bound_filterset) against binding its whole FilterSet.
+- `console_eventing_lag_history`: the operator's eventing overview with an hour of lag
+  samples for 36 consumer groups (12 topics of three each, recorded minute by minute by
+  `lag_sample_record`, as `eventing.periodic_sample_lag` does), Redis's answers read by
+  hiredis (redis-py's C parser, a dependency) against redis-py's own Python parser.
 
 Within a round the two paths are switched request by request; each round gives the
 median CPU time (`time.process_time`) of N requests of each, the figure is the median
@@ -29,16 +33,23 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from importlib import import_module
 
+import redis
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY
 from django.test import Client, override_settings
+from django.utils import timezone
+from redis._parsers import _HiredisParser, _RESP3Parser
 
 from apps.assets.views import AssetListView
 from apps.console import listing
 from apps.core import scope
-from apps.eventing import dispatcher, selectors
+from apps.core.redis import get_redis
+from apps.eventing import dispatcher, lag, selectors
+from apps.eventing.transports import stream_key
+from apps.registry.models import Topic
 from apps.tenancy.sessions import STOCK_BACKEND
 from bench.load import _seed
 
@@ -98,6 +109,45 @@ def _stock_client(session_key: str) -> Client:
     return client
 
 
+def _lag_history(topics: int = 12, groups_per_topic: int = 3) -> list[str]:
+    """An hour of lag samples as a running deployment has them: consumer groups behind
+    on their topics' streams, sampled once a minute. The topics' names, for cleaning up."""
+    client, names = get_redis(), []
+    for t in range(topics):
+        name = f"bench.lag.t{t:02d}"
+        Topic.objects.get_or_create(name=name, defaults={"current_schema_version": 1})
+        key = stream_key(name)
+        client.delete(key)
+        for n in range(30):
+            client.xadd(key, {"n": n})
+        for g in range(groups_per_topic):
+            client.xgroup_create(key, f"consumer-{t}-{g}", id="0")
+        names.append(name)
+    now = timezone.now()
+    for minute in range(60, -1, -1):
+        for t, name in enumerate(names):  # the groups read a little between samples
+            group = f"consumer-{t}-{minute % groups_per_topic}"
+            client.xreadgroup(group, "bench", {stream_key(name): ">"}, count=1)
+        lag.lag_sample_record(now - timedelta(minutes=minute))
+    return names
+
+
+def _parsers(client: redis.Redis):
+    """Switches for `client` between hiredis and redis-py's Python parser: a pool each."""
+    pools = {
+        parser: redis.ConnectionPool(
+            **{**client.connection_pool.connection_kwargs, "parser_class": parser},
+            connection_class=client.connection_pool.connection_class,
+        )
+        for parser in (_HiredisParser, _RESP3Parser)
+    }
+
+    def use(parser):
+        return lambda: setattr(client, "connection_pool", pools[parser])
+
+    return use(_HiredisParser), use(_RESP3Parser)
+
+
 def run(*, quick: bool) -> dict:
     assets, events = (20_000, 20_000) if quick else (100_000, 100_000)
     rounds, count = (4, 40) if quick else (8, 100)
@@ -150,7 +200,7 @@ def run(*, quick: bool) -> dict:
     def set_filters(function):
         return lambda: setattr(listing, "bound_filterset", function)
 
-    return {
+    figures = {
         "name": "pages",
         "assets": assets,
         "outbox_events": events,
@@ -173,3 +223,18 @@ def run(*, quick: bool) -> dict:
             page(admin, "/assets/"), set_filters(narrowed), set_filters(whole), rounds, count
         ),
     }
+    # Last: its lag samples would be drawn by the overview's other case too.
+    names = _lag_history()
+    client = get_redis()
+    own_pool = client.connection_pool
+    with_hiredis, with_python_parser = _parsers(client)
+    try:
+        lag_history = _alternate(
+            page(operator, "/eventing/"), with_hiredis, with_python_parser, rounds, count
+        )
+    finally:
+        client.connection_pool = own_pool
+        client.delete(*map(stream_key, names))
+        client.delete(*client.scan_iter(lag.LAG_HISTORY_KEY.format(minute="*")))
+    figures["console_eventing_lag_history"] = lag_history
+    return figures
