@@ -12,6 +12,16 @@ connection alone, whose p50 is what one request costs with nothing queued before
 and `web_rss_mb`: each gunicorn process's resident memory once the load is over.
 baseline_rps is /healthz in the same run (the stack's floor: no
 authentication, no query), and each endpoint's ratio is its requests/s over it.
+
+Each endpoint also reports `machine_ms`: the CPU time its run took in each kind of
+process (the gunicorn workers, PostgreSQL's, Redis's, wrk's) divided by the requests
+it served, and `cpu_ratio`, /healthz's machine time per request over the endpoint's.
+With both cores busy, requests/s is the cores' time over the machine time a request
+takes, so on a quiet machine the two ratios agree; on a shared one, where a
+neighbour's burst moves requests/s by half between runs, the time each process spent
+moves far less, and `cpu_ratio` is the steadier estimate of the share. PostgreSQL's
+and Redis's processes are read from /proc, so a server on another machine reads as
+null and is left out of the sum.
 The API is read with a platform service's token (system scope: all ten tenants), and
 its asset list also with one tenant's own service token; the console's asset list
 with a tenant admin's session (one tenant's rows), its eventing overview (the outbox
@@ -24,6 +34,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -38,6 +49,7 @@ from django.db import connection
 
 from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.redis import get_redis
 from apps.eventing.models import OutboxEvent
 from apps.tenancy import services
 from apps.tenancy.models import Region, Tenant
@@ -200,6 +212,7 @@ def _drive(wrk: str, url: str, header: str, seconds: int, *, connections: int = 
         os.unlink(script.name)
     summary = json.loads(answer.stdout.strip().splitlines()[-1])
     return {
+        "requests": summary["requests"],
         "rps": round(summary["requests"] / (summary["duration_us"] / 1e6), 1),
         "p50_ms": round(summary["p50"] / 1000, 1),
         "p95_ms": round(summary["p95"] / 1000, 1),
@@ -209,11 +222,75 @@ def _drive(wrk: str, url: str, header: str, seconds: int, *, connections: int = 
     }
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pids) -> float:
+    """User and system CPU time of these processes, those that are still there."""
+    spent = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        spent += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return spent / _TICK
+
+
+def _children(master: int) -> list[str]:
+    return Path(f"/proc/{master}/task/{master}/children").read_text().split()
+
+
+def _server_pids() -> dict[str, list[int] | None]:
+    """PostgreSQL's processes (every backend and helper it lists) and Redis's, when
+    they run on this machine; None for a server this machine's /proc does not show."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity")
+        postgres = [pid for (pid,) in cursor.fetchall() if Path(f"/proc/{pid}").exists()]
+    redis_pid = get_redis().info("server").get("process_id")
+    redis = [redis_pid] if redis_pid and Path(f"/proc/{redis_pid}").exists() else []
+    return {"postgres": postgres or None, "redis": redis or None}
+
+
+class _MachineTime:
+    """The CPU time one endpoint's run took, by kind of process, per request served."""
+
+    def __init__(self, master: int):
+        self.master = master
+
+    def __enter__(self):
+        self.pids = {"web": _children(self.master), **_server_pids()}
+        self.before = {kind: _cpu_seconds(p or ()) for kind, p in self.pids.items()}
+        self.wrk_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return self
+
+    def __exit__(self, *exc):
+        # pg_stat_activity again: connections the pool opened during the run count too
+        servers = _server_pids()
+        for kind in ("postgres", "redis"):
+            if self.pids[kind] is not None and servers[kind] is not None:
+                self.pids[kind] = sorted(set(self.pids[kind]) | set(servers[kind]))
+        self.after = {kind: _cpu_seconds(p or ()) for kind, p in self.pids.items()}
+        wrk = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.wrk = (wrk.ru_utime - self.wrk_before.ru_utime) + (
+            wrk.ru_stime - self.wrk_before.ru_stime
+        )
+
+    def per_request(self, requests: int) -> dict:
+        spent = {
+            kind: None if self.pids[kind] is None else self.after[kind] - self.before[kind]
+            for kind in self.pids
+        }
+        spent["wrk"] = self.wrk
+        shares = {k: None if v is None else round(v * 1000 / requests, 3) for k, v in spent.items()}
+        shares["total"] = round(sum(v for v in shares.values() if v is not None), 3)
+        return shares
+
+
 def _web_rss_mb(master: int) -> list[float]:
     """Resident memory of each gunicorn worker (the master's children), in MB."""
-    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     sizes = []
-    for pid in children:
+    for pid in _children(master):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 sizes.append(round(int(line.split()[1]) / 1024, 1))
@@ -249,7 +326,9 @@ def run(*, quick: bool) -> dict:
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_until_serving(port, proc)
-        baseline = _drive(wrk, f"{base}/healthz", "", seconds)
+        with _MachineTime(proc.pid) as spent:
+            baseline = _drive(wrk, f"{base}/healthz", "", seconds)
+        baseline["machine_ms"] = spent.per_request(baseline["requests"])
         figures = {}
         for name, path, caller in ENDPOINTS:
             header = (
@@ -258,8 +337,13 @@ def run(*, quick: bool) -> dict:
                 else f"Cookie: {settings.SESSION_COOKIE_NAME}={sessions[caller]}"
             )
             _check_answers(port, path, header)
-            figures[name] = _drive(wrk, base + path, header, seconds)
+            with _MachineTime(proc.pid) as spent:
+                figures[name] = _drive(wrk, base + path, header, seconds)
             figures[name]["ratio"] = round(figures[name]["rps"] / baseline["rps"], 3)
+            figures[name]["machine_ms"] = spent.per_request(figures[name]["requests"])
+            figures[name]["cpu_ratio"] = round(
+                baseline["machine_ms"]["total"] / figures[name]["machine_ms"]["total"], 3
+            )
             print(f"load: {name} {figures[name]}", file=sys.stderr)
         one = f"Authorization: Bearer {tokens['token']}"
         alone = _drive(
