@@ -13,20 +13,22 @@ and `web_rss_mb`: each gunicorn process's resident memory once the load is over.
 baseline_rps is /healthz in the same run (the stack's floor: no
 authentication, no query), and each endpoint's ratio is its requests/s over it.
 
-Each endpoint also reports `machine_ms`: the CPU time its run took in each kind of
-process (the gunicorn workers, PostgreSQL's, Redis's, wrk's) divided by the requests
-it served, and `cpu_ratio`, /healthz's machine time per request over the endpoint's.
-With both cores busy, requests/s is the cores' time over the machine time a request
-takes, so on a quiet machine the two ratios agree; on a shared one, where a
-neighbour's burst moves requests/s by half between runs, the time each process spent
-moves far less, and `cpu_ratio` is the steadier estimate of the share. PostgreSQL's
-and Redis's processes are read from /proc, so a server on another machine reads as
-null and is left out of the sum.
 The API is read with a platform service's token (system scope: all ten tenants), and
 its asset list also with one tenant's own service token; the console's asset list
 with a tenant admin's session (one tenant's rows), its eventing overview (the outbox
 backlog among it) with an operator's. API rate limiting is
 lifted for the run (STEWARD_API_RATE), as it would be for a trusted load test.
+
+Each endpoint also reports `machine_ms`: the CPU time its run took in each kind of
+process (the gunicorn workers, PostgreSQL's, Redis's, wrk's) divided by the requests
+it served, and `cpu_ratio`, /healthz's machine time per request over the endpoint's.
+With both cores busy, requests/s is the cores' time over the machine time a request
+takes, so on a quiet machine the two ratios agree. On a shared one a neighbour's burst
+moved requests/s by half between runs of the same tree; a process's CPU time counts
+neither the neighbour's work nor the time the hypervisor gives elsewhere (steal), so
+`cpu_ratio` is the estimate a neighbour moves least. PostgreSQL's
+and Redis's processes are read from /proc, so a server on another machine reads as
+null and is left out of the sum.
 """
 
 from __future__ import annotations

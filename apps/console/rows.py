@@ -93,9 +93,10 @@ _FIELD_DISPLAY = models.Model._get_FIELD_display
 
 
 def _display(field):
-    """`get_FOO_display` as Django writes it (`Model._get_FIELD_display`), its choices
-    made into a dict once rather than on every call, a sixth of a status cell's cost.
-    None for choices given as a callable, which Django evaluates on each call."""
+    """`get_FOO_display` as Django writes it (`Model._get_FIELD_display`), with the
+    field's choices made a dict once: Django makes them again on every call, 6 µs of
+    each status cell. None for choices given as a callable, which Django evaluates on
+    each call."""
     if not isinstance(field.choices, (list, tuple)):
         return None
     choices, attname = dict(make_hashable(field.flatchoices)), field.attname
