@@ -1,7 +1,10 @@
-from django.urls import NoReverseMatch, reverse
+from django.conf import settings
+from django.templatetags.static import static
+from django.urls import NoReverseMatch
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 
+from apps.core.urls import fixed_prefix, reverse_fixed, script_prefix
 from apps.tenancy.selectors import operator_tenant_choices
 
 # Every domain has a place in the navigation; one whose console is not installed yet
@@ -20,19 +23,68 @@ NAVIGATION = (
     ("Audit", "console:audit-list"),
 )
 
+# What the chrome around every page links to, by the name base.html reads
+# (`links.<name>`): pages by URL name, files by their static path.
+CHROME_PAGES = {
+    "dashboard": "console:dashboard",
+    "search": "console:search",
+    "switch_tenant": "console:switch-tenant",
+    "admin": "admin:index",
+    "two_factor": "console:two-factor",
+    "service_accounts": "console:service-account-list",
+    "api_docs": "api-docs",
+    "theme": "console:theme",
+    "invitations": "console:invitations",
+    "logout": "console:logout",
+}
+CHROME_FILES = {
+    "icon": "console/steward.svg",
+    "pico": "vendor/pico-2.1.1.min.css",
+    "css": "console/steward.css",
+    "htmx": "vendor/htmx-2.0.11.min.js",
+    "copy": "console/copy.js",
+}
+# (the settings a file's URL is made from, its path) -> the URL `{% static %}` gives
+_files: dict[tuple, str] = {}
 
-def _navigation(path: str, *, operator: bool):
-    items = []
+
+def _file_url(path: str) -> str:
+    key = (settings.STATIC_URL, repr(settings.STORAGES.get("staticfiles")), path)
+    url = _files.get(key)
+    if url is None:
+        url = _files[key] = static(path)
+    return url
+
+
+def chrome_links() -> dict[str, str]:
+    """The chrome's links, as `{% url %}` and `{% static %}` wrote them. The same on
+    every page until the URL configuration, the script prefix or the static files'
+    settings change, yet finding them each time was a twelfth of a list page; within a
+    `fixed_prefix()` block (as `console` calls it) each is a dictionary look-up."""
+    links = {name: reverse_fixed(viewname) for name, viewname in CHROME_PAGES.items()}
+    links.update((name, _file_url(path)) for name, path in CHROME_FILES.items())
+    return links
+
+
+def navigation(path: str, *, operator: bool) -> SafeString:
+    """The side navigation's items, the current domain's marked (the one whose URL the
+    path is or starts with; the dashboard's, the site's root, only when it is the path),
+    written in one pass as base.html's loop wrote them."""
+    items, root = [], script_prefix()
     for label, name, *who in NAVIGATION:
         if who and not operator:
             continue
         try:
-            url = reverse(name)
+            url = reverse_fixed(name)
         except NoReverseMatch:
-            url = None
-        active = url is not None and (path == url or (url != "/" and path.startswith(url)))
-        items.append({"label": label, "url": url, "active": active})
-    return items
+            items.append(
+                f'<li><span class="disabled" title="Not installed yet">{escape(label)}</span></li>'
+            )
+            continue
+        active = path == url or (url != root and path.startswith(url))
+        current = ' aria-current="page"' if active else ""
+        items.append(f'<li><a href="{escape(url)}"{current}>{escape(label)}</a></li>')
+    return SafeString("".join(items))
 
 
 def tenant_options(switchable, acting) -> SafeString:
@@ -51,8 +103,10 @@ def tenant_options(switchable, acting) -> SafeString:
 
 def console(request):
     user = getattr(request, "user", None)
+    theme = request.COOKIES.get("steward_theme", "auto")
     if user is None or not user.is_authenticated:
-        return {"theme": request.COOKIES.get("steward_theme", "auto")}
+        with fixed_prefix():  # the URL configuration and script prefix read once a page
+            return {"theme": theme, "links": chrome_links()}
     if user.is_operator:
         switchable = operator_tenant_choices()
     else:
@@ -60,9 +114,12 @@ def console(request):
             (str(m.tenant_id), m.tenant.slug) for m in getattr(request, "available_memberships", [])
         ]
     acting = getattr(request, "tenant", None)
+    with fixed_prefix():
+        links, items = chrome_links(), navigation(request.path, operator=user.is_operator)
     return {
-        "navigation": _navigation(request.path, operator=user.is_operator),
+        "navigation": items,
+        "links": links,
         "acting_tenant": acting,
         "tenant_options": tenant_options(switchable, acting),
-        "theme": request.COOKIES.get("steward_theme", "auto"),
+        "theme": theme,
     }

@@ -38,13 +38,19 @@ def _where() -> tuple[str, str]:
 
 @contextmanager
 def fixed_prefix() -> Iterator[None]:
-    """Within the block, `reverse_pk` takes the URL configuration and script prefix as
-    they are on entry: for code that writes many URLs and sets neither (a page's rows)."""
+    """Within the block, `reverse_pk` and `reverse_fixed` take the URL configuration and
+    script prefix as they are on entry: for code that writes many URLs and sets neither
+    (a page's rows, its chrome)."""
     token = _fixed.set(_where())
     try:
         yield
     finally:
         _fixed.reset(token)
+
+
+def script_prefix() -> str:
+    """The script prefix in force: the block's, inside `fixed_prefix()`."""
+    return (_fixed.get() or _where())[1]
 
 
 def _template(viewname: str, kind: type):
@@ -60,15 +66,44 @@ def _template(viewname: str, kind: type):
     return prefix, suffix
 
 
+def _remembered(viewname: str, kind, make):
+    """What `make()` gives for the URL configuration and script prefix in force (the
+    block's, inside `fixed_prefix()`), made once for each."""
+    fixed = _fixed.get()
+    key = (viewname, kind, fixed or _where())
+    found = _templates.get(key)
+    if found is None:
+        found = make()
+        # made by `reverse()`, under the configuration and prefix of now: kept only if
+        # those are the block's (code that changed them inside it gets the answer once)
+        if fixed is None or fixed == _where():
+            _templates[key] = found
+    return found
+
+
+def _reversed(viewname: str):
+    try:
+        return reverse(viewname)
+    except NoReverseMatch:
+        return _UNSUITED
+
+
+def reverse_fixed(viewname: str) -> str:
+    """`reverse(viewname)` for a pattern without arguments, whose URL changes only with
+    the URL configuration and script prefix: reversed once for each (a page's chrome
+    links to a dozen of them). Raises NoReverseMatch as `reverse()` does."""
+    url = _remembered(viewname, None, lambda: _reversed(viewname))
+    if url is _UNSUITED:
+        raise NoReverseMatch(f"Reverse for '{viewname}' not found.")
+    return url
+
+
 def reverse_pk(viewname: str, pk) -> str:
     """`reverse(viewname, args=[pk])`, for a UUID or integer key."""
     kind = type(pk)
     if kind is not uuid.UUID and kind is not int:
         return reverse(viewname, args=[pk])
-    key = (viewname, kind, _fixed.get() or _where())
-    template = _templates.get(key)
-    if template is None:
-        template = _templates[key] = _template(viewname, kind)
+    template = _remembered(viewname, kind, lambda: _template(viewname, kind))
     if template is _UNSUITED:
         return reverse(viewname, args=[pk])
     prefix, suffix = template

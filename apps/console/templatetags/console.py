@@ -36,6 +36,26 @@ def row_action_url(action, row):
 
 
 @register.simple_tag(takes_context=True)
+def list_head(context):
+    """A list page's column headers, in one pass as the template loop wrote them: a
+    sortable column links to its sort (the opposite way when it is the current one,
+    marked ▲ or ▼), keeping the page's other query parameters."""
+    sort, kept = context["sort"], context["sort_query_string"]
+    prefix = f"?{conditional_escape(kept)}&amp;sort=" if kept else "?sort="
+    cells = []
+    for column in context["columns"]:
+        label = conditional_escape(column.label)
+        key = column.sort
+        if key:
+            key_text = conditional_escape(key)
+            turn = "-" if sort == key else ""
+            mark = " ▲" if sort == key else " ▼" if sort == f"-{key}" else ""
+            label = f'<a href="{prefix}{turn}{key_text}">{label}{mark}</a>'
+        cells.append(f'<th scope="col">{label}</th>')
+    return mark_safe("".join(cells))  # noqa: S308 - every value above is escaped
+
+
+@register.simple_tag(takes_context=True)
 def list_rows(context):
     """A list page's body rows (apps.console.listing.ListPage), in one pass.
 
