@@ -136,3 +136,17 @@ def test_the_column_headers_are_the_loops_markup():
             for kept in ("", "q=a%26b&status=x", 'q=<b>"'):
                 context = {"columns": columns, "sort": sort, "sort_query_string": kept}
                 assert list_head(context) == loop.render(context), (columns, sort, kept)
+
+
+def test_the_chromes_forms_carry_a_token_django_accepts(operator):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(operator)
+    html = client.get(reverse("assets:asset-list")).content.decode()
+    tokens = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
+    assert len(tokens) >= 3 and len(set(tokens)) == 1
+    theme = {"theme": "dark", "next": "/"}
+    assert client.post(reverse("console:theme"), theme).status_code == 403
+    answer = client.post(reverse("console:theme"), {**theme, "csrfmiddlewaretoken": tokens[0]})
+    assert answer.status_code == 302 and answer.cookies["steward_theme"].value == "dark"
