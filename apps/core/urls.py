@@ -8,9 +8,13 @@ prefix with a stand-in key and puts each key in its place. Anything it cannot sh
 that simple (other argument types, a stand-in the pattern refuses or repeats) goes
 through `reverse()` itself.
 
+A pattern without arguments is kept whole (`reverse_fixed`): the links around every
+console page are the same on each.
+
 Finding the template means reading the request's URL configuration and script prefix,
 two context-local look-ups that cost more than the rest of the call; a page writing
-fifty rows reads them once, in a `fixed_prefix()` block (apps.console's `list_rows`).
+fifty rows reads them once, in a `fixed_prefix()` block (apps.console's `list_rows`, and
+its context processor for the chrome's links).
 """
 
 from __future__ import annotations
