@@ -59,7 +59,7 @@ def _file_url(path: str) -> str:
 def chrome_links() -> dict[str, str]:
     """The chrome's links, as `{% url %}` and `{% static %}` wrote them. The same on
     every page until the URL configuration, the script prefix or the static files'
-    settings change, yet finding them each time was a twelfth of a list page; within a
+    settings change, yet finding them each time was 8 % of a list page; within a
     `fixed_prefix()` block (as `console` calls it) each is a dictionary look-up."""
     links = {name: reverse_fixed(viewname) for name, viewname in CHROME_PAGES.items()}
     links.update((name, _file_url(path)) for name, path in CHROME_FILES.items())
