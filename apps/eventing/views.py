@@ -39,8 +39,8 @@ class OverviewView(OperatorRequiredMixin, TemplateView):
             throughput=charts.throughput_per_topic(page.received_per_topic),
             lag=charts.lag_chart(charts.consumer_lag(page.topic_names)),
             lag_history=charts.lag_over_time(),
-            subscriptions=selectors.subscription_health()[:50],
-            recent=selectors.recent_event_list()[:10],
+            subscriptions=page.subscriptions,
+            recent=page.latest,
         )
         return context
 

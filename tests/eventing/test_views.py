@@ -2,16 +2,21 @@
 chart, dead letters to replay or discard, effects and recent events."""
 
 import random
+import uuid
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import Count, Q
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from apps.core.scope import system_scope, tenant_scope
-from apps.eventing.models import DeadLetter
+from apps.eventing.models import DeadLetter, RecentEvent
+from apps.eventing.selectors import overview_page
 from apps.eventing.views import DeadLetterListView
-from apps.registry.models import Subscription
+from apps.registry.models import Service, Subscription, Topic
 from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
 from tests.console.test_list_rows import Table, bodies_as_values_and_as_instances, rendered
 from tests.eventing.factories import add_eventing_rows, make_dead_letter
@@ -35,6 +40,98 @@ def test_the_eventing_page_shows_backlog_chart_and_failures(
     assert "HTTP 500" in html
     listing = client.get(reverse("eventing:dead-letter-list"), {"state": "dead"})
     assert "Replay" in listing.content.decode()
+
+
+def _subscriptions_and_events(tenant, topic, rng):
+    """55 subscriptions (more than the page shows) whose failures, topics and consumers
+    tie, dead letters of every state, and 14 recent events some received at once."""
+    topics = [topic] + [
+        Topic.objects.create(name=f"{topic.name}.{c}", current_schema_version=1) for c in "ba"
+    ]
+    now = timezone.now()
+    subscriptions = []
+    for i in range(55):
+        webhook = rng.random() < 0.4
+        subscriptions.append(
+            Subscription.objects.create(
+                consumer=Service.objects.get_or_create(name=f"svc-{rng.randrange(12):02d}-{i}")[0]
+                if rng.random() < 0.2
+                else Service.objects.get_or_create(name=f"svc-{i // 3:02d}")[0],
+                topic=topics[i % 3],
+                transport="webhook" if webhook else "redis_stream",
+                endpoint="http://127.0.0.1:9/unused" if webhook else "",
+                secret_ref="env:STEWARD_WEBHOOK_SECRET_HOOK" if webhook else "",
+                consecutive_failures=rng.choice([0, 0, 1, 3]),
+                last_error=rng.choice(["", "HTTP 500", "<timeout & reset>"]),
+                last_delivered_at=rng.choice(
+                    [None, now - timedelta(microseconds=rng.randrange(10**9))]
+                ),
+            )
+        )
+    with tenant_scope(tenant):
+        for subscription in rng.sample(subscriptions, 20):
+            for _ in range(rng.randrange(1, 4)):
+                DeadLetter.objects.create(
+                    subscription=subscription,
+                    event_id=uuid.uuid4(),
+                    topic=subscription.topic.name,
+                    event_type="e",
+                    tenant=tenant,
+                    envelope={},
+                    error="HTTP 500",
+                    attempts=8,
+                    state=rng.choice(DeadLetter.State.values),
+                )
+        moments = [now - timedelta(seconds=s) for s in (0, 1, 1, 2, 5)]
+        for n in range(14):
+            RecentEvent.objects.create(
+                event_id=uuid.uuid4(),
+                topic=rng.choice(topics).name,
+                event_type=f"e{n}",
+                tenant=tenant,
+                aggregate_type="k",
+                aggregate_id="1",
+                occurred_at=now,
+                received_at=rng.choice(moments),
+            )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_overviews_tables_are_what_their_querysets_read(tenant_a, topic, seed):
+    """The overview reads its subscriptions and latest events in the statement of its
+    figures (apps.eventing.selectors.overview_page): the rows, values and order of the
+    querysets the page read before (the least healthy subscription first, each with its
+    dead letters still dead; the newest events)."""
+    _subscriptions_and_events(tenant_a, topic, random.Random(seed))
+    with system_scope():
+        health = (
+            Subscription.objects.select_related("consumer", "topic")
+            .annotate(
+                dead_count=Count(
+                    "dead_letters", filter=Q(dead_letters__state="dead"), distinct=True
+                )
+            )
+            .order_by("-consecutive_failures", "topic__name", "consumer__name", "pk")[:50]
+        )
+        expected = [
+            (
+                s.topic.name, s.consumer.name, s.transport, s.get_transport_display(),
+                s.consecutive_failures, s.last_error, s.last_delivered_at, s.dead_count,
+            )
+            for s in health
+        ]  # fmt: skip
+        latest = [(e.received_at, e.topic, e.event_type) for e in RecentEvent.objects.all()[:10]]
+        page = overview_page()
+    assert len(expected) == 50 and any(row[-1] for row in expected)
+    assert [
+        (
+            s.topic, s.consumer, s.transport, s.transport_label,
+            s.consecutive_failures, s.last_error, s.last_delivered_at, s.dead_count,
+        )
+        for s in page.subscriptions
+    ] == expected  # fmt: skip
+    assert [(e.received_at, e.topic, e.event_type) for e in page.latest] == latest
+    assert len(latest) == 10
 
 
 def test_eventing_pages_are_for_operators(client, admin_a):
