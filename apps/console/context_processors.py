@@ -48,8 +48,8 @@ CHROME_FILES = {
 _files: dict[tuple, str] = {}
 
 
-def _file_url(path: str) -> str:
-    key = (settings.STATIC_URL, repr(settings.STORAGES.get("staticfiles")), path)
+def _file_url(static_settings: tuple, path: str) -> str:
+    key = (*static_settings, path)
     url = _files.get(key)
     if url is None:
         url = _files[key] = static(path)
@@ -62,7 +62,8 @@ def chrome_links() -> dict[str, str]:
     settings change, yet finding them each time was 8 % of a list page; within a
     `fixed_prefix()` block (as `console` calls it) each is a dictionary look-up."""
     links = {name: reverse_fixed(viewname) for name, viewname in CHROME_PAGES.items()}
-    links.update((name, _file_url(path)) for name, path in CHROME_FILES.items())
+    static_settings = (settings.STATIC_URL, repr(settings.STORAGES.get("staticfiles")))
+    links.update((name, _file_url(static_settings, path)) for name, path in CHROME_FILES.items())
     return links
 
 
