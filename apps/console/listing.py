@@ -16,6 +16,7 @@ from django.views.generic import ListView
 from apps.console.rows import value_rows
 from apps.core.api.filtering import named_filters, narrowed
 from apps.core.api.permissions import caller_kind
+from apps.core.counting import count_up_to
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ class CappedPaginator(Paginator):
     A full COUNT reads every matching row on every page: at a million assets it was
     most of the asset list's time. Past the cap the page says "10,000+" and the filters,
     search or the opposite sort reach the rest, as search pages do; the pages up to the
-    cap are numbered as before (their OFFSET stays under the cap).
+    cap are numbered as before (their OFFSET stays under the cap). That a list reached
+    past the cap is remembered for a few seconds (apps.core.counting.count_up_to).
     """
 
     cap = 10_000
@@ -66,7 +68,7 @@ class CappedPaginator(Paginator):
     @cached_property
     def counted(self) -> int:
         # One row past the cap tells "more than" from "exactly".
-        return self.counted_rows.order_by()[: self.cap + 1].count()
+        return count_up_to(self.counted_rows, self.cap)
 
     @cached_property
     def count(self) -> int:

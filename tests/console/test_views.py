@@ -9,15 +9,21 @@ from django.urls import URLResolver, get_resolver, reverse
 
 from apps.console.listing import CappedPaginator, ListPage
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.counting import count_up_to
 from apps.core.scope import system_scope
 from apps.tenancy import services
 from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
 from apps.tenancy.models import AuditEvent
+from tests.console.chart_seed import seed_every_chart
+from tests.eventing import conftest as eventing
 from tests.factories import TenantFactory, member
 from tests.query_counts import assert_flat_query_count
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "correct horse battery"
+
+# A topic of its own per test, its stream deleted after it (the eventing tests' fixture).
+topic = eventing.topic
 
 
 def login(client, username, password=PASSWORD):
@@ -143,6 +149,34 @@ def test_a_long_list_counts_up_to_the_cap_and_pages_up_to_it(client, operator, r
     assert not exact.context["paginator"].capped and "1 in all" in exact.content.decode()
 
 
+def test_a_list_past_the_cap_is_not_counted_again_while_that_is_remembered(
+    client, operator, region, monkeypatch
+):
+    # given a search matching more tenants than a (lowered) cap, and a page of two
+    monkeypatch.setattr(CappedPaginator, "cap", 3)
+    monkeypatch.setattr("apps.console.views.TenantListView.paginate_by", 2)
+    for n in range(5):
+        TenantFactory(slug=f"past-{n}", home_region=region)
+    client.force_login(operator)
+    url = reverse("console:tenant-list")
+
+    def counts(query):
+        with CaptureQueriesContext(connection) as queries:
+            page = client.get(url, query)
+        assert "3+ in all" in page.content.decode()
+        return sum("count(*) from (" in q["sql"].lower() for q in queries)
+
+    # when the list is read twice, then another page of it
+    # then only the first read counts, and the rest still say "more than"
+    assert [counts({"q": "past"}), counts({"q": "past"}), counts({"q": "past", "page": 2})] == [
+        1, 0, 0,
+    ]  # fmt: skip
+    # and a search under the cap is counted on every read
+    assert "1 in all" in client.get(url, {"q": "past-1"}).content.decode()
+    TenantFactory(slug="past-10", home_region=region)
+    assert "2 in all" in client.get(url, {"q": "past-1"}).content.decode()
+
+
 @pytest.mark.parametrize(
     "url_name", ["console:tenant-list", "console:audit-list", "console:service-account-list"]
 )
@@ -197,6 +231,33 @@ def test_every_list_page_names_each_of_its_filters(client, operator):
         response = client.get(path)
         assert response.status_code == 200, path
         assert "[invalid name]" not in response.content.decode(), path
+
+
+def test_every_list_page_counts_what_djangos_own_count_reads(
+    client, operator, tenant_a, tenant_b, topic, store, profile, monkeypatch
+):
+    # given rows on most pages, a cap of two so that some lists pass it, and each count
+    # also read as Django's paginator read it before counts were remembered
+    seed_every_chart(
+        tenant_a=tenant_a, tenant_b=tenant_b, topic=topic, store=store, profile=profile,
+        operator=operator,
+    )  # fmt: skip
+    monkeypatch.setattr(CappedPaginator, "cap", 2)
+    read = []
+
+    def alongside_djangos(rows, bound):
+        read.append((count_up_to(rows, bound), rows.order_by()[: bound + 1].count()))
+        return read[-1][0]
+
+    monkeypatch.setattr("apps.console.listing.count_up_to", alongside_djangos)
+    client.force_login(operator)
+    # when every list page is read twice, whole and searched
+    for path in _list_pages():
+        for query in ({}, {"q": "a"}, {}, {"q": "a"}):
+            assert client.get(path, query).status_code == 200, path
+    # then each count is Django's, past the cap and under it
+    assert all(ours == djangos for ours, djangos in read), read
+    assert {min(n, 3) for n, _ in read} == {0, 1, 2, 3}
 
 
 def test_the_dashboard_shows_the_panels_the_domains_contribute(client, tenant_a, member_b):
