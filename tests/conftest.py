@@ -16,6 +16,11 @@ from tests.factories import RegionFactory, TenantFactory, UserFactory, member, s
 # Each test run gets its own cache keys (throttle counters, cached look-ups), so runs
 # never see each other's state and a developer's running stack is left alone.
 settings.CACHES["default"]["KEY_PREFIX"] = f"steward-test-{uuid.uuid4().hex[:8]}"
+# Passwords are stored and checked with fewer PBKDF2 iterations (tests/hashers.py).
+settings.PASSWORD_HASHERS = [
+    "tests.hashers.FewerIterationsPBKDF2PasswordHasher",
+    *settings.PASSWORD_HASHERS,
+]
 
 
 @pytest.fixture(autouse=True)
