@@ -2,11 +2,13 @@ import uuid
 
 import pytest
 from django.conf import settings
+from django.core.cache import cache
 from django.test import Client
 from rest_framework.test import APIClient
 
 from apps.console.twofactor import mark_verified
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.redis import get_redis
 from apps.registry.models import Service
 from apps.stores.models import Store, StoreProfile
 from apps.tenancy import services
@@ -65,6 +67,15 @@ def _steward_topics(request):
     from apps.registry.catalog import install_steward_topics
 
     install_steward_topics()
+
+
+@pytest.fixture
+def no_remembered_counts():
+    """A test's rows roll back but the counts Redis remembers past their bound
+    (apps.core.counting) stand for seconds: a test that reads one starts from none."""
+    redis = get_redis()
+    for key in redis.scan_iter(match=cache.make_key("count:past-bound:*")):
+        redis.delete(key)
 
 
 @pytest.fixture

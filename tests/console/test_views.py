@@ -129,14 +129,24 @@ def test_tenant_list_sorts_and_paginates(client, operator, region):
     assert [t.slug for t in ignored.context["object_list"]] == sorted(slugs)
 
 
-def test_a_long_list_counts_up_to_the_cap_and_pages_up_to_it(client, operator, region, monkeypatch):
+@pytest.fixture
+def tenants_under_a_cap(client, operator, region, monkeypatch, no_remembered_counts):
+    """The tenant list, with its cap lowered and a page of two, read by an operator."""
+
+    def tenants(cap: int, slugs) -> str:
+        monkeypatch.setattr(CappedPaginator, "cap", cap)
+        monkeypatch.setattr("apps.console.views.TenantListView.paginate_by", 2)
+        for slug in slugs:
+            TenantFactory(slug=slug, home_region=region)
+        client.force_login(operator)
+        return reverse("console:tenant-list")
+
+    return tenants
+
+
+def test_a_long_list_counts_up_to_the_cap_and_pages_up_to_it(client, tenants_under_a_cap):
     # given more tenants than a (lowered) cap, and a page of two
-    monkeypatch.setattr(CappedPaginator, "cap", 5)
-    monkeypatch.setattr("apps.console.views.TenantListView.paginate_by", 2)
-    for n in range(7):
-        TenantFactory(slug=f"t{n}", home_region=region)
-    client.force_login(operator)
-    url = reverse("console:tenant-list")
+    url = tenants_under_a_cap(5, [f"t{n}" for n in range(7)])
     # when the first page is read, then the last page under the cap, then one past it
     first, last = client.get(url), client.get(url, {"page": 3})
     # then the count says "more than", the pages end at the cap
@@ -150,15 +160,10 @@ def test_a_long_list_counts_up_to_the_cap_and_pages_up_to_it(client, operator, r
 
 
 def test_a_list_past_the_cap_is_not_counted_again_while_that_is_remembered(
-    client, operator, region, monkeypatch
+    client, region, tenants_under_a_cap
 ):
     # given a search matching more tenants than a (lowered) cap, and a page of two
-    monkeypatch.setattr(CappedPaginator, "cap", 3)
-    monkeypatch.setattr("apps.console.views.TenantListView.paginate_by", 2)
-    for n in range(5):
-        TenantFactory(slug=f"past-{n}", home_region=region)
-    client.force_login(operator)
-    url = reverse("console:tenant-list")
+    url = tenants_under_a_cap(3, [f"past-{n}" for n in range(5)])
 
     def counts(query):
         with CaptureQueriesContext(connection) as queries:
@@ -234,7 +239,7 @@ def test_every_list_page_names_each_of_its_filters(client, operator):
 
 
 def test_every_list_page_counts_what_djangos_own_count_reads(
-    client, operator, tenant_a, tenant_b, topic, store, profile, monkeypatch
+    client, operator, tenant_a, tenant_b, topic, store, profile, monkeypatch, no_remembered_counts
 ):
     # given rows on most pages, a cap of two so that some lists pass it, and each count
     # also read as Django's paginator read it before counts were remembered

@@ -5,7 +5,6 @@ import random
 import socket
 
 import pytest
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
@@ -16,16 +15,7 @@ from apps.core.scope import system_scope, tenant_scope
 from apps.tenancy.models import Membership, Tenant
 from tests.factories import TenantFactory, member
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _nothing_remembered():
-    # A test's rows roll back but what Redis remembers of them does not: each test
-    # starts from no remembered count, as a new deployment would.
-    redis = get_redis()
-    for key in redis.scan_iter(match=cache.make_key("count:past-bound:*")):
-        redis.delete(key)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_remembered_counts")]
 
 
 def _counted(rows, bound):
