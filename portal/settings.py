@@ -54,12 +54,36 @@ DB_POOL_SIZE = env_int("STEWARD_DB_POOL_SIZE", 4) if _web_process() else 0
 DB_POOL_TIMEOUT = float(env("STEWARD_DB_POOL_TIMEOUT", "3"))
 
 
+def prepare_threshold(value: str) -> int | None:
+    """psycopg's prepare_threshold: "off" (None) for a connection pooler in transaction
+    mode that cannot keep prepared statements (PgBouncer before 1.21)."""
+    value = value.strip().lower()
+    if value == "off":
+        return None
+    if not value.isdigit():
+        raise ImproperlyConfigured("STEWARD_DB_PREPARE_THRESHOLD must be a count or 'off'.")
+    return int(value)
+
+
+DB_PREPARE_THRESHOLD = prepare_threshold(env("STEWARD_DB_PREPARE_THRESHOLD", "5"))
+
+
 def database_from_url(url: str) -> dict:
     try:
         connection = settings_from_url(url)
     except ValueError as exc:
         raise ImproperlyConfigured(str(exc)) from None
     pooled = DB_POOL_SIZE > 0
+    # Parameters are bound by PostgreSQL, not spliced into the text by psycopg, so a
+    # statement run DB_PREPARE_THRESHOLD times on a connection is prepared there: parsed,
+    # rewritten (row-level policies are applied then) and planned once, not on every
+    # request. The policies read the scope's settings when the plan runs, so a prepared
+    # statement sees the rows of the scope it runs in (tests/core/test_prepared.py).
+    connection["OPTIONS"] = {
+        **connection.get("OPTIONS", {}),
+        "server_side_binding": True,
+        "prepare_threshold": DB_PREPARE_THRESHOLD,
+    }
     if pooled:
         pool = {"min_size": 1, "max_size": DB_POOL_SIZE, "timeout": DB_POOL_TIMEOUT}
         connection["OPTIONS"] = {**connection.get("OPTIONS", {}), "pool": pool}

@@ -118,8 +118,8 @@ def _redact_batch(scope, which: str, params: dict, size: int) -> int:
         cursor.execute("SELECT set_config('steward.audit_redaction', 'on', true)")
         cursor.execute(
             f"""
-            UPDATE {table} SET actor_label = %(r)s, actor_user_id = NULL,
-                actor_service_id = NULL, object_repr = %(r)s,
+            UPDATE {table} SET actor_label = %(r)s::text, actor_user_id = NULL,
+                actor_service_id = NULL, object_repr = %(r)s::text,
                 changes = (SELECT coalesce(jsonb_object_agg(key, to_jsonb(%(r)s::text)),
                                            '{{}}'::jsonb)
                            FROM jsonb_each(CASE jsonb_typeof(changes) WHEN 'object'
