@@ -93,19 +93,27 @@ def _lag_key(minute) -> str:
     return LAG_HISTORY_KEY.format(minute=int(minute.timestamp()))
 
 
+# Every minute's sample in one command. As a pipeline of sixty HGETALLs, redis-py packed
+# each command and parsed each answer in Python: a tenth of the eventing page's time.
+_READ_SAMPLES = """
+local samples = {}
+for i, key in ipairs(KEYS) do samples[i] = redis.call('HGETALL', key) end
+return samples
+"""
+
+
 def lag_samples(minutes: list) -> dict[str, dict]:
     """{"topic: consumer": {minute: events behind}} as sampled each minute; empty when
     Redis does not answer."""
     try:
-        pipe = get_redis().pipeline(transaction=False)
-        for minute in minutes:
-            pipe.hgetall(_lag_key(minute))
-        answers = pipe.execute()
+        client = get_redis()
+        answers = client.register_script(_READ_SAMPLES)(keys=[_lag_key(m) for m in minutes])
     except REDIS_ERRORS:
         return {}
     history: dict[str, dict] = defaultdict(dict)
     for minute, sample in zip(minutes, answers, strict=True):
-        for group, behind in sample.items():
+        # HGETALL from a script answers a flat list: field, value, field, value, ...
+        for group, behind in zip(sample[::2], sample[1::2], strict=True):
             history[_text(group)][minute] = int(behind)
     return history
 
