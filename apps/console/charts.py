@@ -3,9 +3,9 @@ refuses (no inline style: colours and type come from classes in static/console/s
 so the dark theme recolours them).
 
 A chart is a few labelled series of numbers. `Chart.render()` (or `{% chart %}` from the
-`charts` tag library) draws it with `console/_chart.html`: the SVG, with a <title> and
-<desc> it is labelled by, each bar's own <title>, a legend, and the same figures as a
-table beside it for screen readers and for whoever wants the numbers. The apps build
+`charts` tag library) draws it: the SVG, with a <title> and <desc> it is labelled by,
+each bar's own <title>, a legend, and the same figures as a table beside it for screen
+readers and for whoever wants the numbers. The apps build
 their charts' series in their own `charts.py` (reads only) and this module draws them.
 
 Two shapes:
@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from django.template import Context
-from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
 from apps.console.cells import Cells
@@ -87,18 +86,79 @@ class Chart:
         return _columns(self) if self.kind == "columns" else _bars(self)
 
     def render(self) -> SafeString:
-        # The template draws the frame; the repeated parts (a column or bar per label,
-        # a table row per label) are written here in one pass: through template nodes
-        # they were a third of the eventing overview's time. Each value goes through
-        # Cells, so the text is what `{{ }}` would write.
-        geometry = self.geometry()
+        # Written here in one pass, the frame too: through the template language, the
+        # repeated parts (a column or bar per label, a table row per label) were a third
+        # of the eventing overview's time, and the frame around them (a template of its
+        # own until then) a tenth. Each value goes through Cells, so the text is what `{{ }}` would
+        # write: tests/console/test_charts.py holds the HTML to the template it replaced.
         write = Cells(Context())
+        key = write(self.key)
+        several = len(self.series) > 1
+        legend = ""
+        if several:
+            swatches = "".join(
+                f'<span><span class="swatch series-{n}" aria-hidden="true"></span>'
+                f"{write(s.name)}</span>"
+                for n, s in enumerate(self.series)
+            )
+            legend = f'<span class="legend">{swatches}</span>'
+        footnote = (
+            f'<small class="muted chart-footnote">{write(self.footnote)}</small>'
+            if self.footnote
+            else ""
+        )
+        heads = "".join(f'<th scope="col">{write(_capfirst(s.name))}</th>' for s in self.series)
+        total = '<th scope="col">Total</th>' if several else ""
+        of = "Time" if self.kind == "columns" else "Of"
+        drawn = (
+            f'<p class="muted chart-empty">{write(self.empty)}</p>'
+            if self.is_empty
+            else self._svg(key, write)
+        )
+        return mark_safe(  # noqa: S308 - every value above went through Cells
+            f'\n<figure class="chart chart-{write(self.kind)}" id="chart-{key}"'
+            f' data-chart="{key}">\n{drawn}\n'
+            f"<figcaption>{legend}\n{footnote}\n"
+            f'<details class="chart-figures"><summary>Figures: {write(self.title)}</summary>\n'
+            '<div class="overflow-auto" tabindex="0"><table class="striped">\n'
+            f'<thead><tr><th scope="col">{of}</th>{heads}{total}</tr></thead>\n'
+            f"<tbody>{self._figures(write)}</tbody>\n"
+            "</table></div></details></figcaption>\n</figure>\n"
+        )
+
+    def _svg(self, key: str, write) -> str:
+        g = self.geometry()
+        width, height = write(g["width"]), write(g["height"])
         if self.kind == "columns":
-            geometry["columns_svg"] = mark_safe(_columns_svg(geometry, write))  # noqa: S308
+            plot, axis = write(g["plot_height"]), write(g["axis_x"])
+            tick_x, tick_y = write(g["axis_x"] - 4), write(g["height"] - 3)
+            ticks = "".join(
+                f'<text class="tick" x="{write(t["x"])}" y="{tick_y}"'
+                f' text-anchor="{write(t["anchor"])}">{write(t["label"])}</text>'
+                for t in g["ticks"]
+            )
+            drawing = (
+                f'\n<line class="axis" x1="{axis}" y1="{plot}" x2="{width}" y2="{plot}"></line>\n'
+                f'<line class="grid" x1="{axis}" y1="0.5" x2="{width}" y2="0.5"></line>\n'
+                f'<text class="tick" x="{tick_x}" y="10" text-anchor="end">'
+                f"{write(g['peak'])}</text>\n"
+                f'<text class="tick" x="{tick_x}" y="{plot}" text-anchor="end">0</text>\n'
+                f"{_columns_svg(g, write)}\n{ticks}\n"
+            )
         else:
-            geometry["rows_svg"] = mark_safe(_rows_svg(geometry, self.unit, write))  # noqa: S308
-        context = {"chart": self, "g": geometry, "figures": mark_safe(self._figures(write))}  # noqa: S308
-        return render_to_string("console/_chart.html", context)
+            axis = write(g["axis_x"])
+            drawing = (
+                f"\n{_rows_svg(g, self.unit, write)}\n"
+                f'<line class="axis" x1="{axis}" y1="0" x2="{axis}" y2="{height}"></line>\n'
+            )
+        return (
+            f'\n<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}"'
+            f' role="img" aria-labelledby="chart-{key}-title chart-{key}-desc"'
+            ' preserveAspectRatio="xMinYMin meet">\n'
+            f'<title id="chart-{key}-title">{write(self.title)}</title>\n'
+            f'<desc id="chart-{key}-desc">{write(self.description)}</desc>\n'
+            f"{drawing}\n</svg>"
+        )
 
     def _figures(self, write) -> str:
         rows = self.rows()
@@ -133,6 +193,11 @@ def stacked_series(
             )
         )
     return series
+
+
+def _capfirst(name: str) -> str:
+    # The template language's capfirst
+    return name and name[0].upper() + name[1:]
 
 
 def _figure(value: float) -> float | int:
