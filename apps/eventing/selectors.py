@@ -69,12 +69,15 @@ def delivery_rate(
     return _minute_series(start, minutes, by_minute)
 
 
+_MINUTE = timedelta(minutes=1)
+
+
 def _minute_series(start: datetime, minutes: int, by_minute: dict) -> list[MinuteRate]:
     """Every minute from `start`, zeros where `by_minute` ({minute: (delivered, failed)})
     has none."""
     series = []
     for step in range(minutes):
-        minute = start + timedelta(minutes=step)
+        minute = start + _MINUTE * step
         delivered, failed = by_minute.get(minute, (0, 0))
         series.append(MinuteRate(minute, delivered, failed))
     return series

@@ -164,3 +164,19 @@ def test_the_overviews_statement_reads_the_charts_counts_as_the_charts_do(seed, 
     assert page.overview == replace(
         selectors.overview(), oldest_age_seconds=page.overview.oldest_age_seconds
     )
+
+
+@pytest.mark.django_db(False)
+def test_the_time_axis_names_each_minute_in_its_own_zone_whatever_was_named_before():
+    """The labels are remembered per minute: the same instant in another zone is an equal
+    key, and must still be named by its own wall clock."""
+    from zoneinfo import ZoneInfo
+
+    minutes = charts._minutes()
+    assert charts._labels(minutes) == [f"{m:%H:%M}" for m in minutes]
+    for zone in ("Asia/Kolkata", "America/St_Johns", "UTC"):
+        there = [m.astimezone(ZoneInfo(zone)) for m in minutes]
+        assert there == minutes  # the same instants
+        assert charts._labels(there) == [f"{m:%H:%M}" for m in there]
+    kolkata = charts._labels(m.astimezone(ZoneInfo("Asia/Kolkata")) for m in minutes[:1])
+    assert kolkata != charts._labels(minutes[:1])  # 5:30 apart
