@@ -7,6 +7,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from apps.core.literals import Literal
 from apps.core.transitions import Transitions
 from apps.core.urls import reverse_pk
 from apps.tenancy.models import Tenant
@@ -22,7 +23,9 @@ class AssetQuerySet(QuerySet):
         ever delegated."""
         return self.filter(
             workflow_instance_id__isnull=False,
-            status=Asset.Status.REQUESTED,
+            # A literal, so that a plan made once for every run still meets the index's
+            # condition (apps.core.literals).
+            status=Literal(Asset.Status.REQUESTED.value),
             workflow_link_stale=False,
         )
 
