@@ -5,8 +5,8 @@ so the dark theme recolours them).
 A chart is a few labelled series of numbers. `Chart.render()` (or `{% chart %}` from the
 `charts` tag library) draws it: the SVG, with a <title> and <desc> it is labelled by,
 each bar's own <title>, a legend, and the same figures as a table beside it for screen
-readers and for whoever wants the numbers. The apps build
-their charts' series in their own `charts.py` (reads only) and this module draws them.
+readers and for whoever wants the numbers. The apps build their charts' series in their
+own `charts.py` (reads only) and this module draws them.
 
 Two shapes:
 - `bars`: one horizontal bar per label, the series stacked along it (counts by kind,
@@ -89,8 +89,9 @@ class Chart:
         # Written here in one pass, the frame too: through the template language, the
         # repeated parts (a column or bar per label, a table row per label) were a third
         # of the eventing overview's time, and the frame around them (a template of its
-        # own until then) a tenth. Each value goes through Cells, so the text is what `{{ }}` would
-        # write: tests/console/test_charts.py holds the HTML to the template it replaced.
+        # own until then) a tenth. Each value goes through Cells, so the text is what
+        # `{{ }}` would write: tests/console/test_charts.py holds the HTML to the
+        # template it replaced.
         write = Cells(Context())
         key = write(self.key)
         several = len(self.series) > 1

@@ -9,6 +9,7 @@ from apps.assets.models import Asset
 from apps.core.literals import Literal
 from apps.core.scope import system_scope, tenant_scope
 from tests.assets.factories import delegated, new_asset, requested
+from tests.core.test_prepared import prepared_plans
 
 pytestmark = pytest.mark.django_db
 
@@ -25,16 +26,6 @@ def test_a_literal_matches_exactly_what_a_parameter_matches(tenant_a, name):
     assert params == ()  # in the text, not sent beside it
 
 
-def _plans(fragment: str) -> list[tuple[int, int]]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT custom_plans, generic_plans FROM pg_prepared_statements"
-            " WHERE statement LIKE %s",
-            [f"%{fragment}%"],
-        )
-        return cursor.fetchall()
-
-
 def test_the_waiting_list_is_planned_once_for_every_run(tenant_a, tenant_b):
     """Asset.objects.workflow_managed() names its status as a literal, so the plan
     PostgreSQL makes once for all runs can meet asset_waiting_on_workflow's condition; as
@@ -48,8 +39,8 @@ def test_the_waiting_list_is_planned_once_for_every_run(tenant_a, tenant_b):
         with tenant_scope(tenant_b):
             assert not list(Asset.objects.workflow_managed().only("pk"))
     table = Asset._meta.db_table
-    [(custom, generic)] = _plans(
-        f'SELECT "{table}"."id" FROM "{table}" WHERE ("{table}"."status" = \'requested\' AND'
+    [(custom, generic)] = prepared_plans(
+        f'%SELECT "{table}"."id" FROM "{table}" WHERE ("{table}"."status" = \'requested\' AND%'
     )
     assert custom == 0 and generic >= 3
 

@@ -24,16 +24,22 @@ def _usernames(role: str) -> list[str]:
     return list(memberships.values_list("user__username", flat=True))
 
 
-def _plans() -> list[tuple[int, int]]:
-    """(custom, generic) plans made of each statement prepared on this connection that
-    reads members' names by role, as _usernames does."""
+def prepared_plans(like: str) -> list[tuple[int, int]]:
+    """(custom, generic) plans made of each statement prepared on this connection whose
+    text is LIKE `like`."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT custom_plans, generic_plans FROM pg_prepared_statements"
             " WHERE statement LIKE %s",
-            [f'%username"%FROM "{Membership._meta.db_table}" %."role" = $1 ORDER BY %'],
+            [like],
         )
         return cursor.fetchall()
+
+
+def _plans() -> list[tuple[int, int]]:
+    # the statement _usernames runs
+    table = Membership._meta.db_table
+    return prepared_plans(f'%username"%FROM "{table}" %."role" = $1 ORDER BY %')
 
 
 def test_a_statement_run_often_is_prepared_and_reads_each_scopes_own_rows(tenant_a, tenant_b):
