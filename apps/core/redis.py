@@ -30,4 +30,16 @@ def get_redis() -> redis.Redis:
     return _client(settings.REDIS_URL)
 
 
+@functools.cache
+def _script(url: str, source: str):
+    return _client(url).register_script(source)
+
+
+def script(source: str):
+    """A Lua script on Steward's client, callable as `script(source)(keys=..., args=...)`:
+    made once per process (hashing its source each call would be work on hot paths),
+    sent by its SHA and loaded again by redis-py if Redis has forgotten it."""
+    return _script(settings.REDIS_URL, source)
+
+
 REDIS_ERRORS = (redis.RedisError, OSError)

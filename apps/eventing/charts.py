@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
-from datetime import timedelta
 from functools import lru_cache
 
 from django.db.models import Count
@@ -35,7 +34,7 @@ from apps.core.scope import current_scope
 from apps.eventing.dispatcher import outbox_backlog
 from apps.eventing.lag import Lag, consumer_lag, lag_samples
 from apps.eventing.models import OutboxEvent, RecentEvent
-from apps.eventing.selectors import MinuteRate, delivery_rate
+from apps.eventing.selectors import MINUTE, MinuteRate, delivery_rate
 
 MINUTES = 60
 # More topics than colours tell apart: the busiest are drawn, the rest summed.
@@ -45,13 +44,10 @@ LAG_SHOWN = 12
 CONSUMERS_DRAWN = 5
 
 
-_MINUTE = timedelta(minutes=1)
-
-
 def _minutes(now=None) -> list:
     now = (now or timezone.now()).replace(second=0, microsecond=0)
-    start = now - _MINUTE * (MINUTES - 1)
-    return [start + _MINUTE * step for step in range(MINUTES)]
+    start = now - MINUTE * (MINUTES - 1)
+    return [start + MINUTE * step for step in range(MINUTES)]
 
 
 def _labels(minutes) -> list[str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.core.redis import REDIS_ERRORS, get_redis, script
 from apps.eventing.transports import stream_key
 from apps.registry.selectors import topic_names
 
@@ -106,8 +106,7 @@ def lag_samples(minutes: list) -> dict[str, dict]:
     """{"topic: consumer": {minute: events behind}} as sampled each minute; empty when
     Redis does not answer."""
     try:
-        client = get_redis()
-        answers = client.register_script(_READ_SAMPLES)(keys=[_lag_key(m) for m in minutes])
+        answers = script(_READ_SAMPLES)(keys=[_lag_key(m) for m in minutes])
     except REDIS_ERRORS:
         return {}
     history: dict[str, dict] = defaultdict(dict)

@@ -69,7 +69,7 @@ def delivery_rate(
     return _minute_series(start, minutes, by_minute)
 
 
-_MINUTE = timedelta(minutes=1)
+MINUTE = timedelta(minutes=1)
 
 
 def _minute_series(start: datetime, minutes: int, by_minute: dict) -> list[MinuteRate]:
@@ -77,7 +77,7 @@ def _minute_series(start: datetime, minutes: int, by_minute: dict) -> list[Minut
     has none."""
     series = []
     for step in range(minutes):
-        minute = start + _MINUTE * step
+        minute = start + MINUTE * step
         delivered, failed = by_minute.get(minute, (0, 0))
         series.append(MinuteRate(minute, delivered, failed))
     return series

@@ -4,7 +4,7 @@ import uuid
 from django.conf import settings
 from rest_framework.throttling import SimpleRateThrottle
 
-from apps.core.redis import get_redis
+from apps.core.redis import script
 
 # DRF's sliding window, kept in Redis as a sorted set of request times and decided by
 # Redis itself: one round trip per request. DRF's own throttle reads the caller's
@@ -30,7 +30,6 @@ class CallerRateThrottle(SimpleRateThrottle):
     """Rate per caller: a service account, a person, or (anonymous) an address."""
 
     scope = "caller"
-    _script = None
 
     def get_rate(self):
         rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
@@ -51,12 +50,10 @@ class CallerRateThrottle(SimpleRateThrottle):
         key = self.get_cache_key(request, view)
         if key is None:
             return True
-        if CallerRateThrottle._script is None:
-            CallerRateThrottle._script = get_redis().register_script(_SLIDING_WINDOW)
         self.now = time.time()
         # Under the cache's prefix, so each test run counts apart (tests/conftest.py).
         prefix = settings.CACHES["default"].get("KEY_PREFIX", "")
-        allowed, oldest = self._script(
+        allowed, oldest = script(_SLIDING_WINDOW)(
             keys=[f"{prefix}:{key}"],
             args=[self.now, self.duration, self.num_requests, f"{self.now}:{uuid.uuid4().hex[:8]}"],
         )
