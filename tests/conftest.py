@@ -2,13 +2,12 @@ import uuid
 
 import pytest
 from django.conf import settings
-from django.core.cache import cache
 from django.test import Client
 from rest_framework.test import APIClient
 
 from apps.console.twofactor import mark_verified
+from apps.core import counting
 from apps.core.context import SYSTEM_ACTOR
-from apps.core.redis import get_redis
 from apps.registry.models import Service
 from apps.stores.models import Store, StoreProfile
 from apps.tenancy import services
@@ -69,13 +68,11 @@ def _steward_topics(request):
     install_steward_topics()
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def no_remembered_counts():
-    """A test's rows roll back but the counts Redis remembers past their bound
-    (apps.core.counting) stand for seconds: a test that reads one starts from none."""
-    redis = get_redis()
-    for key in redis.scan_iter(match=cache.make_key("count:past-bound:*")):
-        redis.delete(key)
+    """A test's rows roll back but the counts a process remembers past their bound
+    (apps.core.counting) stand for seconds: each test starts from none."""
+    counting.forget_past_bound()
 
 
 @pytest.fixture

@@ -11,20 +11,22 @@ autovacuum's ANALYZE), never below the bound, and says it is an estimate.
 A console list counts its matching rows the same way (`count_up_to`), and a count that
 reached past its bound is remembered for a few seconds: a large tenant's list said
 "10,000+" by reading ten thousand index entries on every page, most of PostgreSQL's
-time for the page.
+time for the page. The outbox backlog on the eventing page is remembered the same way
+(`limit_for` and `read_count`, for a statement that counts with `LIMIT %s`).
+
+Each web process remembers for itself. Shared in Redis, the memory cost every page a
+round trip to ask, more than the count it saved once each few seconds in each process.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import time
 from typing import NamedTuple
 
-from django.core.cache import cache
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
 
-from apps.core.redis import REDIS_ERRORS, get_redis
 from apps.core.scope import current_scope
 
 COUNTED_EXACTLY = 10_000
@@ -34,6 +36,10 @@ COUNTED_EXACTLY = 10_000
 # page, so a row added or removed shows at once, and a list past it could only read
 # differently once enough rows went to bring it under the bound.
 PAST_BOUND_SECONDS = 15
+# Statements this process remembers at most (the oldest forgotten first): one per list,
+# filter and scope read in the last PAST_BOUND_SECONDS.
+_REMEMBERED_AT_MOST = 4096
+_past_bound: dict[str, float] = {}  # key -> monotonic deadline
 
 
 class Count(NamedTuple):
@@ -66,16 +72,54 @@ def _past_bound_key(db: str, bound: int, sql: str, params) -> str:
     # scopes, so the scope is part of what was counted.
     scope = current_scope()
     counted = repr((connections[db].settings_dict["NAME"], scope, bound, sql, tuple(params)))
-    digest = hashlib.blake2b(counted.encode(), digest_size=16).hexdigest()
-    return cache.make_key(f"count:past-bound:{digest}")
+    return hashlib.blake2b(counted.encode(), digest_size=16).hexdigest()
+
+
+def _remembered(key: str) -> bool:
+    deadline = _past_bound.get(key)
+    if deadline is None:
+        return False
+    if deadline > time.monotonic():
+        return True
+    _past_bound.pop(key, None)
+    return False
+
+
+def _remember(key: str) -> None:
+    _past_bound.pop(key, None)  # to the end: dicts keep insertion order
+    _past_bound[key] = time.monotonic() + PAST_BOUND_SECONDS
+    while len(_past_bound) > _REMEMBERED_AT_MOST:
+        _past_bound.pop(next(iter(_past_bound)), None)
+
+
+def forget_past_bound() -> None:
+    """Forget every count remembered past its bound (tests whose rows roll back)."""
+    _past_bound.clear()
+
+
+def limit_for(sql: str, db: str = "default") -> int:
+    """The `LIMIT` parameter for `sql`, a statement counting with `LIMIT %s` as its one
+    parameter: COUNTED_EXACTLY + 1, or 0 (nothing to read) while a count of it in this
+    scope is remembered past the bound. Give the count read to `read_count`."""
+    remembered = _remembered(_past_bound_key(db, COUNTED_EXACTLY, sql, ()))
+    return 0 if remembered else COUNTED_EXACTLY + 1
+
+
+def read_count(sql: str, counted: int, limit: int, db: str = "default") -> int:
+    """What `sql` counted with the `limit` from `limit_for`: one past the bound when it
+    read nothing for being remembered there, else the count, remembered if past it."""
+    if limit == 0:
+        return COUNTED_EXACTLY + 1
+    if counted > COUNTED_EXACTLY:
+        _remember(_past_bound_key(db, COUNTED_EXACTLY, sql, ()))
+    return counted
 
 
 def count_up_to(rows, bound: int) -> int:
     """How many rows the queryset `rows` holds, read no further than `bound + 1`.
 
     A count past the bound is remembered for PAST_BOUND_SECONDS for the same statement
-    in the same scope, and answered as `bound + 1` without PostgreSQL meanwhile. When
-    Redis does not answer, every count is read.
+    in the same scope, and answered as `bound + 1` without PostgreSQL meanwhile.
     """
     if rows.query.distinct:
         # What DISTINCT leaves depends on the columns it is over; Django's count keeps them.
@@ -85,15 +129,11 @@ def count_up_to(rows, bound: int) -> int:
     except EmptyResultSet:  # a filter no row can meet (`__in=[]`): Django reads nothing
         return 0
     key = _past_bound_key(rows.db, bound, sql, params)
-    try:
-        if get_redis().exists(key):
-            return bound + 1
-    except REDIS_ERRORS:
-        pass
+    if _remembered(key):
+        return bound + 1
     with connections[rows.db].cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM ({sql}) counted", params)  # noqa: S608
         counted = cursor.fetchone()[0]
     if counted > bound:
-        with contextlib.suppress(*REDIS_ERRORS):  # remembering is best effort
-            get_redis().set(key, 1, ex=PAST_BOUND_SECONDS)
+        _remember(key)
     return counted

@@ -280,17 +280,19 @@ def _overview(*, page: bool) -> tuple[Overview, list]:
     bound = counting.COUNTED_EXACTLY + 1
     now = timezone.now()
     start = now.replace(second=0, microsecond=0) - timedelta(minutes=MINUTES - 1)
-    params = [
-        bound, dispatcher.OUTBOX, now, start, now - timedelta(hours=1),
-        DeadLetter.State.DEAD, bound,
-    ]  # fmt: skip
     with system_scope(reads_only=True), connection.cursor() as cursor:
+        limit = counting.limit_for(dispatcher.BACKLOG_COUNT)
+        params = [
+            limit, dispatcher.OUTBOX, now, start, now - timedelta(hours=1),
+            DeadLetter.State.DEAD, bound,
+        ]  # fmt: skip
         if page:
             cursor.execute(_OVERVIEW_PAGE, [*params, start, DeadLetter.State.DEAD])
         else:
             cursor.execute(_OVERVIEW_FIGURES, params)
         row = cursor.fetchone()
         counted, estimate, oldest, lanes, streams, failed, dead, effects, inboxes = row[:9]
+        counted = counting.read_count(dispatcher.BACKLOG_COUNT, counted, limit)
         inbox = _inbox_sizes(cursor, _json(inboxes, []))
     backlog = counting.bounded(counted, lambda: estimate)
     by_minute = {datetime.fromtimestamp(epoch, UTC): (d, f) for epoch, d, f in _json(streams, [])}

@@ -8,13 +8,13 @@ from django.db import connection
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
-from apps.core.counting import PAST_BOUND_SECONDS, _past_bound_key, count_up_to
-from apps.core.redis import get_redis
+from apps.core import counting
+from apps.core.counting import PAST_BOUND_SECONDS, count_up_to
 from apps.core.scope import system_scope, tenant_scope
 from apps.tenancy.models import Membership, Tenant
 from tests.factories import TenantFactory, member
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_remembered_counts")]
+pytestmark = pytest.mark.django_db
 
 
 def _counted(rows, bound):
@@ -35,9 +35,6 @@ def test_a_count_past_its_bound_is_remembered_for_its_scope_alone(tenant_a, tena
         assert _counted(rows, 2) == (3, 1)
         # then it is answered without PostgreSQL, as one past the bound
         assert _counted(rows, 2) == (3, 0)
-        sql, params = rows.order_by().values("pk")[:3].query.sql_with_params()
-        key = _past_bound_key(rows.db, 2, sql, params)
-        assert 0 < get_redis().ttl(key) <= PAST_BOUND_SECONDS
     # and the same statement in the other tenant's scope is read, and counts its own rows
     with tenant_scope(tenant_b):
         assert _counted(rows, 2) == (1, 1)
@@ -56,13 +53,58 @@ def test_a_count_under_its_bound_is_read_every_time(tenant_a):
         assert _counted(Membership.objects.all(), 5) == (2, 1)
 
 
-def test_without_redis_every_count_is_read(settings, tenant_a):
+def test_a_count_past_its_bound_is_read_again_once_its_time_is_up(monkeypatch, tenant_a):
+    clock = [1000.0]
+    monkeypatch.setattr(counting.time, "monotonic", lambda: clock[0])
     for _ in range(3):
         member(tenant_a)
-    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    rows = Membership.objects.all()
     with tenant_scope(tenant_a):
-        assert _counted(Membership.objects.all(), 2) == (3, 1)
-        assert _counted(Membership.objects.all(), 2) == (3, 1)
+        assert _counted(rows, 2) == (3, 1)
+        clock[0] += PAST_BOUND_SECONDS - 0.5
+        assert _counted(rows, 2) == (3, 0)
+        # when the time is up, the count is read again and found under the bound now
+        Membership.objects.filter(pk=Membership.objects.first().pk).delete()
+        clock[0] += 1
+        assert _counted(rows, 2) == (2, 1)
+        assert _counted(rows, 2) == (2, 1)
+
+
+def test_a_process_remembers_a_bounded_number_of_counts(monkeypatch, tenant_a):
+    monkeypatch.setattr(counting, "_REMEMBERED_AT_MOST", 2)
+    for _ in range(3):
+        member(tenant_a)
+    first, second, third = (
+        Membership.objects.filter(role__in=["member", "admin", f"r{n}"]) for n in range(3)
+    )
+    with tenant_scope(tenant_a):
+        for rows in (first, second, third):
+            assert _counted(rows, 1) == (2, 1)
+        # the oldest was forgotten to make room; the two latest are answered from memory
+        assert _counted(first, 1) == (2, 1)
+        assert _counted(third, 1) == (2, 0)
+
+
+def test_a_statement_counting_with_a_limit_parameter_is_remembered_past_the_bound(
+    monkeypatch, tenant_a, tenant_b
+):
+    monkeypatch.setattr(counting, "COUNTED_EXACTLY", 2)
+    for _ in range(3):
+        member(tenant_a)
+    sql = f"SELECT count(*) FROM (SELECT FROM {Membership._meta.db_table} LIMIT %s) AS m"
+
+    def count():
+        limit = counting.limit_for(sql)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [limit])
+            return counting.read_count(sql, cursor.fetchone()[0], limit), limit
+
+    with tenant_scope(tenant_a):
+        assert count() == (3, 3)
+        # remembered past the bound: the statement reads nothing, and answers one past it
+        assert count() == (3, 0)
+    with tenant_scope(tenant_b):  # another scope counts its own rows
+        assert count() == (0, 3)
 
 
 @pytest.mark.parametrize("seed", range(3))
