@@ -207,6 +207,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "apps.console.context_processors.console",
             ],
+            "builtins": ["apps.console.templatetags.urls"],
         },
     },
 ]

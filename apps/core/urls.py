@@ -85,20 +85,22 @@ def _remembered(viewname: str, kind, make):
     return found
 
 
-def _reversed(viewname: str):
+def _reversed(viewname: str, current_app: str | None):
     try:
-        return reverse(viewname)
+        return reverse(viewname, current_app=current_app)
     except NoReverseMatch:
         return _UNSUITED
 
 
-def reverse_fixed(viewname: str) -> str:
-    """`reverse(viewname)` for a pattern without arguments, whose URL changes only with
-    the URL configuration and script prefix: reversed once for each (a page's chrome
-    links to a dozen of them). Raises NoReverseMatch as `reverse()` does."""
-    url = _remembered(viewname, None, lambda: _reversed(viewname))
+def reverse_fixed(viewname: str, current_app: str | None = None) -> str:
+    """`reverse(viewname, current_app=current_app)` for a pattern without arguments,
+    whose URL changes only with the URL configuration and script prefix: reversed once
+    for each (a page's chrome links to a dozen of them, and `{% url %}` without
+    arguments comes here: apps.console.templatetags.urls). Raises NoReverseMatch as
+    `reverse()` does."""
+    url = _remembered(viewname, ("app", current_app), lambda: _reversed(viewname, current_app))
     if url is _UNSUITED:
-        raise NoReverseMatch(f"Reverse for '{viewname}' not found.")
+        return reverse(viewname, current_app=current_app)  # raises as reverse() does
     return url
 
 
