@@ -7,10 +7,13 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
 
 from apps.assets.api.serializers import ASSET_ROWS, AssetSerializer
 from apps.assets.models import Asset
+from apps.core.api.renderers import FastJSONRenderer, datetimes_in_utc
 from apps.core.scope import system_scope, tenant_scope
 from tests.conftest import bearer
 from tests.factories import service_token
@@ -79,12 +82,19 @@ def test_the_row_list_answers_what_the_serializer_answers(seed, api, tenant_a, t
     assert listed == expected
 
 
-def test_the_row_shape_matches_the_serializer_row_by_row(tenant_a):
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata", "America/St_Johns"])
+def test_the_row_shape_renders_the_serializers_bytes_row_by_row(tenant_a, zone):
+    # In each current time zone (the API's is UTC; others take DRF's conversion), each
+    # row renders to the serializer's bytes, field order included: by the list's own
+    # renderer as the list's response marks it, and by DRF's.
     rng = random.Random(99)
     _generated_assets(rng, [tenant_a], 60)
-    with tenant_scope(tenant_a):
+    with timezone.override(zone), tenant_scope(tenant_a):
         queryset = Asset.objects.select_related("tenant").order_by("pk")
         rows = [ASSET_ROWS.represent(row) for row in queryset.values(*ASSET_ROWS.lookups())]
         serialized = list(AssetSerializer(queryset, many=True).data)
-    assert rows == serialized
-    assert [list(row) for row in rows] == [list(row) for row in serialized]  # field order too
+    expected = JSONRenderer().render(serialized)
+    marked = {"response": datetimes_in_utc(Response())}
+    assert FastJSONRenderer().render(rows, renderer_context=marked) == expected
+    assert JSONRenderer().render(rows) == expected
+    assert all(isinstance(row["created_at"], str) for row in rows) is (zone != "UTC")

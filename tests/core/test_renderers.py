@@ -6,13 +6,15 @@ import json
 import uuid
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
 from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
-from apps.core.api.renderers import FastJSONRenderer
+from apps.core.api.renderers import FastJSONRenderer, datetimes_in_utc
 
 scalars = st.one_of(
     st.none(),
@@ -39,6 +41,40 @@ documents = st.recursive(
 @given(documents)
 def test_the_fast_renderer_writes_what_drf_writes(document):
     assert FastJSONRenderer().render(document) == JSONRenderer().render(document)
+
+
+# What a list built from rows (apps.core.api.rows) leaves for the renderer to write:
+# datetimes whose offset is none, whatever their zone says.
+utc_datetimes = st.datetimes(
+    timezones=st.sampled_from([UTC, timezone(timedelta(0)), ZoneInfo("UTC"), ZoneInfo("Etc/UTC")])
+)
+utc_documents = st.recursive(
+    st.one_of(scalars.filter(lambda value: not isinstance(value, datetime)), utc_datetimes),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=8), inner, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(utc_documents)
+def test_an_answer_marked_utc_is_written_as_drf_writes_it(document):
+    marked = {"response": datetimes_in_utc(Response())}
+    assert FastJSONRenderer().render(document, renderer_context=marked) == (
+        JSONRenderer().render(document)
+    )
+
+
+def test_what_orjson_would_write_differently_is_left_to_drf_unless_marked():
+    # local mean time: an offset with seconds, which orjson rounds to the minute
+    before_1900 = datetime(1800, 1, 1, 12, tzinfo=ZoneInfo("Europe/Amsterdam"))
+    assert before_1900.utcoffset().seconds % 60
+    assert FastJSONRenderer().render([before_1900]) == JSONRenderer().render([before_1900])
+    marked = {"response": datetimes_in_utc(Response())}
+    assert FastJSONRenderer().render([before_1900], renderer_context=marked) != (
+        JSONRenderer().render([before_1900])
+    )
 
 
 @settings(max_examples=100, deadline=None)

@@ -17,17 +17,28 @@ search, ordering and cursor pagination as before; everything else the viewset do
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, timedelta
 
 from django.utils import timezone
 from rest_framework import ISO_8601, serializers
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
+from apps.core.api.renderers import datetimes_in_utc
+
 
 def _datetime(value, zone):
     # DRF's DateTimeField: in the current time zone, ISO 8601, UTC written as Z.
     text = value.astimezone(zone).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+_NO_OFFSET = timedelta(0)
+_UTC_NAMES = frozenset({"UTC", "Etc/UTC"})
+
+
+def _is_utc(zone) -> bool:
+    return zone is UTC or getattr(zone, "key", None) in _UTC_NAMES
 
 
 def _date(value):
@@ -40,8 +51,9 @@ def _same(value):
 
 # Checked in order: the first class a field is an instance of decides. ChoiceField
 # answers the stored value of a valid choice, which is the value itself.
+# A UUID is left as it is: every renderer writes it as DRF's field does (`str()`).
 _CONVERSIONS: tuple[tuple[type, Callable], ...] = (
-    (serializers.UUIDField, str),
+    (serializers.UUIDField, _same),
     (serializers.DateTimeField, _datetime),
     (serializers.DateField, _date),
     (serializers.BooleanField, bool),
@@ -113,10 +125,14 @@ class RowShape:
         return list(seen)
 
     def represent(self, row: dict, zone=None) -> dict:
-        """One row as the serializer would answer it; `zone` is the current time zone
-        (looked up once per page by represent_all: the look-up costs more than the
-        conversion)."""
+        """One row as the serializer's answer renders it; `zone` is the current time
+        zone (looked up once per page by represent_all: the look-up costs more than the
+        conversion). With the zone UTC, a datetime in UTC is left as it is, for the
+        renderer to write (apps.core.api.renderers.datetimes_in_utc); a UUID always is."""
         zone = zone or timezone.get_current_timezone()
+        return self._represent(row, zone, _is_utc(zone))
+
+    def _represent(self, row: dict, zone, utc: bool) -> dict:
         out = {}
         for name, lookup, convert in self._plan:
             if lookup is None:
@@ -126,14 +142,16 @@ class RowShape:
             if value is None:
                 out[name] = None
             elif convert is _datetime:
-                out[name] = _datetime(value, zone)
+                keep = utc and value.utcoffset() == _NO_OFFSET
+                out[name] = value if keep else _datetime(value, zone)
             else:
                 out[name] = convert(value)
         return out
 
     def represent_all(self, rows) -> list[dict]:
         zone = timezone.get_current_timezone()
-        return [self.represent(row, zone) for row in rows]
+        utc = _is_utc(zone)
+        return [self._represent(row, zone, utc) for row in rows]
 
 
 # `list` from the selector's rows, shaped by `row_shape` (a RowShape of the viewset's
@@ -151,5 +169,5 @@ class RowListMixin:
         rows = queryset.values(*self.row_shape.lookups("pk", *orderable))
         page = self.paginate_queryset(rows)
         if page is None:
-            return Response(self.row_shape.represent_all(rows))
-        return self.get_paginated_response(self.row_shape.represent_all(page))
+            return datetimes_in_utc(Response(self.row_shape.represent_all(rows)))
+        return datetimes_in_utc(self.get_paginated_response(self.row_shape.represent_all(page)))
