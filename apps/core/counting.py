@@ -12,7 +12,7 @@ A console list counts its matching rows the same way (`count_up_to`), and a coun
 reached past its bound is remembered for a few seconds: a large tenant's list said
 "10,000+" by reading ten thousand index entries on every page, most of PostgreSQL's
 time for the page. The outbox backlog on the eventing page is remembered the same way
-(`limit_for` and `read_count`, for a statement that counts with `LIMIT %s`).
+(`counted_past_bound` and `read_count`, for a statement of its own).
 
 Each web process remembers for itself. Shared in Redis, the memory cost every page a
 round trip to ask, more than the count it saved once each few seconds in each process.
@@ -97,19 +97,19 @@ def forget_past_bound() -> None:
     _past_bound.clear()
 
 
-def limit_for(sql: str, db: str = "default") -> int:
-    """The `LIMIT` parameter for `sql`, a statement counting with `LIMIT %s` as its one
-    parameter: COUNTED_EXACTLY + 1, or 0 (nothing to read) while a count of it in this
-    scope is remembered past the bound. Give the count read to `read_count`."""
-    remembered = _remembered(_past_bound_key(db, COUNTED_EXACTLY, sql, ()))
-    return 0 if remembered else COUNTED_EXACTLY + 1
+def counted_past_bound(sql: str, db: str = "default") -> bool:
+    """Whether `sql`, a statement counting up to COUNTED_EXACTLY + 1, counted past the
+    bound in this scope within the last PAST_BOUND_SECONDS: then its answer is one past
+    the bound, and it need not be read. Give what it reads to `read_count`.
+
+    A caller that reads the count inside a larger statement swaps in a statement of
+    its own for it while it is remembered, rather than passing a LIMIT of 0 to the same
+    one: a prepared statement whose limit varies is planned on every run."""
+    return _remembered(_past_bound_key(db, COUNTED_EXACTLY, sql, ()))
 
 
-def read_count(sql: str, counted: int, limit: int, db: str = "default") -> int:
-    """What `sql` counted with the `limit` from `limit_for`: one past the bound when it
-    read nothing for being remembered there, else the count, remembered if past it."""
-    if limit == 0:
-        return COUNTED_EXACTLY + 1
+def read_count(sql: str, counted: int, db: str = "default") -> int:
+    """`counted`, as `sql` read it, remembered when past the bound."""
     if counted > COUNTED_EXACTLY:
         _remember(_past_bound_key(db, COUNTED_EXACTLY, sql, ()))
     return counted

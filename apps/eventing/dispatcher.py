@@ -251,9 +251,11 @@ class Backlog(NamedTuple):
 def outbox_backlog() -> Backlog:
     """How many envelopes wait, and the age in seconds of the oldest."""
     with system_scope(reads_only=True), connection.cursor() as cursor:
-        limit = counting.limit_for(BACKLOG_COUNT)
-        cursor.execute(BACKLOG_COUNT, [limit])
-        counted = counting.read_count(BACKLOG_COUNT, cursor.fetchone()[0], limit)
+        if counting.counted_past_bound(BACKLOG_COUNT):
+            counted = counting.COUNTED_EXACTLY + 1
+        else:
+            cursor.execute(BACKLOG_COUNT, [counting.COUNTED_EXACTLY + 1])
+            counted = counting.read_count(BACKLOG_COUNT, cursor.fetchone()[0])
         waiting = counting.bounded(counted, lambda: counting.table_estimate(cursor, OUTBOX))
         cursor.execute(OLDEST_AGE)
         row = cursor.fetchone()

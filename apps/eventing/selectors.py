@@ -150,7 +150,7 @@ def _inbox_sizes(cursor, counted) -> dict[str, counting.Count]:
 # the streams' deliveries per minute; failed deliveries to subscriptions; dead letters;
 # effects by state; each inbox counted up to the bound. Rows as JSON: one value each.
 _FIGURES = f"""
-    ({dispatcher.BACKLOG_COUNT}), ({counting.TABLE_ESTIMATE}), ({dispatcher.OLDEST_AGE}),
+    ({{backlog}}), ({counting.TABLE_ESTIMATE}), ({dispatcher.OLDEST_AGE}),
         (SELECT count(*) FROM {DispatchLane._meta.db_table} WHERE next_attempt_at > %s),
         (SELECT json_agg(json_build_array(extract(epoch FROM minute), d, f))
          FROM (SELECT minute, sum(delivered) AS d, sum(failed) AS f
@@ -165,7 +165,11 @@ _FIGURES = f"""
         (SELECT json_agg(json_build_array(name, n) ORDER BY name)
          FROM ({_INBOX_SIZES}) AS inboxes(name, n))
 """  # noqa: S608 - table names only
-_OVERVIEW_FIGURES = f"SELECT {_FIGURES}"
+# The backlog is counted up to the bound (its parameter), unless a count went past it in
+# the last few seconds (apps.core.counting): then the parameter, one past the bound, is
+# the answer. Two statements, each prepared with a plan of its own (one whose LIMIT
+# varied would be planned again on every run: most of PostgreSQL's time for the page).
+_BACKLOG = {False: dispatcher.BACKLOG_COUNT, True: "SELECT %s::bigint"}
 
 # The page's charts read in the same statement: the events received per minute and topic
 # since the hour's first minute (apps.eventing.charts.throughput_per_topic, as its
@@ -197,6 +201,15 @@ _OVERVIEW_PAGE = f"""SELECT {_FIGURES},
      FROM (SELECT id, received_at, topic, event_type FROM {RecentEvent._meta.db_table}
            ORDER BY received_at DESC, id DESC LIMIT {LATEST_SHOWN}) AS latest)
 """  # noqa: S608 - table names and constants only
+# {remembered past the bound: statement}
+_OVERVIEW_FIGURES = {
+    remembered: f"SELECT {_FIGURES}".replace("{backlog}", backlog)
+    for remembered, backlog in _BACKLOG.items()
+}
+_OVERVIEW_PAGES = {
+    remembered: _OVERVIEW_PAGE.replace("{backlog}", backlog)
+    for remembered, backlog in _BACKLOG.items()
+}
 
 
 @dataclass(frozen=True)
@@ -280,19 +293,20 @@ def _overview(*, page: bool) -> tuple[Overview, list]:
     bound = counting.COUNTED_EXACTLY + 1
     now = timezone.now()
     start = now.replace(second=0, microsecond=0) - timedelta(minutes=MINUTES - 1)
+    params = [
+        bound, dispatcher.OUTBOX, now, start, now - timedelta(hours=1),
+        DeadLetter.State.DEAD, bound,
+    ]  # fmt: skip
     with system_scope(reads_only=True), connection.cursor() as cursor:
-        limit = counting.limit_for(dispatcher.BACKLOG_COUNT)
-        params = [
-            limit, dispatcher.OUTBOX, now, start, now - timedelta(hours=1),
-            DeadLetter.State.DEAD, bound,
-        ]  # fmt: skip
+        remembered = counting.counted_past_bound(dispatcher.BACKLOG_COUNT)
         if page:
-            cursor.execute(_OVERVIEW_PAGE, [*params, start, DeadLetter.State.DEAD])
+            cursor.execute(_OVERVIEW_PAGES[remembered], [*params, start, DeadLetter.State.DEAD])
         else:
-            cursor.execute(_OVERVIEW_FIGURES, params)
+            cursor.execute(_OVERVIEW_FIGURES[remembered], params)
         row = cursor.fetchone()
         counted, estimate, oldest, lanes, streams, failed, dead, effects, inboxes = row[:9]
-        counted = counting.read_count(dispatcher.BACKLOG_COUNT, counted, limit)
+        if not remembered:
+            counted = counting.read_count(dispatcher.BACKLOG_COUNT, counted)
         inbox = _inbox_sizes(cursor, _json(inboxes, []))
     backlog = counting.bounded(counted, lambda: estimate)
     by_minute = {datetime.fromtimestamp(epoch, UTC): (d, f) for epoch, d, f in _json(streams, [])}

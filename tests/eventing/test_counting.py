@@ -24,6 +24,7 @@ from apps.eventing.models import (
     OutboxEvent,
     UncertainEffect,
 )
+from tests.core.test_prepared import prepared_plans
 from tests.eventing.factories import make_dead_letter
 
 pytestmark = pytest.mark.django_db
@@ -86,6 +87,25 @@ def test_a_backlog_past_the_bound_is_not_counted_again_for_a_few_seconds(monkeyp
     clock[0] += counting.PAST_BOUND_SECONDS + 1
     assert (selectors.overview().backlog, selectors.overview().backlog_estimated) == (3, False)
     assert dispatcher.outbox_backlog()[:2] == (3, False)
+
+
+def test_the_overview_keeps_one_plan_for_each_of_its_statements(monkeypatch):
+    # Counted, then remembered past the bound, then counted again: each of the two
+    # statements is prepared once and planned once for all its runs, not once a run.
+    monkeypatch.setattr(counting, "COUNTED_EXACTLY", 10)
+    clock = [1000.0]
+    monkeypatch.setattr(counting.time, "monotonic", lambda: clock[0])
+    _outbox(30)
+    _analyze(OutboxEvent)
+    connection.ensure_connection()
+    runs = connection.connection.prepare_threshold + 6
+    for _ in range(runs):
+        selectors.overview()  # counted: remembered past the bound from now on
+        selectors.overview()  # remembered
+        clock[0] += counting.PAST_BOUND_SECONDS + 1
+    plans = prepared_plans("SELECT %(SELECT count(*) FROM eventing_dispatchlane%")
+    assert len(plans) == 2
+    assert all(custom <= 5 and generic > 0 for custom, generic in plans), plans
 
 
 def test_never_analysed_the_estimate_is_the_bound(monkeypatch):
@@ -174,9 +194,15 @@ def test_counting_a_large_inbox_and_outbox_reads_a_bounded_number_of_rows():
         (dispatcher.BACKLOG_COUNT, [bound], 1),
         # the overview's one statement: the outbox and the three inboxes, as above
         (
-            selectors._OVERVIEW_FIGURES,
+            selectors._OVERVIEW_FIGURES[False],
             [bound, OutboxEvent._meta.db_table, now, now, now, "dead", bound],
             4,
+        ),
+        # and while the backlog is remembered past the bound: the three inboxes alone
+        (
+            selectors._OVERVIEW_FIGURES[True],
+            [bound, OutboxEvent._meta.db_table, now, now, now, "dead", bound],
+            3,
         ),
     ]
     with system_scope(), connection.cursor() as cursor:
