@@ -179,6 +179,8 @@ MIDDLEWARE = [
     "apps.core.middleware.RequestIdMiddleware",
     # Before sessions and URL resolution: NUL bytes, oversized bodies, API 404 shapes.
     "apps.core.middleware.BadInputMiddleware",
+    # Around everything that reads the session, the person or their tenants.
+    "apps.tenancy.middleware.SignedInReadsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

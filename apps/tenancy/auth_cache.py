@@ -33,6 +33,14 @@ middleware asks who the caller is first), so an entry never holds what a transac
 later rolled back; the switcher's tenants, read while a page renders, are written once
 the page's transaction commits.
 
+A console page asked who was calling three times in a row, a round trip each: its
+session, the session's person, then their memberships (or, for an operator, the
+tenants they may switch to). A session's entry names its person, so within a request
+(`reads_together`, which apps.tenancy.middleware.SignedInReadsMiddleware opens) the
+session is read by one script that reads the person's entries and their generations
+too, and the look-ups that follow take them from it, each once. The script reads keys
+it was not given, as a single Redis allows (a Redis Cluster would refuse it).
+
 When Redis does not answer, everything is looked up in PostgreSQL as before.
 """
 
@@ -41,11 +49,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections.abc import Iterator
+from contextvars import ContextVar
 from datetime import datetime
 
 from django.db import transaction
 
-from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.core.redis import REDIS_ERRORS, get_redis, script
 from apps.tenancy.models import ApiToken, Membership, Region, ServiceAccount, Tenant, User
 
 TTL_SECONDS = 10
@@ -83,13 +93,44 @@ def _restore(model, values: dict):
     )
 
 
+# Within `reads_together`: {(key, generation key): (entry, generation)} read with the
+# session, each taken by the first look-up that asks for it.
+_together: ContextVar[dict | None] = ContextVar("steward_auth_together", default=None)
+
+
+@contextlib.contextmanager
+def reads_together() -> Iterator[None]:
+    """Within the block, reading a session reads its person's entries in the same round
+    trip, for the look-ups that follow in the block."""
+    token = _together.set({})
+    try:
+        yield
+    finally:
+        _together.reset(token)
+
+
+def _forget_read_together() -> None:
+    # A change in this request makes what was read with the session stale.
+    together = _together.get()
+    if together:
+        together.clear()
+
+
 def _read(key: str, generation_key: str = GENERATION_KEY) -> tuple[dict | None, bytes | None]:
     """The entry at `key` if it was written under the current generation, and that
     generation (None when Redis does not answer: then nothing is stored either)."""
+    together = _together.get()
+    read = together.pop((key, generation_key), None) if together else None
+    if read is not None:
+        return _current(*read)
     try:
         entry, generation = get_redis().mget([key, generation_key])
     except REDIS_ERRORS:
         return None, None
+    return _current(entry, generation)
+
+
+def _current(entry: bytes | None, generation: bytes | None) -> tuple[dict | None, bytes]:
     generation = generation or b"0"
     if entry is None:
         return None, generation
@@ -130,7 +171,7 @@ def store(token: ApiToken, generation: bytes | None) -> None:
 
 
 def _memberships_key(user_id) -> str:
-    return f"steward:auth:memberships:{user_id}"
+    return f"{_MEMBERSHIPS_PREFIX}{user_id}"
 
 
 def memberships_lookup(user_id) -> tuple[list[Membership] | None, bytes | None]:
@@ -187,12 +228,14 @@ def _bump_own(generation_key: str) -> None:
 
 def _invalidate_own(generation_key: str) -> None:
     # Now, and again once the change commits, as `invalidate` does.
+    _forget_read_together()
     _bump_own(generation_key)
     transaction.on_commit(lambda: _bump_own(generation_key))
 
 
 def _person_keys(user_id) -> tuple[str, str]:
-    return f"steward:auth:person:{user_id}", f"steward:auth:person-generation:{user_id}"
+    entry, generation = _PERSON_PREFIXES
+    return f"{entry}{user_id}", f"{generation}{user_id}"
 
 
 # Never cached: Django reads it only to check or change a password, and then from
@@ -236,16 +279,71 @@ def _session_keys(session_key: str) -> tuple[str, str]:
     return f"steward:auth:session:{digest}", f"steward:auth:session-generation:{digest}"
 
 
+# KEYS: the session's entry and generation. ARGV: the key prefixes of a person's entry
+# and generation, of their memberships, the tenant choices' key and the generation
+# key. Answers the session's entry and generation, then, when the entry names a person,
+# their id, entry and generation, and when that entry says which they are, "memberships"
+# or "choices", that entry, and the generation: false for each it did not read.
+_READ_SIGNED_IN = """
+local session, session_generation = redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])
+local found = {session, session_generation, false, false, false, false, false, false}
+if not session then return found end
+local ok, entry = pcall(cjson.decode, session)
+if not ok or type(entry['person']) ~= 'string' then return found end
+local id = entry['person']
+local person = redis.call('GET', ARGV[1] .. id)
+found[3], found[4], found[5] = id, person, redis.call('GET', ARGV[2] .. id)
+if not person then return found end
+local read, held = pcall(cjson.decode, person)
+if not read or type(held['person']) ~= 'table' then return found end
+local account = held['person']
+if account['is_active'] == true and account['is_staff'] == true then  -- User.is_operator
+    found[6], found[7] = 'choices', redis.call('GET', ARGV[4])
+else
+    found[6], found[7] = 'memberships', redis.call('GET', ARGV[3] .. id)
+end
+found[8] = redis.call('GET', ARGV[5])
+return found
+"""
+_PERSON_PREFIXES = ("steward:auth:person:", "steward:auth:person-generation:")
+_MEMBERSHIPS_PREFIX = "steward:auth:memberships:"
+
+
 def session_lookup(session_key: str) -> tuple[dict | None, bytes | None]:
     """The session's cached row ({"data": encoded data, "expire_date": ISO time}) and
-    the session's own generation read with it."""
+    the session's own generation read with it. Within `reads_together`, its person's
+    entries are read too, for their look-ups."""
     key, generation_key = _session_keys(session_key)
-    return _read(key, generation_key)
+    together = _together.get()
+    if together is None:
+        return _read(key, generation_key)
+    try:
+        found = script(_READ_SIGNED_IN)(
+            keys=[key, generation_key],
+            args=[*_PERSON_PREFIXES, _MEMBERSHIPS_PREFIX, _TENANT_CHOICES_KEY, GENERATION_KEY],
+        )
+    except REDIS_ERRORS:
+        return None, None
+    session, session_generation, person_id, person, person_generation, which, held, generation = (
+        found
+    )
+    if person_id:
+        person_id = person_id.decode()
+        together[_person_keys(person_id)] = (person, person_generation)
+        if which == b"memberships":
+            together[(_memberships_key(person_id), GENERATION_KEY)] = (held, generation)
+        elif which == b"choices":
+            together[(_TENANT_CHOICES_KEY, GENERATION_KEY)] = (held, generation)
+    return _current(session, session_generation)
 
 
-def session_store(session_key: str, data: str, expire_date, generation: bytes | None) -> None:
+def session_store(
+    session_key: str, data: str, expire_date, generation: bytes | None, person: str | None
+) -> None:
+    """Keep the session's row as read under `generation`; `person` is the id of the
+    person signed in with it, if any (what `session_lookup` reads with it)."""
     key, _ = _session_keys(session_key)
-    _write(key, generation, {"data": data, "expire_date": expire_date})
+    _write(key, generation, {"data": data, "expire_date": expire_date, "person": person})
 
 
 def session_invalidate(session_key: str) -> None:
@@ -264,6 +362,7 @@ def invalidate() -> None:
     """Every cached entry is stale: call inside the transaction that changes a token, a
     service account, a tenant or a membership (it bumps now, and again once the change
     commits)."""
+    _forget_read_together()
     _bump()
     transaction.on_commit(_bump)
 

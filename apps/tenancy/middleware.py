@@ -13,7 +13,7 @@ from apps.core.context import Actor
 from apps.core.middleware import bad_input_response
 from apps.core.scope import system_scope, tenant_scope
 from apps.core.view_scope import NO_SCOPE, SYSTEM_SCOPE
-from apps.tenancy import selectors
+from apps.tenancy import auth_cache, selectors
 from apps.tenancy.services import AuthenticationError, api_token_authenticate
 
 ACTING_TENANT_SESSION_KEY = "steward_acting_tenant"  # the person's own choice
@@ -129,6 +129,19 @@ class ApiTokenMiddleware:
                 request.api_token = token
                 request.service_account = token.service_account
         return self.get_response(request)
+
+
+class SignedInReadsMiddleware:
+    """Who is calling, read from the auth cache in one round trip: a console page's
+    session, its person and their memberships or tenant choices
+    (apps.tenancy.auth_cache.reads_together), for this request only."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with auth_cache.reads_together():
+            return self.get_response(request)
 
 
 class TenantScopeMiddleware:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.contrib.auth import BACKEND_SESSION_KEY
+from django.contrib.auth import BACKEND_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends import db
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -46,8 +46,16 @@ class SessionStore(db.SessionStore):
         row = self._get_session_from_db()
         if row is None:
             return {}
-        auth_cache.session_store(row.session_key, row.session_data, row.expire_date, generation)
-        return _signed_in_before_person_backend(self.decode(row.session_data))
+        data = self.decode(row.session_data)
+        person = data.get(SESSION_KEY)
+        auth_cache.session_store(
+            row.session_key,
+            row.session_data,
+            row.expire_date,
+            generation,
+            person=str(person) if person is not None else None,
+        )
+        return _signed_in_before_person_backend(data)
 
     def save(self, must_create=False):
         super().save(must_create=must_create)

@@ -143,7 +143,7 @@ def test_entries_read_under_an_older_generation_are_not_used(signed_in):
     row, generation = auth_cache.session_lookup(key)
     assert row is not None
     auth_cache.session_invalidate(key)
-    auth_cache.session_store(key, row["data"], row["expire_date"], generation)
+    auth_cache.session_store(key, row["data"], row["expire_date"], generation, person=None)
     assert auth_cache.session_lookup(key)[0] is None
 
 
@@ -153,11 +153,7 @@ def test_sessions_and_people_are_read_from_postgresql_when_redis_does_not_answer
 ):
     client, person = signed_in
 
-    class Away:
-        def __getattr__(self, name):
-            raise redis.ConnectionError("away")
-
-    monkeypatch.setattr(auth_cache, "get_redis", lambda: Away())
+    monkeypatch.setattr(settings, "REDIS_URL", "redis://127.0.0.1:1/0")  # nothing listens
     with CaptureQueriesContext(connection) as seen:
         page = client.get(PAGE)
     assert page.status_code == 200 and page.wsgi_request.user == person
@@ -193,3 +189,81 @@ def test_a_session_opened_before_the_person_backend_stays_signed_in(client, tena
     assert first.status_code == again.status_code == 200
     assert again.wsgi_request.user == person
     assert again.wsgi_request.session[BACKEND_SESSION_KEY] == "apps.tenancy.backends.PersonBackend"
+
+
+class _AuthCommands:
+    """The commands a block sends Redis about who is calling (keys steward:auth:*),
+    counted as redis-py sends them: nothing is stood in for."""
+
+    def __init__(self, monkeypatch):
+        self.sent: list[str] = []
+        send = redis.Redis.execute_command
+
+        def counted(client, *args, **options):
+            if any(str(arg).startswith("steward:auth:") for arg in args[1:]):
+                self.sent.append(str(args[0]))
+            return send(client, *args, **options)
+
+        monkeypatch.setattr(redis.Redis, "execute_command", counted)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("operator", [False, True])
+def test_a_console_page_asks_redis_who_is_calling_once(
+    client, tenant_a, monkeypatch, operator, django_capture_on_commit_callbacks
+):
+    # given a person signed in, whose session, account and memberships (an operator's:
+    # the tenants they may switch to, kept once the page's transaction commits) the
+    # cache holds after a first page
+    person = UserFactory(is_staff=True) if operator else member(tenant_a, role="admin")
+    client.force_login(person)
+    page = "/eventing/" if operator else PAGE
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.get(page).status_code == 200
+    # when they open the page again
+    seen = _AuthCommands(monkeypatch)
+    with CaptureQueriesContext(connection) as queries:
+        answer = client.get(page)
+    # then one script read all of it, and PostgreSQL none of it
+    assert answer.status_code == 200 and answer.wsgi_request.user == person
+    assert seen.sent == ["EVALSHA"]
+    read = _tables(queries.captured_queries)
+    assert "django_session" not in read and "tenancy_user" not in read
+    assert "tenancy_membership" not in read and "tenancy_tenant" not in read
+
+
+@pytest.mark.django_db
+def test_what_is_read_with_the_session_serves_one_look_up_and_a_change_forgets_it(
+    signed_in, monkeypatch
+):
+    client, person = signed_in
+    key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    seen = _AuthCommands(monkeypatch)
+    with auth_cache.reads_together():
+        row, _ = auth_cache.session_lookup(key)
+        user, _ = auth_cache.person_lookup(person.pk)
+        held, _ = auth_cache.memberships_lookup(person.pk)
+        assert row is not None and user == person and [m.user_id for m in held] == [person.pk]
+        assert seen.sent == ["EVALSHA"]
+        # taken once: asked again, the person is read from Redis
+        assert auth_cache.person_lookup(person.pk)[0] == person
+        assert seen.sent == ["EVALSHA", "MGET"]
+    with auth_cache.reads_together():
+        auth_cache.session_lookup(key)
+        # a change in the request (here, to a membership) makes what was read stale
+        auth_cache.invalidate()
+        auth_cache.memberships_lookup(person.pk)
+        assert seen.sent[2:] == ["EVALSHA", "INCRBY", "MGET"]
+
+
+@pytest.mark.django_db
+def test_a_session_entry_that_names_no_person_is_read_as_before(signed_in, monkeypatch):
+    # an entry written by the release before this one, without its person's id
+    client, person = signed_in
+    key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    row, generation = auth_cache.session_lookup(key)
+    auth_cache.session_store(key, row["data"], row["expire_date"], generation, person=None)
+    seen = _AuthCommands(monkeypatch)
+    answer = client.get(PAGE)
+    assert answer.status_code == 200 and answer.wsgi_request.user == person
+    assert seen.sent == ["EVALSHA", "MGET", "MGET"]
