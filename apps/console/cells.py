@@ -5,13 +5,26 @@ coordinates went through the template language's per-value work one by one."""
 from __future__ import annotations
 
 import datetime
+import functools
 import html
 import uuid
 
 from django.conf import settings
 from django.template.base import render_value_in_context
-from django.utils import dateformat, timezone
+from django.utils import dateformat, timezone, translation
 from django.utils.formats import get_format
+
+# Format characters that read the seconds or finer (django.utils.dateformat): a format
+# without any writes every moment of a minute alike.
+_FINER_THAN_MINUTES = frozenset("suvUcr")
+
+
+@functools.lru_cache(maxsize=4096)
+def _written(moment: tuple, language: str | None, zone, minute: datetime.datetime) -> str:
+    """`minute` (its seconds zeroed, in `zone`) written in `moment`'s pieces: a list
+    page's times fall in a few minutes, and each took a DateFormat of its own."""
+    written = dateformat.DateFormat(minute)
+    return "".join(str(getattr(written, p)()) if char else p for char, p in moment)
 
 
 class Cells:
@@ -33,11 +46,14 @@ class Cells:
         )
         moment = get_format("DATETIME_FORMAT", use_l10n=context.use_l10n)
         # dateformat.Formatter.format's split, made once: (is a format character, text)
-        self.moment = [
+        self.moment = tuple(
             (i % 2 == 1, piece if i % 2 else dateformat.re_escaped.sub(r"\1", piece))
             for i, piece in enumerate(dateformat.re_formatchars.split(str(moment)))
             if piece
-        ]
+        )
+        # The language too: month names and "noon" are translated.
+        self.language = translation.get_language()
+        self.by_minute = not any(char and p in _FINER_THAN_MINUTES for char, p in self.moment)
 
     def __call__(self, value) -> str:
         kind = type(value)
@@ -58,6 +74,11 @@ class Cells:
         aware = self.zone is not None and value.utcoffset() is not None
         if aware and getattr(value, "convert_to_local_time", True):
             value = value.astimezone(self.zone)
-        written = dateformat.DateFormat(value)
-        text = "".join(str(getattr(written, p)()) if char else p for char, p in self.moment)
+        if self.by_minute:
+            # The zone is part of the key: aware datetimes compare as instants.
+            minute = value.replace(second=0, microsecond=0)
+            text = _written(self.moment, self.language, value.tzinfo, minute)
+        else:
+            written = dateformat.DateFormat(value)
+            text = "".join(str(getattr(written, p)()) if char else p for char, p in self.moment)
         return html.escape(text) if self.autoescape else text

@@ -18,7 +18,7 @@ from django.apps import apps
 from django.db import models
 from django.http import QueryDict
 from django.template import Context, Template
-from django.test import RequestFactory
+from django.test import RequestFactory, override_settings
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
@@ -125,6 +125,29 @@ def test_a_cell_writes_any_value_as_the_template_language_does(value, zone, auto
         expected = Template("{{ v }}").render(Context({"v": value}, autoescape=autoescape))
         written = Cells(Context({}, autoescape=autoescape))(value)
     assert written == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    minute=_moments,
+    seconds=st.lists(st.integers(0, 59), min_size=2, max_size=4),
+    zones=st.lists(_zones, min_size=2, max_size=3),
+    written_as=st.sampled_from(["N j, Y, P", "Y-m-d H:i:s", "D j M Y H:i e O", "c", "P"]),
+)
+def test_moments_in_one_minute_are_each_written_as_the_template_language_does(
+    minute, seconds, zones, written_as
+):
+    """A format without seconds writes a minute once (apps.console.cells._written):
+    each moment of one minute, in each zone, and with a format that shows seconds, is
+    still written as `{{ value }}` writes it."""
+    with override_settings(DATETIME_FORMAT=written_as):
+        for zone in zones:
+            with timezone.override(zone):
+                for second in seconds:
+                    value = minute.replace(second=second, tzinfo=datetime.UTC)
+                    context = {"autoescape": True, "use_l10n": False}
+                    expected = Template("{{ v }}").render(Context({"v": value}, **context))
+                    assert Cells(Context({}, **context))(value) == expected, (value, zone)
 
 
 @pytest.mark.parametrize("page", ["assets:asset-list", "stores:binding-list", "console:audit-list"])
