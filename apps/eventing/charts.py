@@ -32,7 +32,7 @@ from apps.console.charts import Chart, Series, stacked_series
 from apps.core import counting
 from apps.core.scope import current_scope
 from apps.eventing.dispatcher import outbox_backlog
-from apps.eventing.lag import Lag, consumer_lag, lag_samples
+from apps.eventing.lag import Lag, consumer_lag, lag_now_and_samples
 from apps.eventing.models import OutboxEvent, RecentEvent
 from apps.eventing.selectors import MINUTE, MinuteRate, delivery_rate
 
@@ -180,11 +180,16 @@ def backlog_and_lag() -> Chart:
     return replace(chart, footnote=" ".join(filter(None, [chart.footnote, said])))
 
 
-def lag_over_time() -> Chart:
+def lag_now_and_over_time(names) -> tuple[Chart, Chart]:
+    """`lag_chart` of the topics `names` and `lag_over_time`, read from Redis at once."""
+    minutes = _minutes()
+    lags, history = lag_now_and_samples(names, minutes)
+    return lag_chart(lags), _lag_over_time(minutes, history)
+
+
+def _lag_over_time(minutes: list, history: dict) -> Chart:
     """The last hour's lag, minute by minute, stacked by consumer group (the groups
     furthest behind over the hour drawn apart, the rest summed)."""
-    minutes = _minutes()
-    history = lag_samples(minutes)
     behind = {group: counts for group, counts in history.items() if any(counts.values())}
     series = stacked_series(behind, minutes, drawn=CONSUMERS_DRAWN, rest="other groups")
     return Chart(

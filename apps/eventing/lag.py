@@ -34,34 +34,68 @@ class Lag:
         return self.waiting + self.pending
 
 
+# Each stream's consumer groups (XINFO GROUPS; false for a topic with no stream yet) and
+# every minute's sample (HGETALL), in one command. As a pipeline of an XINFO a topic and
+# sixty HGETALLs, redis-py packed each command and parsed each answer in Python: a
+# tenth of the eventing page's time. KEYS: the streams (ARGV[1] of them), then the
+# minutes' sample keys.
+_READ = """
+local streams, groups, samples = tonumber(ARGV[1]), {}, {}
+for i = 1, streams do
+  local answer = redis.pcall('XINFO', 'GROUPS', KEYS[i])
+  if type(answer) == 'table' and answer['err'] == nil then groups[i] = answer
+  else groups[i] = false end
+end
+for i = streams + 1, #KEYS do samples[i - streams] = redis.call('HGETALL', KEYS[i]) end
+return {groups, samples}
+"""
+
+
 def consumer_lag(names=None) -> list[Lag]:
     """Each consumer group's lag on each topic's stream (every topic's, or those
     `names` when the caller has read them), now; empty when Redis does not answer (the
     chart then says so rather than the page failing)."""
-    names = sorted(topic_names() if names is None else names)
-    if not names:
-        return []
+    return lag_now_and_samples(topic_names() if names is None else names, [])[0]
+
+
+def lag_samples(minutes: list) -> dict[str, dict]:
+    """{"topic: consumer": {minute: events behind}} as sampled each minute; empty when
+    Redis does not answer."""
+    return lag_now_and_samples([], minutes)[1]
+
+
+def lag_now_and_samples(names, minutes: list) -> tuple[list[Lag], dict[str, dict]]:
+    """`consumer_lag(names)` and `lag_samples(minutes)` in one round trip."""
+    names = sorted(names)
+    if not names and not minutes:
+        return [], {}
+    keys = [stream_key(name) for name in names] + [_lag_key(m) for m in minutes]
     try:
-        client = get_redis()
-        pipe = client.pipeline(transaction=False)
-        for name in names:
-            pipe.xinfo_groups(stream_key(name))
-        answers = pipe.execute(raise_on_error=False)
+        answers, samples = script(_READ)(keys=keys, args=[len(names)])
     except REDIS_ERRORS:
-        return []
+        return [], {}
     found = [
-        (topic, group)
-        for topic, groups in zip(names, answers, strict=True)
-        if not isinstance(groups, Exception)  # no stream yet
+        (topic, _pairs(group))
+        for topic, groups in zip(names, answers or [], strict=False)
+        if groups  # none: no stream yet
         for group in groups
     ]
+    return _lags(found), _history(minutes, samples or [])
+
+
+def _pairs(flat: list) -> dict:
+    # XINFO from a script answers each group as a flat list: field, value, ...
+    return {_text(field): value for field, value in zip(flat[::2], flat[1::2], strict=True)}
+
+
+def _lags(found: list[tuple[str, dict]]) -> list[Lag]:
     # Redis 7 counts a group's lag itself; before it, the entries after the group's last
     # delivered id are counted, up to LAG_COUNTED (one more pipelined round trip).
     unknown = [(topic, group) for topic, group in found if group.get("lag") is None]
     counted = {}
     if unknown:
         try:
-            pipe = client.pipeline(transaction=False)
+            pipe = get_redis().pipeline(transaction=False)
             for topic, group in unknown:
                 last = _text(group["last-delivered-id"])
                 pipe.xrange(stream_key(topic), min=f"({last}", max="+", count=LAG_COUNTED)
@@ -85,36 +119,21 @@ def consumer_lag(names=None) -> list[Lag]:
     return sorted(lags, key=lambda lag: (-lag.behind, lag.consumer, lag.topic))
 
 
+def _history(minutes: list, samples: list) -> dict[str, dict]:
+    history: dict[str, dict] = defaultdict(dict)
+    for minute, sample in zip(minutes, samples, strict=True):
+        # HGETALL from a script answers a flat list: field, value, field, value, ...
+        for group, behind in zip(sample[::2], sample[1::2], strict=True):
+            history[_text(group)][minute] = int(behind)
+    return history
+
+
 def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _lag_key(minute) -> str:
     return LAG_HISTORY_KEY.format(minute=int(minute.timestamp()))
-
-
-# Every minute's sample in one command. As a pipeline of sixty HGETALLs, redis-py packed
-# each command and parsed each answer in Python: a tenth of the eventing page's time.
-_READ_SAMPLES = """
-local samples = {}
-for i, key in ipairs(KEYS) do samples[i] = redis.call('HGETALL', key) end
-return samples
-"""
-
-
-def lag_samples(minutes: list) -> dict[str, dict]:
-    """{"topic: consumer": {minute: events behind}} as sampled each minute; empty when
-    Redis does not answer."""
-    try:
-        answers = script(_READ_SAMPLES)(keys=[_lag_key(m) for m in minutes])
-    except REDIS_ERRORS:
-        return {}
-    history: dict[str, dict] = defaultdict(dict)
-    for minute, sample in zip(minutes, answers, strict=True):
-        # HGETALL from a script answers a flat list: field, value, field, value, ...
-        for group, behind in zip(sample[::2], sample[1::2], strict=True):
-            history[_text(group)][minute] = int(behind)
-    return history
 
 
 def lag_sample_record(now=None) -> int:

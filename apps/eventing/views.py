@@ -32,13 +32,14 @@ class OverviewView(OperatorRequiredMixin, TemplateView):
         context = super().get_context_data(**kwargs)
         page = selectors.overview_page()
         overview = page.overview
+        lag, lag_history = charts.lag_now_and_over_time(page.topic_names)
         context.update(
             overview=overview,
             counted_exactly=counting.COUNTED_EXACTLY,
             published=charts.published_chart(overview.per_minute),
             throughput=charts.throughput_per_topic(page.received_per_topic),
-            lag=charts.lag_chart(charts.consumer_lag(page.topic_names)),
-            lag_history=charts.lag_over_time(),
+            lag=lag,
+            lag_history=lag_history,
             subscriptions=page.subscriptions,
             recent=page.latest,
         )

@@ -180,3 +180,28 @@ def test_the_time_axis_names_each_minute_in_its_own_zone_whatever_was_named_befo
         assert charts._labels(there) == [f"{m:%H:%M}" for m in there]
     kolkata = charts._labels(m.astimezone(ZoneInfo("Asia/Kolkata")) for m in minutes[:1])
     assert kolkata != charts._labels(minutes[:1])  # 5:30 apart
+
+
+def test_lag_now_and_over_time_are_read_together_as_each_alone(topic):
+    # given a topic with a stream and two groups, one behind, and a topic with none
+    key = stream_key(topic.name)
+    get_redis().delete(key)
+    for i in range(4):
+        get_redis().xadd(key, {"n": i})
+    get_redis().xgroup_create(key, "slow", id="0")
+    get_redis().xgroup_create(key, "caught-up", id="$")
+    get_redis().xreadgroup("slow", "s-1", {key: ">"}, count=1)
+    now = timezone.now().replace(second=0, microsecond=0)
+    assert lag.lag_sample_record(now - timedelta(minutes=1)) >= 2
+    minutes = [now - timedelta(minutes=n) for n in range(3)]
+    names = [topic.name, "no-stream-yet"]
+    # when both are read in one script
+    lags, history = lag.lag_now_and_samples(names, minutes)
+    # then each is what its own read answers
+    assert lags == lag.consumer_lag(names) and history == lag.lag_samples(minutes)
+    assert [(x.consumer, x.waiting, x.pending) for x in lags] == [
+        ("slow", 3, 1),
+        ("caught-up", 0, 0),
+    ]
+    assert history[f"{topic.name}: slow"] == {now - timedelta(minutes=1): 4}
+    get_redis().delete(key)
