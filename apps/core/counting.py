@@ -21,6 +21,7 @@ round trip to ask, more than the count it saved once each few seconds in each pr
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from typing import NamedTuple
 
@@ -40,6 +41,7 @@ PAST_BOUND_SECONDS = 15
 # filter and scope read in the last PAST_BOUND_SECONDS.
 _REMEMBERED_AT_MOST = 4096
 _past_bound: dict[str, float] = {}  # key -> monotonic deadline
+_remembering = threading.Lock()
 
 
 class Count(NamedTuple):
@@ -86,10 +88,12 @@ def _remembered(key: str) -> bool:
 
 
 def _remember(key: str) -> None:
-    _past_bound.pop(key, None)  # to the end: dicts keep insertion order
-    _past_bound[key] = time.monotonic() + PAST_BOUND_SECONDS
-    while len(_past_bound) > _REMEMBERED_AT_MOST:
-        _past_bound.pop(next(iter(_past_bound)), None)
+    # Under a lock: iterating the dict while another thread adds to it would raise.
+    with _remembering:
+        _past_bound.pop(key, None)  # to the end: dicts keep insertion order
+        _past_bound[key] = time.monotonic() + PAST_BOUND_SECONDS
+        while len(_past_bound) > _REMEMBERED_AT_MOST:
+            _past_bound.pop(next(iter(_past_bound)), None)
 
 
 def forget_past_bound() -> None:
