@@ -70,14 +70,21 @@ def test_the_backlog_is_exact_up_to_the_bound_and_estimated_past_it(monkeypatch)
     assert (waiting, estimated) == (40, True) and oldest is not None
 
 
-def test_a_backlog_past_the_bound_is_not_counted_again_for_a_few_seconds(monkeypatch):
-    # The eventing page and the metrics count it on every view; past the bound, each
-    # process counts it once each PAST_BOUND_SECONDS, and shows the estimate meanwhile.
+@pytest.fixture
+def clock(monkeypatch):
+    """A bound of 10, an outbox of 30 past it as ANALYZE left it, and the clock the
+    counts' memory reads, to move by hand."""
     monkeypatch.setattr(counting, "COUNTED_EXACTLY", 10)
-    clock = [1000.0]
-    monkeypatch.setattr(counting.time, "monotonic", lambda: clock[0])
+    now = [1000.0]
+    monkeypatch.setattr(counting.time, "monotonic", lambda: now[0])
     _outbox(30)
     _analyze(OutboxEvent)
+    return now
+
+
+def test_a_backlog_past_the_bound_is_not_counted_again_for_a_few_seconds(clock):
+    # The eventing page and the metrics count it on every view; past the bound, each
+    # process counts it once each PAST_BOUND_SECONDS, and shows the estimate meanwhile.
     assert selectors.overview().backlog == 30
     with system_scope():
         OutboxEvent.objects.filter(pk__in=OutboxEvent.objects.values("pk")[:27]).delete()
@@ -89,14 +96,9 @@ def test_a_backlog_past_the_bound_is_not_counted_again_for_a_few_seconds(monkeyp
     assert dispatcher.outbox_backlog()[:2] == (3, False)
 
 
-def test_the_overview_keeps_one_plan_for_each_of_its_statements(monkeypatch):
+def test_the_overview_keeps_one_plan_for_each_of_its_statements(clock):
     # Counted, then remembered past the bound, then counted again: each of the two
     # statements is prepared once and planned once for all its runs, not once a run.
-    monkeypatch.setattr(counting, "COUNTED_EXACTLY", 10)
-    clock = [1000.0]
-    monkeypatch.setattr(counting.time, "monotonic", lambda: clock[0])
-    _outbox(30)
-    _analyze(OutboxEvent)
     connection.ensure_connection()
     runs = connection.connection.prepare_threshold + 6
     for _ in range(runs):
