@@ -76,11 +76,11 @@ def lag_now_and_samples(names, minutes: list) -> tuple[list[Lag], dict[str, dict
         return [], {}
     found = [
         (topic, _pairs(group))
-        for topic, groups in zip(names, answers or [], strict=False)
+        for topic, groups in zip(names, answers, strict=True)
         if groups  # none: no stream yet
         for group in groups
     ]
-    return _lags(found), _history(minutes, samples or [])
+    return _lags(found), _history(minutes, samples)
 
 
 def _pairs(flat: list) -> dict:
