@@ -1,4 +1,11 @@
-"""Writing the audit trail. Services call `audit_record` inside their own transaction."""
+"""Writing the audit trail: the only code that inserts or redacts its rows.
+
+Services call `audit_record` inside their own transaction; a batch builds its rows with
+`audit_event` and writes them at once with `audit_record_many`. A tenant deletion or a
+retention rule on the audit trail replaces the personal columns through
+`audit_redact_batch`, the one redaction door the table's trigger lets through
+(migration tenancy 0003); nothing ever deletes a row.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,7 @@ import uuid
 from django.db import connection, models
 
 from apps.core.context import SYSTEM_ACTOR, Actor, request_id
-from apps.core.scope import Scope, current_scope, owner_scope
+from apps.core.scope import Scope, current_scope, owner_scope, system_scope, tenant_scope
 from apps.tenancy.models import AuditEvent
 
 # Values that are never copied into an audit row.
@@ -38,6 +45,32 @@ def diff(before: dict, after: dict) -> dict:
     }
 
 
+def audit_event(
+    *,
+    actor: Actor | None,
+    action: str,
+    instance: models.Model,
+    tenant=None,
+    changes: dict | None = None,
+) -> AuditEvent:
+    """One audit event, built and not yet written (`audit_record` or
+    `audit_record_many` write it). It belongs to `tenant`, a Tenant or its id, or is
+    platform-wide when None."""
+    actor = actor or SYSTEM_ACTOR
+    return AuditEvent(
+        tenant_id=getattr(tenant, "pk", tenant),
+        actor_user=actor.user,
+        actor_service=actor.service_account,
+        actor_label=actor.label[:150],
+        action=action,
+        object_type=instance._meta.label_lower,
+        object_id=str(instance.pk),
+        object_repr=str(instance)[:200],
+        changes=changes or {},
+        request_id=request_id.get(),
+    )
+
+
 def audit_record(
     *,
     actor: Actor | None,
@@ -52,20 +85,10 @@ def audit_record(
     is written in that tenant's scope, or in the system scope for platform-wide rows, as
     RLS requires.
     """
-    actor = actor or SYSTEM_ACTOR
-    tenant_id = getattr(tenant, "pk", tenant)
-    event = AuditEvent(
-        tenant_id=tenant_id,
-        actor_user=actor.user,
-        actor_service=actor.service_account,
-        actor_label=actor.label[:150],
-        action=action,
-        object_type=instance._meta.label_lower,
-        object_id=str(instance.pk),
-        object_repr=str(instance)[:200],
-        changes=changes or {},
-        request_id=request_id.get(),
+    event = audit_event(
+        actor=actor, action=action, instance=instance, tenant=tenant, changes=changes
     )
+    tenant_id = event.tenant_id
     if connection.in_atomic_block and current_scope() == _owner(tenant_id):
         # In the owner's scope already (a service's own transaction): the row needs no
         # scope of its own, nor the savepoint entering one costs. It must not outlive a
@@ -84,3 +107,56 @@ def _owner(tenant_id) -> Scope:
     return Scope(
         tenant_id=tenant_id if isinstance(tenant_id, uuid.UUID) else uuid.UUID(str(tenant_id))
     )
+
+
+def audit_record_many(events: list[AuditEvent]) -> list[AuditEvent]:
+    """Append built events in one INSERT, in the current transaction and scope: a
+    batch's rows all belong to the scope it runs in, as RLS requires of every insert."""
+    return AuditEvent.objects.bulk_create(events) if events else []
+
+
+REDACTED = "[redacted]"
+
+# The rows one redaction batch may take, by what the caller asks for. Fixed fragments:
+# no caller's text ever reaches the statement but as a parameter.
+_OWNED = "tenant_id = %(t)s"
+_PLATFORM = "tenant_id IS NULL"
+_ABOUT_TENANT = "tenant_id IS NULL AND object_type = 'tenancy.tenant' AND object_id = %(a)s::text"
+_BEFORE = " AND occurred_at < %(c)s"
+
+
+def audit_redact_batch(*, owner, about_tenant=None, before=None, size: int) -> int:
+    """Redact at most `size` not yet redacted audit entries in one short transaction;
+    returns how many. Who acted, the object's name and the changed values are replaced
+    (field names stay); the action, object and time remain.
+
+    `owner` is the tenant whose entries these are (its id), or None for the platform's,
+    each redacted in its own scope as RLS requires. `about_tenant` narrows the
+    platform's entries to those about that tenant itself; `before` to entries older
+    than a time.
+    """
+    if owner is None:
+        which, scope = (_ABOUT_TENANT if about_tenant else _PLATFORM), system_scope
+    else:
+        which, scope = _OWNED, (lambda: tenant_scope(owner))
+    if before is not None:
+        which += _BEFORE
+    params = {"t": str(owner), "a": str(about_tenant), "c": before, "r": REDACTED, "n": int(size)}
+    table = AuditEvent._meta.db_table
+    with scope(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('steward.audit_redaction', 'on', true)")
+        cursor.execute(
+            f"""
+            UPDATE {table} SET actor_label = %(r)s::text, actor_user_id = NULL,
+                actor_service_id = NULL, object_repr = %(r)s::text,
+                changes = (SELECT coalesce(jsonb_object_agg(key, to_jsonb(%(r)s::text)),
+                                           '{{}}'::jsonb)
+                           FROM jsonb_each(CASE jsonb_typeof(changes) WHEN 'object'
+                                           THEN changes ELSE '{{}}'::jsonb END)),
+                redacted_at = now()
+            WHERE id IN (SELECT id FROM {table} WHERE redacted_at IS NULL AND {which}
+                         ORDER BY id LIMIT %(n)s FOR UPDATE SKIP LOCKED)
+            """,  # noqa: S608 - the table's name and fixed conditions only
+            params,
+        )
+        return cursor.rowcount

@@ -72,3 +72,48 @@ def test_an_illegal_move_raises_invalid_transition_with_both_statuses():
         table.check("b", "a")
     assert refused.value.status == 409
     assert refused.value.extra == {"status_from": "b", "status_to": "a"}
+
+
+def _asset(tenant):
+    from apps.assets.models import Asset
+    from apps.core.scope import tenant_scope
+
+    with tenant_scope(tenant):
+        return Asset.objects.create(tenant=tenant, name="ledger", status=Asset.Status.DRAFT)
+
+
+def test_move_changes_the_row_when_its_status_may_move(tenant_a):
+    from apps.assets.models import Asset
+    from apps.core.scope import tenant_scope
+
+    asset = _asset(tenant_a)
+    with tenant_scope(tenant_a):
+        moved = Asset.TRANSITIONS.move(asset, Asset.Status.REQUESTED, description="asked")
+        stored = Asset.objects.get(pk=asset.pk)
+    assert moved is asset and asset.status == Asset.Status.REQUESTED
+    assert (stored.status, stored.description) == (Asset.Status.REQUESTED, "asked")
+
+
+def test_move_refuses_a_row_that_has_moved_on_and_changes_nothing(tenant_a):
+    from apps.assets.models import Asset
+    from apps.core.scope import tenant_scope
+
+    asset = _asset(tenant_a)
+    stale = Asset(pk=asset.pk, tenant_id=asset.tenant_id, status=Asset.Status.DRAFT)
+    with tenant_scope(tenant_a):
+        Asset.TRANSITIONS.move(asset, Asset.Status.REQUESTED)
+        # a second move from the same (now stale) status loses the race
+        with pytest.raises(InvalidTransition) as refused:
+            Asset.TRANSITIONS.move(
+                stale,
+                Asset.Status.REQUESTED,
+                detail=lambda found: f"now {found}",
+                code="asset_moved_on",
+                description="never written",
+            )
+        stored = Asset.objects.get(pk=asset.pk)
+    assert refused.value.code == "asset_moved_on"
+    assert refused.value.detail == "now requested"
+    assert refused.value.extra == {"status": "requested"}
+    assert stale.status == "requested"
+    assert stored.description != "never written"
