@@ -21,12 +21,13 @@ from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.enqueue import enqueue_on_commit
-from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
+from apps.core.errors import Conflict, ValidationFailed
 from apps.core.outbox import emit
 from apps.core.scope import owner_scope, system_scope, tenant_scope
 from apps.eventing.effects import perform_effect
 from apps.eventing.models import UncertainEffect
 from apps.stores import brokers, selectors
+from apps.stores.codes import StoreCode
 from apps.stores.models import (
     LIVE_STATUSES,
     BenchmarkResult,
@@ -94,7 +95,7 @@ def binding_set(*, actor: Actor, tenant, store, profile, region) -> StoreBinding
             raise Conflict(
                 f"{store.slug} is already bound for this tenant ({live.status}, on "
                 f"{live.profile.slug} in {live.region.slug}); retire that binding first.",
-                code="binding_exists",
+                code=StoreCode.BINDING_EXISTS,
                 binding=str(live.pk),
             )
         where, how = selectors.binding_verdicts(
@@ -138,22 +139,22 @@ def binding_set(*, actor: Actor, tenant, store, profile, region) -> StoreBinding
 def _transition(
     binding: StoreBinding, to: str, *, reason: str, actor_label: str, **changes
 ) -> StoreBinding:
-    """Move along StoreBinding.TRANSITIONS, conditionally on the status it was in; 409
-    otherwise. In the binding's tenant scope, which the caller holds or gets here."""
+    """Move along StoreBinding.TRANSITIONS (409 when the binding may not, or another move
+    won), with a history row and an event. In the binding's tenant scope, which the caller
+    holds or gets here."""
     with owner_scope(binding.tenant_id):
+        # Locked, so no other move comes between: the history names the status moved from.
+        locked = StoreBinding.objects.select_for_update().filter(pk=binding.pk)
+        before = locked.values_list("status", flat=True).first()
+        StoreBinding.TRANSITIONS.move(
+            binding,
+            to,
+            detail=lambda found: f"The binding is {found}; it cannot become {to}.",
+            status_reason=reason,
+            updated_at=timezone.now(),
+            **changes,
+        )
         binding.refresh_from_db()
-        before = binding.status
-        moved = 0
-        if before in StoreBinding.TRANSITIONS.sources(to):
-            moved = StoreBinding.objects.filter(pk=binding.pk, status=before).update(
-                status=to, status_reason=reason, updated_at=timezone.now(), **changes
-            )
-        binding.refresh_from_db()
-        if not moved:  # not a move the table has, or another one won the race
-            raise InvalidTransition(
-                f"The binding is {binding.status}; it cannot become {to}.",
-                status=binding.status,
-            )
         _history(binding, before, actor_label)
         _event(binding)
     return binding
@@ -239,13 +240,13 @@ def _noncompliance(binding: StoreBinding) -> Conflict | None:
     if not where.allowed:
         return Conflict(
             where.explanation,
-            code="residency_violation",
+            code=StoreCode.RESIDENCY_VIOLATION,
             explanation=where.explanation,
             rule_id=where.rule_id,
         )
     if not how.allows:
         explanation = " ".join(how.reasons)
-        return Conflict(explanation, code="workload_not_allowed", explanation=explanation)
+        return Conflict(explanation, code=StoreCode.WORKLOAD_NOT_ALLOWED, explanation=explanation)
     return None
 
 
@@ -254,7 +255,7 @@ def _record_refused_provisioning(binding: StoreBinding, refusal: Conflict) -> No
     Requested, flagged with the same reason the API gives, for an operator to decide (an
     exception lets the sweep provision it; a rule allowing it again clears the flag)."""
     reason = f"Not provisioned: {refusal.detail}"
-    flag = "violation" if refusal.code == "residency_violation" else "workload_violation"
+    flag = "violation" if refusal.code == StoreCode.RESIDENCY_VIOLATION else "workload_violation"
     with tenant_scope(binding.tenant_id):
         current = StoreBinding.objects.filter(pk=binding.pk, status=Status.REQUESTED)
         newly_flagged = current.filter(**{flag: ""}).update(
@@ -362,7 +363,7 @@ def binding_retry(*, actor: Actor, binding: StoreBinding) -> str:
     if binding.status not in (Status.REQUESTED, Status.RETIRING):
         raise Conflict(
             f"The binding is {binding.status}: there is no work of its to send again.",
-            code="binding_not_stalled",
+            code=StoreCode.BINDING_NOT_STALLED,
         )
     with tenant_scope(binding.tenant_id):
         audit_record(
@@ -430,12 +431,12 @@ def binding_grant_exception(
     decision is binding_retire."""
     if not (reason or "").strip():
         raise ValidationFailed(
-            "An exception needs a reason.", code="reason_required", field="reason"
+            "An exception needs a reason.", code=StoreCode.REASON_REQUIRED, field="reason"
         )
     if expires_at is None or expires_at <= timezone.now():
         raise ValidationFailed(
             "An exception needs an expiry in the future.",
-            code="invalid_expiry",
+            code=StoreCode.INVALID_EXPIRY,
             field="expires_at",
         )
     with tenant_scope(binding.tenant_id):
@@ -444,13 +445,13 @@ def binding_grant_exception(
             raise Conflict(
                 f"The binding is {binding.status}; only a Requested, Provisioned or Active "
                 "binding can be granted an exception.",
-                code="binding_not_live",
+                code=StoreCode.BINDING_NOT_LIVE,
                 current_status=binding.status,
             )
         if not binding.violation:
             raise Conflict(
                 "The binding is not flagged for residency; there is nothing to except.",
-                code="not_flagged",
+                code=StoreCode.NOT_FLAGGED,
             )
         before = binding.violation
         now = timezone.now()
@@ -615,7 +616,9 @@ def reevaluate_bindings(*, profile_id=None, workload_class=None) -> list[StoreBi
 def _require_run(run_reference: str) -> None:
     if not (run_reference or "").strip():
         raise ValidationFailed(
-            "Evidence names the run it came from.", code="run_required", field="run_reference"
+            "Evidence names the run it came from.",
+            code=StoreCode.RUN_REQUIRED,
+            field="run_reference",
         )
 
 
@@ -707,7 +710,7 @@ def policy_record(
     if not (rollback_guidance or "").strip():
         raise ValidationFailed(
             "A physicalization policy needs rollback guidance.",
-            code="rollback_guidance_required",
+            code=StoreCode.ROLLBACK_GUIDANCE_REQUIRED,
             field="rollback_guidance",
         )
     record = PhysicalizationPolicy(
@@ -743,7 +746,7 @@ def binding_record_data_purged(*, actor: Actor, binding: StoreBinding, receipt: 
         if binding.status in LIVE_STATUSES:
             raise Conflict(
                 f"The binding is {binding.status}; retire it before recording its data gone.",
-                code="binding_live",
+                code=StoreCode.BINDING_LIVE,
                 current_status=binding.status,
             )
         if binding.data_purged_at is not None:
@@ -818,7 +821,7 @@ def rule_update(*, actor: Actor, rule: ResidencyRule, **changes) -> ResidencyRul
     if stored.tenant_id != tenant_id:
         raise ValidationFailed(
             "A rule's tenant cannot change; create a rule for the other tenant.",
-            code="tenant_immutable",
+            code=StoreCode.TENANT_IMMUTABLE,
             field="tenant",
         )
     return _rule_write(actor=actor, rule=stored, regions=regions, before=before)
@@ -827,7 +830,7 @@ def rule_update(*, actor: Actor, rule: ResidencyRule, **changes) -> ResidencyRul
 def _require_reason(rule: ResidencyRule) -> None:
     if rule.is_exception and not rule.reason.strip():
         raise ValidationFailed(
-            "An exception needs a reason.", code="reason_required", field="reason"
+            "An exception needs a reason.", code=StoreCode.REASON_REQUIRED, field="reason"
         )
 
 
@@ -878,12 +881,12 @@ def certification_record(
     per profile and workload: revoke the old one to re-certify)."""
     if not benchmark_reference.strip():
         raise ValidationFailed(
-            "Certification needs the benchmark evidence.", code="evidence_required"
+            "Certification needs the benchmark evidence.", code=StoreCode.EVIDENCE_REQUIRED
         )
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationFailed(
             "A certification's expiry must be in the future.",
-            code="invalid_expiry",
+            code=StoreCode.INVALID_EXPIRY,
             field="expires_at",
         )
     record = ProfileCertification(
@@ -909,7 +912,7 @@ def certification_record(
     except IntegrityError:
         raise Conflict(
             f"{profile.slug} is already certified for {workload_class}; revoke that first.",
-            code="already_certified",
+            code=StoreCode.ALREADY_CERTIFIED,
         ) from None
     return record
 
