@@ -129,12 +129,33 @@ class WorkloadVerdict:
 
 
 class _Check:
-    """Collects what the evidence lacks, and the records it rests on."""
+    """Collects what the evidence lacks and the records it rests on, and gives the
+    verdict on them."""
 
-    def __init__(self, evidence: Evidence):
+    def __init__(self, evidence: Evidence, persistence_class: str, certification=None):
         self.evidence = evidence
+        self.persistence_class = persistence_class
+        self.certification_in_force = certification
         self.missing: list[str] = []
         self.relied_on: list[str] = []
+
+    def verdict(self, decision: str, *reasons: str) -> WorkloadVerdict:
+        if self.missing:
+            reasons = (*reasons, f"Missing: {'; '.join(self.missing)}.")
+        certification = self.certification_in_force
+        relies = certification is not None and self.persistence_class in (
+            CLASS_BENCHMARK_GATED,
+            CLASS_SPECIALIZED,
+        )
+        return WorkloadVerdict(
+            decision,
+            tuple(reasons),
+            evidence=certification.benchmark_reference if relies else "",
+            certification_id=certification.pk if relies else None,
+            persistence_class=self.persistence_class,
+            missing=tuple(self.missing),
+            relied_on=tuple(self.relied_on),
+        )
 
     def benchmark(self, shape: str, provider: str, profile: StoreProfile | None = None):
         record = self.evidence.benchmarks.get((shape, provider, profile.pk if profile else None))
@@ -188,30 +209,16 @@ def evaluate_workload(
     evidence = evidence or NO_EVIDENCE
     label = WorkloadClass(workload).label
     klass = PERSISTENCE_CLASS[WorkloadClass(workload)]
-    check = _Check(evidence)
-
-    def verdict(decision: str, *reasons: str) -> WorkloadVerdict:
-        if check.missing:
-            reasons = (*reasons, f"Missing: {'; '.join(check.missing)}.")
-        relies = certification is not None and klass in (CLASS_BENCHMARK_GATED, CLASS_SPECIALIZED)
-        return WorkloadVerdict(
-            decision,
-            tuple(reasons),
-            evidence=certification.benchmark_reference if relies else "",
-            certification_id=certification.pk if relies else None,
-            persistence_class=klass,
-            missing=tuple(check.missing),
-            relied_on=tuple(check.relied_on),
-        )
+    check = _Check(evidence, klass, certification)
 
     if klass == CLASS_GO:
-        return verdict(GO, f"{label} stores are go on any profile.")
+        return check.verdict(GO, f"{label} stores are go on any profile.")
 
     if klass == CLASS_CONDITIONAL_GO:
         for shape in INSTANCE_FILTERS:
             check.benchmark(shape, profile.engine, profile)
         if check.missing:
-            return verdict(
+            return check.verdict(
                 NO_GO,
                 f"{label} are conditional go: allowed on profile {profile.slug} only with "
                 "passed benchmarks of its declared indexes for the common filters.",
@@ -219,7 +226,7 @@ def evaluate_workload(
         reasons = [f"Benchmarks of the common filters passed on profile {profile.slug}."]
         if not check.policy(profile, workload, preferred=True):
             reasons.append("No physicalization policy for these filters is recorded.")
-        return verdict(CONDITIONAL, *reasons)
+        return check.verdict(CONDITIONAL, *reasons)
 
     check.certification(profile, workload, certification)
     if klass == CLASS_BENCHMARK_GATED:
@@ -231,13 +238,13 @@ def evaluate_workload(
                 check.contract(contract, provider)
         check.policy(profile, workload)
         if check.missing:
-            return verdict(
+            return check.verdict(
                 NO_GO,
                 f"{label} stores are no-go for now: allowed only with passed benchmarks "
                 "and contract tests on every supported provider, a physicalization policy "
                 "with rollback guidance and a certified profile.",
             )
-        return verdict(
+        return check.verdict(
             GO,
             f"The benchmark gate for {label.lower()} stores passed on every provider; it "
             "holds while the certification is not revoked.",
@@ -251,12 +258,12 @@ def evaluate_workload(
     for shape in SPECIALIZED_SHAPES[WorkloadClass(workload)]:
         check.benchmark(shape, profile.engine, profile)
     if check.missing:
-        return verdict(
+        return check.verdict(
             NO_GO,
             f"{label} stores run on specialised providers only, with retention cleanup, "
             "a certification and passed throughput benchmarks on the profile.",
         )
-    return verdict(
+    return check.verdict(
         GO,
         f"Specialised profile certified for {label.lower()} stores, with retention cleanup "
         "and passed benchmarks.",

@@ -288,8 +288,9 @@ class StoreBinding(models.Model):
         RETIRED = "retired", "Retired"
         FAILED = "failed", "Failed"
 
-    # The only moves a binding makes (the services check them; anything else
-    # is a 409). SetStoreBinding records a binding Requested, or Refused with the verdict.
+    # The only moves a binding makes (the services move along them with
+    # TRANSITIONS.move; anything else is a 409). SetStoreBinding records a binding
+    # Requested, or Refused with the verdict.
     TRANSITIONS = Transitions(
         initial=[Status.REQUESTED, Status.REFUSED],
         moves={

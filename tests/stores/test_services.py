@@ -200,6 +200,28 @@ def test_every_move_the_table_lacks_is_refused_with_the_bindings_status(
     assert table.initial == {"requested", "refused"}
 
 
+def test_a_stale_copy_that_lost_the_race_is_refused_and_writes_no_history(
+    tenant_a, store, profile, regions
+):
+    # given a binding retired through one copy while another copy still says Active
+    rule("allow", geographies=["IL"])
+    binding = bind(tenant_a, store, profile, regions["israelcentral"])
+    services.binding_provision(binding_id=binding.pk)
+    active = services.binding_migrations_applied(actor=SYSTEM_ACTOR, binding=reload(binding))
+    stale = reload(active)
+    services.binding_retire(actor=SYSTEM_ACTOR, binding=active)
+    services.binding_revoke(binding_id=binding.pk)
+    # when the stale copy is retired again
+    with pytest.raises(InvalidTransition) as refused:
+        services.binding_retire(actor=SYSTEM_ACTOR, binding=stale)
+    # then the refusal names the status found, and nothing is added to the history
+    assert refused.value.extra == {"status": "retired"}
+    assert refused.value.detail == "The binding is retired; it cannot become retiring."
+    with tenant_scope(tenant_a):
+        assert reload(binding).history.count() == 5
+    assert [e["status"] for e in events()][-1] == "retired"
+
+
 def test_a_rule_is_audited_before_and_after(tenant_a, regions):
     allow = rule("allow", geographies=["EU", "IL"], reason="default")
     services.rule_update(
