@@ -18,8 +18,6 @@ from apps.registry.formats.avro.vocabulary import (
 )
 from apps.registry.formats.errors import InvalidSchema, SchemaTooComplex
 
-# --------------------------------------------------------------------------- parsed schemas
-
 
 class _Node:
     """One type of a parsed schema. Named types are one node wherever they are used, so

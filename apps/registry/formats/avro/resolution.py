@@ -21,8 +21,6 @@ from apps.registry.formats.verdicts import Difference
 if TYPE_CHECKING:
     from apps.registry.formats.avro import AvroSchema
 
-# --------------------------------------------------------------------------- resolution
-
 
 def _can_read(reader: AvroSchema, writer: AvroSchema, labels) -> list[Difference]:
     walker = _Walker(labels)

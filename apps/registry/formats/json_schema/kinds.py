@@ -1,8 +1,6 @@
 """The kinds of difference the JSON Schema checker reports, the sentence of each, and
 which kinds each policy allows."""
 
-# --------------------------------------------------------------------------- kinds
-
 # keyword: (kind prefix, whether a larger value accepts more)
 _BOUND_KEYWORDS = {
     "maxLength": ("MAX_LENGTH", True),

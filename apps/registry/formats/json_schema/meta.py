@@ -139,6 +139,3 @@ def plainly_valid(schema, draft7: bool) -> bool:
             else:
                 return False
     return True
-
-
-# --------------------------------------------------------------------------- references

@@ -137,6 +137,8 @@ def _check_refs(root):
         settled.update(chain)
 
 
+# --------------------------------------------------------------------------- references
+
 # Where a bundled schema keeps the schemas its references name: a member of its
 # definitions whose key no hand-written schema would use, so that bundling undoes cleanly.
 REFERENCE_PREFIX = "steward:reference:"
