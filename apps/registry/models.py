@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from apps.core.transitions import Transitions
 from apps.core.urls import reverse_pk
-from apps.registry.compatibility import MODES
+from apps.registry.formats import MODES
 
 REGISTRY_MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 

@@ -10,8 +10,8 @@ import time
 import fastavro
 import pytest
 
-from apps.registry import avro
-from apps.registry.avro import (
+from apps.registry.formats import avro
+from apps.registry.formats.avro import (
     KINDS,
     MODES,
     AvroSchema,
@@ -19,7 +19,6 @@ from apps.registry.avro import (
     InvalidSchema,
     SchemaTooComplex,
     Verdict,
-    bench_check_ms,
     can_read,
     canonical,
     check,
@@ -28,7 +27,8 @@ from apps.registry.avro import (
     parse_schema,
     rabin_fingerprint,
 )
-from apps.registry.compatibility import Difference as JsonDifference
+from apps.registry.formats.json_schema import Difference as JsonDifference
+from bench.registry import bench_check_ms
 
 HANG_GUARD = 2.0  # seconds; the checker must answer long before this
 

@@ -13,8 +13,8 @@ import pytest
 from jsonschema import Draft7Validator, Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from apps.registry import compatibility
-from apps.registry.compatibility import (
+from apps.registry.formats import json_schema as compatibility
+from apps.registry.formats.json_schema import (
     MODES,
     POLICIES,
     Difference,

@@ -15,7 +15,9 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSe
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.registry import avro, compatibility, services
+from apps.registry import services
+from apps.registry.formats import avro
+from apps.registry.formats import json_schema as compatibility
 from apps.registry.models import SchemaReference as StoredReference
 from apps.registry.models import SchemaVersion
 from tests.factories import service_token

@@ -13,9 +13,8 @@ from confluent_kafka.schema_registry import Schema
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from apps.registry import avro
+from apps.registry.formats import avro, schema_text
 from apps.registry.models import SchemaVersion
-from apps.registry.schema_text import schema_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from apps.registry import avro
-from apps.registry.schema_text import schema_text
+from apps.registry.formats import avro, schema_text
 
 AVRO_CASES = [
     (

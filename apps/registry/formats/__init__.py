@@ -1,0 +1,114 @@
+"""The schema types the registry keeps, behind one shape: JSON Schema (`json_schema`) and
+Avro (`avro`), with room for another beside them. This module is the only place in the
+registry that branches on the schema type.
+
+`parse(kind, text_or_obj)` validates and answers a `Parsed`: the document to store, its
+identity text and fingerprint, and what the type's `check()` takes. An Avro schema's
+identity is its normal form (the Parsing Canonical Form's full names, and the defaults,
+aliases and logical types that form drops, kept): the same schema re-sent with other
+whitespace, attribute order or namespace spelling is the same schema, while a default
+added is a new version, as a reader needs it. `schema_text()` is the string the Schema
+Registry API answers for a schema, as the reference registry writes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from apps.registry.formats import avro, json_schema
+from apps.registry.formats.avro.text import avro_text
+from apps.registry.formats.errors import InvalidSchema, SchemaTooComplex
+from apps.registry.formats.json_schema.text import json_text
+from apps.registry.formats.verdicts import MODES, POLICIES, Difference, Verdict
+
+__all__ = [
+    "MODES",
+    "POLICIES",
+    "TYPES",
+    "Difference",
+    "InvalidSchema",
+    "Parsed",
+    "SchemaTooComplex",
+    "Verdict",
+    "check",
+    "parse",
+    "schema_text",
+]
+
+TYPES = ("AVRO", "JSON")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    kind: str
+    document: object  # the decoded JSON to store
+    canonical: str
+    fingerprint: str
+    checked: object  # what the type's check() takes
+    # the schema as its sender wrote it, and how the Schema Registry API writes it (`text`)
+    sent: object = field(default=None, repr=False, compare=False)
+    named: dict | None = field(default=None, repr=False, compare=False)
+    normalize: bool = field(default=False, repr=False, compare=False)
+
+    @cached_property
+    def text(self) -> str:
+        """The reference registry's string of the schema (schema_text()): written only
+        when asked for, as registering asks."""
+        return schema_text(self.kind, self.sent, named=self.named, normalize=self.normalize)
+
+
+def parse(kind: str, text_or_obj, *, sent=None, named=None, normalize: bool = False) -> Parsed:
+    """`sent`: the schema as its sender wrote it, when `text_or_obj` is something else (the
+    bundle of a schema with references); `named`, the named types an Avro schema's
+    references define (full name: definition); `normalize`, the Schema Registry API's
+    `normalize=true`. The last three only shape `Parsed.text`."""
+    written = text_or_obj if sent is None else sent
+    if kind == "AVRO":
+        parsed = avro.parse_schema(text_or_obj)
+        normal = parsed.normal_form()
+        document = json.loads(text_or_obj) if isinstance(text_or_obj, str) else text_or_obj
+        digest = hashlib.sha256(normal.encode("utf-8")).hexdigest()
+        return Parsed(kind, document, normal, digest, parsed, written, named, normalize)
+    if kind != "JSON":
+        raise InvalidSchema(f"unknown schema type {kind!r}; supported: {', '.join(TYPES)}")
+    schema = json_schema.parse_schema(text_or_obj)
+    return Parsed(
+        kind,
+        schema,
+        json_schema.canonical(schema),
+        json_schema.fingerprint(schema),
+        schema,
+        written,
+        None,
+        normalize,
+    )
+
+
+def check(kind: str, new, previous: list, *, mode: str, policy: str):
+    """The type's verdict on `new` against the published `previous` (oldest first)."""
+    if kind == "AVRO":
+        # a stored primitive ("string") is JSON text to the parser, not a document
+        previous = [json.dumps(p) if isinstance(p, str) else p for p in previous]
+        return avro.check(new, previous, mode=mode, policy=policy)
+    return json_schema.check(new, previous, mode=mode, policy=policy)
+
+
+def schema_text(
+    kind: str,
+    sent,
+    *,
+    named: Mapping[str, object] | None = None,
+    normalize: bool = False,
+) -> str:
+    """The canonical string of a schema of `kind` ("AVRO" or "JSON") as sent (its text, or
+    the decoded JSON), already known to be valid, as the reference registry stores it when
+    the schema is registered and answers it by id, by subject-version and under
+    `.../schema` (`ParsedSchema.canonicalString()`). `named`: for an Avro schema with
+    references, the named types they define (full name: its definition, in normal form)."""
+    if kind == "AVRO":
+        return avro_text(sent, named=named, normalize=normalize)
+    return json_text(sent, normalize=normalize)
