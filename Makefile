@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint format clean install openapi
+.PHONY: run test bench lint format clean install openapi errors
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ bench: $(STAMP)
 # The published API schema (docs/openapi.yaml); a test fails when it is out of date.
 openapi: $(STAMP)
 	$(BIN)/python -m portal.devstack env $(BIN)/python manage.py spectacular --file docs/openapi.yaml
+
+# The list of every stable error code (docs/errors.md); a test fails when it is out of date.
+errors: $(STAMP)
+	$(BIN)/python -m portal.devstack env $(BIN)/python manage.py error_codes
 
 # ruff, and lint-imports: the layers and rules of docs/architecture.md (pyproject.toml).
 lint: $(STAMP)

@@ -52,3 +52,21 @@ def all_codes() -> dict[str, list[Codes]]:
             if declared_here and isinstance(value, type) and issubclass(value, Codes):
                 found.setdefault(config.label, []).extend(value)
     return found
+
+
+def document() -> str:
+    """docs/errors.md: every code a client may meet, by app, with its meaning."""
+    lines = [
+        "# Error codes",
+        "",
+        "Every refusal Steward's API answers is an `application/problem+json` body whose",
+        "`code` is stable: clients branch on it. This page lists every code, by the app",
+        "that raises it. It is written from the code (`make errors`), and a test fails",
+        "when it is out of date.",
+        "",
+    ]
+    for label, codes in sorted(all_codes().items()):
+        lines += [f"## {label}", "", "| code | meaning |", "| --- | --- |"]
+        lines += [f"| `{code.value}` | {code.meaning} |" for code in codes]
+        lines.append("")
+    return "\n".join(lines)
