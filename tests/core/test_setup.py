@@ -34,7 +34,7 @@ def test_two_setups_at_the_same_moment_create_nothing_twice():
     assert sum("shown once" in out for out in outputs) == 1
     assert Region.objects.count() == len(REGIONS)
     assert DataClass.objects.count() == len(DATA_CLASSES) + len(OWN_CLASSES)
-    schedules = setup.SCHEDULES + setup.OPT_IN_SCHEDULES
+    schedules = [s for s in setup.declared_schedules() if not s.crontab]
     assert IntervalSchedule.objects.count() == len({(s[1], s[2]) for s in schedules})
     assert PeriodicTask.objects.filter(name__in=[s[0] for s in schedules]).count() == len(schedules)
     # opt-in jobs are installed switched off
