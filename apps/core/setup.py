@@ -40,7 +40,8 @@ SETUP_LOCK = 7_246_001  # arbitrary, fixed: the advisory lock key of the set-up
 class Schedule(NamedTuple):
     """A periodic task's default schedule, declared in its app's `install.py` as one of
     `SCHEDULES`: every `every` `period`s, or at the times of the crontab line in the
-    setting `crontab` names. Each periodic task guards itself against double firing."""
+    setting `crontab` names. A task that must not run twice at once claims its job
+    itself (apps.core.jobs), so a second beat does no harm."""
 
     task: str
     every: int | None = None
