@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django_celery_beat.models import IntervalSchedule
 
-from apps.core.setup import Schedule
+from apps.core.setup import Schedule, install_periodic_tasks
 
 SCHEDULES = [
     # Kicked when a callback is recorded; this sweep only catches lost kicks.
@@ -14,3 +14,7 @@ SCHEDULES = [
     # Switched off until an operator turns it on.
     Schedule("assets.periodic_reconcile_workflows", 15, IntervalSchedule.MINUTES, enabled=False),
 ]
+
+
+def install_schedules(report) -> None:
+    install_periodic_tasks(report, SCHEDULES)

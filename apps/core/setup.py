@@ -13,8 +13,9 @@ each over the apps in INSTALLED_APPS order:
    before anything that emits;
 2. `install.install_reference_data(report)`: catalog rows (tenancy's regions and
    data classes);
-3. the default schedules: each app declares its own periodic tasks (by name, not
-   imported) as `install.SCHEDULES`, a list of `Schedule`; core has none;
+3. `install.install_schedules(report)`: each app's periodic tasks (named, not
+   imported), their default schedules installed with `install_periodic_tasks`; core
+   has none;
 4. `install.install_consumers(report)`: Steward's consumers' subscriptions (eventing);
 5. with `--demo`, once: `demo.install_demo_data(report)`, each app's demo rows.
 """
@@ -38,9 +39,9 @@ SETUP_LOCK = 7_246_001  # arbitrary, fixed: the advisory lock key of the set-up
 
 
 class Schedule(NamedTuple):
-    """A periodic task's default schedule, declared in its app's `install.py` as one of
-    `SCHEDULES`: every `every` `period`s, or at the times of the crontab line in the
-    setting `crontab` names. A task that must not run twice at once claims its job
+    """A periodic task's default schedule, declared in its app's `install.py`: every
+    `every` `period`s, or at the times of the crontab line in the setting `crontab`
+    names. A task that must not run twice at once claims its job
     itself (apps.core.jobs), so a second beat does no harm."""
 
     task: str
@@ -70,15 +71,15 @@ def run_step(step: str, report: SetupReport) -> None:
             contribution(report)
 
 
-def declared_schedules() -> list[Schedule]:
-    """Every app's `install.SCHEDULES`, in INSTALLED_APPS order."""
-    return [s for module in app_modules("install") for s in getattr(module, "SCHEDULES", ())]
-
-
 def install_schedules(report: SetupReport) -> None:
-    """Every app's default schedules, each created once: an operator's later change in
-    the console or admin is kept."""
-    for schedule in declared_schedules():
+    """Every app's default schedules (the set-up's third step)."""
+    run_step("install_schedules", report)
+
+
+def install_periodic_tasks(report, schedules: list[Schedule]) -> None:
+    """An app's periodic tasks with their default schedules, each created once: an
+    operator's later change in the console or admin is kept."""
+    for schedule in schedules:
         note, when = "", {}
         if schedule.crontab:
             line = getattr(settings, schedule.crontab)

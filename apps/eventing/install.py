@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django_celery_beat.models import IntervalSchedule
 
-from apps.core.setup import Schedule
+from apps.core.setup import Schedule, install_periodic_tasks
 from apps.eventing.consumers import ensure_subscription_groups, sync_consumer_subscriptions
 
 SCHEDULES = [
@@ -18,6 +18,10 @@ SCHEDULES = [
     Schedule("eventing.periodic_sample_lag", 1, IntervalSchedule.MINUTES),
     Schedule("eventing.periodic_redeliver_replays", 30, IntervalSchedule.SECONDS),
 ]
+
+
+def install_schedules(report) -> None:
+    install_periodic_tasks(report, SCHEDULES)
 
 
 def install_consumers(report) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from django_celery_beat.models import IntervalSchedule
 
 from apps.core.scope import system_scope
-from apps.core.setup import Schedule
+from apps.core.setup import Schedule, install_periodic_tasks
 from apps.governance.models import RetentionRule
 from apps.governance.retention.sweeper import OWN_CLASSES
 from apps.tenancy.models import DataClass
@@ -24,6 +24,10 @@ SCHEDULES = [
     Schedule("governance.periodic_retention_sweep", crontab="STEWARD_RETENTION_SWEEP_CRONTAB"),
     Schedule(OWN_TABLES_SWEEP, 1, IntervalSchedule.HOURS),
 ]
+
+
+def install_schedules(report) -> None:
+    install_periodic_tasks(report, SCHEDULES)
 
 
 def install_reference_data(report) -> None:

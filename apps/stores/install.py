@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django_celery_beat.models import IntervalSchedule
 
-from apps.core.setup import Schedule
+from apps.core.setup import Schedule, install_periodic_tasks
 
 SCHEDULES = [
     # Bindings whose provisioning or revocation was lost or failed go again.
@@ -12,3 +12,7 @@ SCHEDULES = [
     # Exceptions and certifications end at their expiry.
     Schedule("stores.periodic_expire_exceptions_and_certifications", 1, IntervalSchedule.MINUTES),
 ]
+
+
+def install_schedules(report) -> None:
+    install_periodic_tasks(report, SCHEDULES)

@@ -10,6 +10,7 @@ import pytest
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from apps.core import setup
+from apps.core.hooks import app_modules
 from apps.governance.retention.sweeper import OWN_CLASSES
 from apps.tenancy.install import DATA_CLASSES, REGIONS
 from apps.tenancy.models import ApiToken, DataClass, Region, Tenant, User
@@ -34,7 +35,9 @@ def test_two_setups_at_the_same_moment_create_nothing_twice():
     assert sum("shown once" in out for out in outputs) == 1
     assert Region.objects.count() == len(REGIONS)
     assert DataClass.objects.count() == len(DATA_CLASSES) + len(OWN_CLASSES)
-    schedules = [s for s in setup.declared_schedules() if not s.crontab]
+    schedules = [
+        s for m in app_modules("install") for s in getattr(m, "SCHEDULES", ()) if not s.crontab
+    ]
     assert IntervalSchedule.objects.count() == len({(s[1], s[2]) for s in schedules})
     assert PeriodicTask.objects.filter(name__in=[s[0] for s in schedules]).count() == len(schedules)
     # opt-in jobs are installed switched off
