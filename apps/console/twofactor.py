@@ -81,8 +81,8 @@ class TwoFactorMiddleware:
             return None
         api = request.path.startswith(API_PREFIX)
         if selectors.has_second_factor(user):
-            # An authenticator, but a session that never gave a code (one from before
-            # two-factor existed, or enrolled elsewhere since): sign in again.
+            # An authenticator, but a session that never gave a code (the person enrolled
+            # in another session since): sign in again.
             logout(request)
             if api:
                 return _refuse_api(ConsoleCode.TWO_FACTOR_REQUIRED, "Sign in again with your code.")

@@ -74,3 +74,16 @@ def test_the_report_names_each_step_in_order_and_the_demo_in_one_line(settings):
 def test_a_listing_closes_a_phrase_that_lists_things_itself_with_a_semicolon():
     assert setup.listing(["one", "two: a, b", "three"]) == "one, two: a, b; three"
     assert setup.listing([]) == ""
+
+
+def test_each_app_installs_only_its_own_schedules():
+    apps_with_schedules = set()
+    for module in app_modules("install"):
+        app = module.__name__.split(".")[1]
+        for schedule in getattr(module, "SCHEDULES", ()):
+            assert schedule.task.startswith(f"{app}."), (module.__name__, schedule.task)
+            apps_with_schedules.add(app)
+    assert "core" not in apps_with_schedules
+    assert {"eventing", "compute", "assets", "stores", "governance", "attention"} <= (
+        apps_with_schedules
+    )
