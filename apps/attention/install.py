@@ -6,14 +6,15 @@ from __future__ import annotations
 from django_celery_beat.models import IntervalSchedule
 
 from apps.attention.services import attention_topic_ensure
-from apps.core.setup import install_interval_schedule
+from apps.core.setup import Schedule, install_periodic_tasks
 
 SCAN = "attention.periodic_scan"
+SCHEDULES = [Schedule(SCAN, 1, IntervalSchedule.MINUTES)]
+
+
+def install_schedules(report) -> None:
+    install_periodic_tasks(report, SCHEDULES)
 
 
 def install_topics(report) -> None:
     attention_topic_ensure()
-
-
-def install_reference_data(report) -> None:
-    install_interval_schedule(report, SCAN, 1, IntervalSchedule.MINUTES)

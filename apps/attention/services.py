@@ -9,8 +9,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.attention import selectors
+from apps.attention.codes import AttentionCode
 from apps.attention.models import AttentionEntry
 from apps.core.attention import Item, kinds
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import NotFound, ValidationFailed
 from apps.core.locks import session_lock
@@ -105,17 +107,19 @@ def item_act(*, actor: Actor, kind: str, key: str, action: str, data) -> str:
     require_operator(actor, "act on the attention queue")
     found = kinds().get(kind)
     if found is None:
-        raise NotFound("There is no such kind of item.", code="not_found")
+        raise NotFound("There is no such kind of item.", code=CoreCode.NOT_FOUND)
     chosen = found.action(action)
     if chosen is None:
         raise ValidationFailed(
             f"{found.title} take {', '.join(a.name for a in found.actions)}, not {action!r}.",
-            code="unknown_action",
+            code=AttentionCode.UNKNOWN_ACTION,
             field="action",
         )
     if chosen.link_only:
         raise ValidationFailed(
-            f"{chosen.label} is done on its own page.", code="unknown_action", field="action"
+            f"{chosen.label} is done on its own page.",
+            code=AttentionCode.UNKNOWN_ACTION,
+            field="action",
         )
     said = found.act(actor=actor, key=key, action=action, values=chosen.clean(data))
     scan(kind)

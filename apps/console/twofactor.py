@@ -12,6 +12,7 @@ from django.contrib.auth import logout
 from django.http import JsonResponse
 from django.shortcuts import redirect
 
+from apps.console.codes import ConsoleCode
 from apps.core.api.exceptions import problem_response
 from apps.tenancy import selectors
 
@@ -80,18 +81,18 @@ class TwoFactorMiddleware:
             return None
         api = request.path.startswith(API_PREFIX)
         if selectors.has_second_factor(user):
-            # An authenticator, but a session that never gave a code (one from before
-            # two-factor existed, or enrolled elsewhere since): sign in again.
+            # An authenticator, but a session that never gave a code (the person enrolled
+            # in another session since): sign in again.
             logout(request)
             if api:
-                return _refuse_api("two_factor_required", "Sign in again with your code.")
+                return _refuse_api(ConsoleCode.TWO_FACTOR_REQUIRED, "Sign in again with your code.")
             return redirect("console:login")
         if not user.is_operator:
             mark_password_only(request.session)  # spares the look-up on later requests
             return None
         if api:
             return _refuse_api(
-                "two_factor_enrolment_required",
+                ConsoleCode.TWO_FACTOR_ENROLMENT_REQUIRED,
                 "Operators must set up two-factor sign-in in the console first.",
             )
         return redirect("console:two-factor")

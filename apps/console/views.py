@@ -26,6 +26,7 @@ from apps.core.schedules import schedule_health
 from apps.core.search import search
 from apps.core.view_scope import any_tenant_status, unscoped
 from apps.tenancy import selectors, services
+from apps.tenancy.codes import TenancyCode
 from apps.tenancy.filters import AuditEventFilterSet, ServiceAccountFilterSet, TenantFilterSet
 from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
 from apps.tenancy.models import Tenant
@@ -88,7 +89,7 @@ def login_code_view(request):
             )
         except DomainError as exc:
             error = exc.detail
-            if exc.code in {"account_locked", "login_expired"}:
+            if exc.code in {TenancyCode.ACCOUNT_LOCKED, TenancyCode.LOGIN_EXPIRED}:
                 # The password step starts again once the lock ends.
                 request.session.pop(PENDING_LOGIN_SESSION_KEY, None)
         else:

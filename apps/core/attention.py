@@ -22,6 +22,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from apps.core.codes import CoreCode
 from apps.core.errors import NotFound, ValidationFailed
 from apps.core.hooks import app_modules
 from apps.core.scope import system_scope
@@ -66,7 +67,7 @@ class Action:
             if spec.kind == "choice" and value and value not in dict(spec.choices):
                 raise ValidationFailed(
                     f"{spec.label} is one of {', '.join(dict(spec.choices))}.",
-                    code="invalid",
+                    code=CoreCode.INVALID,
                     field=spec.name,
                 )
             values[spec.name] = value
@@ -155,7 +156,9 @@ def waiting_row(queryset, key: str):
     a key of the wrong shape, or a row that no longer waits, is `not_in_queue` (404)."""
     row = find_row(queryset, key)
     if row is None:
-        raise NotFound("That item is not waiting in the attention queue.", code="not_in_queue")
+        raise NotFound(
+            "That item is not waiting in the attention queue.", code=CoreCode.NOT_IN_QUEUE
+        )
     return row
 
 

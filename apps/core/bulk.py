@@ -66,17 +66,3 @@ def delete_batch(
     with scope, connection.cursor() as cursor:
         cursor.execute(BATCH_DELETE.format(table=table, where=where, size=int(size)), params)
         return cursor.rowcount
-
-
-def delete_in_owner_scopes(model, time_field: str, older_than) -> int:
-    """Delete `model` rows whose `time_field` is before `older_than`, owner by owner
-    (each tenant's rows in its scope, platform-wide rows in the system scope), in
-    batches; the rows deleted."""
-    total = 0
-    for owner in owners_with_rows_before(model, time_field, older_than):
-        while True:
-            deleted = delete_batch(model, time_field, older_than, owner=owner)
-            total += deleted
-            if deleted < BATCH:
-                break
-    return total

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from apps.core.codes import CoreCode
+
 
 class DomainError(Exception):
     """A refused operation. `code` is stable and documented; `status` is the HTTP answer."""
 
-    code = "domain_error"
+    code = CoreCode.DOMAIN_ERROR
     status = 400
     title = "The request was refused"
 
@@ -19,13 +21,13 @@ class DomainError(Exception):
 
 
 class NotFound(DomainError):
-    code = "not_found"
+    code = CoreCode.NOT_FOUND
     status = 404
     title = "Not found"
 
 
 class Conflict(DomainError):
-    code = "conflict"
+    code = CoreCode.CONFLICT
     status = 409
     title = "Conflict"
 
@@ -33,16 +35,16 @@ class Conflict(DomainError):
 class InvalidTransition(Conflict):
     """An illegal state-machine transition."""
 
-    code = "invalid_transition"
+    code = CoreCode.INVALID_TRANSITION
 
 
 class PreconditionFailed(DomainError):
-    code = "precondition_failed"
+    code = CoreCode.PRECONDITION_FAILED
     status = 412
     title = "Precondition failed"
 
 
 class ValidationFailed(DomainError):
-    code = "invalid"
+    code = CoreCode.INVALID
     status = 400
     title = "Invalid input"

@@ -9,7 +9,8 @@ own with a fixed name, found as Django's admin finds `admin.py`:
 |----------------|--------------------------------------------------------------------|
 | `install.py`   | what every set-up installs, by step (apps.core.setup):             |
 |                | `install_topics(report)`, `install_reference_data(report)`,        |
-|                | `install_consumers(report)`; an app defines the steps it needs     |
+|                | `install_schedules(report)`, `install_consumers(report)`; an app   |
+|                | defines the steps it needs                                         |
 | `demo.py`      | `install_demo_data(report) -> list[str]`: the app's demo rows, and |
 |                | phrases naming them for the set-up's report                        |
 | `gauges.py`    | `collect()`: the app's Prometheus metric families (`/metrics`)     |

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
 
+from apps.core.codes import CoreCode
 from apps.core.context import request_id
 from apps.core.views import not_found
 
@@ -94,7 +95,7 @@ def body_too_large(request):
     return bad_input_response(
         request,
         status=413,
-        code="body_too_large",
+        code=CoreCode.BODY_TOO_LARGE,
         title="Request body too large",
         detail=f"The request body is larger than {limit} bytes.",
     )
@@ -117,7 +118,7 @@ class BadInputMiddleware:
             return bad_input_response(
                 request,
                 status=400,
-                code="nul_character",
+                code=CoreCode.NUL_CHARACTER,
                 title="NUL character",
                 detail="The URL contains a NUL character.",
             )

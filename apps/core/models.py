@@ -34,6 +34,9 @@ class ScheduledJob(models.Model):
     """One row per periodic job: who holds it now, and how its last runs went."""
 
     name = models.CharField(max_length=100, primary_key=True)
+    # The beat task whose runs this row records, when the job is named otherwise (a
+    # claimed job the task's body runs, apps.core.jobs); monitoring reads it by this.
+    task = models.CharField(max_length=100, blank=True, default="")
     running_since = models.DateTimeField(null=True, blank=True)
     last_started_at = models.DateTimeField(null=True, blank=True)
     last_succeeded_at = models.DateTimeField(null=True, blank=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.db.models import Q
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
@@ -29,12 +30,6 @@ class JobHealth:
     last_error: str
     late: bool
 
-    @property
-    def due_by(self) -> datetime | None:
-        if self.last_succeeded_at is None:
-            return None
-        return self.last_succeeded_at + 2 * self.interval + GRACE
-
 
 def _interval(task: PeriodicTask, now: datetime) -> timedelta:
     schedule = task.schedule
@@ -50,9 +45,11 @@ def schedule_health(now: datetime | None = None) -> list[JobHealth]:
     never succeeded is late once its schedule has existed for two intervals."""
     now = now or timezone.now()
     tasks = PeriodicTask.objects.filter(enabled=True).exclude(task__startswith="celery.")
-    records = {
-        job.name: job for job in ScheduledJob.objects.filter(name__in=[t.task for t in tasks])
-    }
+    names = [t.task for t in tasks]
+    rows = list(ScheduledJob.objects.filter(Q(name__in=names) | Q(task__in=names)))
+    # A task whose runs a claimed job records is read from the job's row.
+    records = {job.name: job for job in rows if job.name in names}
+    records |= {job.task: job for job in rows if job.task in names}
     health = []
     for task in tasks.select_related("interval", "crontab").order_by("task"):
         interval = _interval(task, now)

@@ -18,6 +18,20 @@ through a service that opens a scope of its own.
 
 The scope is the ground of every app, so it lives in core, the bottom layer: tenancy
 (models, RLS policies, the request middleware) and every domain app build on it.
+
+The same rules, in SQL, live here too, and nowhere else:
+
+- `SESSION_TENANT` and `SESSION_IS_SYSTEM` read the two settings the way the policies
+  do (apps.tenancy.rls builds them from these);
+- the `PLPGSQL_*` fragments set them inside a database function that does a scoped
+  job in one statement. One such function exists: the Workflow Service's callback
+  receipt (`steward_record_workflow_callback`, migration assets.0008), looked up
+  across tenants and then written in the owning tenant's scope, one round trip where
+  the ORM took nine (docs/performance.md, the assets benchmark). The function runs
+  with the caller's rights, so row-level security applies to its statements exactly
+  as to Python's; it refuses to run inside a tenant's scope (scopes only narrow),
+  narrows from the system scope to the tenant it found, and restores the caller's
+  scope before it returns.
 """
 
 from __future__ import annotations
@@ -29,6 +43,38 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from django.db import connection, transaction
+
+TENANT_SETTING = "steward.tenant_id"
+SYSTEM_SETTING = "steward.system"
+
+# Evaluated once per statement, in a scalar sub-select; an unset scope reads as NULL
+# and false, so the policies fail closed.
+SESSION_TENANT = f"(SELECT NULLIF(current_setting('{TENANT_SETTING}', true), '')::uuid)"
+SESSION_IS_SYSTEM = f"(SELECT coalesce(current_setting('{SYSTEM_SETTING}', true), '') = 'on')"
+
+# PL/pgSQL: the caller's scope, declared first, so the function can refuse a tenant's
+# scope and restore whatever it was at the end.
+PLPGSQL_DECLARE_OUTER_SCOPE = f"""
+    outer_tenant text := coalesce(current_setting('{TENANT_SETTING}', true), '');
+    outer_system text := coalesce(current_setting('{SYSTEM_SETTING}', true), '');"""
+PLPGSQL_ENTER_SYSTEM = f"PERFORM set_config('{SYSTEM_SETTING}', 'on', true);"
+PLPGSQL_LEAVE_SYSTEM = f"PERFORM set_config('{SYSTEM_SETTING}', '', true);"
+PLPGSQL_LEAVE_TENANT = f"PERFORM set_config('{TENANT_SETTING}', '', true);"
+PLPGSQL_RESTORE_OUTER_SCOPE = f"""
+    PERFORM set_config('{TENANT_SETTING}', outer_tenant, true);
+    PERFORM set_config('{SYSTEM_SETTING}', outer_system, true);"""
+
+
+def plpgsql_refuse_tenant_scope(message: str) -> str:
+    """Raise `message` when called inside a tenant's scope, which it would widen."""
+    quoted = message.replace("'", "''")
+    return f"IF outer_tenant <> '' THEN\n        RAISE EXCEPTION '{quoted}';\n    END IF;"
+
+
+def plpgsql_narrow_to_tenant(tenant: str) -> str:
+    """From the system scope to the scope of the tenant the expression `tenant` holds."""
+    narrow = f"PERFORM set_config('{TENANT_SETTING}', {tenant}::text, true);"
+    return f"{PLPGSQL_LEAVE_SYSTEM}\n        {narrow}"
 
 
 class ScopeViolation(RuntimeError):
@@ -56,8 +102,8 @@ def current_scope() -> Scope:
 def _apply(scope: Scope) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT set_config('steward.tenant_id', %s, true), "
-            "set_config('steward.system', %s, true)",
+            f"SELECT set_config('{TENANT_SETTING}', %s, true), "
+            f"set_config('{SYSTEM_SETTING}', %s, true)",
             [str(scope.tenant_id) if scope.tenant_id else "", "on" if scope.system else ""],
         )
 

@@ -13,7 +13,9 @@ each over the apps in INSTALLED_APPS order:
    before anything that emits;
 2. `install.install_reference_data(report)`: catalog rows (tenancy's regions and
    data classes);
-3. the default schedules: core's own, below (periodic tasks are named, not imported);
+3. `install.install_schedules(report)`: each app's periodic tasks (named, not
+   imported), their default schedules installed with `install_periodic_tasks`; core
+   has none;
 4. `install.install_consumers(report)`: Steward's consumers' subscriptions (eventing);
 5. with `--demo`, once: `demo.install_demo_data(report)`, each app's demo rows.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from celery.schedules import crontab
 from django.conf import settings
@@ -34,35 +37,22 @@ from apps.core.hooks import app_modules
 
 SETUP_LOCK = 7_246_001  # arbitrary, fixed: the advisory lock key of the set-up
 
-# (task, every, period, queue); each periodic task guards itself against double firing.
-SCHEDULES = [
-    # The dispatcher is kicked on commit; this sweep only catches lost kicks and lanes
-    # whose back-off has passed, so a few seconds is plenty.
-    ("eventing.periodic_sweep_outbox", 5, IntervalSchedule.SECONDS, "periodic"),
-    ("eventing.periodic_reconcile_effects", 30, IntervalSchedule.SECONDS, "periodic"),
-    ("eventing.periodic_trim_streams", 1, IntervalSchedule.MINUTES, "periodic"),
-    ("eventing.periodic_sample_lag", 1, IntervalSchedule.MINUTES, "periodic"),
-    ("eventing.periodic_redeliver_replays", 30, IntervalSchedule.SECONDS, "periodic"),
-    # Kicked when a batch turns terminal; this sweep only catches lost kicks.
-    ("compute.periodic_poll_batch_links", 5, IntervalSchedule.SECONDS, "periodic"),
-    ("compute.periodic_resolve_orphan_links", 1, IntervalSchedule.HOURS, "periodic"),
-    # Bindings whose provisioning or revocation was lost or failed go again.
-    ("stores.periodic_resume_bindings", 1, IntervalSchedule.MINUTES, "periodic"),
-    # Kicked when a callback is recorded; this sweep only catches lost kicks.
-    ("assets.periodic_apply_workflow_callbacks", 5, IntervalSchedule.SECONDS, "periodic"),
-    # Delegations whose task died with a worker, or never reached the broker, go again.
-    ("assets.periodic_resume_delegations", 1, IntervalSchedule.MINUTES, "periodic"),
-    # Starts deletions whose cooling-off has passed and flags overdue governance tasks.
-    ("governance.periodic_advance_orders", 1, IntervalSchedule.MINUTES, "periodic"),
-]
-# Installed disabled: an operator turns them on (console or admin) when wanted.
-OPT_IN_SCHEDULES = [
-    ("assets.periodic_reconcile_workflows", 15, IntervalSchedule.MINUTES, "periodic"),
-]
-# (task, the setting holding its crontab line, queue): jobs that run at a time of day.
-CRONTAB_SCHEDULES = [
-    ("governance.periodic_retention_sweep", "STEWARD_RETENTION_SWEEP_CRONTAB", "periodic"),
-]
+
+class Schedule(NamedTuple):
+    """A periodic task's default schedule, declared in its app's `install.py`: every
+    `every` `period`s, or at the times of the crontab line in the setting `crontab`
+    names. A task that must not run twice at once claims its job
+    itself (apps.core.jobs), so a second beat does no harm."""
+
+    task: str
+    every: int | None = None
+    period: str | None = None
+    queue: str = "periodic"
+    # False: installed switched off, for an operator to turn on (console or admin).
+    enabled: bool = True
+    crontab: str | None = None
+
+
 # The demo data is loaded once: its operator's account marks it as loaded.
 DEMO_OPERATOR = "operator"
 
@@ -82,42 +72,47 @@ def run_step(step: str, report: SetupReport) -> None:
 
 
 def install_schedules(report: SetupReport) -> None:
-    schedules = [(*s, True) for s in SCHEDULES] + [(*s, False) for s in OPT_IN_SCHEDULES]
-    for task, every, period, queue, enabled in schedules:
-        install_interval_schedule(report, task, every, period, queue, enabled)
-    for task, setting, queue in CRONTAB_SCHEDULES:
-        minute, hour, day_of_month, month_of_year, day_of_week = crontab_fields(
-            getattr(settings, setting), setting
+    """Every app's default schedules (the set-up's third step)."""
+    run_step("install_schedules", report)
+
+
+def install_periodic_tasks(report, schedules: list[Schedule]) -> None:
+    """An app's periodic tasks with their default schedules, each created once: an
+    operator's later change in the console or admin is kept."""
+    for schedule in schedules:
+        note, when = "", {}
+        if schedule.crontab:
+            line = getattr(settings, schedule.crontab)
+            note, when["crontab"] = f" ({line})", _crontab(line, schedule.crontab)
+        else:
+            when["interval"], _ = IntervalSchedule.objects.get_or_create(
+                every=schedule.every, period=schedule.period
+            )
+        _, created = PeriodicTask.objects.get_or_create(
+            name=schedule.task,
+            defaults={
+                "task": schedule.task,
+                "queue": schedule.queue,
+                "kwargs": json.dumps({}),
+                "enabled": schedule.enabled,
+            }
+            | when,
         )
-        schedule, _ = CrontabSchedule.objects.get_or_create(
-            minute=minute,
-            hour=hour,
-            day_of_month=day_of_month,
-            month_of_year=month_of_year,
-            day_of_week=day_of_week,
-            timezone="UTC",
-        )
-        _install(report, task, queue, True, f" ({getattr(settings, setting)})", crontab=schedule)
+        if created:
+            report.created.append(f"schedule {schedule.task}{note}")
 
 
-def install_interval_schedule(
-    report, task: str, every: int, period: str, queue: str = "periodic", enabled: bool = True
-) -> None:
-    """One periodic task on an interval, for an app's own `install.py` (its schedules
-    are its own, not this list's); created once, so an operator's change is kept."""
-    interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=period)
-    _install(report, task, queue, enabled, interval=interval)
-
-
-def _install(report, task: str, queue: str, enabled: bool, note: str = "", **when) -> None:
-    # Created once: an operator's later change in the console or admin is kept.
-    _, created = PeriodicTask.objects.get_or_create(
-        name=task,
-        defaults={"task": task, "queue": queue, "kwargs": json.dumps({}), "enabled": enabled}
-        | when,
+def _crontab(line: str, setting: str) -> CrontabSchedule:
+    minute, hour, day_of_month, month_of_year, day_of_week = crontab_fields(line, setting)
+    schedule, _ = CrontabSchedule.objects.get_or_create(
+        minute=minute,
+        hour=hour,
+        day_of_month=day_of_month,
+        month_of_year=month_of_year,
+        day_of_week=day_of_week,
+        timezone="UTC",
     )
-    if created:
-        report.created.append(f"schedule {task}{note}")
+    return schedule
 
 
 def crontab_fields(line: str, setting: str) -> list[str]:

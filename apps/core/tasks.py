@@ -1,4 +1,4 @@
-"""Celery's task base for Steward, and the foundation's own periodic jobs.
+"""Celery's task base for Steward.
 
 Every task declares the scope its body runs in:
 
@@ -7,7 +7,8 @@ Every task declares the scope its body runs in:
     @shared_task(scope="self")     # the body opens its own scopes (short transactions)
 
 A task that declares none refuses to run, so no task body ever touches tenant rows
-without a scope having been chosen on purpose.
+without a scope having been chosen on purpose. Every run of a beat task (a name with
+`.periodic_`) is recorded for schedule monitoring (apps.core.jobs.record_run).
 """
 
 from __future__ import annotations

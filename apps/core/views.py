@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 from psycopg_pool import PoolTimeout
 
 from apps.core.api.exceptions import problem_response
+from apps.core.codes import CoreCode
 from apps.core.schedules import schedule_health
 from apps.core.view_scope import unscoped
 
@@ -71,7 +72,7 @@ def not_found(request, exception):
     if request.path.startswith("/api/schema-registry/"):
         return JsonResponse({"error_code": 404, "message": "Not found."}, status=404)
     if request.path.startswith("/api/"):
-        return problem_response(status_code=404, code="not_found", title="Not found.")
+        return problem_response(status_code=404, code=CoreCode.NOT_FOUND, title="Not found.")
     return defaults.page_not_found(request, exception)
 
 
@@ -106,7 +107,7 @@ def server_error(request):
     if request.path.startswith("/api/"):
         return problem_response(
             status_code=500,
-            code="server_error",
+            code=CoreCode.SERVER_ERROR,
             title="Server error",
             detail="Steward could not answer this request; the error is logged.",
             request_id=rid,
@@ -122,7 +123,7 @@ def _database_unavailable(request, rid: str):
     elif request.path.startswith("/api/"):
         response = problem_response(
             status_code=503,
-            code="database_unavailable",
+            code=CoreCode.DATABASE_UNAVAILABLE,
             title="Database unavailable",
             detail=detail,
             request_id=rid,

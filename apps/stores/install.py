@@ -1,29 +1,18 @@
-"""What every set-up installs for the stores (apps.core.setup).
-
-The default schedule of stores' own periodic job that core's list does not name:
-exceptions and certifications ending at their expiry. Installed with get_or_create,
-as core installs its schedules, so an operator's later change is kept. (The set-up
-has no schedules step for apps; the reference-data step runs in the same
-transaction, before core's schedules.)
-"""
+"""What every set-up installs for the stores (apps.core.setup): their periodic jobs."""
 
 from __future__ import annotations
 
 from django_celery_beat.models import IntervalSchedule
 
-from apps.core.setup import install_interval_schedule
+from apps.core.setup import Schedule, install_periodic_tasks
 
-# (task, every, period, queue); the job claims its ScheduledJob row against double firing.
 SCHEDULES = [
-    (
-        "stores.periodic_expire_exceptions_and_certifications",
-        1,
-        IntervalSchedule.MINUTES,
-        "periodic",
-    ),
+    # Bindings whose provisioning or revocation was lost or failed go again.
+    Schedule("stores.periodic_resume_bindings", 1, IntervalSchedule.MINUTES),
+    # Exceptions and certifications end at their expiry.
+    Schedule("stores.periodic_expire_exceptions_and_certifications", 1, IntervalSchedule.MINUTES),
 ]
 
 
-def install_reference_data(report) -> None:
-    for task, every, period, queue in SCHEDULES:
-        install_interval_schedule(report, task, every, period, queue)
+def install_schedules(report) -> None:
+    install_periodic_tasks(report, SCHEDULES)

@@ -33,15 +33,15 @@ middleware asks who the caller is first), so an entry never holds what a transac
 later rolled back; the switcher's tenants, read while a page renders, are written once
 the page's transaction commits.
 
-A console page asked who was calling three times in a row, a round trip each: its
-session, the session's person, then their memberships (or, for an operator, the
-tenants they may switch to). A session's entry names its person, so within a request
+A console page asks who is calling three times in a row: its session, the session's
+person, then their memberships (or, for an operator, the tenants they may switch to).
+A session's entry names its person, so within a request
 (`reads_together`, which apps.tenancy.middleware.SignedInReadsMiddleware opens) the
 session is read by one script that reads the person's entries and their generations
 too, and the look-ups that follow take them from it, each once. The script reads keys
 it was not given, as a single Redis allows (a Redis Cluster would refuse it).
 
-When Redis does not answer, everything is looked up in PostgreSQL as before.
+When Redis does not answer, everything is looked up in PostgreSQL.
 """
 
 from __future__ import annotations

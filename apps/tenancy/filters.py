@@ -6,6 +6,7 @@ import django_filters
 from django.core.exceptions import ValidationError
 from django_filters.fields import IsoDateTimeField
 
+from apps.core.codes import CoreCode
 from apps.tenancy.models import AuditEvent, Membership, ServiceAccount, Tenant
 
 
@@ -19,7 +20,7 @@ class InstantField(IsoDateTimeField):
         try:
             return parsed.astimezone(UTC)
         except OverflowError:
-            raise ValidationError(self.error_messages["invalid"], code="invalid") from None
+            raise ValidationError(self.error_messages["invalid"], code=CoreCode.INVALID) from None
 
 
 class InstantFilter(django_filters.IsoDateTimeFilter):

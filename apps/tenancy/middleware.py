@@ -14,6 +14,7 @@ from apps.core.middleware import bad_input_response
 from apps.core.scope import system_scope, tenant_scope
 from apps.core.view_scope import NO_SCOPE, SYSTEM_SCOPE
 from apps.tenancy import auth_cache, selectors
+from apps.tenancy.codes import TenancyCode
 from apps.tenancy.services import AuthenticationError, api_token_authenticate
 
 ACTING_TENANT_SESSION_KEY = "steward_acting_tenant"  # the person's own choice
@@ -71,11 +72,15 @@ def tenant_status_refusal(request):
     if status == "active" or _any_tenant_status(request.path_info):
         return None
     if status == "deleted":
-        code, detail = "tenant_deleted", "The tenant is deleted: it can no longer act."
+        code, detail = TenancyCode.TENANT_DELETED, "The tenant is deleted: it can no longer act."
     elif request.method in SAFE_METHODS or request.path.startswith(GOVERNANCE_PREFIXES):
         return None
     else:
-        code = "tenant_suspended" if status == "suspended" else "tenant_offboarding"
+        code = (
+            TenancyCode.TENANT_SUSPENDED
+            if status == "suspended"
+            else TenancyCode.TENANT_OFFBOARDING
+        )
         detail = f"The tenant is {status}: it can read but not change anything."
     return bad_input_response(
         request, status=403, code=code, title="Tenant not active", detail=detail
@@ -121,7 +126,7 @@ class ApiTokenMiddleware:
                 token = api_token_authenticate(secret=secret.strip())
                 if account_name is not None and token.service_account.name != account_name:
                     raise AuthenticationError(
-                        "The token is not this service account's.", code="token_invalid"
+                        "The token is not this service account's.", code=TenancyCode.TOKEN_INVALID
                     )
             except AuthenticationError as exc:
                 request.api_auth_error = exc

@@ -121,8 +121,8 @@ class User(AbstractUser):
     def _get_session_auth_hash(self, secret=None):
         # Django signs each session with this hash and ends a session whose hash no longer
         # matches, which is how a password change signs a person out everywhere. Mixing in
-        # the generation does the same without touching the password. Generation 0 keeps
-        # Django's own hash, so sessions opened before the field existed stay valid.
+        # the generation does the same without touching the password. Generation 0 (never
+        # reset) is Django's own hash.
         # (Django computes both its current and SECRET_KEY_FALLBACKS hashes here.)
         if secret is None and self.cached_session_auth_hash and "password" not in self.__dict__:
             # Still the cached account's hash: its password was neither read nor set since.

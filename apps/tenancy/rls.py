@@ -23,11 +23,10 @@ from __future__ import annotations
 
 from django.db.migrations.operations.base import Operation
 
+from apps.core.scope import SESSION_IS_SYSTEM, SESSION_TENANT
+
 READ_POLICY = "steward_tenant_read"
 WRITE_POLICY = "steward_tenant_write"
-
-SESSION_TENANT = "(SELECT NULLIF(current_setting('steward.tenant_id', true), '')::uuid)"
-SESSION_IS_SYSTEM = "(SELECT coalesce(current_setting('steward.system', true), '') = 'on')"
 
 
 def rls_statements(

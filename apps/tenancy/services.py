@@ -17,12 +17,14 @@ from django.db.models import F, ProtectedError, Q
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
 from apps.core.outbox import emit
 from apps.core.scope import owner_scope, system_scope, tenant_scope
 from apps.tenancy import auth_cache, totp
 from apps.tenancy.audit import audit_record, diff, snapshot
+from apps.tenancy.codes import TenancyCode
 from apps.tenancy.models import (
     TOKEN_SCOPES,
     ApiToken,
@@ -124,7 +126,7 @@ ROLE_PERMISSIONS = {
 def membership_set(*, actor: Actor, tenant: Tenant, user: User, role: str) -> Membership:
     """Give `user` the `role` in `tenant`, creating or changing the membership."""
     if role not in Membership.Role.values:
-        raise ValidationFailed(f"unknown role {role!r}", code="unknown_role")
+        raise ValidationFailed(f"unknown role {role!r}", code=TenancyCode.UNKNOWN_ROLE)
     with tenant_scope(tenant):
         membership = Membership.objects.select_for_update().filter(tenant=tenant, user=user).first()
         before = {"role": membership.role} if membership else {}
@@ -162,7 +164,9 @@ def membership_invite(
     they joined). An operator is invited only by an operator: a tenant admin's
     invitation of one is recorded and does nothing."""
     if role not in Membership.Role.values:
-        raise ValidationFailed(f"unknown role {role!r}", code="unknown_role", field="role")
+        raise ValidationFailed(
+            f"unknown role {role!r}", code=TenancyCode.UNKNOWN_ROLE, field="role"
+        )
     user = User.objects.filter(username=username, is_active=True).first()
     with tenant_scope(tenant):
         audit_record(
@@ -187,7 +191,7 @@ def membership_invite(
 
 def _own_invitation(actor: Actor, membership: Membership) -> None:
     if actor.user is None or actor.user.pk != membership.user_id or not membership.pending:
-        raise NotFound("No such invitation.", code="invitation_not_found")
+        raise NotFound("No such invitation.", code=TenancyCode.INVITATION_NOT_FOUND)
 
 
 def membership_accept(*, actor: Actor, membership: Membership) -> Membership:
@@ -283,9 +287,11 @@ def api_token_issue(
 ) -> IssuedToken:
     unknown = sorted(set(scopes) - set(TOKEN_SCOPES))
     if unknown:
-        raise ValidationFailed(f"unknown scopes: {', '.join(unknown)}", code="unknown_scope")
+        raise ValidationFailed(
+            f"unknown scopes: {', '.join(unknown)}", code=TenancyCode.UNKNOWN_SCOPE
+        )
     if expires_at is not None and expires_at <= timezone.now():
-        raise ValidationFailed("expires_at must be in the future", code="invalid_expiry")
+        raise ValidationFailed("expires_at must be in the future", code=TenancyCode.INVALID_EXPIRY)
     prefix = secrets.token_hex(4)
     secret = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     tenant = service_account.tenant
@@ -330,14 +336,16 @@ def api_token_rotate(*, actor: Actor, token: ApiToken, overlap: timedelta) -> Is
     to take the new secret, with no moment when neither works. Audited on both."""
     if overlap < timedelta(0) or overlap > max(ROTATION_OVERLAPS):
         raise ValidationFailed(
-            "The overlap is between none and seven days.", code="invalid_overlap", field="overlap"
+            "The overlap is between none and seven days.",
+            code=TenancyCode.INVALID_OVERLAP,
+            field="overlap",
         )
     tenant = token.service_account.tenant
     with owner_scope(tenant):
         old = ApiToken.objects.select_for_update().filter(pk=token.pk).first()
         now = timezone.now()
         if old is None or old.revoked_at is not None or (old.expires_at and old.expires_at <= now):
-            raise Conflict("Only a live token can be rotated.", code="token_not_live")
+            raise Conflict("Only a live token can be rotated.", code=TenancyCode.TOKEN_NOT_LIVE)
         issued = api_token_issue(
             actor=actor,
             service_account=old.service_account,
@@ -374,7 +382,7 @@ def api_token_authenticate(*, secret: str) -> ApiToken:
     generation (every revocation, rotation and account or tenant change moves it on);
     the checks below run on every request either way."""
     if not secret.startswith(TOKEN_PREFIX):
-        raise AuthenticationError("The token is not valid.", code="token_invalid")
+        raise AuthenticationError("The token is not valid.", code=TenancyCode.TOKEN_INVALID)
     digest = token_digest(secret)
     token, generation = auth_cache.lookup(digest)
     if token is None:
@@ -385,15 +393,17 @@ def api_token_authenticate(*, secret: str) -> ApiToken:
                 .first()
             )
         if token is None:
-            raise AuthenticationError("The token is not valid.", code="token_invalid")
+            raise AuthenticationError("The token is not valid.", code=TenancyCode.TOKEN_INVALID)
         auth_cache.store(token, generation)
     now = timezone.now()
     if token.revoked_at is not None:
-        raise AuthenticationError("The token has been revoked.", code="token_revoked")
+        raise AuthenticationError("The token has been revoked.", code=TenancyCode.TOKEN_REVOKED)
     if token.expires_at is not None and token.expires_at <= now:
-        raise AuthenticationError("The token has expired.", code="token_expired")
+        raise AuthenticationError("The token has expired.", code=TenancyCode.TOKEN_EXPIRED)
     if not token.service_account.is_active:
-        raise AuthenticationError("The service account is disabled.", code="account_disabled")
+        raise AuthenticationError(
+            "The service account is disabled.", code=TenancyCode.ACCOUNT_DISABLED
+        )
     # Recording use at most once a minute keeps a busy token from writing on every call;
     # the cached entry learns the new time, so other processes skip the write too.
     if token.last_used_at is None or token.last_used_at < now - timedelta(minutes=1):
@@ -428,13 +438,15 @@ def login_attempt(*, request, username: str, password: str) -> User:
         if user is not None and user.locked_until and user.locked_until > now:
             refusal = LoginRefused(
                 "Too many failed logins; the account is locked for a while.",
-                code="account_locked",
+                code=TenancyCode.ACCOUNT_LOCKED,
             )
             authenticated = None
         else:
             authenticated = authenticate(request, username=username, password=password)
             if authenticated is None:
-                refusal = LoginRefused("Wrong username or password.", code="invalid_credentials")
+                refusal = LoginRefused(
+                    "Wrong username or password.", code=TenancyCode.INVALID_CREDENTIALS
+                )
                 if user is not None:
                     _count_failure(user, now)
             elif (user.failed_login_count or user.locked_until) and not has_second_factor(user):
@@ -474,12 +486,12 @@ def user_create(
     is_superuser: bool = False,
 ) -> User:
     if User.objects.filter(username=username).exists():
-        raise Conflict(f"user {username!r} exists", code="user_exists")
+        raise Conflict(f"user {username!r} exists", code=TenancyCode.USER_EXISTS)
     user = User(username=username, email=email, is_staff=is_operator, is_superuser=is_superuser)
     try:
         validate_password(password, user)
     except DjangoValidationError as exc:
-        raise ValidationFailed(" ".join(exc.messages), code="weak_password") from None
+        raise ValidationFailed(" ".join(exc.messages), code=TenancyCode.WEAK_PASSWORD) from None
     with transaction.atomic():
         user.set_password(password)
         user.save()
@@ -517,7 +529,7 @@ def _catalog_write(*, actor: Actor, instance: models.Model, fields: dict, creati
     except DjangoValidationError as exc:
         raise ValidationFailed(
             "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()),
-            code="invalid",
+            code=CoreCode.INVALID,
         ) from None
     with system_scope():
         instance.save()
@@ -544,7 +556,7 @@ def catalog_delete(*, actor: Actor, instance) -> None:
                 instance.delete()
         except ProtectedError:
             raise Conflict(
-                f"{instance} is still in use and cannot be deleted.", code="in_use"
+                f"{instance} is still in use and cannot be deleted.", code=TenancyCode.IN_USE
             ) from None
 
 
@@ -561,7 +573,7 @@ def totp_enrol_begin(*, actor: Actor, user: User) -> totp.Enrolment:
         if device is not None and device.confirmed_at is not None:
             raise Conflict(
                 "Two-factor sign-in is already on; turn it off or have it reset first.",
-                code="totp_already_enabled",
+                code=TenancyCode.TOTP_ALREADY_ENABLED,
             )
         device = device or TotpDevice(user=user)
         device.sealed_seed = totp.seal(seed)
@@ -579,7 +591,9 @@ def totp_enrol_confirm(*, actor: Actor, user: User, code: str) -> list[str]:
     with transaction.atomic():
         device = TotpDevice.objects.select_for_update().filter(user=user).first()
         if device is None or device.confirmed_at is not None:
-            raise Conflict("There is no enrolment waiting for a code.", code="totp_not_pending")
+            raise Conflict(
+                "There is no enrolment waiting for a code.", code=TenancyCode.TOTP_NOT_PENDING
+            )
         step = totp.matching_step(
             _seed_of(device), code, now.timestamp(), after=device.last_used_step
         )
@@ -587,7 +601,7 @@ def totp_enrol_confirm(*, actor: Actor, user: User, code: str) -> list[str]:
             raise ValidationFailed(
                 "That is not the authenticator's current code; check the phone's clock "
                 "and try again.",
-                code="invalid_code",
+                code=TenancyCode.INVALID_CODE,
             )
         device.confirmed_at = now
         device.last_used_step = step
@@ -613,11 +627,11 @@ def login_second_factor(*, user_id: int, code: str) -> tuple[User, str]:
     with transaction.atomic():
         user = User.objects.select_for_update().filter(pk=user_id, is_active=True).first()
         if user is None:
-            raise LoginRefused("Sign in again.", code="login_expired")
+            raise LoginRefused("Sign in again.", code=TenancyCode.LOGIN_EXPIRED)
         if user.locked_until and user.locked_until > now:
             refusal = LoginRefused(
                 "Too many failed logins; the account is locked for a while.",
-                code="account_locked",
+                code=TenancyCode.ACCOUNT_LOCKED,
             )
             method = None
         else:
@@ -625,7 +639,7 @@ def login_second_factor(*, user_id: int, code: str) -> tuple[User, str]:
             if method is None:
                 refusal = LoginRefused(
                     "That code was used already; wait for the next one."
-                    if problem == "code_reused"
+                    if problem == TenancyCode.CODE_REUSED
                     else "Wrong code.",
                     code=problem,
                 )
@@ -643,11 +657,11 @@ def totp_disable(*, actor: Actor, user: User, code: str) -> None:
     """Switch two-factor sign-in off, proven with a current or recovery code. Operators
     may not: the console requires it of them."""
     if user.is_operator:
-        raise Conflict("Operators must keep two-factor sign-in on.", code="totp_required")
+        raise Conflict("Operators must keep two-factor sign-in on.", code=TenancyCode.TOTP_REQUIRED)
     with transaction.atomic():
         User.objects.select_for_update().filter(pk=user.pk).first()
         if not has_second_factor(user):
-            raise Conflict("Two-factor sign-in is not on.", code="totp_not_enabled")
+            raise Conflict("Two-factor sign-in is not on.", code=TenancyCode.TOTP_NOT_ENABLED)
         method, problem = _second_factor_check(user, code, timezone.now())
         if method is None:
             raise ValidationFailed("Wrong code.", code=problem)
@@ -666,7 +680,9 @@ def totp_reset(*, actor: Actor, user: User) -> None:
     with transaction.atomic():
         device = TotpDevice.objects.select_for_update().filter(user=user).first()
         if device is None:
-            raise NotFound(f"{user.username} has no authenticator.", code="totp_not_enabled")
+            raise NotFound(
+                f"{user.username} has no authenticator.", code=TenancyCode.TOTP_NOT_ENABLED
+            )
         _second_factor_remove(user)
         # The device may be in someone else's hands, and so may a session it opened.
         User.objects.filter(pk=user.pk).update(session_generation=F("session_generation") + 1)
@@ -684,7 +700,7 @@ def recovery_codes_regenerate(*, actor: Actor, user: User, code: str) -> list[st
     with transaction.atomic():
         User.objects.select_for_update().filter(pk=user.pk).first()
         if not has_second_factor(user):
-            raise Conflict("Two-factor sign-in is not on.", code="totp_not_enabled")
+            raise Conflict("Two-factor sign-in is not on.", code=TenancyCode.TOTP_NOT_ENABLED)
         method, problem = _second_factor_check(user, code, timezone.now(), recovery=False)
         if method is None:
             raise ValidationFailed("Wrong code.", code=problem)
@@ -705,7 +721,7 @@ def _seed_of(device: TotpDevice) -> bytes:
         raise Conflict(
             "The authenticator was sealed under a secret key Steward no longer has; "
             "an operator must reset it.",
-            code="totp_unreadable",
+            code=TenancyCode.TOTP_UNREADABLE,
         ) from None
 
 
@@ -718,12 +734,12 @@ def _second_factor_check(
     """
     device = TotpDevice.objects.filter(user=user, confirmed_at__isnull=False).first()
     if device is None:
-        return None, "totp_not_enabled"
+        return None, TenancyCode.TOTP_NOT_ENABLED
     seed = _seed_of(device)
     step = totp.matching_step(seed, code, now.timestamp(), after=None)
     if step is not None:
         if device.last_used_step is not None and step <= device.last_used_step:
-            return None, "code_reused"
+            return None, TenancyCode.CODE_REUSED
         device.last_used_step = step
         device.save(update_fields=["last_used_step"])
         return "totp", ""
@@ -744,7 +760,7 @@ def _second_factor_check(
                 },
             )
             return "recovery_code", ""
-    return None, "invalid_code"
+    return None, TenancyCode.INVALID_CODE
 
 
 def _recovery_digest(code: str) -> str:

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from apps.core.jobs import SKIPPED, claim_job, periodic_job, release_job
+from apps.core.jobs import SKIPPED, claim_job, periodic_job, record_run, release_job
 from apps.core.models import ScheduledJob
 
 
@@ -110,3 +110,17 @@ def test_a_run_whose_connection_died_is_taken_over_at_once_not_after_it_goes_sta
     fire_alone().join(timeout=30)  # within the hour stale_after would have waited
     assert outcomes[2] == "ran"
     assert ScheduledJob.objects.get(name="tests.killed").running_since is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_beat_run_is_recorded_on_one_row_under_its_job_or_else_its_task():
+    @periodic_job("tests.claimed")
+    def claimed():
+        return "ran"
+
+    assert record_run("tests.periodic_claimed", claimed) == "ran"
+    assert record_run("tests.periodic_plain", lambda: "ran") == "ran"
+    rows = {job.name: job for job in ScheduledJob.objects.filter(name__startswith="tests.")}
+    assert sorted(rows) == ["tests.claimed", "tests.periodic_plain"]
+    assert rows["tests.claimed"].task == "tests.periodic_claimed"
+    assert all(job.last_succeeded_at is not None for job in rows.values())

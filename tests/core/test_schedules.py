@@ -30,3 +30,16 @@ def test_a_job_that_has_not_succeeded_within_twice_its_interval_is_late(client, 
     client.force_login(operator)
     page = client.get("/").content.decode()
     assert "tests.periodic_job" in page and "ValueError: boom" in page
+
+
+@pytest.mark.django_db
+def test_a_task_whose_runs_a_claimed_job_records_is_read_from_the_jobs_row():
+    every_minute = IntervalSchedule.objects.get_or_create(every=1, period="minutes")[0]
+    PeriodicTask.objects.create(
+        name="tests.sweep", task="tests.periodic_sweep", interval=every_minute
+    )
+    ScheduledJob.objects.create(
+        name="tests.sweep", task="tests.periodic_sweep", last_succeeded_at=timezone.now()
+    )
+    [job] = [j for j in schedule_health() if j.name == "tests.periodic_sweep"]
+    assert job.last_succeeded_at is not None and not job.late

@@ -10,6 +10,7 @@ import pytest
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from apps.core import setup
+from apps.core.hooks import app_modules
 from apps.governance.retention.sweeper import OWN_CLASSES
 from apps.tenancy.install import DATA_CLASSES, REGIONS
 from apps.tenancy.models import ApiToken, DataClass, Region, Tenant, User
@@ -34,7 +35,9 @@ def test_two_setups_at_the_same_moment_create_nothing_twice():
     assert sum("shown once" in out for out in outputs) == 1
     assert Region.objects.count() == len(REGIONS)
     assert DataClass.objects.count() == len(DATA_CLASSES) + len(OWN_CLASSES)
-    schedules = setup.SCHEDULES + setup.OPT_IN_SCHEDULES
+    schedules = [
+        s for m in app_modules("install") for s in getattr(m, "SCHEDULES", ()) if not s.crontab
+    ]
     assert IntervalSchedule.objects.count() == len({(s[1], s[2]) for s in schedules})
     assert PeriodicTask.objects.filter(name__in=[s[0] for s in schedules]).count() == len(schedules)
     # opt-in jobs are installed switched off
@@ -71,3 +74,16 @@ def test_the_report_names_each_step_in_order_and_the_demo_in_one_line(settings):
 def test_a_listing_closes_a_phrase_that_lists_things_itself_with_a_semicolon():
     assert setup.listing(["one", "two: a, b", "three"]) == "one, two: a, b; three"
     assert setup.listing([]) == ""
+
+
+def test_each_app_installs_only_its_own_schedules():
+    apps_with_schedules = set()
+    for module in app_modules("install"):
+        app = module.__name__.split(".")[1]
+        for schedule in getattr(module, "SCHEDULES", ()):
+            assert schedule.task.startswith(f"{app}."), (module.__name__, schedule.task)
+            apps_with_schedules.add(app)
+    assert "core" not in apps_with_schedules
+    assert {"eventing", "compute", "assets", "stores", "governance", "attention"} <= (
+        apps_with_schedules
+    )

@@ -170,27 +170,6 @@ def test_sessions_and_people_are_read_from_postgresql_when_redis_does_not_answer
     assert 0 < get_redis().ttl(f"steward:auth:session:{digest}") <= auth_cache.TTL_SECONDS
 
 
-@pytest.mark.django_db
-def test_a_session_opened_before_the_person_backend_stays_signed_in(client, tenant_a):
-    # given a session as the release before left it: Django's ModelBackend named in it
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-    from django.contrib.sessions.backends.db import SessionStore as StockStore
-
-    person = member(tenant_a, role="admin")
-    stock = StockStore()
-    stock[SESSION_KEY] = str(person.pk)
-    stock[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-    stock[HASH_SESSION_KEY] = person.get_session_auth_hash()
-    stock.save()
-    client.cookies[settings.SESSION_COOKIE_NAME] = stock.session_key
-    # when its person opens a page, twice (the second read served from the cache)
-    first, again = client.get(PAGE), client.get(PAGE)
-    # then they are still signed in, by PersonBackend
-    assert first.status_code == again.status_code == 200
-    assert again.wsgi_request.user == person
-    assert again.wsgi_request.session[BACKEND_SESSION_KEY] == "apps.tenancy.backends.PersonBackend"
-
-
 class _AuthCommands:
     """The commands a block sends Redis about who is calling (keys steward:auth:*),
     counted as redis-py sends them: nothing is stood in for."""

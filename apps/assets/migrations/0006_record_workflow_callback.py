@@ -4,41 +4,37 @@ receipt in that tenant's scope (or platform-wide when no asset knows the instanc
 Through the ORM this took nine round trips (scope, look-up, nested scope, insert,
 savepoints, commit) and most of the endpoint's time. The function runs with the
 caller's own rights, so row-level security applies to each of its statements
-exactly as it does to Steward's Python code: it sets the scopes the same way, and
-refuses to be called from inside a tenant's scope, which it would widen.
+exactly as it does to Steward's Python code: it sets the scopes as apps.core.scope
+says, and refuses to be called from inside a tenant's scope, which it would widen.
 """
 
 from django.db import migrations
 
-CREATE = """
+from apps.core import scope
+
+OUTSIDE_TENANT = "a workflow callback is recorded outside any tenant's scope"
+CREATE = f"""
 CREATE FUNCTION steward_record_workflow_callback(
     p_instance uuid, p_decision text, p_reason text, p_callback_id text,
     OUT receipt bigint, OUT tenant uuid
 ) LANGUAGE plpgsql AS $$
-DECLARE
-    outer_tenant text := coalesce(current_setting('steward.tenant_id', true), '');
-    outer_system text := coalesce(current_setting('steward.system', true), '');
+DECLARE{scope.PLPGSQL_DECLARE_OUTER_SCOPE}
 BEGIN
-    IF outer_tenant <> '' THEN
-        RAISE EXCEPTION 'a workflow callback is recorded outside any tenant''s scope';
-    END IF;
-    PERFORM set_config('steward.system', 'on', true);
+    {scope.plpgsql_refuse_tenant_scope(OUTSIDE_TENANT)}
+    {scope.PLPGSQL_ENTER_SYSTEM}
     SELECT a.tenant_id INTO tenant FROM assets_asset AS a
     WHERE a.workflow_instance_id = p_instance LIMIT 1;
     IF tenant IS NOT NULL THEN
-        PERFORM set_config('steward.system', '', true);
-        PERFORM set_config('steward.tenant_id', tenant::text, true);
+        {scope.plpgsql_narrow_to_tenant("tenant")}
     END IF;
     INSERT INTO assets_workflowcallback (tenant_id, workflow_instance_id, decision, reason,
         callback_id, outcome, received_at)
     VALUES (tenant, p_instance, p_decision, p_reason, left(p_callback_id, 100),
         CASE WHEN tenant IS NULL THEN 'unknown_instance' ELSE 'pending' END, now())
-    RETURNING id INTO receipt;
-    PERFORM set_config('steward.tenant_id', outer_tenant, true);
-    PERFORM set_config('steward.system', outer_system, true);
+    RETURNING id INTO receipt;{scope.PLPGSQL_RESTORE_OUTER_SCOPE}
 END
 $$;
-"""
+"""  # noqa: S608 - apps.core.scope's fragments, no input
 DROP = "DROP FUNCTION steward_record_workflow_callback(uuid, text, text, text)"
 
 

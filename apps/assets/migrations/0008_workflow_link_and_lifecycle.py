@@ -12,60 +12,54 @@ from importlib import import_module
 
 from django.db import migrations, models
 
+from apps.core import scope
+
 # Going back restores 0006's function, which knows none of the columns added here.
 PREVIOUS = import_module("apps.assets.migrations.0006_record_workflow_callback")
 
-RECORD_CALLBACK = """
+RECORD_CALLBACK = f"""
 CREATE OR REPLACE FUNCTION steward_record_workflow_callback(
     p_instance uuid, p_decision text, p_reason text, p_callback_id text,
     OUT receipt bigint, OUT tenant uuid
 ) LANGUAGE plpgsql AS $$
-DECLARE
-    outer_tenant text := coalesce(current_setting('steward.tenant_id', true), '');
-    outer_system text := coalesce(current_setting('steward.system', true), '');
+DECLARE{scope.PLPGSQL_DECLARE_OUTER_SCOPE}
     found_asset uuid;
 BEGIN
-    IF outer_tenant <> '' THEN
-        RAISE EXCEPTION 'a workflow callback is recorded outside any tenant''s scope';
-    END IF;
-    PERFORM set_config('steward.system', 'on', true);
+    {scope.plpgsql_refuse_tenant_scope(PREVIOUS.OUTSIDE_TENANT)}
+    {scope.PLPGSQL_ENTER_SYSTEM}
     SELECT a.tenant_id, a.id INTO tenant, found_asset FROM assets_asset AS a
     WHERE a.workflow_instance_id = p_instance LIMIT 1;
     IF tenant IS NOT NULL THEN
-        PERFORM set_config('steward.system', '', true);
-        PERFORM set_config('steward.tenant_id', tenant::text, true);
+        {scope.plpgsql_narrow_to_tenant("tenant")}
     END IF;
     INSERT INTO assets_workflowcallback (tenant_id, asset_id, workflow_instance_id, decision,
         reason, callback_id, outcome, received_at)
     VALUES (tenant, found_asset, p_instance, p_decision, p_reason, left(p_callback_id, 100),
         CASE WHEN tenant IS NULL THEN 'unknown_instance' ELSE 'pending' END, now())
-    RETURNING id INTO receipt;
-    PERFORM set_config('steward.tenant_id', outer_tenant, true);
-    PERFORM set_config('steward.system', outer_system, true);
+    RETURNING id INTO receipt;{scope.PLPGSQL_RESTORE_OUTER_SCOPE}
 END
 $$;
-"""
+"""  # noqa: S608 - apps.core.scope's fragments, no input
 
-BACKFILL = """
+BACKFILL = f"""
 DO $$
 DECLARE
     tenants uuid[];
     t uuid;
 BEGIN
-    PERFORM set_config('steward.system', 'on', true);
+    {scope.PLPGSQL_ENTER_SYSTEM}
     SELECT array_agg(DISTINCT tenant_id) INTO tenants FROM assets_workflowcallback
     WHERE tenant_id IS NOT NULL;
-    PERFORM set_config('steward.system', '', true);
-    FOREACH t IN ARRAY coalesce(tenants, '{}'::uuid[]) LOOP
-        PERFORM set_config('steward.tenant_id', t::text, true);
+    FOREACH t IN ARRAY coalesce(tenants, '{{}}'::uuid[]) LOOP
+        {scope.plpgsql_narrow_to_tenant("t")}
         UPDATE assets_workflowcallback AS c SET asset_id = a.id FROM assets_asset AS a
         WHERE c.tenant_id = t AND a.tenant_id = t
           AND a.workflow_instance_id = c.workflow_instance_id;
     END LOOP;
-    PERFORM set_config('steward.tenant_id', '', true);
+    {scope.PLPGSQL_LEAVE_TENANT}
 END
 $$;
-"""
+"""  # noqa: S608 - apps.core.scope's fragments, no input
 
 
 class Migration(migrations.Migration):

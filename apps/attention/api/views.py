@@ -13,6 +13,7 @@ from apps.attention import selectors, services
 from apps.core.api.permissions import OPERATOR, PLATFORM
 from apps.core.api.views import StewardAccessMixin
 from apps.core.attention import kinds
+from apps.core.codes import CoreCode
 from apps.core.errors import ValidationFailed
 
 
@@ -83,7 +84,7 @@ class AttentionQueueView(StewardAccessMixin, APIView):
         if kind is not None and kind not in kinds():
             raise ValidationFailed(
                 f"There is no kind {kind!r} (one of {', '.join(kinds())}).",
-                code="invalid",
+                code=CoreCode.INVALID,
                 field="kind",
             )
         groups = selectors.queue(kind)

@@ -17,6 +17,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from apps.core.api.parsers import TOO_DEEP
+from apps.core.codes import CoreCode
 from apps.core.errors import Conflict, DomainError, NotFound
 from apps.core.scope import ScopeViolation
 
@@ -24,16 +25,16 @@ PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_TYPE_BASE = "https://steward.dev/problems/"
 
 _DRF_CODES = {
-    exceptions.ParseError: "malformed_request",
-    exceptions.NotAuthenticated: "not_authenticated",
-    exceptions.AuthenticationFailed: "authentication_failed",
-    exceptions.PermissionDenied: "permission_denied",
-    exceptions.NotFound: "not_found",
-    exceptions.MethodNotAllowed: "method_not_allowed",
-    exceptions.NotAcceptable: "not_acceptable",
-    exceptions.UnsupportedMediaType: "unsupported_media_type",
-    exceptions.Throttled: "throttled",
-    exceptions.ValidationError: "invalid",
+    exceptions.ParseError: CoreCode.MALFORMED_REQUEST,
+    exceptions.NotAuthenticated: CoreCode.NOT_AUTHENTICATED,
+    exceptions.AuthenticationFailed: CoreCode.AUTHENTICATION_FAILED,
+    exceptions.PermissionDenied: CoreCode.PERMISSION_DENIED,
+    exceptions.NotFound: CoreCode.NOT_FOUND,
+    exceptions.MethodNotAllowed: CoreCode.METHOD_NOT_ALLOWED,
+    exceptions.NotAcceptable: CoreCode.NOT_ACCEPTABLE,
+    exceptions.UnsupportedMediaType: CoreCode.UNSUPPORTED_MEDIA_TYPE,
+    exceptions.Throttled: CoreCode.THROTTLED,
+    exceptions.ValidationError: CoreCode.INVALID,
 }
 
 
@@ -80,13 +81,13 @@ def _flatten(value) -> list:
     if isinstance(value, dict):
         # Keys are names, or the indexes of a list's items (ints): always strings out.
         return [{"field": str(key), "errors": _flatten(inner)} for key, inner in value.items()]
-    return [{"code": getattr(value, "code", "invalid"), "message": str(value)}]
+    return [{"code": getattr(value, "code", CoreCode.INVALID), "message": str(value)}]
 
 
 class BodyTooLarge(exceptions.APIException):
     status_code = 413
     default_detail = "Request body too large"
-    default_code = "body_too_large"
+    default_code = CoreCode.BODY_TOO_LARGE
 
 
 def _title(exc, request) -> str:
@@ -123,7 +124,7 @@ def problem_exception_handler(exc, context):
         # A constraint the database guards, hit by a concurrent request after validation.
         exc = Conflict("The change conflicts with the current state.")
     elif isinstance(exc, ScopeViolation):
-        exc = NotFound("The object belongs to another tenant.", code="cross_tenant")
+        exc = NotFound("The object belongs to another tenant.", code=CoreCode.CROSS_TENANT)
 
     if isinstance(exc, DomainError):
         response = problem(
@@ -140,14 +141,14 @@ def problem_exception_handler(exc, context):
         if isinstance(exc, exceptions.ValidationError):
             extra["errors"] = _field_errors(exc.detail)
             detail = "The request has invalid fields; see errors."
-            code = "invalid"
+            code = CoreCode.INVALID
         else:
             detail = str(exc.detail)
             specific = exc.get_codes() if isinstance(exc.detail, str) else None
             # Our own raises carry a specific code (token_expired, missing_scope, …).
             if isinstance(specific, str) and specific != exc.default_code:
                 code = specific
-        code = code or getattr(exc, "default_code", "error")
+        code = code or getattr(exc, "default_code", CoreCode.ERROR)
         title = _title(exc, context.get("request"))
         response = problem(
             status_code=exc.status_code,

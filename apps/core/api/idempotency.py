@@ -10,6 +10,7 @@ import json
 from django.db import connection
 from rest_framework.response import Response
 
+from apps.core.codes import CoreCode
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.models import IdempotencyRecord
 
@@ -53,7 +54,8 @@ def idempotent(view_method):
             return view_method(self, request, *args, **kwargs)
         if not 1 <= len(key) <= 255:
             raise ValidationFailed(
-                "Idempotency-Key must be 1 to 255 characters.", code="invalid_idempotency_key"
+                "Idempotency-Key must be 1 to 255 characters.",
+                code=CoreCode.INVALID_IDEMPOTENCY_KEY,
             )
         caller = _caller(request)
         # The parsed body, canonicalised: key order and spacing do not make a new request.
@@ -67,7 +69,7 @@ def idempotent(view_method):
             if record.request_digest != digest:
                 raise Conflict(
                     "This Idempotency-Key was used with a different request.",
-                    code="idempotency_key_reused",
+                    code=CoreCode.IDEMPOTENCY_KEY_REUSED,
                 )
             headers = {**record.response_headers, "Idempotent-Replayed": "true"}
             return Response(record.response_body, status=record.status_code, headers=headers)

@@ -1,12 +1,13 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions, pagination
 
+from apps.core.codes import CoreCode
 from apps.core.errors import ValidationFailed
 
 
 def _invalid_cursor() -> ValidationFailed:
     return ValidationFailed(
-        "The cursor is not one this list gave out.", code="invalid_cursor", field="cursor"
+        "The cursor is not one this list gave out.", code=CoreCode.INVALID_CURSOR, field="cursor"
     )
 
 

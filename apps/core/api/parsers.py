@@ -8,7 +8,9 @@ import json
 from django.conf import settings
 from rest_framework import exceptions, parsers
 
-TOO_DEEP = "json_too_deep"
+from apps.core.codes import CoreCode
+
+TOO_DEEP = CoreCode.JSON_TOO_DEEP
 
 
 class JsonTooDeep(ValueError):

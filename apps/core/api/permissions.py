@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
+from apps.core.codes import CoreCode
 from apps.core.scope import owning_tenant_id
 
 OPERATOR = "operator"
@@ -57,7 +58,7 @@ class StewardAccess(BasePermission):
             needed = f"{view.scope_app}:{'write' if write else 'read'}"
             if not request.api_token.allows(needed):
                 raise exceptions.PermissionDenied(
-                    f"The token lacks the {needed} scope.", code="missing_scope"
+                    f"The token lacks the {needed} scope.", code=CoreCode.MISSING_SCOPE
                 )
         allowed = view.get_write_access() if write else view.get_read_access()
         return kind in allowed

@@ -1,5 +1,7 @@
 from rest_framework import serializers
 
+from apps.core.codes import CoreCode
+
 
 def _has_nul(value) -> bool:
     if isinstance(value, str):
@@ -24,7 +26,9 @@ class StrictFieldsMixin:
             if unknown:
                 raise serializers.ValidationError(
                     {
-                        name: [serializers.ErrorDetail("Unknown field.", code="unknown_field")]
+                        name: [
+                            serializers.ErrorDetail("Unknown field.", code=CoreCode.UNKNOWN_FIELD)
+                        ]
                         for name in unknown
                     }
                 )
@@ -33,7 +37,11 @@ class StrictFieldsMixin:
                 message = "Null characters are not allowed."
                 raise serializers.ValidationError(
                     {
-                        name: [serializers.ErrorDetail(message, code="null_characters_not_allowed")]
+                        name: [
+                            serializers.ErrorDetail(
+                                message, code=CoreCode.NULL_CHARACTERS_NOT_ALLOWED
+                            )
+                        ]
                         for name in with_nul
                     }
                 )
@@ -74,7 +82,7 @@ class TenantSlugField(serializers.SlugRelatedField):
         try:
             return super().to_internal_value(data)
         except serializers.ValidationError as exc:
-            if getattr(exc.detail[0], "code", None) == "does_not_exist":
+            if getattr(exc.detail[0], "code", None) == CoreCode.DOES_NOT_EXIST:
                 return _UnknownTenant(str(data))
             raise
 

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from apps.core.api.idempotency import idempotent
 from apps.core.api.permissions import EVERYONE, StewardAccess
 from apps.core.api.serializers import is_unknown_tenant
+from apps.core.codes import CoreCode
 from apps.core.errors import PreconditionFailed, ValidationFailed
 from apps.core.scope import owning_tenant_id, tenant_scope
 
@@ -39,14 +40,14 @@ def tenant_for_write(request, named):
         # The same refusal for a slug no tenant has (TenantSlugField) as for another's.
         if named is not None and (is_unknown_tenant(named) or named.pk != request.tenant.pk):
             raise ValidationFailed(
-                "You act for another tenant than the one named.", code="tenant_mismatch"
+                "You act for another tenant than the one named.", code=CoreCode.TENANT_MISMATCH
             )
         return request.tenant
     if named is None:
-        raise ValidationFailed("Name the tenant.", code="tenant_required", field="tenant")
+        raise ValidationFailed("Name the tenant.", code=CoreCode.TENANT_REQUIRED, field="tenant")
     if is_unknown_tenant(named):
         raise ValidationFailed(
-            f"No tenant has the slug {named.slug!r}.", code="does_not_exist", field="tenant"
+            f"No tenant has the slug {named.slug!r}.", code=CoreCode.DOES_NOT_EXIST, field="tenant"
         )
     return named
 
@@ -120,7 +121,7 @@ class StewardViewSetMixin(StewardAccessMixin):
             if not _matches(if_match, current):
                 raise PreconditionFailed(
                     "The object has changed since it was read; fetch it again.",
-                    code="stale_etag",
+                    code=CoreCode.STALE_ETAG,
                 )
         return obj
 

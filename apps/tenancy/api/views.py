@@ -22,12 +22,14 @@ from apps.core.api.views import (
     StewardReadOnlyViewSet,
     StewardViewSetMixin,
 )
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import NotFound, ValidationFailed
 from apps.core.view_scope import unscoped
 from apps.tenancy import selectors, services
 from apps.tenancy.api import serializers
 from apps.tenancy.api.catalog import StewardCatalogViewSet
+from apps.tenancy.codes import TenancyCode
 from apps.tenancy.filters import AuditEventFilterSet, MembershipFilterSet, TenantFilterSet
 from apps.tenancy.models import Tenant
 
@@ -105,7 +107,7 @@ class MembershipViewSet(
         answer is the same whether the username exists or not."""
         if request.tenant is None:
             raise ValidationFailed(
-                "Choose the tenant to act for before adding members.", code="tenant_required"
+                "Choose the tenant to act for before adding members.", code=CoreCode.TENANT_REQUIRED
             )
         payload = serializers.MembershipWriteSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
@@ -157,7 +159,7 @@ class InvitationViewSet(viewsets.GenericViewSet):
     def _invitation(self, pk):
         found = selectors.invitation_of(self.request.user, int(pk))
         if found is None:
-            raise NotFound("No such invitation.", code="invitation_not_found")
+            raise NotFound("No such invitation.", code=TenancyCode.INVITATION_NOT_FOUND)
         return found
 
     def list(self, request):
