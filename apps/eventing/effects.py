@@ -231,14 +231,7 @@ def reconcile_due(limit: int = RECONCILE_BATCH) -> int:
                 state=UncertainEffect.State.UNCERTAIN, next_check_at__lte=timezone.now()
             ).order_by("next_check_at")[:limit]
         )
-    settled = 0
-    for effect in due:
-        try:
-            settled += _reconcile(effect)
-        except InvalidTransition as moved:
-            # A person settled it while the other side was asked: theirs stands.
-            logger.info("effect %s was settled meanwhile: %s", effect.pk, moved.detail)
-    return settled
+    return sum(_reconcile(effect) for effect in due)
 
 
 def _reconcile(effect: UncertainEffect) -> int:
@@ -252,22 +245,28 @@ def _reconcile(effect: UncertainEffect) -> int:
     last = _reaches_limit(effect)
     if outcome.state not in SETTLES and last and hasattr(adapter, "at_limit"):
         outcome = _ask(adapter.at_limit, effect)
-    if outcome.state in SETTLES:
-        effect = _mark(
-            effect, outcome.state, result=outcome.result, error=outcome.error, checked=True
-        )
-        _settled(effect, adapter)
-        return 1
-    if last:
-        _escalate(effect, adapter, outcome.error or "the other side does not know it")
-    else:
-        _mark(
-            effect,
-            UncertainEffect.State.UNCERTAIN,
-            error=outcome.error or "the other side does not know yet",
-            checked=True,
-        )
-    return 0
+    try:
+        if outcome.state in SETTLES:
+            effect = _mark(
+                effect, outcome.state, result=outcome.result, error=outcome.error, checked=True
+            )
+        elif last:
+            _escalate(effect, adapter, outcome.error or "the other side does not know it")
+        else:
+            _mark(
+                effect,
+                UncertainEffect.State.UNCERTAIN,
+                error=outcome.error or "the other side does not know yet",
+                checked=True,
+            )
+    except InvalidTransition as moved:
+        # A person settled it while the other side was asked: theirs stands.
+        logger.info("effect %s was settled meanwhile: %s", effect.pk, moved.detail)
+        return 0
+    if outcome.state not in SETTLES:
+        return 0
+    _settled(effect, adapter)
+    return 1
 
 
 # --------------------------------------------------------------------------- by a person

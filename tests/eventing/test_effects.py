@@ -4,8 +4,16 @@ by asking the other side."""
 import httpx
 import pytest
 
+from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope, tenant_scope
-from apps.eventing.effects import ADAPTERS, Outcome, perform_effect, reconcile_due, register_adapter
+from apps.eventing.effects import (
+    ADAPTERS,
+    Outcome,
+    effect_settle,
+    perform_effect,
+    reconcile_due,
+    register_adapter,
+)
 from apps.eventing.models import UncertainEffect
 from tests.support import LocalServer
 
@@ -118,3 +126,32 @@ def test_an_effect_the_other_side_does_not_know_stays_uncertain_and_backs_off(
         effect.refresh_from_db()
     assert effect.state == "uncertain" and effect.attempts == 2
     assert effect.next_check_at > effect.created_at
+
+
+def test_an_effect_a_person_settles_while_the_other_side_is_asked_stays_as_they_settled_it(
+    tenant_a, other_side, fast_retries
+):
+    def never_reaches():
+        raise httpx.ReadTimeout("no answer")
+
+    effect = perform_effect(
+        tenant_id=tenant_a.pk,
+        actor="test",
+        target_system="test-workflows",
+        operation="start",
+        external_ref="k4",
+        call=never_reaches,
+    )
+
+    class SettledMeanwhile(LookupAdapter):
+        def check(self, asked):
+            effect_settle(effect=asked, actor=SYSTEM_ACTOR, done=False, reason="seen to")
+            return Outcome(UncertainEffect.State.SUCCEEDED, {"instance": "wf-k4"})
+
+    register_adapter("test-workflows", SettledMeanwhile(other_side.url))
+    with tenant_scope(tenant_a):
+        UncertainEffect.objects.filter(pk=effect.pk).update(next_check_at=effect.created_at)
+    assert reconcile_due() == 0
+    with system_scope():
+        effect.refresh_from_db()
+    assert (effect.state, effect.last_error, effect.result) == ("failed", "seen to", {})
