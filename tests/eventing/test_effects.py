@@ -58,6 +58,26 @@ def start(server, key, *, timeout):
     return call
 
 
+def unanswered_and_due(tenant, key, adapter):
+    """An effect whose call timed out, due for a check by `adapter`."""
+
+    def never_reaches():
+        raise httpx.ReadTimeout("no answer")
+
+    effect = perform_effect(
+        tenant_id=tenant.pk,
+        actor="test",
+        target_system="test-workflows",
+        operation="start",
+        external_ref=key,
+        call=never_reaches,
+    )
+    register_adapter("test-workflows", adapter)
+    with tenant_scope(tenant):
+        UncertainEffect.objects.filter(pk=effect.pk).update(next_check_at=effect.created_at)
+    return effect
+
+
 def test_an_answered_call_is_settled_at_once(tenant_a, other_side):
     effect = perform_effect(
         tenant_id=tenant_a.pk,
@@ -107,20 +127,7 @@ def test_a_timed_out_call_is_uncertain_then_reconciled_by_asking(
 def test_an_effect_the_other_side_does_not_know_stays_uncertain_and_backs_off(
     tenant_a, other_side, fast_retries
 ):
-    def never_reaches():
-        raise httpx.ReadTimeout("no answer")
-
-    effect = perform_effect(
-        tenant_id=tenant_a.pk,
-        actor="test",
-        target_system="test-workflows",
-        operation="start",
-        external_ref="k3",
-        call=never_reaches,
-    )
-    register_adapter("test-workflows", LookupAdapter(other_side.url))
-    with tenant_scope(tenant_a):
-        UncertainEffect.objects.filter(pk=effect.pk).update(next_check_at=effect.created_at)
+    effect = unanswered_and_due(tenant_a, "k3", LookupAdapter(other_side.url))
     assert reconcile_due() == 0
     with system_scope():
         effect.refresh_from_db()
@@ -131,26 +138,12 @@ def test_an_effect_the_other_side_does_not_know_stays_uncertain_and_backs_off(
 def test_an_effect_a_person_settles_while_the_other_side_is_asked_stays_as_they_settled_it(
     tenant_a, other_side, fast_retries
 ):
-    def never_reaches():
-        raise httpx.ReadTimeout("no answer")
-
-    effect = perform_effect(
-        tenant_id=tenant_a.pk,
-        actor="test",
-        target_system="test-workflows",
-        operation="start",
-        external_ref="k4",
-        call=never_reaches,
-    )
-
     class SettledMeanwhile(LookupAdapter):
         def check(self, asked):
             effect_settle(effect=asked, actor=SYSTEM_ACTOR, done=False, reason="seen to")
             return Outcome(UncertainEffect.State.SUCCEEDED, {"instance": "wf-k4"})
 
-    register_adapter("test-workflows", SettledMeanwhile(other_side.url))
-    with tenant_scope(tenant_a):
-        UncertainEffect.objects.filter(pk=effect.pk).update(next_check_at=effect.created_at)
+    effect = unanswered_and_due(tenant_a, "k4", SettledMeanwhile(other_side.url))
     assert reconcile_due() == 0
     with system_scope():
         effect.refresh_from_db()
