@@ -31,10 +31,9 @@ from django.utils import timezone
 from apps.console.charts import Chart, Series, stacked_series
 from apps.core import counting
 from apps.core.scope import current_scope
-from apps.eventing.dispatcher import outbox_backlog
 from apps.eventing.lag import Lag, consumer_lag, lag_now_and_samples
 from apps.eventing.models import OutboxEvent, RecentEvent
-from apps.eventing.selectors import MINUTE, MinuteRate, delivery_rate
+from apps.eventing.selectors import MINUTE, MinuteRate, delivery_rate, outbox_backlog
 
 MINUTES = 60
 # More topics than colours tell apart: the busiest are drawn, the rest summed.

@@ -15,8 +15,9 @@ envelope goes to dead letters and the runner moves on. Entries left pending by a
 runner that died are claimed by another after RECLAIM_IDLE_SECONDS (XAUTOCLAIM), and
 go to dead letters once Redis has delivered them MAX_ATTEMPTS times.
 
-The catalog rows involved (Steward's consumers' services and subscriptions, and each
-subscription's delivery health) are the registry's, written through its services.
+The runners write nothing themselves: dead letters, deliveries' counts and each
+subscription's delivery health go through eventing's services (apps.eventing.services),
+which write the registry's catalog rows through the registry's.
 """
 
 from __future__ import annotations
@@ -28,105 +29,25 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from apps.core.context import SYSTEM_ACTOR
 from apps.core.redis import REDIS_ERRORS, get_redis
-from apps.core.scope import owner_scope, system_scope
+from apps.core.scope import system_scope
+from apps.eventing import services
 from apps.eventing.consumer_registry import HANDLERS, Handler
-from apps.eventing.dispatcher import count_deliveries
 from apps.eventing.envelope import Envelope
 from apps.eventing.inbox import handle_envelopes
-from apps.eventing.models import DeadLetter
-from apps.eventing.services import backoff_seconds
 from apps.eventing.transports import STREAM_PREFIX, WebhookTransport, ensure_group, stream_key
 from apps.registry import selectors as registry_selectors
-from apps.registry import services as registry_services
 from apps.registry.models import Subscription
 from apps.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
-
-
-# --------------------------------------------------------------------------- subscriptions
-
-
-def sync_consumer_subscriptions(topic_names: Iterable[str] | None = None) -> list[Subscription]:
-    """Make the catalog show each registered consumer's subscriptions (idempotent), on
-    every topic or, with `topic_names`, on those topics only."""
-    subscriptions = []
-    for handler in HANDLERS.values():
-        wanted = handler.topics
-        if topic_names is not None:
-            wanted = [n for n in topic_names if handler.topics is None or n in handler.topics]
-            if not wanted:
-                continue
-        service = registry_services.service_ensure(
-            actor=SYSTEM_ACTOR, name=handler.consumer, description="Steward's own consumer"
-        )
-        for topic in registry_selectors.topics_named(wanted):
-            subscriptions.append(
-                registry_services.subscription_ensure(
-                    actor=SYSTEM_ACTOR,
-                    consumer=service,
-                    topic=topic,
-                    transport=Subscription.Transport.REDIS_STREAM,
-                )
-            )
-    return subscriptions
-
-
-def follow_new_topics(names: Iterable[str]) -> int:
-    """Steward's consumers subscribed to these new topics, their groups made (the
-    `eventing.follow_new_topics` task); the subscriptions made sure of."""
-    subscriptions = sync_consumer_subscriptions(topic_names=names)
-    ensure_subscription_groups(subscriptions)
-    return len(subscriptions)
-
-
-def ensure_subscription_groups(subscriptions: Iterable[Subscription]) -> None:
-    client = get_redis()
-    for subscription in subscriptions:
-        ensure_group(client, stream_key(subscription.topic.name), subscription.group_name)
-
-
-# --------------------------------------------------------------------------- dead letters
-
-
-def dead_letter(subscription: Subscription, envelope: Envelope, *, error: str, attempts: int):
-    with owner_scope(envelope.tenant_id):
-        try:
-            with transaction.atomic():
-                DeadLetter.objects.create(
-                    subscription=subscription,
-                    event_id=envelope.event_id,
-                    topic=envelope.topic,
-                    event_type=envelope.event_type,
-                    tenant_id=envelope.tenant_id,
-                    envelope=envelope.to_dict(),
-                    error=error[:5000],
-                    attempts=attempts,
-                )
-        except IntegrityError as exc:
-            constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
-            if constraint != "dead_letter_once":
-                raise  # not a duplicate: the entry stays pending rather than vanish
-            # already dead for this subscription (a reclaimed duplicate)
-    count_deliveries(subscription_id=subscription.pk, failed=1)
-    logger.error(
-        "dead letter: %s %s for %s after %s attempts: %s",
-        envelope.topic,
-        envelope.event_id,
-        subscription,
-        attempts,
-        error[:200],
-    )
 
 
 # --------------------------------------------------------------------------- runners
@@ -324,17 +245,17 @@ class Runner:
         for entry in entries:
             if entry.envelope is None:
                 # Kept for an operator rather than dropped: it names the stream entry.
-                dead_letter(
-                    self.subscriptions[0],
-                    unreadable_envelope(entry),
+                services.dead_letter_record(
+                    subscription=self.subscriptions[0],
+                    envelope=unreadable_envelope(entry),
                     error=entry.raw_error,
                     attempts=entry.deliveries,
                 )
                 client.xack(entry.stream, self.group, entry.entry_id)
             elif entry.deliveries > max_attempts:
-                dead_letter(
-                    self.subscription_of(entry.envelope),
-                    entry.envelope,
+                services.dead_letter_record(
+                    subscription=self.subscription_of(entry.envelope),
+                    envelope=entry.envelope,
                     error=f"delivered {entry.deliveries} times without being acknowledged",
                     attempts=entry.deliveries,
                 )
@@ -357,8 +278,10 @@ class Runner:
                 client.xack(entry.stream, self.group, entry.entry_id)
             return
         for envelope_topic in {entry.envelope.topic for entry in ready}:
-            count = sum(1 for entry in ready if entry.envelope.topic == envelope_topic)
-            self._record_success(self.by_topic.get(envelope_topic), count)
+            subscription = self.by_topic.get(envelope_topic)
+            if subscription is not None:
+                count = sum(1 for entry in ready if entry.envelope.topic == envelope_topic)
+                services.subscription_record_delivery(subscription=subscription, delivered=count)
         for stream in {entry.stream for entry in ready}:
             client.xack(stream, self.group, *[e.entry_id for e in ready if e.stream == stream])
 
@@ -397,19 +320,24 @@ class Runner:
                 self.deliver([entry.envelope])
             except Exception as exc:  # noqa: BLE001
                 error = f"{type(exc).__name__}: {exc}"
-                self._record_failure(subscription, error)
+                services.subscription_record_failure(subscription=subscription, error=error)
                 if attempt >= config["MAX_ATTEMPTS"]:
-                    dead_letter(subscription, entry.envelope, error=error, attempts=attempt)
+                    services.dead_letter_record(
+                        subscription=subscription,
+                        envelope=entry.envelope,
+                        error=error,
+                        attempts=attempt,
+                    )
                     return
                 if self.stop.is_set():
                     raise  # stopping: leave it pending for the next runner
-                delay = backoff_seconds(
+                delay = services.backoff_seconds(
                     attempt, base=config["BACKOFF_BASE_SECONDS"], cap=config["BACKOFF_MAX_SECONDS"]
                 )
                 attempt += 1
                 self._wait_holding_lease(delay)
             else:
-                self._record_success(subscription, 1)
+                services.subscription_record_delivery(subscription=subscription, delivered=1)
                 return
 
     def _wait_holding_lease(self, seconds: float) -> None:
@@ -423,17 +351,6 @@ class Runner:
             if remaining <= 0:
                 return
             self.stop.wait(min(remaining, LEASE_SECONDS / 3))
-
-    @staticmethod
-    def _record_success(subscription: Subscription | None, count: int) -> None:
-        if subscription is None:
-            return
-        registry_services.subscription_mark_delivered(subscription_id=subscription.pk)
-        count_deliveries(subscription_id=subscription.pk, delivered=count)
-
-    @staticmethod
-    def _record_failure(subscription: Subscription, error: str) -> None:
-        registry_services.subscription_mark_failed(subscription_id=subscription.pk, error=error)
 
 
 def consumer_runner(handler: Handler, subscriptions: list[Subscription]) -> Runner:
@@ -465,57 +382,3 @@ def build_runners() -> list[Runner]:
     for subscription in registry_selectors.active_subscriptions(Subscription.Transport.WEBHOOK):
         runners.append(webhook_runner(subscription))
     return runners
-
-
-def redeliver(dead_letter_id: int) -> str:
-    """Deliver a queued replay to its own subscription only.
-
-    At least once: the envelope is delivered, then the dead letter is marked replayed
-    (a crash in between delivers it again; receivers deduplicate on the event id). A
-    failure makes a new dead letter and the replayed one stays as history, so an
-    operator sees the outcome either way.
-    """
-    with system_scope():
-        dead = (
-            DeadLetter.objects.select_related("subscription__consumer", "subscription__topic")
-            .filter(pk=dead_letter_id, state=DeadLetter.State.REPLAYING)
-            .first()
-        )
-    if dead is None:
-        return "skipped"
-    subscription = dead.subscription
-    envelope = Envelope.from_dict(dead.envelope)
-    outcome = "delivered"
-    try:
-        if subscription.transport == Subscription.Transport.WEBHOOK:
-            WebhookTransport().publish([envelope], subscription=subscription)
-        else:
-            handler = HANDLERS.get(subscription.consumer.name)
-            if handler is None:
-                raise LookupError(f"no handler is registered for {subscription.consumer.name}")
-            handle_envelopes(handler, [envelope])
-    except Exception as exc:  # noqa: BLE001 - recorded as a new dead letter
-        outcome = "failed"
-        error = f"replay: {type(exc).__name__}: {exc}"
-    with owner_scope(dead.tenant_id), transaction.atomic():
-        replayed = DeadLetter.State.REPLAYED
-        marked = DeadLetter.objects.filter(
-            pk=dead.pk, state__in=DeadLetter.TRANSITIONS.sources(replayed)
-        ).update(state=replayed)
-        if outcome == "failed" and marked:
-            dead_letter(subscription, envelope, error=error, attempts=1)
-    if outcome == "delivered":
-        Runner._record_success(subscription, 1)
-    return outcome
-
-
-def redeliver_queued(*, older_than_seconds: int = 30) -> int:
-    """Deliver replays whose task never ran (the sweep behind dead_letter_replay)."""
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    with system_scope():
-        queued = list(
-            DeadLetter.objects.filter(
-                state=DeadLetter.State.REPLAYING, resolved_at__lt=cutoff
-            ).values_list("pk", flat=True)[:100]
-        )
-    return sum(1 for pk in queued if redeliver(pk) == "delivered")

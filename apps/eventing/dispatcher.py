@@ -1,5 +1,9 @@
 """The outbox dispatcher: outbox rows → Redis streams, at least once, in order per aggregate.
 
+A service module of eventing's (see apps.eventing.services): the dispatcher's runs,
+`dispatch_kicked` (a commit asked for one), `dispatch_sweep` (beat's safety net) and
+`drain`, are what tasks and commands call.
+
 One pass:
 1. lease a lane that has due rows (a short transaction: `FOR UPDATE SKIP LOCKED` on
    the lane rows, so concurrent dispatchers each get a different lane);
@@ -22,12 +26,10 @@ transport failure backs the lane off exponentially and keeps the rows.
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from collections import defaultdict
 from datetime import timedelta
-from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -35,12 +37,13 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from apps.core import counting
+from apps.core.kick import clear_kick
 from apps.core.scope import owner_scope, system_scope
 from apps.eventing.envelope import Envelope
-from apps.eventing.models import LANES, DeliveryCount, DispatchedEvent, DispatchLane, OutboxEvent
+from apps.eventing.models import LANES, DispatchedEvent, DispatchLane, OutboxEvent
 from apps.eventing.redrive import ENVELOPE_COLUMNS, redrive_leased, redrive_lost_lanes
-from apps.eventing.services import backoff_seconds
+from apps.eventing.services import KICK_KEY, backoff_seconds, count_deliveries
+from apps.eventing.signals import send_follow_task
 from apps.eventing.transports import LaneBehind, RedisStreamTransport, TransportError
 
 logger = logging.getLogger(__name__)
@@ -86,7 +89,7 @@ def _claim_lane(token: uuid.UUID, lease: timedelta) -> tuple[int, int] | None:
 
 def _read_lane(lane: int, batch: int) -> list[tuple[int, Envelope]]:
     """The lane's oldest rows as (id, envelope), in write order. Plain tuples, not model
-    instances: building 500 models per batch cost more than publishing them."""
+    instances: building 500 models per batch would cost more than publishing them."""
     with system_scope():
         rows = (
             OutboxEvent.objects.filter(lane=lane)
@@ -121,29 +124,6 @@ def _move_published(rows: list[tuple[int, Envelope]]) -> None:
         with owner_scope(tenant_id):
             with connection.cursor() as cursor:
                 cursor.execute(MOVE, [ids])
-
-
-def count_deliveries(*, subscription_id=None, delivered: int = 0, failed: int = 0) -> None:
-    minute = timezone.now().replace(second=0, microsecond=0)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {DeliveryCount._meta.db_table} (minute, subscription_id, delivered, failed)
-            VALUES (%s, %s, %s, %s)
-            ON CONFLICT (minute, subscription_id)
-            DO UPDATE SET delivered = {DeliveryCount._meta.db_table}.delivered + EXCLUDED.delivered,
-                          failed = {DeliveryCount._meta.db_table}.failed + EXCLUDED.failed
-            """,  # noqa: S608 - table name only
-            [minute, subscription_id, delivered, failed],
-        )
-
-
-def _test_pause_after_publish() -> None:
-    # Lets the crash test kill a dispatcher between publish and delete, deterministically.
-    marker = os.environ.get("STEWARD_TEST_PAUSE_AFTER_PUBLISH")
-    if marker:
-        open(marker, "w").close()  # noqa: SIM115
-        time.sleep(3600)
 
 
 def _publish(transport, rows, lane: int, published: int, token: uuid.UUID) -> None:
@@ -192,7 +172,6 @@ def dispatch_lane_once(transport=None) -> int | None:
         )
         logger.warning("lane %s: publish failed (%s); retry in %.1fs", lane, exc, delay)
         raise
-    _test_pause_after_publish()
     with transaction.atomic():
         _move_published(rows)
         count_deliveries(delivered=len(rows))
@@ -234,29 +213,18 @@ def drain(*, transport=None, max_seconds: float = 50.0) -> int:
     return total
 
 
-# Waiting envelopes, counted no further than the bound (apps.core.counting).
-BACKLOG_COUNT = f"SELECT count(*) FROM (SELECT FROM {OUTBOX} LIMIT %s) AS waiting"  # noqa: S608
-# The age in seconds of the oldest waiting envelope, by write order: found through the
-# primary key, not a scan.
-_AGE = "greatest(0, extract(epoch FROM clock_timestamp() - occurred_at))"
-OLDEST_AGE = f"SELECT {_AGE} FROM {OUTBOX} ORDER BY id LIMIT 1"  # noqa: S608
+def dispatch_kicked() -> int:
+    """The run a commit's kick asked for (apps.eventing.services.kick_dispatcher)."""
+    # Clear the kick flag before looking at the outbox: a commit after this point
+    # kicks again, so no event waits for the sweep.
+    clear_kick(KICK_KEY)
+    # New topics' names ride on the kick their commit sent (apps.eventing.signals).
+    send_follow_task()
+    return drain()
 
 
-class Backlog(NamedTuple):
-    waiting: int
-    estimated: bool  # counted exactly up to apps.core.counting's bound, estimated above
-    oldest_age_seconds: float | None
-
-
-def outbox_backlog() -> Backlog:
-    """How many envelopes wait, and the age in seconds of the oldest."""
-    with system_scope(reads_only=True), connection.cursor() as cursor:
-        if counting.counted_past_bound(BACKLOG_COUNT):
-            counted = counting.COUNTED_EXACTLY + 1
-        else:
-            cursor.execute(BACKLOG_COUNT, [counting.COUNTED_EXACTLY + 1])
-            counted = counting.read_count(BACKLOG_COUNT, cursor.fetchone()[0])
-        waiting = counting.bounded(counted, lambda: counting.table_estimate(cursor, OUTBOX))
-        cursor.execute(OLDEST_AGE)
-        row = cursor.fetchone()
-    return Backlog(waiting.n, waiting.estimated, float(row[0]) if row else None)
+def dispatch_sweep() -> int:
+    """Beat's safety net for lost kicks and backed-off lanes. Several may overlap:
+    lanes are leased, so they share the work instead of repeating it."""
+    send_follow_task()
+    return drain()

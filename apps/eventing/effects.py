@@ -1,5 +1,8 @@
 """Uncertain effects: calls to other systems whose outcome may be unknown.
 
+A service module of eventing's (see apps.eventing.services): every write of an
+`UncertainEffect` is here, each move along its table through `TRANSITIONS.move`.
+
 A handler or service that calls outside records the call first (`perform_effect`),
 in its own transaction, under an external reference the other side can be asked
 about (an idempotency key). If the call answers, the record is settled. If it times
@@ -30,9 +33,10 @@ from django.utils import timezone
 
 from apps.core.context import Actor
 from apps.core.enqueue import enqueue_on_commit
-from apps.core.errors import Conflict, ValidationFailed
+from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
 from apps.core.outbox import emit
 from apps.core.scope import owner_scope, system_scope
+from apps.eventing.codes import EventingCode
 from apps.eventing.models import UncertainEffect
 from apps.eventing.services import backoff_seconds
 from apps.tenancy.audit import audit_record
@@ -112,32 +116,29 @@ def perform_effect(
     return _mark(effect, UncertainEffect.State.SUCCEEDED, result=result)
 
 
-SAVED = ["state", "attempts", "checks", "last_error", "result", "next_check_at", "updated_at"]
-
-
 def _mark(
     effect: UncertainEffect, state: str, *, result=None, error: str = "", checked: bool = False
 ) -> UncertainEffect:
     """Move the effect along its table (another check of an uncertain one included) and
     schedule its next check while it stays uncertain."""
     config = settings.STEWARD_EVENTING
-    UncertainEffect.TRANSITIONS.check(effect.state, state)
-    effect.state = state
-    effect.attempts += 1
-    if checked:
-        effect.checks += 1
-    effect.last_error = error[:500]
+    attempts = effect.attempts + 1
+    changes = {
+        "attempts": attempts,
+        "checks": effect.checks + 1 if checked else effect.checks,
+        "last_error": error[:500],
+        "next_check_at": None,
+        "updated_at": timezone.now(),
+    }
     if result is not None:
-        effect.result = result
-    effect.next_check_at = None
+        changes["result"] = result
     if state == UncertainEffect.State.UNCERTAIN:
         delay = backoff_seconds(
-            effect.attempts, base=config["BACKOFF_BASE_SECONDS"], cap=config["BACKOFF_MAX_SECONDS"]
+            attempts, base=config["BACKOFF_BASE_SECONDS"], cap=config["BACKOFF_MAX_SECONDS"]
         )
-        effect.next_check_at = timezone.now() + timedelta(seconds=delay)
+        changes["next_check_at"] = timezone.now() + timedelta(seconds=delay)
     with owner_scope(effect.tenant_id), transaction.atomic():
-        effect.save(update_fields=SAVED)
-    return effect
+        return UncertainEffect.TRANSITIONS.move(effect, state, **changes)
 
 
 def past_limit(effect: UncertainEffect, *, now=None) -> bool:
@@ -166,11 +167,16 @@ def _escalate(effect: UncertainEffect, adapter, error: str) -> UncertainEffect:
     """Take the effect out of reconciliation: it waits on a person now."""
     now = timezone.now()
     with owner_scope(effect.tenant_id), transaction.atomic():
-        effect.checks += 1
-        effect.last_error = error[:500]
-        effect.next_check_at = None
-        effect.escalated_at = now
-        effect.save(update_fields=[*SAVED, "escalated_at"])
+        # Still uncertain, out of the reconciler's hands.
+        UncertainEffect.TRANSITIONS.move(
+            effect,
+            UncertainEffect.State.UNCERTAIN,
+            checks=effect.checks + 1,
+            last_error=error[:500],
+            next_check_at=None,
+            escalated_at=now,
+            updated_at=now,
+        )
         audit_record(
             actor=None,
             action="effect.escalated",
@@ -225,23 +231,25 @@ def reconcile_due(limit: int = RECONCILE_BATCH) -> int:
                 state=UncertainEffect.State.UNCERTAIN, next_check_at__lte=timezone.now()
             ).order_by("next_check_at")[:limit]
         )
-    settled = 0
-    for effect in due:
-        adapter = ADAPTERS.get(effect.target_system)
-        if adapter is None:
-            logger.error("no reconciliation adapter for %s", effect.target_system)
-            outcome = Outcome(UNKNOWN, error="no adapter for this system")
-        else:
-            outcome = _ask(adapter.check, effect)
-        last = _reaches_limit(effect)
-        if outcome.state not in SETTLES and last and hasattr(adapter, "at_limit"):
-            outcome = _ask(adapter.at_limit, effect)
+    return sum(_reconcile(effect) for effect in due)
+
+
+def _reconcile(effect: UncertainEffect) -> int:
+    """Ask about one due effect and act on the answer; 1 when that settled it."""
+    adapter = ADAPTERS.get(effect.target_system)
+    if adapter is None:
+        logger.error("no reconciliation adapter for %s", effect.target_system)
+        outcome = Outcome(UNKNOWN, error="no adapter for this system")
+    else:
+        outcome = _ask(adapter.check, effect)
+    last = _reaches_limit(effect)
+    if outcome.state not in SETTLES and last and hasattr(adapter, "at_limit"):
+        outcome = _ask(adapter.at_limit, effect)
+    try:
         if outcome.state in SETTLES:
             effect = _mark(
                 effect, outcome.state, result=outcome.result, error=outcome.error, checked=True
             )
-            _settled(effect, adapter)
-            settled += 1
         elif last:
             _escalate(effect, adapter, outcome.error or "the other side does not know it")
         else:
@@ -251,18 +259,32 @@ def reconcile_due(limit: int = RECONCILE_BATCH) -> int:
                 error=outcome.error or "the other side does not know yet",
                 checked=True,
             )
-    return settled
+    except InvalidTransition as moved:
+        # A person settled it while the other side was asked: theirs stands.
+        logger.info("effect %s was settled meanwhile: %s", effect.pk, moved.detail)
+        return 0
+    if outcome.state not in SETTLES:
+        return 0
+    _settled(effect, adapter)
+    return 1
 
 
 # --------------------------------------------------------------------------- by a person
 
 
+def _settled_already(state: str) -> str:
+    return f"The effect is {state} already."
+
+
 def _locked_effect(effect: UncertainEffect) -> UncertainEffect:
+    """The effect, locked until the transaction ends, if it is uncertain: a person acts
+    on nothing else (the table would let a pending one settle, but that call is still
+    out), and what they act on must not move under them (escalated or not)."""
     locked = UncertainEffect.objects.select_for_update().get(pk=effect.pk)
     if locked.state != UncertainEffect.State.UNCERTAIN:
         raise Conflict(
-            f"The effect is {locked.state} already.",
-            code="effect_already_settled",
+            _settled_already(locked.state),
+            code=EventingCode.EFFECT_ALREADY_SETTLED,
             state=locked.state,
         )
     return locked
@@ -281,10 +303,13 @@ def effect_settle(
     as on a settlement by the reconciler, in the same transaction."""
     reason, reference = (reason or "").strip(), (reference or "").strip()
     if not reason:
-        raise ValidationFailed("Say why the effect is settled so.", code="reason_required")
+        raise ValidationFailed(
+            "Say why the effect is settled so.", code=EventingCode.REASON_REQUIRED
+        )
     if done and not reference:
         raise ValidationFailed(
-            "Name the other side's reference for what was done.", code="reference_required"
+            "Name the other side's reference for what was done.",
+            code=EventingCode.REFERENCE_REQUIRED,
         )
     adapter = ADAPTERS.get(effect.target_system)
     # One transaction around the adapter's act too, so that its refusal (or failure)
@@ -307,11 +332,17 @@ def _settle_by_hand(effect, adapter, *, actor, done, reason, reference) -> Uncer
             state, error = UncertainEffect.State.SUCCEEDED, ""
         else:
             result, state, error = locked.result, UncertainEffect.State.FAILED, reason
-        UncertainEffect.TRANSITIONS.check(locked.state, state, code="effect_already_settled")
         before = locked.state
-        locked.state, locked.result, locked.last_error = state, result, error[:500]
-        locked.next_check_at = None
-        locked.save(update_fields=["state", "result", "last_error", "next_check_at", "updated_at"])
+        UncertainEffect.TRANSITIONS.move(
+            locked,
+            state,
+            detail=_settled_already,
+            code=EventingCode.EFFECT_ALREADY_SETTLED,
+            result=result,
+            last_error=error[:500],
+            next_check_at=None,
+            updated_at=timezone.now(),
+        )
         audit_record(
             actor=actor,
             action="effect.settle",
@@ -333,20 +364,21 @@ def effect_retry_now(*, effect: UncertainEffect, actor: Actor) -> UncertainEffec
         if locked.escalated_at is None:
             raise Conflict(
                 "The effect is still being reconciled; it waits on no one.",
-                code="effect_not_escalated",
+                code=EventingCode.EFFECT_NOT_ESCALATED,
             )
         now = timezone.now()
         escalated = locked.escalated_at
-        locked.escalated_at, locked.checks, locked.reconcile_since = None, 0, now
-        locked.next_check_at = now
-        locked.save(
-            update_fields=[
-                "escalated_at",
-                "checks",
-                "reconcile_since",
-                "next_check_at",
-                "updated_at",
-            ]
+        # Uncertain still, back in the reconciler's hands.
+        UncertainEffect.TRANSITIONS.move(
+            locked,
+            UncertainEffect.State.UNCERTAIN,
+            detail=_settled_already,
+            code=EventingCode.EFFECT_ALREADY_SETTLED,
+            escalated_at=None,
+            checks=0,
+            reconcile_since=now,
+            next_check_at=now,
+            updated_at=now,
         )
         audit_record(
             actor=actor,

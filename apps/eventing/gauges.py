@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from apps.core.counting import COUNTED_EXACTLY, table_estimate
 from apps.core.metrics import gauge, gauge_by
-from apps.eventing.dispatcher import outbox_backlog
 from apps.eventing.models import DeadLetter, DeliveryCount, InboxEntry, UncertainEffect
+from apps.eventing.selectors import outbox_backlog
 
 
 def deliveries_last_hour() -> list[tuple[list[str], dict]]:

@@ -1,5 +1,6 @@
 """Each consumer group's lag on its topic's stream: now (`consumer_lag`), and sampled
-each minute by `eventing.periodic_sample_lag` for the eventing page's lag over time.
+each minute (`services.lag_sample_record`, the `eventing.periodic_sample_lag` task) for
+the eventing page's lag over time.
 
 The samples live beside what they measure, in Redis: a hash a minute of
 "topic: consumer" -> events behind, expiring after LAG_HISTORY_SECONDS. A Redis that
@@ -10,8 +11,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-
-from django.utils import timezone
 
 from apps.core.redis import REDIS_ERRORS, get_redis, script
 from apps.eventing.transports import stream_key
@@ -35,8 +34,8 @@ class Lag:
 
 
 # Each stream's consumer groups (XINFO GROUPS; false for a topic with no stream yet) and
-# every minute's sample (HGETALL), in one command. As a pipeline of an XINFO a topic and
-# sixty HGETALLs, redis-py packed each command and parsed each answer in Python: a
+# every minute's sample (HGETALL), in one command: in a pipeline of an XINFO a topic and
+# sixty HGETALLs, redis-py would pack each command and parse each answer in Python, a
 # tenth of the eventing page's time. KEYS: the streams (ARGV[1] of them), then the
 # minutes' sample keys.
 _READ = """
@@ -69,7 +68,7 @@ def lag_now_and_samples(names, minutes: list) -> tuple[list[Lag], dict[str, dict
     names = sorted(names)
     if not names and not minutes:
         return [], {}
-    keys = [stream_key(name) for name in names] + [_lag_key(m) for m in minutes]
+    keys = [stream_key(name) for name in names] + [sample_key(m) for m in minutes]
     try:
         answers, samples = script(_READ)(keys=keys, args=[len(names)])
     except REDIS_ERRORS:
@@ -132,24 +131,5 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _lag_key(minute) -> str:
+def sample_key(minute) -> str:
     return LAG_HISTORY_KEY.format(minute=int(minute.timestamp()))
-
-
-def lag_sample_record(now=None) -> int:
-    """The minute's sample of every consumer group's lag; the groups it recorded (none
-    when Redis does not answer)."""
-    minute = (now or timezone.now()).replace(second=0, microsecond=0)
-    sample = {f"{lag.topic}: {lag.consumer}": lag.behind for lag in consumer_lag()}
-    if not sample:
-        return 0
-    key = _lag_key(minute)
-    try:
-        pipe = get_redis().pipeline(transaction=True)
-        pipe.delete(key)
-        pipe.hset(key, mapping=sample)
-        pipe.expire(key, LAG_HISTORY_SECONDS)
-        pipe.execute()
-    except REDIS_ERRORS:
-        return 0
-    return len(sample)

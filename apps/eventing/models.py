@@ -254,7 +254,6 @@ class UncertainEffect(models.Model):
     # The reconciler's checks since reconciliation (re)started, and when it did: the
     # limits (STEWARD_EFFECT_MAX_CHECKS, STEWARD_EFFECT_MAX_AGE_SECONDS) count from here,
     # so a person's "retry now" gives the effect a fresh round.
-    # (Database defaults too, for rows written by raw SQL.)
     checks = models.PositiveIntegerField(default=0, db_default=0)
     reconcile_since = models.DateTimeField(default=timezone.now, db_default=Now())
     # Set when the effect left reconciliation at its limit: it waits on a person.

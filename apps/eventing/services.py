@@ -1,5 +1,12 @@
-"""Eventing's writes: envelopes into the outbox (`emit_many`, behind `apps.core.outbox`),
-in the caller's transaction, and an operator's replay or discard of a dead letter."""
+"""Eventing's services: the use cases of the outbox, Steward's consumers' subscriptions,
+deliveries and dead letters, and the streams' upkeep.
+
+Eventing writes through three service modules, one per concern: this one, `dispatcher`
+(the outbox's dispatcher) and `effects` (uncertain effects). Tasks, views, the API, the
+attention queue, management commands and the runners call them; the other modules
+(consumers' runners, inbox, redrive, transports, lag, streams) are the machinery they
+use and write nothing of their own accord.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +16,32 @@ import logging
 import math
 import uuid
 import zlib
+from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
+import redis
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from apps.core.context import Actor, request_id
+from apps.core.context import SYSTEM_ACTOR, Actor, request_id
 from apps.core.enqueue import enqueue_on_commit
-from apps.core.errors import Conflict, ValidationFailed
+from apps.core.errors import InvalidTransition, ValidationFailed
 from apps.core.kick import kick
 from apps.core.outbox import NewEvent
-from apps.core.scope import owner_scope
+from apps.core.redis import REDIS_ERRORS, get_redis
+from apps.core.scope import owner_scope, system_scope
+from apps.eventing import lag, streams
+from apps.eventing.codes import EventingCode
+from apps.eventing.consumer_registry import HANDLERS
 from apps.eventing.envelope import Envelope
-from apps.eventing.models import LANES, DeadLetter, OutboxEvent
+from apps.eventing.inbox import handle_envelopes
+from apps.eventing.models import LANES, DeadLetter, DeliveryCount, OutboxEvent
+from apps.eventing.transports import WebhookTransport, ensure_group, stream_key
+from apps.registry import selectors as registry_selectors
+from apps.registry import services as registry_services
+from apps.registry.models import Subscription
 from apps.registry.selectors import resolve_topic
 from apps.tenancy.audit import audit_record
 
@@ -30,11 +49,11 @@ logger = logging.getLogger(__name__)
 
 
 class UnknownTopic(ValidationFailed):
-    code = "unknown_topic"
+    code = EventingCode.UNKNOWN_TOPIC
 
 
 class PayloadNotJson(ValidationFailed):
-    code = "payload_not_json"
+    code = EventingCode.PAYLOAD_NOT_JSON
 
 
 def lane_of(aggregate_type: str, aggregate_id: str) -> int:
@@ -151,7 +170,114 @@ def backoff_seconds(attempt: int, *, base: float, cap: float) -> float:
     return min(cap, base * math.pow(2, max(0, attempt - 1)))
 
 
+# --------------------------------------------------------------------------- deliveries
+
+
+def count_deliveries(*, subscription_id=None, delivered: int = 0, failed: int = 0) -> None:
+    """Add to this minute's deliveries: to the streams (no subscription) or to one
+    subscription."""
+    minute = timezone.now().replace(second=0, microsecond=0)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {DeliveryCount._meta.db_table} (minute, subscription_id, delivered, failed)
+            VALUES (%s, %s, %s, %s)
+            ON CONFLICT (minute, subscription_id)
+            DO UPDATE SET delivered = {DeliveryCount._meta.db_table}.delivered + EXCLUDED.delivered,
+                          failed = {DeliveryCount._meta.db_table}.failed + EXCLUDED.failed
+            """,  # noqa: S608 - table name only
+            [minute, subscription_id, delivered, failed],
+        )
+
+
+def subscription_record_delivery(*, subscription: Subscription, delivered: int) -> None:
+    """The subscription took `delivered` envelopes: its health and the minute's count."""
+    registry_services.subscription_mark_delivered(subscription_id=subscription.pk)
+    count_deliveries(subscription_id=subscription.pk, delivered=delivered)
+
+
+def subscription_record_failure(*, subscription: Subscription, error: str) -> None:
+    registry_services.subscription_mark_failed(subscription_id=subscription.pk, error=error)
+
+
+# --------------------------------------------------------------------------- subscriptions
+
+
+def sync_consumer_subscriptions(*, topic_names: Iterable[str] | None = None) -> list[Subscription]:
+    """Make the catalog show each registered consumer's subscriptions (idempotent), on
+    every topic or, with `topic_names`, on those topics only."""
+    subscriptions = []
+    for handler in HANDLERS.values():
+        wanted = handler.topics
+        if topic_names is not None:
+            wanted = [n for n in topic_names if handler.topics is None or n in handler.topics]
+            if not wanted:
+                continue
+        service = registry_services.service_ensure(
+            actor=SYSTEM_ACTOR, name=handler.consumer, description="Steward's own consumer"
+        )
+        for topic in registry_selectors.topics_named(wanted):
+            subscriptions.append(
+                registry_services.subscription_ensure(
+                    actor=SYSTEM_ACTOR,
+                    consumer=service,
+                    topic=topic,
+                    transport=Subscription.Transport.REDIS_STREAM,
+                )
+            )
+    return subscriptions
+
+
+def ensure_subscription_groups(subscriptions: Iterable[Subscription]) -> None:
+    """Each subscription's consumer group on its topic's stream (made if missing)."""
+    client = get_redis()
+    for subscription in subscriptions:
+        ensure_group(client, stream_key(subscription.topic.name), subscription.group_name)
+
+
+def follow_new_topics(*, names: Iterable[str]) -> int:
+    """Steward's consumers subscribed to these new topics, their groups made (the
+    `eventing.follow_new_topics` task); the subscriptions made sure of."""
+    subscriptions = sync_consumer_subscriptions(topic_names=names)
+    ensure_subscription_groups(subscriptions)
+    return len(subscriptions)
+
+
 # --------------------------------------------------------------------------- dead letters
+
+
+def dead_letter_record(
+    *, subscription: Subscription, envelope: Envelope, error: str, attempts: int
+) -> None:
+    """Keep an envelope the subscription could not take for an operator, and count the
+    failed delivery. An envelope already dead for the subscription (a reclaimed
+    duplicate) is not kept twice."""
+    with owner_scope(envelope.tenant_id):
+        try:
+            with transaction.atomic():
+                DeadLetter.objects.create(
+                    subscription=subscription,
+                    event_id=envelope.event_id,
+                    topic=envelope.topic,
+                    event_type=envelope.event_type,
+                    tenant_id=envelope.tenant_id,
+                    envelope=envelope.to_dict(),
+                    error=error[:5000],
+                    attempts=attempts,
+                )
+        except IntegrityError as exc:
+            constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
+            if constraint != "dead_letter_once":
+                raise  # not a duplicate: the entry stays pending rather than vanish
+    count_deliveries(subscription_id=subscription.pk, failed=1)
+    logger.error(
+        "dead letter: %s %s for %s after %s attempts: %s",
+        envelope.topic,
+        envelope.event_id,
+        subscription,
+        attempts,
+        error[:200],
+    )
 
 
 def _resolve_dead_letter(
@@ -162,15 +288,14 @@ def _resolve_dead_letter(
         # Conditional, along the table: of two operators pressing the button at once,
         # one wins and the other is told; the envelope is replayed at most once per
         # dead letter.
-        changed = DeadLetter.objects.filter(
-            pk=dead_letter.pk, state__in=DeadLetter.TRANSITIONS.sources(state)
-        ).update(state=state, resolved_at=timezone.now(), resolved_by=actor.label[:150])
-        if not changed:
-            raise Conflict(
-                "This dead letter has already been replayed or discarded.",
-                code="dead_letter_resolved",
-            )
-        dead_letter.refresh_from_db()
+        DeadLetter.TRANSITIONS.move(
+            dead_letter,
+            state,
+            detail="This dead letter has already been replayed or discarded.",
+            code=EventingCode.DEAD_LETTER_RESOLVED,
+            resolved_at=timezone.now(),
+            resolved_by=actor.label[:150],
+        )
         audit_record(
             actor=actor,
             action=action,
@@ -205,3 +330,116 @@ def dead_letter_discard(*, actor: Actor, dead_letter: DeadLetter) -> DeadLetter:
         state=DeadLetter.State.DISCARDED,
         action="dead_letter.discard",
     )
+
+
+def _deliver_again(subscription: Subscription, envelope: Envelope) -> None:
+    if subscription.transport == Subscription.Transport.WEBHOOK:
+        WebhookTransport().publish([envelope], subscription=subscription)
+        return
+    handler = HANDLERS.get(subscription.consumer.name)
+    if handler is None:
+        raise LookupError(f"no handler is registered for {subscription.consumer.name}")
+    handle_envelopes(handler, [envelope])
+
+
+def dead_letter_redeliver(*, dead_letter_id: int) -> str:
+    """Deliver a queued replay to its own subscription only.
+
+    At least once: the envelope is delivered, then the dead letter is marked replayed
+    (a crash in between delivers it again; receivers deduplicate on the event id). A
+    failure makes a new dead letter and the replayed one stays as history, so an
+    operator sees the outcome either way; of two deliveries of the same replay (its
+    task and the sweep), only the one that marks it makes that new dead letter.
+    """
+    with system_scope():
+        dead = (
+            DeadLetter.objects.select_related("subscription__consumer", "subscription__topic")
+            .filter(pk=dead_letter_id, state=DeadLetter.State.REPLAYING)
+            .first()
+        )
+    if dead is None:
+        return "skipped"
+    subscription = dead.subscription
+    envelope = Envelope.from_dict(dead.envelope)
+    error = ""
+    try:
+        _deliver_again(subscription, envelope)
+    except Exception as exc:  # noqa: BLE001 - recorded as a new dead letter
+        error = f"replay: {type(exc).__name__}: {exc}"
+    with owner_scope(dead.tenant_id), transaction.atomic():
+        try:
+            DeadLetter.TRANSITIONS.move(dead, DeadLetter.State.REPLAYED)
+        except InvalidTransition:
+            marked = False
+        else:
+            marked = True
+        if error and marked:
+            dead_letter_record(
+                subscription=subscription, envelope=envelope, error=error, attempts=1
+            )
+    if error:
+        return "failed"
+    subscription_record_delivery(subscription=subscription, delivered=1)
+    return "delivered"
+
+
+def dead_letters_redeliver_queued(*, older_than_seconds: int = 30) -> int:
+    """Deliver replays whose task never ran (the sweep behind dead_letter_replay)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    with system_scope():
+        queued = list(
+            DeadLetter.objects.filter(
+                state=DeadLetter.State.REPLAYING, resolved_at__lt=cutoff
+            ).values_list("pk", flat=True)[:100]
+        )
+    return sum(1 for pk in queued if dead_letter_redeliver(dead_letter_id=pk) == "delivered")
+
+
+# --------------------------------------------------------------------------- streams' upkeep
+
+
+def streams_trim() -> dict[str, int]:
+    """Trim each topic's stream to what its groups still need, within the hard cap.
+
+    Entries every consumer group has acknowledged are removed (XTRIM MINID). A stream
+    still longer than STREAM_MAXLEN is cut to it, and the groups that lose unread
+    entries that way are named in an error: a consumer that far behind is broken,
+    and memory must not run out because of it.
+    """
+    client = get_redis()
+    cap = settings.STEWARD_EVENTING["STREAM_MAXLEN"]
+    trimmed: dict[str, int] = {}
+    for topic in registry_selectors.topic_names():
+        key = stream_key(topic)
+        try:
+            groups = client.xinfo_groups(key)
+        except redis.ResponseError:
+            continue  # no stream yet
+        removed = 0
+        floor = streams.consumed_floor(client, key, groups)
+        if floor is not None:
+            removed += client.xtrim(key, minid=floor, approximate=False)
+        if client.xlen(key) > cap:
+            removed += streams.cut_to_cap(client, key, groups, cap)
+        if removed:
+            trimmed[topic] = removed
+    return trimmed
+
+
+def lag_sample_record(now=None) -> int:
+    """The minute's sample of every consumer group's lag; the groups it recorded (none
+    when Redis does not answer)."""
+    minute = (now or timezone.now()).replace(second=0, microsecond=0)
+    sample = {f"{behind.topic}: {behind.consumer}": behind.behind for behind in lag.consumer_lag()}
+    if not sample:
+        return 0
+    key = lag.sample_key(minute)
+    try:
+        pipe = get_redis().pipeline(transaction=True)
+        pipe.delete(key)
+        pipe.hset(key, mapping=sample)
+        pipe.expire(key, lag.LAG_HISTORY_SECONDS)
+        pipe.execute()
+    except REDIS_ERRORS:
+        return 0
+    return len(sample)

@@ -10,9 +10,8 @@ from django.dispatch import receiver
 
 from apps.core.enqueue import send_task
 from apps.core.redis import REDIS_ERRORS, get_redis
-from apps.eventing.consumers import ensure_group, ensure_subscription_groups
-from apps.eventing.services import kick_dispatcher
-from apps.eventing.transports import stream_key
+from apps.eventing.services import ensure_subscription_groups, kick_dispatcher
+from apps.eventing.transports import ensure_group, stream_key
 from apps.registry.news import is_news_topic
 from apps.registry.signals import subscription_created, topics_created
 

@@ -1,15 +1,9 @@
-"""Keeping the topic streams short without losing what a consumer has not read."""
+"""Keeping the topic streams short without losing what a consumer has not read: the
+mechanics of `services.streams_trim`."""
 
 from __future__ import annotations
 
 import logging
-
-import redis
-from django.conf import settings
-
-from apps.core.redis import get_redis
-from apps.eventing.transports import stream_key
-from apps.registry.selectors import topic_names
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +14,7 @@ def _stream_id(value) -> tuple[int, int]:
     return int(millis), int(seq or 0)
 
 
-def _consumed_floor(client, key: str, groups: list[dict]) -> str | None:
+def consumed_floor(client, key: str, groups: list[dict]) -> str | None:
     """The id below which every group has read and acknowledged every entry."""
     floor = None
     for group in groups:
@@ -32,46 +26,24 @@ def _consumed_floor(client, key: str, groups: list[dict]) -> str | None:
     return None if floor is None else f"{floor[0]}-{floor[1]}"
 
 
-def trim_streams() -> dict[str, int]:
-    """Trim each topic's stream to what its groups still need, within the hard cap.
-
-    Entries every consumer group has acknowledged are removed (XTRIM MINID). A stream
-    still longer than STREAM_MAXLEN is cut to it, and the groups that lose unread
-    entries that way are named in an error: a consumer that far behind is broken,
-    and memory must not run out because of it.
-    """
-    client = get_redis()
-    cap = settings.STEWARD_EVENTING["STREAM_MAXLEN"]
-    trimmed: dict[str, int] = {}
-    for topic in topic_names():
-        key = stream_key(topic)
-        try:
-            groups = client.xinfo_groups(key)
-        except redis.ResponseError:
-            continue  # no stream yet
-        removed = 0
-        floor = _consumed_floor(client, key, groups)
-        if floor is not None:
-            removed += client.xtrim(key, minid=floor, approximate=False)
-        if client.xlen(key) > cap:
-            first_kept = None
-            removed_by_cap = client.xtrim(key, maxlen=cap, approximate=False)
-            removed += removed_by_cap
-            info = client.xinfo_stream(key)
-            if info.get("first-entry"):
-                first_kept = _stream_id(info["first-entry"][0])
-            behind = [
-                g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
-                for g in groups
-                if first_kept and _stream_id(g["last-delivered-id"]) < first_kept
-            ]
-            logger.error(
-                "stream %s over its cap of %s: %s unread entries dropped for %s",
-                key,
-                cap,
-                removed_by_cap,
-                ", ".join(behind) or "no group",
-            )
-        if removed:
-            trimmed[topic] = removed
-    return trimmed
+def cut_to_cap(client, key: str, groups: list[dict], cap: int) -> int:
+    """Cut the stream to `cap` entries, naming in an error the groups that lose unread
+    entries that way; how many entries were removed."""
+    first_kept = None
+    removed = client.xtrim(key, maxlen=cap, approximate=False)
+    info = client.xinfo_stream(key)
+    if info.get("first-entry"):
+        first_kept = _stream_id(info["first-entry"][0])
+    behind = [
+        g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
+        for g in groups
+        if first_kept and _stream_id(g["last-delivered-id"]) < first_kept
+    ]
+    logger.error(
+        "stream %s over its cap of %s: %s unread entries dropped for %s",
+        key,
+        cap,
+        removed,
+        ", ".join(behind) or "no group",
+    )
+    return removed

@@ -1,35 +1,25 @@
-"""Thin Celery tasks around the dispatcher, the inbox sweep, the reconciler, stream
-trimming, dead-letter replays and the minute's lag sample."""
+"""Thin Celery tasks: each calls one of eventing's services (apps.eventing.services,
+dispatcher, effects): the dispatcher, the reconciler, stream trimming, dead-letter
+replays, new topics' subscriptions and the minute's lag sample."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
 from apps.core.jobs import periodic_job
-from apps.core.kick import clear_kick
-from apps.eventing import consumers, dispatcher, effects, lag, streams
-from apps.eventing.services import KICK_KEY
-from apps.eventing.signals import send_follow_task
+from apps.eventing import dispatcher, effects, services
 
 
 @shared_task(scope="self", name="eventing.dispatch_outbox", acks_late=False)
 def dispatch_outbox() -> int:
     """Drain the outbox; kicked on commit. Not acknowledged late: a lost run is
     harmless, beat's sweep starts another, and redelivering kicks is pointless."""
-    # Clear the kick flag before looking at the outbox: a commit after this point
-    # kicks again, so no event waits for the sweep.
-    clear_kick(KICK_KEY)
-    # New topics' names ride on the kick their commit sent (apps.eventing.signals).
-    send_follow_task()
-    return dispatcher.drain()
+    return dispatcher.dispatch_kicked()
 
 
 @shared_task(scope="self", name="eventing.periodic_sweep_outbox")
 def periodic_sweep_outbox() -> int:
-    """Beat's safety net for lost kicks and backed-off lanes. Several may overlap:
-    lanes are leased, so they share the work instead of repeating it."""
-    send_follow_task()
-    return dispatcher.drain()
+    return dispatcher.dispatch_sweep()
 
 
 @shared_task(scope="self", name="eventing.periodic_reconcile_effects")
@@ -40,28 +30,28 @@ def periodic_reconcile_effects() -> int:
 
 @shared_task(scope="self", name="eventing.replay_dead_letter")
 def replay_dead_letter(*, dead_letter_id: int) -> str:
-    return consumers.redeliver(dead_letter_id)
+    return services.dead_letter_redeliver(dead_letter_id=dead_letter_id)
 
 
 @shared_task(scope="self", name="eventing.periodic_trim_streams")
 @periodic_job("eventing.trim_streams")
 def periodic_trim_streams() -> dict:
-    return streams.trim_streams()
+    return services.streams_trim()
 
 
 @shared_task(scope="self", name="eventing.periodic_redeliver_replays")
 @periodic_job("eventing.redeliver_replays")
 def periodic_redeliver_replays() -> int:
-    return consumers.redeliver_queued()
+    return services.dead_letters_redeliver_queued()
 
 
 @shared_task(scope="self", name="eventing.follow_new_topics")
 def follow_new_topics(*, names: list[str]) -> int:
-    return consumers.follow_new_topics(names)
+    return services.follow_new_topics(names=names)
 
 
 @shared_task(scope="self", name="eventing.periodic_sample_lag")
 def periodic_sample_lag() -> int:
     """Every minute: the eventing page's lag over time. Overlapping runs write the same
     minute's hash, so no claim is needed."""
-    return lag.lag_sample_record()
+    return services.lag_sample_record()

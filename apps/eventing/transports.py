@@ -72,7 +72,7 @@ class RedisStreamTransport:
     Each entry carries the envelope as JSON in the field `envelope`, plus `event_id`
     and `event_type` so a consumer in any language can route without parsing.
     Publishing never trims: trimming at XADD would drop entries a slow consumer has
-    not read yet. `trim_streams` removes what every group has consumed instead.
+    not read yet. `services.streams_trim` removes what every group has consumed instead.
     """
 
     name = "redis_stream"

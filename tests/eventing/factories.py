@@ -6,10 +6,11 @@ from apps.core.redis import get_redis
 from apps.core.scope import system_scope, tenant_scope
 from apps.eventing import dispatcher
 from apps.eventing.consumer_registry import HANDLERS
-from apps.eventing.consumers import consumer_runner, dead_letter, ensure_subscription_groups
+from apps.eventing.consumers import consumer_runner
 from apps.eventing.effects import perform_effect
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import DeadLetter, RecentEvent
+from apps.eventing.services import dead_letter_record, ensure_subscription_groups
 from apps.eventing.transports import stream_key
 from apps.registry.models import Service, Subscription
 from apps.registry.services import service_ensure, topic_create
@@ -113,7 +114,7 @@ def make_dead_letter(tenant, topic, subscription, n=0):
                 )
             ]
         )
-    dead_letter(subscription, envelope, error="HTTP 500", attempts=8)
+    dead_letter_record(subscription=subscription, envelope=envelope, error="HTTP 500", attempts=8)
     with system_scope():
         return DeadLetter.objects.get(event_id=envelope.event_id)
 

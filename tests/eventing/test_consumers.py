@@ -17,14 +17,16 @@ from apps.eventing.consumer_registry import HANDLERS
 from apps.eventing.consumers import (
     Handler,
     consumer_runner,
-    redeliver,
-    redeliver_queued,
-    sync_consumer_subscriptions,
     webhook_runner,
 )
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import DeadLetter, DeliveryCount, InboxEntry, RecentEvent
-from apps.eventing.services import dead_letter_replay
+from apps.eventing.services import (
+    dead_letter_redeliver,
+    dead_letter_replay,
+    dead_letters_redeliver_queued,
+    sync_consumer_subscriptions,
+)
 from apps.eventing.transports import RedisStreamTransport
 from apps.registry.models import Subscription
 from apps.tenancy.models import AuditEvent
@@ -254,14 +256,15 @@ def test_replay_delivers_to_that_subscription_and_a_new_failure_is_a_new_dead_le
         Subscription.objects.filter(pk=webhook_subscription.pk).update(endpoint=server.url)
         dead = make_dead_letter(tenant_a, topic, webhook_subscription)
         dead_letter_replay(actor=SYSTEM_ACTOR, dead_letter=dead)
-        assert redeliver(dead.pk) == "failed"
-        assert redeliver(dead.pk) == "skipped"  # a replay is delivered once
+        assert dead_letter_redeliver(dead_letter_id=dead.pk) == "failed"
+        # a replay is delivered once
+        assert dead_letter_redeliver(dead_letter_id=dead.pk) == "skipped"
         with system_scope():
             again = DeadLetter.objects.get(state="dead")
             assert DeadLetter.objects.get(pk=dead.pk).state == "replayed"
         assert again.event_id == dead.event_id and again.pk != dead.pk
         dead_letter_replay(actor=SYSTEM_ACTOR, dead_letter=again)
-        assert redeliver(again.pk) == "delivered"
+        assert dead_letter_redeliver(dead_letter_id=again.pk) == "delivered"
     assert [r.headers["webhook-id"] for r in server.received] == [str(dead.event_id)] * 2
     assert Envelope.from_json(server.received[1].body).event_id == dead.event_id
 
@@ -274,12 +277,12 @@ def test_a_replay_whose_task_was_lost_is_delivered_by_the_sweep(
         Subscription.objects.filter(pk=webhook_subscription.pk).update(endpoint=server.url)
         dead = make_dead_letter(tenant_a, topic, webhook_subscription)
         dead_letter_replay(actor=SYSTEM_ACTOR, dead_letter=dead)  # its task never runs here
-        assert redeliver_queued() == 0  # too recent: its task may still be on the way
+        assert dead_letters_redeliver_queued() == 0  # too recent: its task may still be on the way
         with tenant_scope(tenant_a):
             DeadLetter.objects.filter(pk=dead.pk).update(
                 resolved_at=timezone.now() - timedelta(minutes=1)
             )
-        assert redeliver_queued() == 1
+        assert dead_letters_redeliver_queued() == 1
     assert [r.headers["webhook-id"] for r in server.received] == [str(dead.event_id)]
     with system_scope():
         assert DeadLetter.objects.get(pk=dead.pk).state == "replayed"

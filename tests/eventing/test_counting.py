@@ -59,14 +59,14 @@ def _analyze(model) -> None:
 def test_the_backlog_is_exact_up_to_the_bound_and_estimated_past_it(monkeypatch):
     monkeypatch.setattr(counting, "COUNTED_EXACTLY", 10)
     _outbox(10)
-    assert dispatcher.outbox_backlog()[:2] == (10, False)
+    assert selectors.outbox_backlog()[:2] == (10, False)
     _outbox(30)
     _analyze(OutboxEvent)
     # 40 rows: past the bound, the planner's figure (ANALYZE read them all)
-    assert dispatcher.outbox_backlog()[:2] == (40, True)
+    assert selectors.outbox_backlog()[:2] == (40, True)
     _outbox(50)
     # not analysed since: the figure is still the planner's (40), not a count (90)
-    waiting, estimated, oldest = dispatcher.outbox_backlog()
+    waiting, estimated, oldest = selectors.outbox_backlog()
     assert (waiting, estimated) == (40, True) and oldest is not None
 
 
@@ -90,10 +90,10 @@ def test_a_backlog_past_the_bound_is_not_counted_again_for_a_few_seconds(clock):
         OutboxEvent.objects.filter(pk__in=OutboxEvent.objects.values("pk")[:27]).delete()
     # the page and the dispatcher's figure alike answer the estimate, not a count of 3
     assert (selectors.overview().backlog, selectors.overview().backlog_estimated) == (30, True)
-    assert dispatcher.outbox_backlog()[:2] == (30, True)
+    assert selectors.outbox_backlog()[:2] == (30, True)
     clock[0] += counting.PAST_BOUND_SECONDS + 1
     assert (selectors.overview().backlog, selectors.overview().backlog_estimated) == (3, False)
-    assert dispatcher.outbox_backlog()[:2] == (3, False)
+    assert selectors.outbox_backlog()[:2] == (3, False)
 
 
 def test_the_overview_keeps_one_plan_for_each_of_its_statements(clock):
@@ -114,7 +114,7 @@ def test_never_analysed_the_estimate_is_the_bound(monkeypatch):
     monkeypatch.setattr(counting, "COUNTED_EXACTLY", 10)
     monkeypatch.setattr(counting, "table_estimate", lambda cursor, table: 0)
     _outbox(25)
-    assert dispatcher.outbox_backlog()[:2] == (11, True)
+    assert selectors.outbox_backlog()[:2] == (11, True)
 
 
 def test_each_consumer_inbox_is_counted_up_to_the_bound(monkeypatch):
@@ -193,7 +193,7 @@ def test_counting_a_large_inbox_and_outbox_reads_a_bounded_number_of_rows():
     now = timezone.now()
     statements = [
         (selectors._INBOX_SIZES, [bound], 3),
-        (dispatcher.BACKLOG_COUNT, [bound], 1),
+        (selectors.BACKLOG_COUNT, [bound], 1),
         # the overview's one statement: the outbox and the three inboxes, as above
         (
             selectors._OVERVIEW_FIGURES[False],
@@ -244,7 +244,7 @@ def _overview_read_figure_by_figure() -> selectors.Overview:
     """The overview as it was read before its figures became one statement: each figure
     by the selector or query that reads it alone (the dashboard's and /metrics' backlog,
     delivery_rate, inbox_sizes, and the ORM's counts)."""
-    backlog = dispatcher.outbox_backlog()
+    backlog = selectors.outbox_backlog()
     series = selectors.delivery_rate()
     inbox = selectors.inbox_sizes()
     hour_ago = timezone.now() - timedelta(hours=1)

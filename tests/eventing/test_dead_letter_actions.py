@@ -1,5 +1,5 @@
 """A dead letter's page: its actions on one toolbar, and discarding asks for its
-confirmation (apps.console.confirm); the list no longer discards in one click."""
+confirmation (apps.console.confirm); the list offers no one-click discard."""
 
 import pytest
 from django.urls import reverse

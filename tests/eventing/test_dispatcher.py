@@ -104,12 +104,11 @@ def test_a_dispatcher_killed_mid_batch_loses_nothing_and_consumers_handle_each_o
     env = {
         **os.environ,
         "DATABASE_URL": database_url(),
-        "STEWARD_TEST_PAUSE_AFTER_PUBLISH": str(marker),
         "STEWARD_LANE_LEASE_SECONDS": "1",
         "STEWARD_DISPATCH_BATCH": "30",
     }
     victim = subprocess.Popen(
-        [sys.executable, "manage.py", "dispatch_outbox"],
+        [sys.executable, "-m", "tests.eventing.paused_dispatcher", str(marker)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

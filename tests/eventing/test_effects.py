@@ -4,8 +4,16 @@ by asking the other side."""
 import httpx
 import pytest
 
+from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope, tenant_scope
-from apps.eventing.effects import ADAPTERS, Outcome, perform_effect, reconcile_due, register_adapter
+from apps.eventing.effects import (
+    ADAPTERS,
+    Outcome,
+    effect_settle,
+    perform_effect,
+    reconcile_due,
+    register_adapter,
+)
 from apps.eventing.models import UncertainEffect
 from tests.support import LocalServer
 
@@ -48,6 +56,26 @@ def start(server, key, *, timeout):
         return response.json()
 
     return call
+
+
+def unanswered_and_due(tenant, key, adapter):
+    """An effect whose call timed out, due for a check by `adapter`."""
+
+    def never_reaches():
+        raise httpx.ReadTimeout("no answer")
+
+    effect = perform_effect(
+        tenant_id=tenant.pk,
+        actor="test",
+        target_system="test-workflows",
+        operation="start",
+        external_ref=key,
+        call=never_reaches,
+    )
+    register_adapter("test-workflows", adapter)
+    with tenant_scope(tenant):
+        UncertainEffect.objects.filter(pk=effect.pk).update(next_check_at=effect.created_at)
+    return effect
 
 
 def test_an_answered_call_is_settled_at_once(tenant_a, other_side):
@@ -99,22 +127,24 @@ def test_a_timed_out_call_is_uncertain_then_reconciled_by_asking(
 def test_an_effect_the_other_side_does_not_know_stays_uncertain_and_backs_off(
     tenant_a, other_side, fast_retries
 ):
-    def never_reaches():
-        raise httpx.ReadTimeout("no answer")
-
-    effect = perform_effect(
-        tenant_id=tenant_a.pk,
-        actor="test",
-        target_system="test-workflows",
-        operation="start",
-        external_ref="k3",
-        call=never_reaches,
-    )
-    register_adapter("test-workflows", LookupAdapter(other_side.url))
-    with tenant_scope(tenant_a):
-        UncertainEffect.objects.filter(pk=effect.pk).update(next_check_at=effect.created_at)
+    effect = unanswered_and_due(tenant_a, "k3", LookupAdapter(other_side.url))
     assert reconcile_due() == 0
     with system_scope():
         effect.refresh_from_db()
     assert effect.state == "uncertain" and effect.attempts == 2
     assert effect.next_check_at > effect.created_at
+
+
+def test_an_effect_a_person_settles_while_the_other_side_is_asked_stays_as_they_settled_it(
+    tenant_a, other_side, fast_retries
+):
+    class SettledMeanwhile(LookupAdapter):
+        def check(self, asked):
+            effect_settle(effect=asked, actor=SYSTEM_ACTOR, done=False, reason="seen to")
+            return Outcome(UncertainEffect.State.SUCCEEDED, {"instance": "wf-k4"})
+
+    effect = unanswered_and_due(tenant_a, "k4", SettledMeanwhile(other_side.url))
+    assert reconcile_due() == 0
+    with system_scope():
+        effect.refresh_from_db()
+    assert (effect.state, effect.last_error, effect.result) == ("failed", "seen to", {})

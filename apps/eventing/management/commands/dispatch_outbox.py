@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from apps.eventing import dispatcher
+from apps.eventing import dispatcher, selectors
 
 
 class Command(BaseCommand):
@@ -8,7 +8,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         published = dispatcher.drain()
-        backlog = dispatcher.outbox_backlog()
+        backlog = selectors.outbox_backlog()
         oldest = backlog.oldest_age_seconds
         age = f", oldest {oldest:.1f}s" if oldest is not None else ""
         about = "about " if backlog.estimated else ""

@@ -8,11 +8,8 @@ from django.core.management.base import BaseCommand
 from django.db import DatabaseError, close_old_connections
 
 from apps.core.redis import REDIS_ERRORS
-from apps.eventing.consumers import (
-    build_runners,
-    ensure_subscription_groups,
-    sync_consumer_subscriptions,
-)
+from apps.eventing import services
+from apps.eventing.consumers import build_runners
 from apps.registry.selectors import active_subscriptions
 
 REFRESH_SECONDS = 10
@@ -54,8 +51,8 @@ class Command(BaseCommand):
 
     def refresh(self, running: dict) -> None:
         """Pick up new or removed subscriptions without a restart."""
-        sync_consumer_subscriptions()
-        ensure_subscription_groups(active_subscriptions())
+        services.sync_consumer_subscriptions()
+        services.ensure_subscription_groups(active_subscriptions())
         wanted = {self._key(r): r for r in build_runners()}
         for key in list(running):
             if key not in wanted:
