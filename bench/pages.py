@@ -47,7 +47,7 @@ from apps.assets.views import AssetListView
 from apps.console import listing
 from apps.core import scope
 from apps.core.redis import get_redis
-from apps.eventing import dispatcher, lag, selectors
+from apps.eventing import dispatcher, lag, selectors, services
 from apps.eventing.transports import stream_key
 from apps.registry.models import Topic
 from bench.load import _seed
@@ -130,7 +130,7 @@ def _lag_history(topics: int = 12, groups_per_topic: int = 3) -> list[str]:
         for t, name in enumerate(names):  # the groups read a little between samples
             group = f"consumer-{t}-{minute % groups_per_topic}"
             client.xreadgroup(group, "bench", {stream_key(name): ">"}, count=1)
-        lag.lag_sample_record(now - timedelta(minutes=minute))
+        services.lag_sample_record(now - timedelta(minutes=minute))
     return names
 
 

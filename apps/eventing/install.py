@@ -7,7 +7,7 @@ from __future__ import annotations
 from django_celery_beat.models import IntervalSchedule
 
 from apps.core.setup import Schedule, install_periodic_tasks
-from apps.eventing.consumers import ensure_subscription_groups, sync_consumer_subscriptions
+from apps.eventing.services import ensure_subscription_groups, sync_consumer_subscriptions
 
 SCHEDULES = [
     # The dispatcher is kicked on commit; this sweep only catches lost kicks and lanes

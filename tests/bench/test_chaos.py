@@ -16,8 +16,8 @@ from apps.assets.models import Asset
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.scope import tenant_scope
-from apps.eventing.consumers import sync_consumer_subscriptions
 from apps.eventing.models import InboxEntry, OutboxEvent
+from apps.eventing.services import sync_consumer_subscriptions
 from bench.chaos import SETTLE_BOUND_SECONDS, redrives, settle_verdict
 from bench.chaos_verify import Expected, install_emitted_log, verify
 

@@ -18,9 +18,10 @@ from apps.core.scope import system_scope
 from apps.core.setup import SetupReport
 from apps.eventing import dispatcher
 from apps.eventing.consumer_registry import Handler
-from apps.eventing.consumers import build_runners, consumer_runner, ensure_subscription_groups
+from apps.eventing.consumers import build_runners, consumer_runner
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import InboxEntry, OutboxEvent
+from apps.eventing.services import ensure_subscription_groups
 from apps.eventing.transports import RedisStreamTransport, stream_key, webhook_signature
 from apps.registry import gauges, install, schemas, selectors, services
 from apps.registry.models import SchemaVersion, Service, Subscription
