@@ -47,7 +47,8 @@ from pathlib import Path
 import psycopg
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.registry import avro, compatibility, schema_types, schemas
+from apps.registry import avro, compatibility, schema_types
+from apps.registry import versions as schemas
 from apps.registry.models import Service
 from apps.tenancy import services as tenancy
 from bench.harness import database_url, dsn

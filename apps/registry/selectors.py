@@ -281,10 +281,6 @@ def versions_answered_as(
     return [v for v in candidates if keys.get(v.identity_id) == wanted[v.identity_id]]
 
 
-def schema_version_of(topic_name: str, version: int, role: str = "value") -> SchemaVersion:
-    return SchemaVersion.objects.get(topic__name=topic_name, role=role, version=version)
-
-
 def subjects_with_published_versions(*, deleted: bool = False) -> list[tuple[str, str]]:
     """(topic name, role) of every subject with a published version (soft-deleted ones
     count with `deleted`), in name order."""
@@ -293,16 +289,6 @@ def subjects_with_published_versions(*, deleted: bool = False) -> list[tuple[str
         versions = versions.filter(deleted_at__isnull=True)
     return list(
         versions.order_by("topic__name", "role").values_list("topic__name", "role").distinct()
-    )
-
-
-def topics_with_published_versions() -> QuerySet:
-    """The names of the topics that have a published version, in name order."""
-    return (
-        Topic.objects.filter(schema_versions__state=SchemaVersion.State.PUBLISHED)
-        .distinct()
-        .order_by("name")
-        .values_list("name", flat=True)
     )
 
 
@@ -401,6 +387,25 @@ def unreachable_consumers() -> list[UnreachableConsumer]:
             )
         )
     return found
+
+
+def news_hearers(topic: Topic, names: Iterable[str]) -> list[str]:
+    """Of the named services, those that consume the topic and have an active
+    subscription on their own news topic: the addressees a copy of its news reaches, by
+    name. Two queries, whatever the number of addressees."""
+    consumers = list(
+        topic.consumers.filter(name__in=set(names)).order_by("name").values_list("pk", "name")
+    )
+    if not consumers:
+        return []
+    hearing = set(
+        Subscription.objects.filter(
+            consumer_id__in=[pk for pk, _ in consumers],
+            topic__name__in=[news_topic(name) for _, name in consumers],
+            is_active=True,
+        ).values_list("consumer_id", "topic__name")
+    )
+    return [name for pk, name in consumers if (pk, news_topic(name)) in hearing]
 
 
 def news_subscriptions(service_name: str) -> QuerySet[Subscription]:

@@ -22,7 +22,8 @@ from apps.eventing.consumers import build_runners, consumer_runner, ensure_subsc
 from apps.eventing.envelope import Envelope
 from apps.eventing.models import InboxEntry, OutboxEvent
 from apps.eventing.transports import RedisStreamTransport, stream_key, webhook_signature
-from apps.registry import gauges, install, schemas, selectors, services
+from apps.registry import gauges, install, selectors, services
+from apps.registry import versions as schemas
 from apps.registry.models import SchemaVersion, Service, Subscription
 from apps.registry.news import AWAITING, LOWERED, PUBLISHED, WITHDRAWN, news_topic
 from portal.celery import app
