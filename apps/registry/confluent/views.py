@@ -175,9 +175,9 @@ class SubjectVersions(ConfluentView):
         consumers still to acknowledge when it is breaking. With `normalize=true` the schema
         answered afterwards is its normalized string, as the reference writes it (sorted
         keys for JSON Schema; Avro's normalized form); a schema's id does not depend on
-        it. `references` name other subjects' versions the schema uses; the same schema
-        with the same references is the same version. In IMPORT mode, `id` and `version`
-        give those the schema had in the registry it comes from."""
+        it. `references` name other
+        subjects' versions the schema uses; the same schema with the same references is the
+        same version."""
         body = _body(request)
         try:
             named = subjects.parse(subject)
