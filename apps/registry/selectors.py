@@ -61,12 +61,8 @@ def resolve_topic(name: str) -> ResolvedTopic | None:
         logger.warning("topic cache unavailable; resolving %s from the database", name)
         cached = None
     if cached is not None:
-        try:
-            topic_id, version = (int(part) for part in cached.split())
-        except ValueError:  # not an entry of this form (an older release's): a miss
-            pass
-        else:
-            return ResolvedTopic(topic_id, name, version)
+        topic_id, version = (int(part) for part in cached.split())
+        return ResolvedTopic(topic_id, name, version)
     row = (
         Topic.objects.filter(name=name).values_list("id", "name", "current_schema_version").first()
     )

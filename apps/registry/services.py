@@ -36,8 +36,8 @@ SUBSCRIPTION_FIELDS = ["transport", "endpoint", "secret_ref", "is_active"]
 
 
 class NotPermitted(DomainError):
-    """The caller acts beyond what it speaks for. Answered as the API answered these
-    refusals before they moved here (DRF's PermissionDenied): 403 `permission_denied`."""
+    """The caller acts beyond what it speaks for: 403 `permission_denied`, as DRF's
+    PermissionDenied is answered, so a refusal reads the same from every way in."""
 
     status = 403
     code = RegistryCode.PERMISSION_DENIED
@@ -362,8 +362,8 @@ def news_delivery_sync(*, actor: Actor, consumer: Service) -> list[Subscription]
 
 def news_delivery_sync_all(*, actor: Actor) -> list[Subscription]:
     """`news_delivery_sync` for every consumer of a topic that has a subscription: at
-    set-up, so consumers subscribed before news was addressed see their news
-    subscriptions (and stream readers the stream to read) before the first news."""
+    set-up, so that every consumer's news subscriptions (and a stream reader's stream)
+    are in step with its own subscriptions before the first news, whatever made them."""
     consumers = Service.objects.filter(consumes__isnull=False, subscriptions__isnull=False)
     return [
         mirror

@@ -77,7 +77,7 @@ class SyncTopicSerializer(StrictSerializer):
     schema_type = serializers.ChoiceField(
         choices=SCHEMA_TYPES,
         required=False,
-        # no default: a sync that names no type hashes as it did before types existed
+        # no default: the release's model is hashed as it was sent (apps.registry.versions.sync)
         help_text="JSON (JSON Schema, when absent) or AVRO: the payload's schema type.",
     )
     schema = serializers.JSONField(
