@@ -388,20 +388,14 @@ def unreachable_consumers() -> list[UnreachableConsumer]:
 def news_hearers(topic: Topic, names: Iterable[str]) -> list[str]:
     """Of the named services, those that consume the topic and have an active
     subscription on their own news topic: the addressees a copy of its news reaches, by
-    name. Two queries, whatever the number of addressees."""
-    consumers = list(
-        topic.consumers.filter(name__in=set(names)).order_by("name").values_list("pk", "name")
-    )
-    if not consumers:
-        return []
-    hearing = set(
-        Subscription.objects.filter(
-            consumer_id__in=[pk for pk, _ in consumers],
-            topic__name__in=[news_topic(name) for _, name in consumers],
-            is_active=True,
-        ).values_list("consumer_id", "topic__name")
-    )
-    return [name for pk, name in consumers if (pk, news_topic(name)) in hearing]
+    name. One query, whatever the number of addressees."""
+    pairs = Subscription.objects.filter(
+        consumer__in=topic.consumers.filter(name__in=set(names)),
+        topic__name__startswith=NEWS_TOPIC_PREFIX,
+        is_active=True,
+    ).values_list("consumer__name", "topic__name")
+    hearing = pairs.order_by("consumer__name")
+    return list(dict.fromkeys(name for name, news in hearing if news == news_topic(name)))
 
 
 def news_subscriptions(service_name: str) -> QuerySet[Subscription]:

@@ -138,11 +138,11 @@ def version_delete(
     require_writable(topic, role, subject)
     number = _number(topic, role, version)
     _require_may_delete(actor, topic)
-    _referenced_refused(
-        subject,
-        list(selectors.published_versions(topic, role, deleted=True).filter(version=number)),
-    )
     with system_scope(), transaction.atomic(), _deleting(subject):
+        _referenced_refused(
+            subject,
+            list(selectors.published_versions(topic, role, deleted=True).filter(version=number)),
+        )
         versions = _locked_versions(topic, role)
         live = [v for v in versions if v.deleted_at is None]
         version = next((v for v in versions if v.version == number), None)
@@ -183,8 +183,8 @@ def subject_delete(
     read by them, so it is protected too."""
     require_writable(topic, role, subject)
     _require_may_delete(actor, topic)
-    _referenced_refused(subject, list(selectors.published_versions(topic, role, deleted=True)))
     with system_scope(), transaction.atomic(), _deleting(subject):
+        _referenced_refused(subject, list(selectors.published_versions(topic, role, deleted=True)))
         versions = _locked_versions(topic, role)
         live = [v for v in versions if v.deleted_at is None]
         if not versions:
