@@ -28,15 +28,6 @@ def subject_not_found(subject: str) -> RegistryError:
     return RegistryError(404, 40401, f"Subject '{subject[:300]}' not found.")
 
 
-def invalid_version(version: str) -> RegistryError:
-    return RegistryError(
-        422,
-        42202,
-        f"The specified version '{version[:50]}' is not a valid version id. Allowed "
-        'values are between [1, 2^31-1] and the string "latest"',
-    )
-
-
 def _from_domain(exc: DomainError) -> RegistryError | None:
     """A refusal of the registry's services, with the reference registry's code."""
     registry_code = getattr(exc, "registry_code", None)

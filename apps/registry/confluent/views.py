@@ -16,7 +16,6 @@ from apps.registry import compatibility, selectors, subjects, versions
 from apps.registry.confluent import wire
 from apps.registry.confluent.errors import (
     RegistryError,
-    invalid_version,
     registry_response,
     subject_not_found,
 )
@@ -76,13 +75,9 @@ def _topic(subject: str, *, deleted: bool = False) -> tuple[Topic, str]:
 def _version(
     topic: Topic, version: str, role: str = "value", *, deleted: bool = False
 ) -> SchemaVersion:
-    versions_ = selectors.published_versions(topic, role, deleted=deleted)
-    if version in ("latest", "-1"):
-        found = versions_.last()
-    elif version.isdigit() and 0 < int(version) < 2**31:
-        found = versions_.filter(version=int(version)).first()
-    else:
-        raise invalid_version(version)
+    number = submitted.version_number(version)
+    published = selectors.published_versions(topic, role, deleted=deleted)
+    found = published.last() if number is None else published.filter(version=number).first()
     if found is None:
         raise RegistryError(404, 40402, f"Version {version} not found.")
     return found

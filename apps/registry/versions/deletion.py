@@ -14,8 +14,9 @@ from apps.core.scope import system_scope
 from apps.registry import selectors
 from apps.registry.models import SchemaVersion, Topic
 from apps.registry.services import require_produces
-from apps.registry.versions.errors import DeletionRefused, RegistryRefused
+from apps.registry.versions.errors import DeletionRefused
 from apps.registry.versions.modes import require_writable
+from apps.registry.versions.submitted import version_number
 from apps.tenancy.audit import audit_record
 
 State = SchemaVersion.State
@@ -100,20 +101,15 @@ def _referenced_refused(subject: str, versions: list[SchemaVersion]) -> None:
 
 
 def _number(topic: Topic, role: str, version: str) -> int:
-    """The version number the Schema Registry API's path names: `latest` (or -1), the
-    latest live version; else a number in [1, 2^31-1]."""
-    if version in ("latest", "-1"):
-        found = selectors.published_versions(topic, role).last()
-        if found is None:
-            raise DeletionRefused(f"Version {version} not found.", registry_code=40402, status=404)
-        return found.version
-    if version.isdigit() and 0 < int(version) < 2**31:
-        return int(version)
-    raise RegistryRefused(
-        f"The specified version '{version[:50]}' is not a valid version id. Allowed "
-        'values are between [1, 2^31-1] and the string "latest"',
-        registry_code=42202,
-    )
+    """The version number the Schema Registry API's path names (`latest`: the latest
+    live version's)."""
+    number = version_number(version)
+    if number is not None:
+        return number
+    found = selectors.published_versions(topic, role).last()
+    if found is None:
+        raise DeletionRefused(f"Version {version} not found.", registry_code=40402, status=404)
+    return found.version
 
 
 @contextmanager

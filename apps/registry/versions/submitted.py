@@ -18,6 +18,20 @@ def _invalid(message: str) -> RegistryRefused:
     return RegistryRefused(f"Invalid schema: {message}", registry_code=42201)
 
 
+def version_number(version: str) -> int | None:
+    """The version a path names: None for the latest (`latest`, or -1), else its number
+    in [1, 2^31-1]; refused (42202) otherwise."""
+    if version in ("latest", "-1"):
+        return None
+    if version.isdigit() and 0 < int(version) < 2**31:
+        return int(version)
+    raise RegistryRefused(
+        f"The specified version '{version[:50]}' is not a valid version id. Allowed "
+        'values are between [1, 2^31-1] and the string "latest"',
+        registry_code=42202,
+    )
+
+
 def _reference(n: int, item, names: set) -> tuple[str, str, int | None]:
     """(name, subject, version: None for the latest) of one reference, as sent."""
     where = f"reference {n}"
