@@ -279,7 +279,7 @@ class SchemaVersion(models.Model):
     @property
     def reader_verdicts(self) -> list[dict]:
         """Each consumer's verdict on a breaking version, by consumer name: whether the
-        reader schema it declared reads the version (apps.registry.schemas)."""
+        reader schema it declared reads the version (apps.registry.versions.readers)."""
         readers = self.verdict.get("readers") if isinstance(self.verdict, dict) else None
         return [{"consumer": name, **readers[name]} for name in sorted(readers or {})]
 

@@ -317,7 +317,7 @@ class UnreachableConsumer:
     detail: str
     service_id: int
     topic_id: int
-    # The waiting version's id (its page; `schemas.remind` once the consumer can hear).
+    # The waiting version's id (its page; `versions.remind` once the consumer can hear).
     waiting_version_id: int | None = None
 
 
