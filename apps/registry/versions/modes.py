@@ -8,9 +8,8 @@ from django.db import transaction
 
 from apps.core.context import Actor
 from apps.core.scope import system_scope
-from apps.registry import selectors
 from apps.registry.models import RegistryDefault, Topic
-from apps.registry.selectors import mode_of, registry_mode_of
+from apps.registry.selectors import mode_of, registry_mode_of, topic_by_name
 from apps.registry.services import (
     NotPermitted,
     require_operator,
@@ -153,7 +152,7 @@ def require_writable(topic: Topic | None, role: str, subject: str, defaults=None
 def subject_mode_set(*, actor: Actor, subject: Subject, mode: str, force: bool = False) -> str:
     """A subject's Schema Registry mode (set_registry_mode); its topic is created, by an
     operator only, when a migration sets the mode of a subject it is about to import."""
-    topic = selectors.topic_by_name(subject.topic)
+    topic = topic_by_name(subject.topic)
     if topic is None:
         try:
             require_operator(actor)
