@@ -39,6 +39,11 @@ def announce(
         # Who need not act, said outright: a consumer reading the news should not have to
         # dig through the verdict to learn that its reader reads the version.
         body["reads_it"] = version.reads_it
+    _tell(topic, event_type, body, consumers if addressees is None else addressees, readers)
+
+
+def _tell(topic: Topic, event_type: str, body: dict, addressees, readers=None) -> None:
+    """The news once on the shared topic, then a copy to each addressee."""
     shared = emit(
         topic=TOPIC,
         event_type=event_type,
@@ -46,17 +51,10 @@ def announce(
         aggregate_id=topic.name,
         payload=body,
     )
-    address(
-        topic,
-        event_type,
-        body,
-        consumers if addressees is None else addressees,
-        shared,
-        readers=readers,
-    )
+    _address(topic, event_type, body, addressees, shared, readers=readers)
 
 
-def address(
+def _address(
     topic: Topic, event_type: str, body: dict, addressees, shared, *, readers: dict | None = None
 ) -> None:
     """One copy of the announcement `shared` to each addressee that consumes the topic
@@ -97,11 +95,4 @@ def announce_lowering(actor: Actor, topic: Topic, before: str, after: str, consu
         "consumers": consumers,
         "by": actor.label,
     }
-    shared = emit(
-        topic=TOPIC,
-        event_type=LOWERED,
-        aggregate_type="topic",
-        aggregate_id=topic.name,
-        payload=body,
-    )
-    address(topic, LOWERED, body, consumers, shared)
+    _tell(topic, LOWERED, body, consumers)
