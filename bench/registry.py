@@ -47,7 +47,8 @@ from pathlib import Path
 import psycopg
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.registry import formats, schemas
+from apps.registry import formats
+from apps.registry import versions
 from apps.registry.formats import avro, json_schema
 from apps.registry.models import Service
 from apps.tenancy import services as tenancy
@@ -165,7 +166,7 @@ def run(*, quick: bool) -> dict:
             for n, schema in enumerate(versions)
         ]
         started = time.perf_counter()
-        answer = schemas.model_sync(
+        answer = versions.model_sync(
             actor=SYSTEM_ACTOR, service=producer, release=release, topics=topics
         )
         elapsed = time.perf_counter() - started
@@ -180,7 +181,7 @@ def run(*, quick: bool) -> dict:
         # the schema parsed, then the one subject decided
         started = time.perf_counter()
         parsed = formats.parse("JSON", json.dumps(schema))
-        answer = schemas.schema_register(
+        answer = versions.schema_register(
             actor=SYSTEM_ACTOR,
             service=producer,
             topic_name=name,

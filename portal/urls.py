@@ -38,7 +38,7 @@ urlpatterns = [
     path("readyz", core_views.readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
     # Confluent-compatible Schema Registry clients point their `url` here.
-    path("api/schema-registry/", include("apps.registry.confluent_urls")),
+    path("api/schema-registry/", include("apps.registry.confluent.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script from a URL instead of inline, so the
     # page needs no 'unsafe-inline' for scripts.

@@ -10,7 +10,8 @@ from django.urls import reverse
 from apps.core.attention import Action, Input, Item, Kind
 from apps.core.errors import NotFound
 from apps.core.scope import system_scope
-from apps.registry import schemas, selectors, services
+from apps.registry import selectors, services, versions
+from apps.registry.codes import RegistryCode
 from apps.registry.models import Subscription
 
 
@@ -70,7 +71,9 @@ class UnreachableConsumers(Kind):
     def act(self, *, actor, key, action, values) -> str:
         found = next((f for f in self._found() if _key(f) == key), None)
         if found is None:
-            raise NotFound("That item is not waiting in the attention queue.", code="not_in_queue")
+            raise NotFound(
+                "That item is not waiting in the attention queue.", code=RegistryCode.NOT_IN_QUEUE
+            )
         with system_scope():
             consumer = selectors.service_list().get(pk=found.service_id)
             topic = selectors.topic_list().get(pk=found.topic_id)
@@ -85,7 +88,7 @@ class UnreachableConsumers(Kind):
             reminded = []
             if found.waiting_version_id:
                 version = selectors.schema_version_list().get(pk=found.waiting_version_id)
-                reminded = schemas.remind(actor=actor, version=version)
+                reminded = versions.remind(actor=actor, version=version)
         sent = " and the waiting version's news sent again" if reminded else ""
         return f"{consumer.name} subscribed to {topic.name}{sent}."
 

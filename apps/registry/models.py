@@ -166,10 +166,9 @@ class SchemaIdentity(models.Model):
     """A schema id of the Schema Registry API, shared by every subject-version that
     registered the same schema (the same `schema_identity_key`).
 
-    New registrations of a schema reuse its one `reusable` id. Ids handed out before ids
-    were shared (one per version) and ids a migration imported for a schema that had
-    another id already stay as they are, not reusable: a client may hold any of them, so
-    each keeps resolving to its schema."""
+    New registrations of a schema reuse its one `reusable` id. An id a migration imported
+    for a schema that had another id already stays as it is, not reusable: a client may
+    hold either, so each keeps resolving to its schema."""
 
     key = models.CharField(max_length=64)
     schema_type = models.CharField(max_length=8)
@@ -229,8 +228,8 @@ class SchemaVersion(models.Model):
         help_text="Keys sorted, no whitespace (Avro: names in full): what the fingerprint hashes."
     )
     # The Schema Registry API's string of the schema, as the reference registry writes it
-    # from the schema as sent (apps.registry.schema_text); blank for versions registered
-    # before it was kept, which are answered from `schema`.
+    # from the schema as sent (apps.registry.schema_text); a version kept without it is
+    # answered from `schema` (apps.registry.versions.texts).
     text = models.TextField(blank=True, default="")
     fingerprint = models.CharField(max_length=64, db_index=True)
     state = models.CharField(max_length=32, choices=State.choices)
@@ -280,7 +279,7 @@ class SchemaVersion(models.Model):
     @property
     def reader_verdicts(self) -> list[dict]:
         """Each consumer's verdict on a breaking version, by consumer name: whether the
-        reader schema it declared reads the version (apps.registry.schemas)."""
+        reader schema it declared reads the version (apps.registry.versions.readers)."""
         readers = self.verdict.get("readers") if isinstance(self.verdict, dict) else None
         return [{"consumer": name, **readers[name]} for name in sorted(readers or {})]
 

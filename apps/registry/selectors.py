@@ -61,12 +61,8 @@ def resolve_topic(name: str) -> ResolvedTopic | None:
         logger.warning("topic cache unavailable; resolving %s from the database", name)
         cached = None
     if cached is not None:
-        try:
-            topic_id, version = (int(part) for part in cached.split())
-        except ValueError:  # not an entry of this form (an older release's): a miss
-            pass
-        else:
-            return ResolvedTopic(topic_id, name, version)
+        topic_id, version = (int(part) for part in cached.split())
+        return ResolvedTopic(topic_id, name, version)
     row = (
         Topic.objects.filter(name=name).values_list("id", "name", "current_schema_version").first()
     )
@@ -281,10 +277,6 @@ def versions_answered_as(
     return [v for v in candidates if keys.get(v.identity_id) == wanted[v.identity_id]]
 
 
-def schema_version_of(topic_name: str, version: int, role: str = "value") -> SchemaVersion:
-    return SchemaVersion.objects.get(topic__name=topic_name, role=role, version=version)
-
-
 def subjects_with_published_versions(*, deleted: bool = False) -> list[tuple[str, str]]:
     """(topic name, role) of every subject with a published version (soft-deleted ones
     count with `deleted`), in name order."""
@@ -293,16 +285,6 @@ def subjects_with_published_versions(*, deleted: bool = False) -> list[tuple[str
         versions = versions.filter(deleted_at__isnull=True)
     return list(
         versions.order_by("topic__name", "role").values_list("topic__name", "role").distinct()
-    )
-
-
-def topics_with_published_versions() -> QuerySet:
-    """The names of the topics that have a published version, in name order."""
-    return (
-        Topic.objects.filter(schema_versions__state=SchemaVersion.State.PUBLISHED)
-        .distinct()
-        .order_by("name")
-        .values_list("name", flat=True)
     )
 
 
@@ -335,7 +317,7 @@ class UnreachableConsumer:
     detail: str
     service_id: int
     topic_id: int
-    # The waiting version's id (its page; `schemas.remind` once the consumer can hear).
+    # The waiting version's id (its page; `versions.remind` once the consumer can hear).
     waiting_version_id: int | None = None
 
 
@@ -401,6 +383,19 @@ def unreachable_consumers() -> list[UnreachableConsumer]:
             )
         )
     return found
+
+
+def news_hearers(topic: Topic, names: Iterable[str]) -> list[str]:
+    """Of the named services, those that consume the topic and have an active
+    subscription on their own news topic: the addressees a copy of its news reaches, by
+    name. One query, whatever the number of addressees."""
+    pairs = Subscription.objects.filter(
+        consumer__in=topic.consumers.filter(name__in=set(names)),
+        topic__name__startswith=NEWS_TOPIC_PREFIX,
+        is_active=True,
+    ).values_list("consumer__name", "topic__name")
+    hearing = pairs.order_by("consumer__name")
+    return list(dict.fromkeys(name for name, news in hearing if news == news_topic(name)))
 
 
 def news_subscriptions(service_name: str) -> QuerySet[Subscription]:

@@ -8,6 +8,8 @@ signals (`apps.registry.signals`), after commit.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -15,6 +17,7 @@ from django.utils import timezone
 from apps.core.context import Actor
 from apps.core.errors import DomainError, ValidationFailed
 from apps.registry.catalog import STEWARD_SERVICE
+from apps.registry.codes import RegistryCode
 from apps.registry.models import SchemaReference, Service, Subscription, Topic
 from apps.registry.news import (
     AWAITING,
@@ -33,11 +36,11 @@ SUBSCRIPTION_FIELDS = ["transport", "endpoint", "secret_ref", "is_active"]
 
 
 class NotPermitted(DomainError):
-    """The caller acts beyond what it speaks for. Answered as the API answered these
-    refusals before they moved here (DRF's PermissionDenied): 403 `permission_denied`."""
+    """The caller acts beyond what it speaks for: 403 `permission_denied`, as DRF's
+    PermissionDenied is answered, so a refusal reads the same from every way in."""
 
     status = 403
-    code = "permission_denied"
+    code = RegistryCode.PERMISSION_DENIED
     title = "You do not have permission to perform this action."
 
 
@@ -95,7 +98,9 @@ def service_for_caller(*, actor: Actor, named: str | None = None) -> Service:
             require_speaks_for(actor, named)
         return service_ensure(actor=actor, name=account.name)
     if not named:
-        raise ValidationFailed("Name the service.", code="service_required", field="service")
+        raise ValidationFailed(
+            "Name the service.", code=RegistryCode.SERVICE_REQUIRED, field="service"
+        )
     return service_ensure(actor=actor, name=named)
 
 
@@ -131,6 +136,19 @@ def topic_ensure(*, name: str, description: str = "", producers=(), consumers=()
     return topic
 
 
+def topic_consumers_add(
+    *, actor: Actor, topic: Topic, consumers: list[Service], registered: Iterable[str] = ()
+) -> None:
+    """Register the services as consumers of the topic (`registered`: the names the
+    caller read it has already), and keep each one's schema news delivery in step with
+    its subscriptions: the news topic and subscription a consumer hears its news through
+    exist because it is registered, so announcing news never makes them."""
+    known = set(registered)
+    topic.consumers.add(*[c for c in consumers if c.name not in known])
+    for consumer in consumers:
+        news_delivery_sync(actor=actor, consumer=consumer)
+
+
 def subscribe_steward_consumers_on_commit(names: list[str]) -> None:
     """For whoever creates a topic: Steward's catch-all consumers follow it as soon as
     it is committed, not at the consumers process's next refresh. Their consumer groups
@@ -153,12 +171,12 @@ def _check_subscription(subscription: Subscription) -> None:
         if not subscription.endpoint or not subscription.secret_ref:
             raise ValidationFailed(
                 "A webhook subscription needs an endpoint and a secret reference.",
-                code="webhook_incomplete",
+                code=RegistryCode.WEBHOOK_INCOMPLETE,
             )
         try:
             resolve_secret(subscription.secret_ref)
         except SecretUnavailable as exc:
-            raise ValidationFailed(str(exc), code="secret_unavailable") from None
+            raise ValidationFailed(str(exc), code=RegistryCode.SECRET_UNAVAILABLE) from None
     subscription.full_clean()
 
 
@@ -249,7 +267,7 @@ def subscription_update(*, actor: Actor, subscription: Subscription, **fields) -
     unknown = set(fields) - {"endpoint", "secret_ref", "is_active"}
     if unknown:
         raise ValidationFailed(
-            f"cannot change {', '.join(sorted(unknown))}", code="read_only_field"
+            f"cannot change {', '.join(sorted(unknown))}", code=RegistryCode.READ_ONLY_FIELD
         )
     before = snapshot(subscription, SUBSCRIPTION_FIELDS)
     for name, value in fields.items():
@@ -283,9 +301,9 @@ def news_delivery_sync(*, actor: Actor, consumer: Service) -> list[Subscription]
     longer has an active subscription with is deactivated on the news topic, not
     deleted: its dead letters and delivery counts keep pointing at it.
 
-    Idempotent, and cheap when nothing changed (two queries), so the announcement of
-    every piece of news calls it for each addressee: a consumer added to a topic by a
-    release, or subscribed before news delivery existed, is followed from then on.
+    Idempotent, and cheap when nothing changed (two queries): called whenever the
+    consumer is registered on a topic (topic_consumers_add) and whenever one of its
+    subscriptions changes, so announcing news only reads which consumers can hear it.
     """
     name = news_topic(consumer.name)
     mine = Subscription.objects.filter(consumer=consumer).select_related("topic")
@@ -344,8 +362,8 @@ def news_delivery_sync(*, actor: Actor, consumer: Service) -> list[Subscription]
 
 def news_delivery_sync_all(*, actor: Actor) -> list[Subscription]:
     """`news_delivery_sync` for every consumer of a topic that has a subscription: at
-    set-up, so consumers subscribed before news was addressed see their news
-    subscriptions (and stream readers the stream to read) before the first news."""
+    set-up, so that every consumer's news subscriptions (and a stream reader's stream)
+    are in step with its own subscriptions before the first news, whatever made them."""
     consumers = Service.objects.filter(consumes__isnull=False, subscriptions__isnull=False)
     return [
         mirror

@@ -16,7 +16,7 @@ from apps.console.confirm import confirmed
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin
 from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
-from apps.registry import charts, schemas, selectors
+from apps.registry import charts, selectors, versions
 from apps.registry.filters import SchemaVersionFilterSet, SubscriptionFilterSet, TopicFilterSet
 from apps.registry.services import NotPermitted
 
@@ -175,16 +175,16 @@ def version_act(request, pk, act):
             consumer = get_object_or_404(
                 selectors.service_list(), name=request.POST.get("consumer", "")
             )
-            schemas.acknowledge(actor=request.actor, version=version, consumer=consumer)
+            versions.acknowledge(actor=request.actor, version=version, consumer=consumer)
         elif act == "withdraw":
             if confirmed(request, "withdrawing the version"):
-                schemas.withdraw_version(
+                versions.withdraw_version(
                     actor=request.actor, version=version, reason=request.POST.get("reason", "")
                 )
         elif act == "remind":
-            schemas.remind(actor=request.actor, version=version)
+            versions.remind(actor=request.actor, version=version)
         elif act == "override":
-            schemas.override(
+            versions.override(
                 actor=request.actor, version=version, reason=request.POST.get("reason", "")
             )
         else:

@@ -260,7 +260,7 @@ def _seed() -> dict[str, dict]:
     two callers: the keyword arguments their requests are sent with."""
     from apps.governance.orders.services import order_request, owner_task_issue
     from apps.registry.models import Service
-    from apps.registry.schemas import model_sync
+    from apps.registry.versions import model_sync
     from apps.stores.models import StoreProfile
     from apps.stores.services import certification_record
     from apps.tenancy.models import Tenant, User

@@ -3,7 +3,8 @@
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope
 from apps.eventing.models import OutboxEvent
-from apps.registry import schemas, services
+from apps.registry import services
+from apps.registry import versions as schemas
 from apps.registry.models import SchemaVersion, Service, Subscription, Topic
 
 V1 = {

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import InvalidTransition
 from apps.core.redis import get_redis
-from apps.registry import schemas
+from apps.registry import versions as schemas
 from apps.registry.models import SchemaVersion, Subscription
 from tests.conftest import bearer
 from tests.factories import service_token

@@ -9,7 +9,8 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.registry import schemas, services
+from apps.registry import services
+from apps.registry import versions as schemas
 from apps.registry.catalog import install_steward_topics
 from apps.registry.models import SchemaVersion, Service, Topic
 from tests.factories import service_token

@@ -11,7 +11,8 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from django.test import Client
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.registry import schemas, services
+from apps.registry import services
+from apps.registry import versions as schemas
 from apps.registry.models import SchemaIdentity, SchemaVersion, Topic
 from tests.factories import service_token
 from tests.query_counts import queries_for

@@ -14,7 +14,8 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope
 from apps.eventing.models import OutboxEvent
-from apps.registry import schemas, services, subjects
+from apps.registry import services, subjects
+from apps.registry import versions as schemas
 from apps.registry.models import SchemaVersion, Topic
 from apps.tenancy.models import AuditEvent
 from tests.factories import service_token

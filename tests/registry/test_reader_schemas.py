@@ -12,9 +12,11 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from rest_framework.test import APIClient
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.errors import Conflict
 from apps.core.scope import system_scope
 from apps.eventing.models import OutboxEvent
-from apps.registry import schemas, services
+from apps.registry import services
+from apps.registry import versions as schemas
 from apps.registry.catalog import install_steward_topics
 from apps.registry.models import ReaderSchema, SchemaVersion, Service, Subscription, Topic
 from apps.registry.news import AWAITING, PUBLISHED, news_topic
@@ -163,7 +165,7 @@ def test_declaring_the_same_release_again_is_the_same_declaration_and_another_sc
         schema=TOLERANT,
     )
     assert ReaderSchema.objects.count() == 1 and reader.fingerprint == first["fingerprint"]
-    with pytest.raises(schemas.Conflict) as refused:
+    with pytest.raises(Conflict) as refused:
         schemas.reader_declare(
             actor=SYSTEM_ACTOR,
             service=consumer("alpha"),

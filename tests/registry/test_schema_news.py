@@ -23,7 +23,8 @@ from apps.eventing.envelope import Envelope
 from apps.eventing.models import InboxEntry, OutboxEvent
 from apps.eventing.services import ensure_subscription_groups
 from apps.eventing.transports import RedisStreamTransport, stream_key, webhook_signature
-from apps.registry import gauges, install, schemas, selectors, services
+from apps.registry import gauges, install, selectors, services
+from apps.registry import versions as schemas
 from apps.registry.models import SchemaVersion, Service, Subscription
 from apps.registry.news import AWAITING, LOWERED, PUBLISHED, WITHDRAWN, news_topic
 from portal.celery import app

@@ -6,7 +6,7 @@ import pytest
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.scope import system_scope
-from apps.registry import schemas
+from apps.registry import versions as schemas
 from apps.registry.catalog import install_steward_topics
 from apps.registry.models import SchemaVersion, Topic
 from apps.registry.selectors import missing_acknowledgements, resolve_topic

@@ -2,6 +2,7 @@ from rest_framework import serializers
 from rest_framework.validators import UniqueValidator
 
 from apps.core.api.serializers import StrictModelSerializer, StrictSerializer
+from apps.registry.codes import RegistryCode
 from apps.registry.models import ReaderSchema, SchemaVersion, Service, Subscription, Topic
 
 # The model's choices, so the declared and the stored type are one enum in the schema.
@@ -76,7 +77,7 @@ class SyncTopicSerializer(StrictSerializer):
     schema_type = serializers.ChoiceField(
         choices=SCHEMA_TYPES,
         required=False,
-        # no default: a sync that names no type hashes as it did before types existed
+        # no default: the release's model is hashed as it was sent (apps.registry.versions.sync)
         help_text="JSON (JSON Schema, when absent) or AVRO: the payload's schema type.",
     )
     schema = serializers.JSONField(
@@ -110,7 +111,7 @@ class ModelSyncSerializer(StrictSerializer):
         if not attrs.get("topics") and not attrs.get("reads"):
             raise serializers.ValidationError(
                 {"topics": "A release names the topics it produces or the readers it declares."},
-                code="empty",
+                code=RegistryCode.EMPTY_RELEASE,
             )
         return attrs
 

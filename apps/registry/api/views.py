@@ -13,7 +13,7 @@ from apps.core.api.views import (
     StewardAccessMixin,
     StewardViewSetMixin,
 )
-from apps.registry import schemas, selectors, services
+from apps.registry import selectors, services, versions
 from apps.registry.api import serializers
 from apps.registry.filters import SchemaVersionFilterSet, SubscriptionFilterSet, TopicFilterSet
 
@@ -86,9 +86,9 @@ class TopicViewSet(
         payload = serializers.ReaderDeclareSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
-        reader, waiting = schemas.reader_declare(
+        reader, waiting = versions.reader_declare(
             actor=request.actor,
-            service=schemas.reader_service(actor=request.actor, named=data.get("service")),
+            service=versions.reader_service(actor=request.actor, named=data.get("service")),
             topic=topic,
             release=data["release"],
             schema=data["schema"],
@@ -154,7 +154,7 @@ class ModelSyncView(StewardAccessMixin, APIView):
         payload = serializers.ModelSyncSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
-        answer = schemas.model_sync(
+        answer = versions.model_sync(
             actor=request.actor,
             service=services.service_for_caller(actor=request.actor, named=data.get("service")),
             release=data["release"],
@@ -189,7 +189,7 @@ class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     @idempotent
     def acknowledge(self, request, pk=None):
-        version = schemas.acknowledge(
+        version = versions.acknowledge(
             actor=request.actor, version=self.get_object(), consumer=self._consumer(request)
         )
         return Response(self.read_representation(version))
@@ -200,7 +200,7 @@ class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"], url_path="withdraw-acknowledgement")
     @idempotent
     def withdraw_acknowledgement(self, request, pk=None):
-        version = schemas.withdraw_acknowledgement(
+        version = versions.withdraw_acknowledgement(
             actor=request.actor, version=self.get_object(), consumer=self._consumer(request)
         )
         return Response(self.read_representation(version))
@@ -212,11 +212,11 @@ class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     @idempotent
     def override(self, request, pk=None):
         # Before the body is read: a caller who may not override is told so, not what
-        # its body lacks (schemas.override checks it again, for every way in).
-        schemas.require_may_override(request.actor)
+        # its body lacks (versions.override checks it again, for every way in).
+        versions.require_may_override(request.actor)
         payload = serializers.OverrideSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        version = schemas.override(
+        version = versions.override(
             actor=request.actor, version=self.get_object(), reason=payload.validated_data["reason"]
         )
         return Response(self.read_representation(version))
@@ -229,7 +229,7 @@ class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     def withdraw(self, request, pk=None):
         """The producer (or an operator) takes a waiting version back."""
         reason = str(request.data.get("reason", ""))
-        version = schemas.withdraw_version(
+        version = versions.withdraw_version(
             actor=request.actor, version=self.get_object(), reason=reason
         )
         return Response(self.read_representation(version))
@@ -238,5 +238,5 @@ class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def remind(self, request, pk=None):
         return Response(
-            {"reminded": schemas.remind(actor=request.actor, version=self.get_object())}
+            {"reminded": versions.remind(actor=request.actor, version=self.get_object())}
         )

@@ -1,8 +1,8 @@
-"""URLs of the Confluent-compatible Schema Registry API (see apps.registry.confluent)."""
+"""URLs of the Confluent-compatible Schema Registry API (apps.registry.confluent)."""
 
 from django.urls import path, re_path
 
-from apps.registry import confluent
+from apps.registry.confluent import views as confluent
 
 app_name = "schema-registry"
 

@@ -1,0 +1,63 @@
+"""The registry's stable error codes (apps.core.codes): the problem body's `code` of
+every refusal the registry's Steward API and console give.
+
+The Confluent-compatible API answers in the reference registry's own shape, with its
+numeric `error_code`s (apps.registry.confluent.errors); they are the reference's, not
+Steward's, and are not listed here.
+"""
+
+from apps.core.codes import Codes
+
+
+class RegistryCode(Codes):
+    PERMISSION_DENIED = (
+        "permission_denied",
+        "The caller acts beyond what it speaks for: another service's subscriptions, a topic "
+        "it does not produce, or an operator's setting.",
+    )
+    SERVICE_REQUIRED = "service_required", "Name the service the call speaks for."
+    NOT_A_CONSUMER = (
+        "not_a_consumer",
+        "The service does not consume the topic, so it neither acknowledges nor declares a reader.",
+    )
+    REASON_REQUIRED = "reason_required", "An override of a waiting version needs a reason."
+    RELEASE_CHANGED = (
+        "release_changed",
+        "The release was synced (or declared its reader) with a different model before.",
+    )
+    SYNC_CONFLICT = (
+        "sync_conflict",
+        "Another sync changed the topic at the same moment; send the release again.",
+    )
+    INVALID_SCHEMA_TYPE = "invalid_schema_type", "The schema type is not one the registry keeps."
+    INVALID_READER_SCHEMA = "invalid_reader_schema", "The declared reader schema is invalid."
+    UNKNOWN_TOPIC = "unknown_topic", "A release declares a reader for a topic that does not exist."
+    DELETION_REFUSED = (
+        "deletion_refused",
+        "The version or subject cannot be deleted: not found, not soft-deleted first, "
+        "already soft-deleted, or still read.",
+    )
+    REGISTRY_REFUSED = (
+        "registry_refused",
+        "A Schema Registry operation its mode refuses, or an import whose id or version is "
+        "another schema's.",
+    )
+    NOT_REGISTERED = (
+        "not_registered",
+        "A schema the Schema Registry API registers waits for acknowledgement, or a level "
+        "lowered since the waiting version was judged lets it not replace that version.",
+    )
+    WEBHOOK_INCOMPLETE = (
+        "webhook_incomplete",
+        "An active webhook subscription needs an endpoint and a secret reference.",
+    )
+    SECRET_UNAVAILABLE = (
+        "secret_unavailable",
+        "The webhook subscription's secret reference resolves to no secret.",
+    )
+    READ_ONLY_FIELD = "read_only_field", "Only endpoint, secret_ref and is_active change."
+    EMPTY_RELEASE = (
+        "empty",
+        "A release names the topics it produces or the readers it declares.",
+    )
+    NOT_IN_QUEUE = "not_in_queue", "That item is not waiting in the attention queue."

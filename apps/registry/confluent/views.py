@@ -1,0 +1,525 @@
+"""The Schema Registry API's views: each reads its request, makes one call to the
+registry's services or selectors, and answers in the wire format (`wire`); every error
+in the registry's shape (`errors`)."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.api.permissions import PLATFORM
+from apps.core.api.views import StewardAccessMixin
+from apps.registry import compatibility, selectors, subjects, versions
+from apps.registry.confluent import wire
+from apps.registry.confluent.errors import (
+    RegistryError,
+    registry_response,
+    subject_not_found,
+)
+from apps.registry.models import REGISTRY_MODES, SchemaVersion, Topic
+from apps.registry.versions import submitted
+from apps.registry.versions.submitted import SCHEMA_TYPES
+
+ERRORS, TAG, STRINGS, INTS = wire.ERRORS, wire.TAG, wire.STRINGS, wire.INTS
+
+
+class SchemaRegistryJSONParser(JSONParser):
+    media_type = "application/vnd.schemaregistry.v1+json"
+
+
+class ConfluentView(StewardAccessMixin, APIView):
+    parser_classes = [JSONParser, SchemaRegistryJSONParser]
+    problem_responses = False  # the registry's own error shape, documented in ERRORS
+    scope_app = "registry"
+    steward_scope = "system"
+    read_access = PLATFORM
+    write_access = PLATFORM  # the compatibility test is a POST that changes nothing
+
+    def handle_exception(self, exc):
+        answer = registry_response(exc)
+        return answer if answer is not None else super().handle_exception(exc)
+
+
+def _body(request) -> dict:
+    if not isinstance(request.data, dict):
+        raise RegistryError(400, 400, "The body must be a JSON object.")
+    return request.data
+
+
+def _flag(request, name: str) -> bool:
+    return request.query_params.get(name, "").lower() == "true"
+
+
+def _subject(subject: str) -> subjects.Subject:
+    try:
+        return subjects.parse(subject)
+    except subjects.InvalidSubject:
+        raise subject_not_found(subject) from None
+
+
+def _topic(subject: str, *, deleted: bool = False) -> tuple[Topic, str]:
+    """The subject's topic and role; 40401 when it has no (live, unless `deleted`) version."""
+    named = _subject(subject)
+    topic = selectors.topic_by_name(named.topic)
+    found = topic is not None and (
+        selectors.published_versions(topic, named.role, deleted=deleted).exists()
+    )
+    if not found:
+        raise subject_not_found(subject)
+    return topic, named.role
+
+
+def _version(
+    topic: Topic, version: str, role: str = "value", *, deleted: bool = False
+) -> SchemaVersion:
+    number = submitted.version_number(version)
+    published = selectors.published_versions(topic, role, deleted=deleted)
+    found = published.last() if number is None else published.filter(version=number).first()
+    if found is None:
+        raise RegistryError(404, 40402, f"Version {version} not found.")
+    return found
+
+
+def _by_id(schema_id: int) -> SchemaVersion:
+    found = selectors.published_version_by_id(schema_id) if schema_id < 2**63 else None
+    if found is None:
+        raise RegistryError(404, 40403, "Schema not found")
+    return found
+
+
+def _parsed(request):
+    """The body's schema, parsed and bundled with the schemas its references name, and
+    those references."""
+    body = _body(request)
+    return submitted.parse_submitted(
+        body.get("schemaType"),
+        body.get("schema", ""),
+        body.get("references"),
+        normalize=_flag(request, "normalize"),
+    )
+
+
+class Subjects(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
+    def get(self, request):
+        """Every subject with a published version (`deleted=true`: soft-deleted ones too)."""
+        found = selectors.subjects_with_published_versions(deleted=_flag(request, "deleted"))
+        return Response(sorted(subjects.subject_of(topic, role) for topic, role in found))
+
+
+class Subject(ConfluentView):
+    @extend_schema(tags=TAG, request=wire.SchemaIn, responses={200: wire.Registered, **ERRORS})
+    def post(self, request, subject):
+        """Look a schema up under the subject."""
+        topic, role = _topic(subject)
+        # with its references: bundled as registering bundles
+        parsed, resolved = _parsed(request)
+        found = submitted.find_registered(topic, role, parsed, resolved)
+        if found is None:
+            raise RegistryError(404, 40403, "Schema not found")
+        answer = wire.registered(found, subject)
+        # the reference answers the string of the schema looked up, with the found one's id
+        # and version (KafkaSchemaRegistry.lookUpSchemaUnderSubject)
+        answer["schema"] = parsed.text
+        return Response(answer)
+
+    @extend_schema(tags=TAG, responses={200: INTS, **ERRORS})
+    def delete(self, request, subject):
+        """Soft-delete the subject's versions, or (`permanent=true`) remove a subject soft
+        deleted before: the version numbers. The topic's producers and operators only."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        if topic is None:
+            raise subject_not_found(subject)
+        deleted = versions.subject_delete(
+            actor=request.actor,
+            topic=topic,
+            role=named.role,
+            subject=subject,
+            permanent=_flag(request, "permanent"),
+        )
+        return Response(deleted)
+
+
+class SubjectVersions(ConfluentView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_subject_version_numbers",
+        responses={200: INTS, **ERRORS},
+    )
+    def get(self, request, subject):
+        deleted = _flag(request, "deleted")
+        topic, role = _topic(subject, deleted=deleted)
+        found = selectors.published_versions(topic, role, deleted=deleted)
+        return Response(list(found.values_list("version", flat=True)))
+
+    @extend_schema(
+        tags=TAG,
+        request=wire.SchemaIn,
+        responses={
+            200: wire.Registered,
+            409: wire.error("Breaking: waits for the named consumers (error_code 409)."),
+            **ERRORS,
+        },
+    )
+    def post(self, request, subject):
+        """Register a schema: its id when it is (or becomes) published; 409 naming the
+        consumers still to acknowledge when it is breaking. With `normalize=true` the schema
+        answered afterwards is its normalized string, as the reference writes it (sorted
+        keys for JSON Schema; Avro's normalized form); a schema's id does not depend on
+        it. `references` name other
+        subjects' versions the schema uses; the same schema with the same references is the
+        same version."""
+        body = _body(request)
+        try:
+            named = subjects.parse(subject)
+        except subjects.InvalidSubject as exc:
+            raise RegistryError(422, 42201, str(exc)) from None
+        account = request.service_account
+        done = versions.subject_register(
+            actor=request.actor,
+            caller=account.name if account else request.user.username,
+            subject=named,
+            schema_type=body.get("schemaType"),
+            schema=body.get("schema", ""),
+            references=body.get("references"),
+            normalize=_flag(request, "normalize"),
+            schema_id=body.get("id"),
+            number=body.get("version"),
+        )
+        return Response(wire.registered(done.version, subject, done.references))
+
+
+class SubjectVersion(ConfluentView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_subject_version",
+        responses={200: wire.Registered, **ERRORS},
+    )
+    def get(self, request, subject, version):
+        deleted = _flag(request, "deleted")
+        topic, role = _topic(subject, deleted=deleted)
+        return Response(wire.registered(_version(topic, version, role, deleted=deleted), subject))
+
+    @extend_schema(tags=TAG, responses={200: OpenApiTypes.INT, **ERRORS})
+    def delete(self, request, subject, version):
+        """Soft-delete a version, or (`permanent=true`) remove one soft-deleted before; a
+        version the topic's consumers read is refused (42206)."""
+        topic, role = _topic(subject, deleted=True)
+        number = versions.version_delete(
+            actor=request.actor,
+            topic=topic,
+            role=role,
+            version=version,
+            subject=subject,
+            permanent=_flag(request, "permanent"),
+        )
+        return Response(number)
+
+
+class SubjectVersionSchema(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request, subject, version):
+        """The version's schema itself, nothing around it."""
+        topic, role = _topic(subject)
+        return wire.schema_string(_version(topic, version, role))
+
+
+class ReferencedBy(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: INTS, **ERRORS})
+    def get(self, request, subject, version):
+        """The ids of the schemas that reference this version."""
+        topic, role = _topic(subject)
+        return Response(selectors.referencing_ids(_version(topic, version, role)))
+
+
+class SchemaList(ConfluentView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_schemas",
+        responses={200: wire.Registered(many=True), **ERRORS},
+    )
+    def get(self, request):
+        """Every published schema, with its subject (`subjectPrefix` filters them)."""
+        prefix = request.query_params.get("subjectPrefix", "")
+        found = [
+            v for v in selectors.published_version_list() if wire.subject_name(v).startswith(prefix)
+        ]
+        references = selectors.references_of(v.pk for v in found)  # one query for all
+        answer = [wire.registered(v, wire.subject_name(v), references.get(v.pk, [])) for v in found]
+        return Response(sorted(answer, key=lambda r: (r["subject"], r["version"])))
+
+
+class SchemaById(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: wire.SchemaText, **ERRORS})
+    def get(self, request, schema_id):
+        answer = wire.registered(_by_id(schema_id))
+        return Response(
+            {k: answer[k] for k in ("schema", "schemaType", "references") if k in answer}
+        )
+
+
+class SchemaByIdText(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
+    def get(self, request, schema_id):
+        """The schema of that id itself."""
+        return wire.schema_string(_by_id(schema_id))
+
+
+def _uses(request, schema_id: int) -> list[SchemaVersion]:
+    """Every subject-version whose schema has the id (`deleted=true`: soft-deleted ones
+    too); 40403 when none."""
+    found = selectors.versions_of_schema_id(schema_id, deleted=_flag(request, "deleted"))
+    if not found:
+        raise RegistryError(404, 40403, "Schema not found")
+    return found
+
+
+class SchemaByIdSubjects(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
+    def get(self, request, schema_id):
+        """The subjects that registered the schema of that id."""
+        return Response(sorted({wire.subject_name(v) for v in _uses(request, schema_id)}))
+
+
+class SchemaByIdVersions(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: wire.SubjectVersionOut(many=True), **ERRORS})
+    def get(self, request, schema_id):
+        """Every subject-version that registered the schema of that id."""
+        found = [
+            {"subject": wire.subject_name(v), "version": v.version}
+            for v in _uses(request, schema_id)
+        ]
+        return Response(sorted(found, key=lambda r: (r["subject"], r["version"])))
+
+
+class SchemaTypes(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
+    def get(self, request):
+        return Response(SCHEMA_TYPES)
+
+
+class Contexts(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
+    def get(self, request):
+        """The contexts: only the default one."""
+        return Response(["."])
+
+
+def _mode_in(request) -> str:
+    mode = str(_body(request).get("mode", "")).upper()
+    if mode not in REGISTRY_MODES:
+        raise RegistryError(
+            422,
+            42204,
+            "Invalid mode. Valid values are READWRITE, READONLY, READONLY_OVERRIDE, and IMPORT",
+        )
+    return mode
+
+
+def _level_in(request) -> str:
+    level = str(_body(request).get("compatibility", "")).upper()
+    if level not in compatibility.MODES:
+        raise RegistryError(422, 42203, f"Invalid compatibility level '{level[:50]}'.")
+    return level
+
+
+class Mode(ConfluentView):
+    @extend_schema(tags=TAG, operation_id="schema_registry_mode", responses={200: wire.ModeIn})
+    def get(self, request):
+        """The registry's mode."""
+        return Response({"mode": selectors.global_registry_mode()})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_mode_set",
+        request=wire.ModeIn,
+        responses={200: wire.ModeIn, **ERRORS},
+    )
+    def put(self, request):
+        """The registry's mode: operators only."""
+        mode = _mode_in(request)
+        versions.set_registry_default(actor=request.actor, key="mode", value=mode)
+        return Response({"mode": mode})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_mode_reset",
+        responses={200: wire.ModeIn, **ERRORS},
+    )
+    def delete(self, request):
+        before = selectors.global_registry_mode()
+        versions.set_registry_default(actor=request.actor, key="mode", value=None)
+        return Response({"mode": before})
+
+
+class SubjectMode(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: wire.ModeIn, **ERRORS})
+    def get(self, request, subject):
+        """The mode the subject is in; with `defaultToGlobal=false`, only its own (40409
+        when it has none)."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        own = request.query_params.get("defaultToGlobal", "").lower() == "false"
+        if own and not selectors.own_registry_mode(topic, named.role):
+            raise RegistryError(
+                404, 40409, f"Subject '{subject[:300]}' does not have subject-level mode configured"
+            )
+        return Response({"mode": selectors.registry_mode_of(topic, named.role)})
+
+    @extend_schema(tags=TAG, request=wire.ModeIn, responses={200: wire.ModeIn, **ERRORS})
+    def put(self, request, subject):
+        """The subject's own mode (its topic's other subjects keep theirs): the topic's
+        producers and operators. IMPORT only on a subject with no version yet, unless
+        `force=true`."""
+        mode = _mode_in(request)
+        versions.subject_mode_set(
+            actor=request.actor, subject=_subject(subject), mode=mode, force=_flag(request, "force")
+        )
+        return Response({"mode": mode})
+
+    @extend_schema(tags=TAG, responses={200: wire.ModeIn, **ERRORS})
+    def delete(self, request, subject):
+        """The subject's own mode removed (answered): it follows the registry's again.
+        40401 when it had none, as the reference answers."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        before = selectors.own_registry_mode(topic, named.role)
+        if not before:
+            raise subject_not_found(subject)
+        versions.set_registry_mode(actor=request.actor, topic=topic, role=named.role, mode="")
+        return Response({"mode": before})
+
+
+def _compatibility(request, against: list[SchemaVersion], *, mode: str, policy: str):
+    """`{is_compatible}` of the body's schema against `against` (published versions,
+    oldest first), `messages` with `verbose=true`."""
+    parsed, _ = _parsed(request)
+    verdict = submitted.compatibility_verdict(parsed, against, mode=mode, policy=policy)
+    answer = {"is_compatible": verdict.compatible}
+    if _flag(request, "verbose"):
+        answer["messages"] = [f"{d.kind} at {d.path}: {d.message}" for d in verdict.breaking]
+    return Response(answer)
+
+
+class Compatibility(ConfluentView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_compatibility_subjects_versions_create",
+        request=wire.SchemaIn,
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def post(self, request, subject, version):
+        """The schema against one version, in the topic's level's direction."""
+        topic, role = _topic(subject)
+        against = _version(topic, version, role)
+        return _compatibility(
+            request,
+            [against],
+            mode=selectors.mode_of(topic).removesuffix("_TRANSITIVE"),
+            policy=topic.compatibility_policy,
+        )
+
+
+class CompatibilityAll(ConfluentView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_compatibility_subject",
+        request=wire.SchemaIn,
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def post(self, request, subject):
+        """The schema against the subject's versions as registering would check it: the
+        latest, or every one under a transitive level. A subject with no version has
+        nothing to be incompatible with, as the reference answers."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        found = list(selectors.published_versions(topic, named.role)) if topic else []
+        if not found:
+            _parsed(request)  # still a valid schema, or 42201
+            return Response(
+                {"is_compatible": True, **({"messages": []} if _flag(request, "verbose") else {})}
+            )
+        return _compatibility(
+            request, found, mode=selectors.mode_of(topic), policy=topic.compatibility_policy
+        )
+
+
+class Config(ConfluentView):
+    """The registry's default compatibility level: an operator's, else Steward's
+    configuration (STEWARD_REGISTRY_DEFAULT_MODE)."""
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_default_config",
+        responses={200: wire.Level, **ERRORS},
+    )
+    def get(self, request):
+        return Response({"compatibilityLevel": selectors.default_mode()})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_default_config_set",
+        request=wire.LevelIn,
+        responses={200: wire.LevelIn, **ERRORS},
+    )
+    def put(self, request):
+        """Operators only; a lowered level is announced on every topic that follows it."""
+        level = _level_in(request)
+        versions.set_registry_default(actor=request.actor, key="compatibility", value=level)
+        return Response({"compatibility": level})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_default_config_reset",
+        responses={200: wire.Level, **ERRORS},
+    )
+    def delete(self, request):
+        before = selectors.default_mode()
+        versions.set_registry_default(actor=request.actor, key="compatibility", value=None)
+        return Response({"compatibilityLevel": before})
+
+
+class SubjectConfig(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: wire.Level, **ERRORS})
+    def get(self, request, subject):
+        """The subject's level; the default where it has none, unless
+        `defaultToGlobal=false` asks for its own only (40408 when it has none)."""
+        topic, _ = _topic(subject)
+        own = request.query_params.get("defaultToGlobal", "").lower() == "false"
+        if own and not topic.compatibility_mode:
+            raise RegistryError(
+                404,
+                40408,
+                f"Subject '{subject[:300]}' does not have subject-level compatibility configured",
+            )
+        return Response({"compatibilityLevel": selectors.mode_of(topic)})
+
+    @extend_schema(tags=TAG, responses={200: wire.Level, **ERRORS})
+    def delete(self, request, subject):
+        """Back to the default level (audited, and announced if that lowers it)."""
+        topic, _ = _topic(subject)
+        before = selectors.mode_of(topic)
+        versions.set_mode(actor=request.actor, topic=topic, mode="")
+        return Response({"compatibilityLevel": before})
+
+    @extend_schema(tags=TAG, request=wire.LevelIn, responses={200: wire.LevelIn, **ERRORS})
+    def put(self, request, subject):
+        """A topic's compatibility level: its producers' and operators' to change."""
+        level = _level_in(request)
+        topic, _ = _topic(subject)
+        versions.set_mode(actor=request.actor, topic=topic, mode=level)
+        return Response({"compatibility": level})
+
+
+class UnknownPath(ConfluentView):
+    """Any other path under the API: the registry's 404, never an HTML page."""
+
+    schema = None  # not an operation of the API
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        raise RegistryError(404, 404, "HTTP 404 Not Found")

@@ -1,0 +1,125 @@
+"""The Schema Registry API's wire formats: the bodies it reads and answers, as the
+reference registry writes them, and their OpenAPI description."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.plumbing import build_array_type, build_basic_type
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+
+from apps.registry import compatibility, selectors, subjects
+from apps.registry.models import REGISTRY_MODES, SchemaReference, SchemaVersion
+from apps.registry.versions.texts import registry_text
+
+
+class ReferenceIn(serializers.Serializer):
+    name = serializers.CharField(
+        max_length=500,
+        help_text="How the schema names it: a JSON Schema $ref URI, an Avro type's full name.",
+    )
+    subject = serializers.CharField()
+    version = serializers.IntegerField(help_text="The referenced version (-1: the latest).")
+
+
+class SchemaIn(serializers.Serializer):
+    schema = serializers.CharField(help_text="The schema (JSON Schema or Avro), as text.")
+    schemaType = serializers.CharField(required=False, default="AVRO")  # noqa: N815
+    references = ReferenceIn(many=True, required=False)
+
+
+class Registered(serializers.Serializer):
+    subject = serializers.CharField(required=False)
+    id = serializers.IntegerField()
+    version = serializers.IntegerField()
+    schema = serializers.CharField()
+    schemaType = serializers.CharField()  # noqa: N815
+    references = ReferenceIn(many=True, required=False, help_text="Only when it has any.")
+
+
+class SchemaText(serializers.Serializer):
+    schema = serializers.CharField()
+    schemaType = serializers.CharField()  # noqa: N815
+    references = ReferenceIn(many=True, required=False, help_text="Only when it has any.")
+
+
+class SubjectVersionOut(serializers.Serializer):
+    subject = serializers.CharField()
+    version = serializers.IntegerField()
+
+
+class Level(serializers.Serializer):
+    compatibilityLevel = serializers.CharField()  # noqa: N815
+
+
+class LevelIn(serializers.Serializer):
+    compatibility = serializers.ChoiceField(choices=compatibility.MODES)
+
+
+class ModeIn(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=REGISTRY_MODES)
+
+
+class RegistryErrorSerializer(serializers.Serializer):
+    error_code = serializers.IntegerField()
+    message = serializers.CharField()
+
+
+def error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(response=RegistryErrorSerializer, description=description)
+
+
+ERRORS = {
+    400: error("Malformed request: the body is not a JSON object (error_code 400)."),
+    401: error("No credentials, or a bad token (error_code 40101)."),
+    403: error("The caller may not use the registry (error_code 40301)."),
+    404: error("Subject (40401), version (40402) or schema (40403) not found."),
+    422: error(
+        "Invalid schema (42201; an unknown reference too), compatibility level (42203) or "
+        "a referenced schema's deletion (42206)."
+    ),
+    429: error("Too many requests (error_code 429); `Retry-After` says when to retry."),
+}
+TAG = ["schema-registry (Confluent-compatible)"]
+STRINGS = build_array_type(build_basic_type(OpenApiTypes.STR))
+INTS = build_array_type(build_basic_type(OpenApiTypes.INT))
+
+
+def subject_name(version: SchemaVersion) -> str:
+    return subjects.subject_of(version.topic.name, version.role)
+
+
+def references_out(references: list[SchemaReference]) -> list[dict]:
+    return [
+        {"name": r.name, "subject": subject_name(r.referenced), "version": r.referenced.version}
+        for r in references
+    ]
+
+
+def schema_string(version: SchemaVersion) -> HttpResponse:
+    """`…/schema`: the schema's string itself as the body, as the reference answers it."""
+    references = selectors.references_of([version.pk]).get(version.pk, [])
+    return HttpResponse(registry_text(version, references), content_type="application/json")
+
+
+def registered(
+    version: SchemaVersion,
+    subject: str | None = None,
+    references: list[SchemaReference] | None = None,
+) -> dict:
+    """A version as the reference answers it; `references` (read for the version when not
+    given) only when it has any, as the reference leaves an empty list out."""
+    if references is None:
+        references = selectors.references_of([version.pk]).get(version.pk, [])
+    answer = {
+        "id": version.identity_id,
+        "version": version.version,
+        "schema": registry_text(version, references),
+        "schemaType": version.schema_type,
+    }
+    if subject is not None:
+        answer["subject"] = subject
+    if references:
+        answer["references"] = references_out(references)
+    return answer

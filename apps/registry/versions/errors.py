@@ -1,0 +1,41 @@
+"""The refusals of the registry's versions that the Schema Registry API answers with the
+reference registry's own codes (`registry_code`, mapped by apps.registry.confluent)."""
+
+from __future__ import annotations
+
+from apps.core.errors import Conflict, DomainError
+from apps.registry.codes import RegistryCode
+
+
+class RegistryRefused(DomainError):
+    """A Schema Registry API operation its mode refuses, or an import whose id is another
+        schema's (42205, as the reference answers both), or whose version exists already with
+        another id (42207); an invalid schema or reference (42201), an invalid version
+    (42202); a subject an operator alone may name before it exists (40401)."""
+
+    status = 422
+    code = RegistryCode.REGISTRY_REFUSED
+
+    def __init__(self, detail: str, *, registry_code: int = 42205, status: int = 422):
+        super().__init__(detail)
+        self.registry_code, self.status = registry_code, status
+
+
+class DeletionRefused(DomainError):
+    """A deletion the reference registry's rules refuse; `registry_code` is its code there
+    (40401/40402 not found, 40404/40406 already soft-deleted, 40405/40407 not soft-deleted
+    first, 42206 still read or referenced)."""
+
+    status = 422
+    code = RegistryCode.DELETION_REFUSED
+
+    def __init__(self, detail: str, *, registry_code: int, status: int = 422):
+        super().__init__(detail)
+        self.registry_code, self.status = registry_code, status
+
+
+class NotRegistered(Conflict):
+    """A schema the Schema Registry API was asked to register and did not publish: it
+    waits for acknowledgement, or may not replace the version waiting."""
+
+    code = RegistryCode.NOT_REGISTERED

@@ -1,0 +1,380 @@
+"""The compatibility gate: one subject's decision on a schema, shared by a release's
+ModelSync and the Schema Registry API's register.
+
+The same schema as a live version is `unchanged`; a compatible one is published at once;
+a breaking one waits, as the subject's one pending version, for every consumer whose
+reader schema does not read it to acknowledge it (or an operator to override, with a
+reason). A newer schema supersedes the version waiting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from apps.core.context import Actor
+from apps.core.errors import Conflict, InvalidTransition
+from apps.registry import compatibility, schema_types
+from apps.registry.codes import RegistryCode
+from apps.registry.models import SchemaVersion, Service, Topic, schema_identity_key
+from apps.registry.news import AWAITING
+from apps.registry.selectors import (
+    missing_acknowledgements,
+    mode_of,
+    registry_defaults,
+    versions_answered_as,
+)
+from apps.registry.services import (
+    service_ensure,
+    subscribe_steward_consumers_on_commit,
+    topic_consumers_add,
+)
+from apps.registry.subjects import TOPIC as TOPIC_NAME
+from apps.registry.versions.acknowledgements import make_current
+from apps.registry.versions.announcements import announce
+from apps.registry.versions.modes import mode_implies
+from apps.registry.versions.readers import judge_readers
+from apps.tenancy.audit import audit_record
+
+State = SchemaVersion.State
+TRANSITIONS = SchemaVersion.TRANSITIONS
+
+
+@dataclass
+class TopicAnswer:
+    topic: str
+    outcome: str  # published, unchanged, awaiting_acknowledgement, rejected, refused
+    version: int | None = None
+    fingerprint: str = ""
+    reason: str = ""
+    awaiting: list[str] = field(default_factory=list)
+    verdict: dict = field(default_factory=dict)
+    not_named: dict = field(default_factory=dict)
+    reads_it: list[str] = field(default_factory=list)
+    # The version the answer names, for callers in the process (never in the answer).
+    row: SchemaVersion | None = field(default=None, compare=False, repr=False)
+
+    def as_dict(self) -> dict:
+        answer = {"topic": self.topic, "outcome": self.outcome}
+        for name in (
+            "version",
+            "fingerprint",
+            "reason",
+            "awaiting",
+            "reads_it",
+            "verdict",
+            "not_named",
+        ):
+            value = getattr(self, name)
+            if value not in (None, "", [], {}):
+                answer[name] = value
+        return answer
+
+
+class Sync:
+    """What one ModelSync reads once for all its topics: the services it names, and the
+    topics with their producers and consumers."""
+
+    def __init__(
+        self,
+        *,
+        actor: Actor,
+        service: Service,
+        release: str,
+        topics: list[dict],
+        catalog: bool = True,
+        defaults: dict[str, str] | None = None,
+        absent: bool = False,
+    ):
+        """`catalog=False`: the sync names no producer and reports none it leaves out
+        (the Schema Registry API's register), so the topics' producers are not read.
+        `defaults`: the registry-wide settings (selectors.registry_defaults), when the
+        caller read them already. `absent`: the caller has just read, in this
+        transaction, that none of the topics exists, so there is nothing to read or
+        lock: one a concurrent sync creates meanwhile is this one's IntegrityError (a
+        sync_conflict), as it is when it commits between the read here and the insert."""
+        self.actor, self.service, self.release = actor, service, release
+        self.catalog, self._defaults = catalog, defaults
+        names = set()
+        for entry in topics:
+            names.update(entry.get("producers", []), entry.get("consumers", []))
+        names.discard(service.name)
+        self.services = {service.name: service}
+        if names:
+            self.services.update((s.name, s) for s in Service.objects.filter(name__in=names))
+        for name in names - set(self.services):
+            self.services[name] = service_ensure(actor=actor, name=name)
+        # Locked for this sync (one sync per topic at a time), in name order so that two
+        # syncs of the same topics cannot wait on each other; read once, with their
+        # producers and consumers.
+        self.topics = (
+            {}
+            if absent
+            else {
+                t.name: t
+                for t in Topic.objects.filter(name__in=[e["name"] for e in topics])
+                .order_by("name")
+                .select_for_update(of=("self",))
+                .prefetch_related(*(("producers", "consumers") if catalog else ("consumers",)))
+            }
+        )
+
+    def mode_of(self, topic: Topic) -> str:
+        """The topic's compatibility level, the registry's read once for the whole sync
+        (not once per topic that follows it)."""
+        if not topic.compatibility_mode and self._defaults is None:
+            self._defaults = registry_defaults()
+        return mode_of(topic, self._defaults)
+
+    def topic(self, entry: dict) -> Topic:
+        """The topic locked for this sync (one sync per topic at a time), created if new,
+        with the producers and consumers the entry names added."""
+        name = entry["name"]
+        known = self.topics.get(name)
+        if known is None:
+            topic = Topic(name=name, description=entry.get("description", ""))
+            # Not unique: the sync has just read that no topic has the name (a concurrent
+            # creator's row is an IntegrityError, a sync_conflict). The name's rule is
+            # the database's constraint, asked of the database only when Python's copy of
+            # it fails, so that the refusal is worded as full_clean words it.
+            topic.full_clean(validate_unique=False, validate_constraints=False)
+            if not TOPIC_NAME.match(name):
+                topic.validate_constraints()
+            topic.save()
+            audit_record(actor=self.actor, action="topic.create", instance=topic)
+            subscribe_steward_consumers_on_commit([name])
+            producers, consumers = set(), set()
+            topic.is_new = True  # no schema version yet, under any role
+        else:
+            topic = known
+            producers = {p.name for p in known.producers.all()} if self.catalog else set()
+            consumers = {c.name for c in known.consumers.all()}
+        wanted = entry.get("producers", [self.service.name])
+        topic.producers.add(*[self.services[n] for n in wanted if n not in producers])
+        named_consumers = entry.get("consumers", [])
+        if named_consumers:
+            topic_consumers_add(
+                actor=self.actor,
+                topic=topic,
+                consumers=[self.services[n] for n in named_consumers],
+                registered=consumers,
+            )
+        topic.consumer_names = sorted(consumers | set(named_consumers))
+        # Reported, never removed: a release may just not mention everyone.
+        topic.not_named = {
+            "producers": sorted(producers - set(wanted)),
+            "consumers": sorted(consumers - set(named_consumers)),
+        }
+        return topic
+
+
+def sync_topic(sync: Sync, entry: dict, parsed=None) -> TopicAnswer:
+    """One topic of a sync, all or nothing (its own savepoint); `parsed`, the entry's
+    schema when the caller parsed it already."""
+    try:
+        with transaction.atomic():
+            return _decide_entry(sync, entry, parsed)
+    except (IntegrityError, InvalidTransition):
+        # A concurrent sync created the same topic or version, or an acknowledgement
+        # moved the waiting version this one supersedes: not an answer to keep for this
+        # release, the caller retries it whole.
+        raise Conflict(
+            f"Another sync changed {entry['name']} at the same moment; send this release again.",
+            code=RegistryCode.SYNC_CONFLICT,
+        ) from None
+
+
+def _decide_entry(sync: Sync, entry: dict, parsed=None) -> TopicAnswer:
+    name = entry["name"]
+    if parsed is None:
+        try:
+            parsed = schema_types.parse(entry.get("schema_type", "JSON"), entry["schema"])
+        except compatibility.InvalidSchema as exc:
+            return TopicAnswer(name, "rejected", reason=exc.reason)
+    topic = sync.topic(entry)
+    answer = _decide(
+        sync,
+        topic,
+        parsed,
+        entry.get("role", "value"),
+        entry.get("references", ()),
+        any_version=entry.get("any_version", False),
+    )
+    if any(topic.not_named.values()):
+        answer.not_named = topic.not_named
+    return answer
+
+
+def schema_id_for(kind: str, fingerprint: str, references=()) -> int:
+    """The schema id of a schema (with its references: (name, referenced version id)):
+    the one it has already, under any subject, else a new one. One statement when the
+    schema is new; concurrent registrations of the same schema wait on the unique index
+    for the first to commit, then read its id."""
+    key = schema_identity_key(kind, fingerprint, references)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH made AS (INSERT INTO registry_schemaidentity (key, schema_type, reusable,"
+            " created_at) VALUES (%s, %s, true, now()) ON CONFLICT (key) WHERE reusable"
+            " DO NOTHING RETURNING id)"
+            " SELECT id FROM made UNION ALL"
+            " SELECT id FROM registry_schemaidentity WHERE key = %s AND reusable LIMIT 1",
+            [key, kind, key],
+        )
+        row = cursor.fetchone()
+        if row is None:
+            # A concurrent registration made it after this statement's snapshot: the
+            # insert waited for it to commit; a new statement sees it.
+            cursor.execute(
+                "SELECT id FROM registry_schemaidentity WHERE key = %s AND reusable", [key]
+            )
+            row = cursor.fetchone()
+    return row[0]
+
+
+def _decide(
+    sync: Sync, topic: Topic, parsed, role: str = "value", references=(), *, any_version=False
+) -> TopicAnswer:
+    """`any_version`: a schema equal to any live published version is that version
+    (the Schema Registry API's register); otherwise only the latest counts (a release's
+    ModelSync that goes back to an older schema publishes it again as the newest)."""
+    history = (
+        []
+        if getattr(topic, "is_new", False)
+        else list(topic.schema_versions.filter(role=role).order_by("version"))
+    )
+    # soft-deleted versions are out of the subject and of its checks
+    published = [v for v in history if v.state == State.PUBLISHED and v.deleted_at is None]
+    pending = next((v for v in history if v.state == State.AWAITING), None)
+    known = _known(topic.name, parsed, published, pending, references, any_version)
+    if known is not None:
+        return known
+    verdict = schema_types.check(
+        parsed.kind,
+        parsed.checked,
+        [v.schema for v in published],
+        mode=sync.mode_of(topic),
+        policy=topic.compatibility_policy,
+    )
+    if pending is not None and verdict.compatible:
+        refused = _held_by_waiting(sync, topic, parsed, published, pending)
+        if refused is not None:
+            return refused
+    if pending is not None:  # a newer release replaces the version that was waiting
+        TRANSITIONS.move(pending, State.SUPERSEDED)
+    number = (history[-1].version if history else 0) + 1
+    return _submit(sync, topic, parsed, role, references, verdict, number)
+
+
+def _known(name: str, parsed, published, pending, references, any_version) -> TopicAnswer | None:
+    """The answer when the schema is not new to the subject: of another type than its
+    schemas (rejected), a published version (unchanged), or the version waiting."""
+    fingerprint, kind = parsed.fingerprint, parsed.kind
+    current = published[-1] if published else None
+    if current is not None and current.schema_type != kind:
+        return TopicAnswer(
+            name,
+            "rejected",
+            reason=f"the subject's schemas are {current.schema_type}, not {kind}",
+        )
+    # else the string the registry answers for a version, sent back as it is (what Avro's
+    # parser drops, a primitive's doc say, is gone from it): the same schema, as the
+    # reference registry finds it by that string
+    same = [v for v in published if v.fingerprint == fingerprint] or versions_answered_as(
+        published, parsed.text, kind, references
+    )
+    if same and (any_version or same[-1] is current):
+        return TopicAnswer(name, "unchanged", same[-1].version, fingerprint, row=same[-1])
+    if pending is not None and pending.fingerprint == fingerprint:
+        return TopicAnswer(
+            name,
+            "awaiting_acknowledgement",
+            pending.version,
+            fingerprint,
+            awaiting=missing_acknowledgements(pending),
+            reads_it=pending.reads_it,
+            verdict=pending.verdict,
+            row=pending,
+        )
+    return None
+
+
+def _held_by_waiting(sync: Sync, topic: Topic, parsed, published, pending) -> TopicAnswer | None:
+    """A level lowered since the waiting version was judged lets nothing past it: a new
+    version replaces the waiting one only if the waiting one's level passes it."""
+    judged = pending.verdict.get("mode") or sync.mode_of(topic)
+    if mode_implies(sync.mode_of(topic), judged):
+        return None
+    strict = schema_types.check(
+        parsed.kind,
+        parsed.checked,
+        [v.schema for v in published],
+        mode=judged,
+        policy=topic.compatibility_policy,
+    )
+    if strict.compatible:
+        return None
+    name = topic.name
+    return TopicAnswer(
+        name,
+        "refused",
+        reason=f"Version {pending.version} of {name} waits for acknowledgement "
+        f"from {', '.join(missing_acknowledgements(pending)) or 'no one'}; the "
+        f"level lowered to {sync.mode_of(topic)} since it was judged under {judged} "
+        "lets no version replace it. Withdraw it, or have it acknowledged, first.",
+        verdict=strict.as_dict(),
+    )
+
+
+def _submit(sync: Sync, topic: Topic, parsed, role, references, verdict, number) -> TopicAnswer:
+    """The new version, published when compatible or read by every consumer's reader,
+    else waiting for the consumers whose reader does not read it (a new version has no
+    acknowledgement yet)."""
+    judged = verdict.as_dict()
+    readers = {}
+    if not verdict.compatible and topic.consumer_names:
+        readers = judge_readers(
+            topic,
+            role,
+            parsed.kind,
+            parsed.document,
+            topic.consumer_names,
+            topic.compatibility_policy,
+        )
+        judged["readers"] = readers
+    awaiting = [n for n in topic.consumer_names if not readers.get(n, {}).get("reads")]
+    reads_it = [n for n in topic.consumer_names if readers.get(n, {}).get("reads")]
+    publish = verdict.compatible or not awaiting
+    version = SchemaVersion.objects.create(
+        topic=topic,
+        role=role,
+        version=number,
+        schema_type=parsed.kind,
+        identity_id=schema_id_for(parsed.kind, parsed.fingerprint, references),
+        schema=parsed.document,
+        canonical=parsed.canonical,
+        text=parsed.text,
+        fingerprint=parsed.fingerprint,
+        state=State.PUBLISHED if publish else State.AWAITING,
+        published_at=timezone.now() if publish else None,
+        verdict=judged,
+        submitted_by=sync.service,
+        release=sync.release,
+    )
+    if publish:
+        make_current(version, topic)
+        outcome, awaiting = "published", []
+    else:
+        announce(version, AWAITING, awaiting=awaiting)
+        outcome = "awaiting_acknowledgement"
+    return TopicAnswer(
+        topic.name,
+        outcome,
+        version.version,
+        parsed.fingerprint,
+        awaiting=awaiting,
+        reads_it=reads_it,
+        verdict=version.verdict,
+        row=version,
+    )

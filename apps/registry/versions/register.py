@@ -1,0 +1,274 @@
+"""Registering through the Schema Registry API: one call per request, in one
+transaction, for a subject the caller has parsed and the schema and references as sent.
+
+The same gate as a release's ModelSync decides (apps.registry.versions.gate): a breaking
+schema is refused (409) and names the consumers that have not acknowledged it.
+Registering never makes the caller a producer of the topic (only a release or an
+operator does), and on a topic that has producers only they (and operators) register.
+A subject in IMPORT mode takes a migration's versions with the ids and numbers they had.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.core.context import Actor
+from apps.core.scope import current_scope, system_scope
+from apps.registry import selectors
+from apps.registry.models import SchemaIdentity, SchemaVersion, Service, Topic, schema_identity_key
+from apps.registry.services import (
+    require_produces,
+    schema_references_record,
+    service_ensure,
+    subscribe_steward_consumers_on_commit,
+)
+from apps.registry.subjects import Subject
+from apps.registry.versions.errors import NotRegistered, RegistryRefused
+from apps.registry.versions.gate import Sync, TopicAnswer, sync_topic
+from apps.registry.versions.modes import require_writable
+from apps.registry.versions.submitted import parse_submitted, reference_key
+from apps.tenancy.audit import audit_record
+
+State = SchemaVersion.State
+
+
+@dataclass(frozen=True)
+class Registered:
+    """The version a registration names, and its references when the registration knows
+    them without asking (None: read them)."""
+
+    version: SchemaVersion
+    references: list | None = None
+
+
+def subject_register(
+    *,
+    actor: Actor,
+    caller: str,
+    subject: Subject,
+    schema_type,
+    schema,
+    references=None,
+    normalize: bool = False,
+    schema_id=None,
+    number=None,
+) -> Registered:
+    """Register the schema sent (its type, its text, its references as sent) under the
+    subject, for the service named `caller`: its id when it is (or becomes) published;
+    refused (NotRegistered, 409) when it is breaking and waits for the consumers still to
+    acknowledge. With `schema_id` (and `number`), or on a subject in IMPORT mode, the
+    version a migration brings, with its id and number."""
+    with _system_scope_once():  # the view's transaction, or one of its own
+        parsed, resolved = parse_submitted(
+            schema_type, schema, references, normalize=normalize, lock=True
+        )
+        topic = selectors.topic_for_registering(subject.topic)
+        if topic is not None and topic.produced:
+            require_produces(actor, topic)
+        # the mode and the level, both registry-wide settings, in one read
+        defaults = selectors.registry_defaults()
+        mode = require_writable(topic, subject.role, subject.name, defaults)
+        service = service_ensure(actor=actor, name=caller)
+        given = {
+            "actor": actor,
+            "service": service,
+            "topic_name": subject.topic,
+            "role": subject.role,
+            "parsed": parsed,
+            "references": reference_key(resolved),
+        }
+        if mode == "IMPORT" or schema_id is not None:
+            version = _import(given, subject, mode, schema_id, number)
+            schema_references_record(version, resolved)
+            return Registered(version)
+        answer = schema_register(
+            **given,
+            release=f"schema-registry:{subject.name}:{parsed.fingerprint}",
+            defaults=defaults,
+            absent=topic is None,
+        )
+        return _registered(answer, resolved)
+
+
+def _registered(answer: TopicAnswer, resolved) -> Registered:
+    """The gate's answer as a registration: the version, or refused as the reference
+    registry refuses it."""
+    if answer.outcome == "rejected":
+        raise RegistryRefused(f"Invalid schema: {answer.reason}", registry_code=42201)
+    if answer.outcome == "refused":
+        raise NotRegistered(answer.reason)
+    # a waiting version holds its references too: it may yet be published
+    references = None
+    if answer.outcome != "unchanged":
+        references = schema_references_record(answer.row, resolved)
+    if answer.outcome == "awaiting_acknowledgement":
+        waiting = ", ".join(answer.awaiting)
+        breaking = "; ".join(
+            f"{d['kind']} at {d['path']}" for d in answer.verdict.get("breaking", [])
+        )
+        raise NotRegistered(
+            f"Schema being registered is incompatible with an earlier schema ({breaking}); "
+            f"it waits for acknowledgement from: {waiting}."
+        )
+    return Registered(answer.row, references)
+
+
+def _import(given: dict, subject: Subject, mode: str, schema_id, number) -> SchemaVersion:
+    """Register with the id and version given: only a subject in IMPORT mode may."""
+    if mode != "IMPORT":
+        raise RegistryRefused(
+            f"Subject {subject.name[:300]} is not in import mode: no id may be given"
+        )
+    valid = all(type(n) is int and 0 < n < 2**31 for n in (schema_id, number))
+    if not valid:
+        raise RegistryRefused(
+            "In import mode, give the schema's id and version (positive integers)."
+        )
+    return version_import(**given, schema_id=schema_id, number=number)
+
+
+def schema_register(
+    *,
+    actor: Actor,
+    service: Service,
+    topic_name: str,
+    role: str,
+    parsed,
+    release: str,
+    references=(),
+    defaults: dict[str, str] | None = None,
+    absent: bool = False,
+) -> TopicAnswer:
+    """ModelSync's decision for one subject (the topic's role), through the same gate,
+    for a schema the caller has parsed (bundled with its references: (name, referenced
+    version id), which tell its id apart). Never replayed nor kept as a release's answer
+    (clients repeat a registration to learn an id), and it names no producer: only a
+    release or an operator does. The answer's `row` is the version it names. `absent`:
+    the caller read in this transaction that the topic does not exist (see Sync)."""
+    entry = {
+        "name": topic_name,
+        "producers": [],
+        "role": role,
+        "references": references,
+        # the reference registry answers any live version's id for a schema the subject
+        # has had, not only the latest's: a producer still on an older schema gets its id
+        "any_version": True,
+    }
+    with _system_scope_once():
+        sync = Sync(
+            actor=actor,
+            service=service,
+            release=release,
+            topics=[entry],
+            catalog=False,
+            defaults=defaults,
+            absent=absent,
+        )
+        return sync_topic(sync, entry, parsed)
+
+
+def _system_scope_once():
+    """The system scope, or the caller's when it is in that scope's transaction already
+    (the Schema Registry API's views are): entering it again would cost a savepoint and
+    two settings of the same values, per registration."""
+    if current_scope().system and connection.in_atomic_block:
+        return nullcontext()
+    return system_scope()
+
+
+def _import_identity(schema_id: int, kind: str, key: str) -> None:
+    """The imported id, made the schema's: refused (42205, as the reference words it)
+    when the id is another schema's. The same schema under a second id is kept, as the
+    reference keeps it, without taking over from the id new registrations reuse.
+
+    An id is another schema's while any version has it, soft-deleted ones included (they
+    are still served by id). Once every version that had it is deleted permanently, the
+    reference no longer knows the id (its lookup by id finds no subject-version) and lets
+    an import give it to another schema; so does Steward, and the schema the id named
+    before gets a new id if it is registered again."""
+    existing = SchemaIdentity.objects.select_for_update().filter(pk=schema_id).first()
+    if existing is not None and existing.key == key:
+        return
+    if existing is not None and existing.versions.exists():
+        raise RegistryRefused(
+            f"Overwrite new schema with id {schema_id} is not permitted.", registry_code=42205
+        )
+    taken = SchemaIdentity.objects.filter(key=key, reusable=True).exclude(pk=schema_id).exists()
+    if existing is not None:
+        existing.key, existing.schema_type, existing.reusable = key, kind, not taken
+        existing.save(update_fields=["key", "schema_type", "reusable"])
+        return
+    SchemaIdentity.objects.create(pk=schema_id, key=key, schema_type=kind, reusable=not taken)
+    # ids Steward assigns from now on come after the imported ones
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT setval(pg_get_serial_sequence('registry_schemaidentity', 'id'),"
+            " GREATEST((SELECT max(id) FROM registry_schemaidentity), 1))"
+        )
+
+
+def version_import(
+    *,
+    actor: Actor,
+    service: Service,
+    topic_name: str,
+    role: str,
+    parsed,
+    schema_id: int,
+    number: int,
+    references=(),
+) -> SchemaVersion:
+    """A migration's version, registered with the id and version it had in the registry
+    it comes from (the subject in IMPORT mode): published as it is, without a check or the
+    gate (it is history already in use), audited, not announced. The same import again
+    answers the same version."""
+    key = schema_identity_key(parsed.kind, parsed.fingerprint, references)
+    with system_scope(), transaction.atomic():
+        same = SchemaVersion.objects.filter(
+            topic__name=topic_name, role=role, version=number, identity_id=schema_id
+        ).first()
+        if same is not None and same.fingerprint == parsed.fingerprint:
+            return same
+        _import_identity(schema_id, parsed.kind, key)
+        topic = Topic.objects.select_for_update().filter(name=topic_name).first()
+        if topic is None:
+            topic = Topic(name=topic_name)
+            topic.full_clean()
+            topic.save()
+            audit_record(actor=actor, action="topic.create", instance=topic)
+            subscribe_steward_consumers_on_commit([topic_name])
+        if topic.schema_versions.filter(role=role, version=number).exists():
+            raise RegistryRefused(
+                f"Version {number} of {topic_name} ({role}) exists already with another id.",
+                registry_code=42207,
+            )
+        version = SchemaVersion.objects.create(
+            identity_id=schema_id,
+            topic=topic,
+            role=role,
+            version=number,
+            schema_type=parsed.kind,
+            schema=parsed.document,
+            canonical=parsed.canonical,
+            text=parsed.text,
+            fingerprint=parsed.fingerprint,
+            state=State.PUBLISHED,
+            published_at=timezone.now(),
+            verdict={"imported": True},
+            submitted_by=service,
+            release="schema-registry:import",
+        )
+        if role == "value" and number > topic.current_schema_version:
+            topic.current_schema_version = number
+            topic.save(update_fields=["current_schema_version", "updated_at"])
+        audit_record(
+            actor=actor,
+            action="schema_version.import",
+            instance=version,
+            changes={"id": [None, schema_id], "version": [None, number]},
+        )
+    return version

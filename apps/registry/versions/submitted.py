@@ -1,0 +1,162 @@
+"""A schema as the Schema Registry API receives it: its type, its text and the other
+subjects' versions its references name, parsed into one schema (bundled with what the
+references name), so that registering, looking up and testing compatibility read it
+alike. Refusals are the reference registry's 42201 (invalid schema)."""
+
+from __future__ import annotations
+
+import json
+
+from apps.registry import avro, compatibility, schema_types, selectors, subjects
+from apps.registry.models import SchemaVersion, Topic
+from apps.registry.versions.errors import RegistryRefused
+
+SCHEMA_TYPES = list(schema_types.TYPES)
+
+
+def _invalid(message: str) -> RegistryRefused:
+    return RegistryRefused(f"Invalid schema: {message}", registry_code=42201)
+
+
+def version_number(version: str) -> int | None:
+    """The version a path names: None for the latest (`latest`, or -1), else its number
+    in [1, 2^31-1]; refused (42202) otherwise."""
+    if version in ("latest", "-1"):
+        return None
+    if version.isdigit() and 0 < int(version) < 2**31:
+        return int(version)
+    raise RegistryRefused(
+        f"The specified version '{version[:50]}' is not a valid version id. Allowed "
+        'values are between [1, 2^31-1] and the string "latest"',
+        registry_code=42202,
+    )
+
+
+def _reference(n: int, item, names: set) -> tuple[str, str, int | None]:
+    """(name, subject, version: None for the latest) of one reference, as sent."""
+    where = f"reference {n}"
+    if not isinstance(item, dict):
+        raise _invalid(f"{where} is not an object")
+    name, subject, number = item.get("name"), item.get("subject"), item.get("version")
+    if not isinstance(name, str) or not name or len(name) > 500:
+        raise _invalid(f"{where} has no name (1-500 characters)")
+    if name in names:
+        raise _invalid(f"two references are named {name[:100]!r}")
+    names.add(name)
+    if not isinstance(subject, str) or not subject:
+        raise _invalid(f"{where} ({name[:100]}) names no subject")
+    if number in (-1, "latest"):
+        number = None
+    elif type(number) is not int or not 0 < number < 2**31:
+        raise _invalid(f"{where} ({name[:100]}) has no valid version")
+    return name, subject, number
+
+
+def resolve_references(raw, kind: str, *, lock: bool) -> list[tuple[str, SchemaVersion]]:
+    """(name, referenced version) of each reference, in the order given. A reference names
+    a live (published, not soft-deleted) version of a subject of the same schema type; any
+    other is an invalid schema (42201), as the reference registry answers a reference it
+    cannot resolve. `lock` holds the versions against a concurrent delete until commit."""
+    if raw in (None, []):
+        return []
+    if not isinstance(raw, list):
+        raise _invalid("'references' is a list of {name, subject, version}")
+    resolved, names = [], set()
+    for n, item in enumerate(raw):
+        name, subject, number = _reference(n, item, names)
+        try:
+            named = subjects.parse(subject)
+            target = selectors.reference_target(named.topic, named.role, number, lock=lock)
+        except subjects.InvalidSubject:
+            target = None
+        if target is None:
+            raise _invalid(
+                f"no schema reference found for subject {subject[:300]!r} and version "
+                f"{'latest' if number is None else number} ({name[:100]})"
+            )
+        if target.schema_type != kind:
+            raise _invalid(f"reference {name[:100]!r} is a {target.schema_type} schema, not {kind}")
+        resolved.append((name, target))
+    return resolved
+
+
+def reference_key(resolved) -> list[tuple[str, int]]:
+    """The references as a schema's id tells schemas apart: each name and the row of the
+    version it names (models.schema_identity_key)."""
+    return [(name, target.pk) for name, target in resolved]
+
+
+def _json_document(text: str):
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise compatibility.InvalidSchema(f"not JSON: {exc}") from None
+
+
+def _bundled(kind: str, text: str, resolved, normalize: bool) -> schema_types.Parsed:
+    """The schema bundled with the schemas its references name.
+
+    Branches on the schema type (Avro bundles named types, JSON Schema `$ref`
+    documents): for apps.registry.formats to answer once it has a bundling door."""
+    if kind == "AVRO":
+        bundled = avro.bundle(text, [(name, v.canonical) for name, v in resolved])
+        named: dict = {}
+        for _, version in resolved:
+            named.update(avro.named_types(version.canonical))
+        return schema_types.parse(
+            kind, bundled.normal_form(), sent=text, named=named, normalize=normalize
+        )
+    document = _json_document(text)
+    bundled = compatibility.bundle(document, [(name, v.schema) for name, v in resolved])
+    return schema_types.parse(kind, bundled, sent=text, normalize=normalize)
+
+
+def parse_submitted(
+    kind, text, references, *, normalize: bool = False, lock: bool = False
+) -> tuple[schema_types.Parsed, list[tuple[str, SchemaVersion]]]:
+    """The schema sent (`kind`: its type, blank for the reference registry's default,
+    Avro), parsed and bundled with the versions its references name, and those
+    references resolved. `normalize` shapes the string the registry answers for it;
+    `lock` holds the referenced versions until commit (registering)."""
+    kind = kind or "AVRO"
+    if kind not in SCHEMA_TYPES:
+        raise RegistryRefused(
+            f"Invalid schema type {str(kind)[:50]!r}: Steward's registry supports "
+            f"{', '.join(SCHEMA_TYPES)}.",
+            registry_code=42201,
+        )
+    if not isinstance(text, str):
+        raise _invalid("'schema' is the schema as text.")
+    resolved = resolve_references(references, kind, lock=lock)
+    try:
+        if not resolved:
+            return schema_types.parse(kind, text, normalize=normalize), resolved
+        return _bundled(kind, text, resolved, normalize), resolved
+    except compatibility.InvalidSchema as exc:
+        raise _invalid(exc.reason) from None
+
+
+def find_registered(topic: Topic, role: str, parsed, resolved) -> SchemaVersion | None:
+    """The subject's live version of the schema looked up: the same schema, or the
+    string the registry answers for a version sent back as it is (gate._known)."""
+    versions = selectors.published_versions(topic, role)
+    found = versions.filter(fingerprint=parsed.fingerprint).last()
+    if found is not None:
+        return found
+    answered = selectors.versions_answered_as(
+        versions.filter(text=parsed.text), parsed.text, parsed.kind, reference_key(resolved)
+    )
+    return answered[-1] if answered else None
+
+
+def compatibility_verdict(parsed, against: list[SchemaVersion], *, mode: str, policy: str):
+    """The verdict on the parsed schema against published versions (oldest first), in
+    `mode`; refused (42201) when it is not of their type."""
+    kind_of = against[-1].schema_type
+    if parsed.kind != kind_of:
+        raise RegistryRefused(
+            f"The subject's schemas are {kind_of}, not {parsed.kind}.", registry_code=42201
+        )
+    return schema_types.check(
+        parsed.kind, parsed.checked, [v.schema for v in against], mode=mode, policy=policy
+    )
