@@ -47,8 +47,7 @@ from pathlib import Path
 import psycopg
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.registry import formats
-from apps.registry import versions
+from apps.registry import formats, versions
 from apps.registry.formats import avro, json_schema
 from apps.registry.models import Service
 from apps.tenancy import services as tenancy

@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from apps.core.api.permissions import PLATFORM
 from apps.core.api.views import StewardAccessMixin
-from apps.registry import compatibility, selectors, subjects, versions
+from apps.registry import formats, selectors, subjects, versions
 from apps.registry.confluent import wire
 from apps.registry.confluent.errors import (
     RegistryError,
@@ -322,7 +322,7 @@ def _mode_in(request) -> str:
 
 def _level_in(request) -> str:
     level = str(_body(request).get("compatibility", "")).upper()
-    if level not in compatibility.MODES:
+    if level not in formats.MODES:
         raise RegistryError(422, 42203, f"Invalid compatibility level '{level[:50]}'.")
     return level
 

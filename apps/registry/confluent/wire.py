@@ -9,7 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
-from apps.registry import compatibility, selectors, subjects
+from apps.registry import formats, selectors, subjects
 from apps.registry.models import REGISTRY_MODES, SchemaReference, SchemaVersion
 from apps.registry.versions.texts import registry_text
 
@@ -54,7 +54,7 @@ class Level(serializers.Serializer):
 
 
 class LevelIn(serializers.Serializer):
-    compatibility = serializers.ChoiceField(choices=compatibility.MODES)
+    compatibility = serializers.ChoiceField(choices=formats.MODES)
 
 
 class ModeIn(serializers.Serializer):

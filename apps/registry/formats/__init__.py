@@ -35,8 +35,13 @@ __all__ = [
     "SchemaTooComplex",
     "Verdict",
     "check",
+    "named_types",
     "parse",
+    "parse_with_references",
     "schema_text",
+    "stored_document",
+    "stored_text",
+    "unbundled",
 ]
 
 TYPES = ("AVRO", "JSON")
@@ -91,10 +96,60 @@ def parse(kind: str, text_or_obj, *, sent=None, named=None, normalize: bool = Fa
 def check(kind: str, new, previous: list, *, mode: str, policy: str):
     """The type's verdict on `new` against the published `previous` (oldest first)."""
     if kind == "AVRO":
-        # a stored primitive ("string") is JSON text to the parser, not a document
-        previous = [json.dumps(p) if isinstance(p, str) else p for p in previous]
+        previous = [stored_document(kind, p) for p in previous]
         return avro.check(new, previous, mode=mode, policy=policy)
     return json_schema.check(new, previous, mode=mode, policy=policy)
+
+
+def stored_document(kind: str, document):
+    """A stored schema as its type's parser takes it: a stored Avro primitive
+    ("string") is JSON text to the parser, not a document."""
+    return json.dumps(document) if kind == "AVRO" and isinstance(document, str) else document
+
+
+def named_types(kind: str, referenced) -> dict | None:
+    """The named types the referenced stored versions define (Avro), by full name; None
+    for a type without named types."""
+    if kind != "AVRO":
+        return None
+    found: dict = {}
+    for stored in referenced:
+        found.update(avro.named_types(stored.canonical))
+    return found
+
+
+def parse_with_references(kind: str, text: str, referenced, *, normalize: bool = False) -> Parsed:
+    """The schema sent as `text`, parsed bundled with the stored versions its references
+    name (`referenced`: (name, stored version) pairs): an Avro schema with the named
+    types they define, a JSON Schema with their documents under its `$ref`s."""
+    if kind == "AVRO":
+        bundled = avro.bundle(text, [(name, stored.canonical) for name, stored in referenced])
+        named = named_types(kind, [stored for _, stored in referenced])
+        return parse(kind, bundled.normal_form(), sent=text, named=named, normalize=normalize)
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidSchema(f"not JSON: {exc}") from None
+    bundled = json_schema.bundle(document, [(name, stored.schema) for name, stored in referenced])
+    return parse(kind, bundled, sent=text, normalize=normalize)
+
+
+def unbundled(kind: str, stored, referenced):
+    """A stored version's schema as it was registered: kept bundled with what its
+    references name (`referenced`: (name, stored version) pairs), answered with the
+    names again."""
+    if kind == "AVRO":
+        named = named_types(kind, [version for _, version in referenced])
+        return avro.unbundle(stored.canonical, named)
+    return json_schema.unbundle(stored.schema, [name for name, _ in referenced])
+
+
+def stored_text(kind: str, document, *, named=None) -> str:
+    """The string of a stored document kept without the text it was sent as: an Avro
+    schema written as the reference writes it, a JSON Schema with its keys sorted."""
+    if kind == "AVRO":
+        return schema_text(kind, document, named=named)
+    return json_schema.canonical(document)
 
 
 def schema_text(

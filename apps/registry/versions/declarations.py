@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 from apps.core.context import Actor
 from apps.core.errors import Conflict, DomainError, ValidationFailed
 from apps.core.scope import system_scope
-from apps.registry import compatibility, schema_types
+from apps.registry import formats
 from apps.registry.codes import RegistryCode
 from apps.registry.models import ReaderSchema, SchemaVersion, Service, Topic
 from apps.registry.selectors import current_readers, missing_acknowledgements
@@ -66,15 +66,15 @@ def reader_declare(
     acknowledging (and the last one released publishes it), one that does not puts it
     back among the awaited. Answers the declaration and that version."""
     require_speaks_for(actor, service.name)
-    if schema_type not in schema_types.TYPES:
+    if schema_type not in formats.TYPES:
         raise ReaderRefused(
-            f"Unknown schema type {schema_type!r}; supported: {', '.join(schema_types.TYPES)}.",
+            f"Unknown schema type {schema_type!r}; supported: {', '.join(formats.TYPES)}.",
             code=RegistryCode.INVALID_SCHEMA_TYPE,
             field="schema_type",
         )
     try:
-        parsed = schema_types.parse(schema_type, schema)
-    except compatibility.InvalidSchema as exc:
+        parsed = formats.parse(schema_type, schema)
+    except formats.InvalidSchema as exc:
         raise ReaderRefused(
             f"The reader schema is invalid: {exc.reason}",
             code=RegistryCode.INVALID_READER_SCHEMA,

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition
-from apps.registry import compatibility, schema_types
+from apps.registry import formats
 from apps.registry.codes import RegistryCode
 from apps.registry.models import SchemaVersion, Service, Topic, schema_identity_key
 from apps.registry.news import AWAITING
@@ -190,8 +190,8 @@ def _decide_entry(sync: Sync, entry: dict, parsed=None) -> TopicAnswer:
     name = entry["name"]
     if parsed is None:
         try:
-            parsed = schema_types.parse(entry.get("schema_type", "JSON"), entry["schema"])
-        except compatibility.InvalidSchema as exc:
+            parsed = formats.parse(entry.get("schema_type", "JSON"), entry["schema"])
+        except formats.InvalidSchema as exc:
             return TopicAnswer(name, "rejected", reason=exc.reason)
     topic = sync.topic(entry)
     answer = _decide(
@@ -250,7 +250,7 @@ def _decide(
     known = _known(topic.name, parsed, published, pending, references, any_version)
     if known is not None:
         return known
-    verdict = schema_types.check(
+    verdict = formats.check(
         parsed.kind,
         parsed.checked,
         [v.schema for v in published],
@@ -306,7 +306,7 @@ def _held_by_waiting(sync: Sync, topic: Topic, parsed, published, pending) -> To
     judged = pending.verdict.get("mode") or sync.mode_of(topic)
     if mode_implies(sync.mode_of(topic), judged):
         return None
-    strict = schema_types.check(
+    strict = formats.check(
         parsed.kind,
         parsed.checked,
         [v.schema for v in published],

@@ -3,9 +3,7 @@ version, explained, so that a breaking version waits only for those it breaks.""
 
 from __future__ import annotations
 
-import json
-
-from apps.registry import schema_types
+from apps.registry import formats
 from apps.registry.models import ReaderSchema, Topic
 from apps.registry.selectors import current_readers
 
@@ -16,11 +14,6 @@ NO_READER = {
     "declared": False,
     "reason": "No reader schema declared: the consumer must acknowledge.",
 }
-
-
-def _reader_document(schema_type: str, schema):
-    # A stored Avro primitive ("string") is JSON text to the parser, not a document.
-    return json.dumps(schema) if schema_type == "AVRO" and isinstance(schema, str) else schema
 
 
 def reader_verdict(reader: ReaderSchema | None, kind: str, writer, policy: str = "STRICT") -> dict:
@@ -44,9 +37,13 @@ def reader_verdict(reader: ReaderSchema | None, kind: str, writer, policy: str =
             "differences": [],
             "breaking": [],
         }
-    parsed = schema_types.parse(kind, _reader_document(kind, reader.schema))
-    verdict = schema_types.check(
-        kind, parsed.checked, [_reader_document(kind, writer)], mode="BACKWARD", policy=policy
+    parsed = formats.parse(kind, formats.stored_document(kind, reader.schema))
+    verdict = formats.check(
+        kind,
+        parsed.checked,
+        [formats.stored_document(kind, writer)],
+        mode="BACKWARD",
+        policy=policy,
     )
     return {
         "reads": verdict.compatible,

@@ -5,13 +5,11 @@ alike. Refusals are the reference registry's 42201 (invalid schema)."""
 
 from __future__ import annotations
 
-import json
-
-from apps.registry import avro, compatibility, schema_types, selectors, subjects
+from apps.registry import formats, selectors, subjects
 from apps.registry.models import SchemaVersion, Topic
 from apps.registry.versions.errors import RegistryRefused
 
-SCHEMA_TYPES = list(schema_types.TYPES)
+SCHEMA_TYPES = list(formats.TYPES)
 
 
 def _invalid(message: str) -> RegistryRefused:
@@ -86,34 +84,9 @@ def reference_key(resolved) -> list[tuple[str, int]]:
     return [(name, target.pk) for name, target in resolved]
 
 
-def _json_document(text: str):
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise compatibility.InvalidSchema(f"not JSON: {exc}") from None
-
-
-def _bundled(kind: str, text: str, resolved, normalize: bool) -> schema_types.Parsed:
-    """The schema bundled with the schemas its references name.
-
-    Branches on the schema type (Avro bundles named types, JSON Schema `$ref`
-    documents): for apps.registry.formats to answer once it has a bundling door."""
-    if kind == "AVRO":
-        bundled = avro.bundle(text, [(name, v.canonical) for name, v in resolved])
-        named: dict = {}
-        for _, version in resolved:
-            named.update(avro.named_types(version.canonical))
-        return schema_types.parse(
-            kind, bundled.normal_form(), sent=text, named=named, normalize=normalize
-        )
-    document = _json_document(text)
-    bundled = compatibility.bundle(document, [(name, v.schema) for name, v in resolved])
-    return schema_types.parse(kind, bundled, sent=text, normalize=normalize)
-
-
 def parse_submitted(
     kind, text, references, *, normalize: bool = False, lock: bool = False
-) -> tuple[schema_types.Parsed, list[tuple[str, SchemaVersion]]]:
+) -> tuple[formats.Parsed, list[tuple[str, SchemaVersion]]]:
     """The schema sent (`kind`: its type, blank for the reference registry's default,
     Avro), parsed and bundled with the versions its references name, and those
     references resolved. `normalize` shapes the string the registry answers for it;
@@ -130,9 +103,9 @@ def parse_submitted(
     resolved = resolve_references(references, kind, lock=lock)
     try:
         if not resolved:
-            return schema_types.parse(kind, text, normalize=normalize), resolved
-        return _bundled(kind, text, resolved, normalize), resolved
-    except compatibility.InvalidSchema as exc:
+            return formats.parse(kind, text, normalize=normalize), resolved
+        return formats.parse_with_references(kind, text, resolved, normalize=normalize), resolved
+    except formats.InvalidSchema as exc:
         raise _invalid(exc.reason) from None
 
 
@@ -157,6 +130,6 @@ def compatibility_verdict(parsed, against: list[SchemaVersion], *, mode: str, po
         raise RegistryRefused(
             f"The subject's schemas are {kind_of}, not {parsed.kind}.", registry_code=42201
         )
-    return schema_types.check(
+    return formats.check(
         parsed.kind, parsed.checked, [v.schema for v in against], mode=mode, policy=policy
     )
