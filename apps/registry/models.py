@@ -228,7 +228,7 @@ class SchemaVersion(models.Model):
         help_text="Keys sorted, no whitespace (Avro: names in full): what the fingerprint hashes."
     )
     # The Schema Registry API's string of the schema, as the reference registry writes it
-    # from the schema as sent (apps.registry.schema_text); a version kept without it is
+    # from the schema as sent (apps.registry.formats.schema_text); a version kept without it is
     # answered from `schema` (apps.registry.versions.texts).
     text = models.TextField(blank=True, default="")
     fingerprint = models.CharField(max_length=64, db_index=True)

@@ -1,5 +1,5 @@
 """The schema string the Schema Registry API answers: the reference registry's canonical
-string of the schema as sent (apps.registry.schema_text), by id, by subject-version and
+string of the schema as sent (apps.registry.formats.schema_text), by id, by subject-version and
 under `…/schema`, while lookups of the schema as first sent still find it.
 
 The expected Avro strings are what Apache Avro's Java library writes for these schemas

@@ -1,7 +1,7 @@
 """A gate that knows its readers: a consumer's release declares the reader schema its
 code reads a topic with (ModelSync or the API), a breaking version is checked against
 each consumer's reader, and only the consumers whose reader cannot read it must
-acknowledge (apps.registry.schemas, reader schemas)."""
+acknowledge (apps.registry.versions, reader schemas)."""
 
 import json
 import uuid

@@ -1,4 +1,4 @@
-"""The schema strings the Schema Registry API answers (apps.registry.schema_text), case by
+"""The schema strings the Schema Registry API answers (apps.registry.formats.schema_text), case by
 case. Each Avro expectation is what Apache Avro's Java library writes for the schema
 (`new Schema.Parser().parse(text).toString()`), as checked against it when this was
 written (and, over thousands of generated schemas, byte for byte)."""

@@ -1,5 +1,5 @@
 """ModelSync and the consumer-acknowledgement gate for breaking schema versions
-(apps.registry.schemas)."""
+(apps.registry.versions)."""
 
 import pytest
 
