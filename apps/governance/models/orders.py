@@ -236,16 +236,6 @@ class GovernanceTask(models.Model):
     def is_held(self) -> bool:
         return self.is_open and self.held_at is not None
 
-    # A template's `task.receipt.items` would call the dict's items() method when the
-    # receipt has no "items" key (an export's bundles), and show its pairs as lines.
-    @property
-    def receipt_items(self) -> list[dict]:
-        return self.receipt.get("items", [])
-
-    @property
-    def receipt_bundles(self) -> list[dict]:
-        return self.receipt.get("bundles", [])
-
 
 class ExportArtifact(models.Model):
     """The archive an export order produced; its file is deleted when it expires and
