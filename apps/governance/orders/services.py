@@ -26,6 +26,7 @@ from apps.core.enqueue import enqueue_on_commit, send_task
 from apps.core.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
 from apps.core.outbox import emit
 from apps.core.scope import current_scope, system_scope, tenant_scope
+from apps.governance.codes import GovernanceCode
 from apps.governance.models import GovernanceOrder, GovernanceTask, OrderApproval
 from apps.governance.orders import evidence, phases
 from apps.governance.permissions import NotAllowed, may_govern, require_governor, require_operator
@@ -65,12 +66,14 @@ def _move_order(order: GovernanceOrder, target: str) -> None:
 
 def order_request(*, actor: Actor, tenant: Tenant, kind: str, reason: str) -> GovernanceOrder:
     if actor.user is None:
-        raise ValidationFailed("A person requests a governance order.", code="person_required")
+        raise ValidationFailed(
+            "A person requests a governance order.", code=GovernanceCode.PERSON_REQUIRED
+        )
     if kind not in GovernanceOrder.Kind.values:
-        raise ValidationFailed(f"There is no order kind {kind!r}.", code="invalid", field="kind")
+        raise ValidationFailed(f"There is no order kind {kind!r}.", field="kind")
     require_governor(actor, tenant.pk, "request a governance order")
     if not reason.strip():
-        raise ValidationFailed("Say why.", code="reason_required", field="reason")
+        raise ValidationFailed("Say why.", code=GovernanceCode.REASON_REQUIRED, field="reason")
     with tenant_scope(tenant):
         order = GovernanceOrder.objects.create(
             tenant=tenant,
@@ -98,7 +101,9 @@ def order_decide(
     """One approver's decision. The requester cannot decide; nobody decides twice; the
     order is approved when enough others have approved, rejected at the first no."""
     if actor.user is None:
-        raise ValidationFailed("A person decides a governance order.", code="person_required")
+        raise ValidationFailed(
+            "A person decides a governance order.", code=GovernanceCode.PERSON_REQUIRED
+        )
     with tenant_scope(order.tenant_id), transaction.atomic():
         order = GovernanceOrder.objects.select_for_update().get(pk=order.pk)
         decision = Status.APPROVED if approve else Status.REJECTED
@@ -107,7 +112,8 @@ def order_decide(
         )
         if order.requested_by_id == actor.user.pk:
             raise Conflict(
-                "The requester cannot approve their own order.", code="requester_cannot_decide"
+                "The requester cannot approve their own order.",
+                code=GovernanceCode.REQUESTER_CANNOT_DECIDE,
             )
         require_governor(actor, order.tenant_id, "decide a governance order")
         # The policy of the tenant as it is now: reclassified to production while the
@@ -123,7 +129,9 @@ def order_decide(
                     comment=comment,
                 )
         except IntegrityError:
-            raise Conflict("You have decided this order already.", code="already_decided") from None
+            raise Conflict(
+                "You have decided this order already.", code=GovernanceCode.ALREADY_DECIDED
+            ) from None
         evidence.append(
             order, "approved" if approve else "rejected", by=actor.label, comment=comment
         )
@@ -632,10 +640,12 @@ def _owner_task_settle(
             raise Conflict(
                 "A legal hold pauses this task: the data must stay until the hold is "
                 "released (GovernanceTaskResumed says when to go on).",
-                code="task_held",
+                code=GovernanceCode.TASK_HELD,
             )
         if status == TaskStatus.DECLINED and task.kind != GovernanceTask.Kind.EXPORT:
-            raise Conflict("Only an export bundle can be declined.", code="not_declinable")
+            raise Conflict(
+                "Only an export bundle can be declined.", code=GovernanceCode.NOT_DECLINABLE
+            )
         task.status = status
         task.settled_at = timezone.now()
         task.receipt = receipt or {}
@@ -692,14 +702,16 @@ def owner_task_complete(*, actor: Actor, task_id, receipt: dict) -> GovernanceTa
 
 def owner_task_fail(*, actor: Actor, task_id, reason: str) -> GovernanceTask:
     if not reason.strip():
-        raise ValidationFailed("Say what failed.", code="reason_required", field="reason")
+        raise ValidationFailed(
+            "Say what failed.", code=GovernanceCode.REASON_REQUIRED, field="reason"
+        )
     return _owner_task_settle(actor, task_id, TaskStatus.FAILED, failure=reason)
 
 
 def owner_task_decline(*, actor: Actor, task_id, reason: str) -> GovernanceTask:
     """An owner will not contribute an export bundle; the manifest says so."""
     if not reason.strip():
-        raise ValidationFailed("Say why.", code="reason_required", field="reason")
+        raise ValidationFailed("Say why.", code=GovernanceCode.REASON_REQUIRED, field="reason")
     return _owner_task_settle(actor, task_id, TaskStatus.DECLINED, failure=reason)
 
 
@@ -712,9 +724,11 @@ def _overdue_task(
     task = owner_task_for_caller(actor, task_id)
     order = _lock_order_of(task)
     if not task.is_open:
-        raise Conflict(f"The task is {task.status}: nothing waits on it.", code="task_settled")
+        raise Conflict(
+            f"The task is {task.status}: nothing waits on it.", code=GovernanceCode.TASK_SETTLED
+        )
     if task.overdue_at is None or task.escalated_at is not None:
-        raise Conflict("The task is not overdue.", code="task_not_overdue")
+        raise Conflict("The task is not overdue.", code=GovernanceCode.TASK_NOT_OVERDUE)
     return task, order
 
 
@@ -742,15 +756,15 @@ def owner_task_reassign(*, actor: Actor, task_id, owner: str, reason: str) -> Go
     reason: the old owner is told to stop (GovernanceTaskReassigned), the new one gets
     it as issued, due afresh."""
     if not (reason or "").strip():
-        raise ValidationFailed("Say why.", code="reason_required", field="reason")
+        raise ValidationFailed("Say why.", code=GovernanceCode.REASON_REQUIRED, field="reason")
     if not service_list().filter(name=owner).exists():
         raise ValidationFailed(
-            f"No service is named {owner!r}.", code="unknown_owner", field="owner"
+            f"No service is named {owner!r}.", code=GovernanceCode.UNKNOWN_OWNER, field="owner"
         )
     with tenant_scope(owner_task_tenant(task_id)), transaction.atomic():
         task, order = _overdue_task(actor, task_id, "reassign a governance task")
         if owner == task.owner:
-            raise Conflict(f"The task is {owner}'s already.", code="same_owner")
+            raise Conflict(f"The task is {owner}'s already.", code=GovernanceCode.SAME_OWNER)
         before = task.owner
         _announce_to_owner(task, "GovernanceTaskReassigned", to=owner, reason=reason)
         task.owner = owner
@@ -787,7 +801,7 @@ def owner_task_escalate(*, actor: Actor, task_id, reason: str) -> GovernanceTask
     governance topic (the order's subscribers: a pager, a ticketing bridge), an email to
     the order's requester. It is still awaited; it leaves the attention queue."""
     if not (reason or "").strip():
-        raise ValidationFailed("Say why.", code="reason_required", field="reason")
+        raise ValidationFailed("Say why.", code=GovernanceCode.REASON_REQUIRED, field="reason")
     with tenant_scope(owner_task_tenant(task_id)), transaction.atomic():
         task, order = _overdue_task(actor, task_id, "escalate a governance task")
         task.escalated_at = timezone.now()
