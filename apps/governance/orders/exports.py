@@ -110,6 +110,9 @@ def export_bundle_receive(
     tenant_id = services.owner_task_tenant(task_id)
     with tenant_scope(tenant_id), transaction.atomic():
         task = services.owner_task_for_caller(actor, task_id, for_update=False)
+        # Asked before the body is read, so a refused bundle is never stored; the task
+        # moves when owner_task_complete settles it, and a race lost meanwhile is
+        # refused there.
         waits = GovernanceTask.TRANSITIONS.allows(task.status, GovernanceTask.Status.COMPLETED)
         if task.kind != GovernanceTask.Kind.EXPORT or not waits:
             raise InvalidTransition("This task does not wait for a bundle.", status=task.status)

@@ -50,18 +50,8 @@ def approvals_needed(tenant: Tenant) -> int:
     return 2 if tenant.environment_class == Tenant.EnvironmentClass.PRODUCTION else 1
 
 
-def _refuse_unless_allowed(model, source: str, target: str, detail: str) -> None:
-    """The model's transition table decides; the refusal keeps governance's wording and
-    names the row's status (the problem's `current_status`), as it always has."""
-    if not model.TRANSITIONS.allows(source, target):
-        raise InvalidTransition(detail, status=source)
-
-
-def _move_order(order: GovernanceOrder, target: str) -> None:
-    """Set the order's status to `target` along its table (the caller saves)."""
-    if order.status != target:
-        GovernanceOrder.TRANSITIONS.check(order.status, target)
-        order.status = target
+def _the_order_is(status: str) -> str:
+    return f"The order is {status}."
 
 
 def order_request(*, actor: Actor, tenant: Tenant, kind: str, reason: str) -> GovernanceOrder:
@@ -107,9 +97,10 @@ def order_decide(
     with tenant_scope(order.tenant_id), transaction.atomic():
         order = GovernanceOrder.objects.select_for_update().get(pk=order.pk)
         decision = Status.APPROVED if approve else Status.REJECTED
-        _refuse_unless_allowed(
-            GovernanceOrder, order.status, decision, f"The order is {order.status}."
-        )
+        # Refused before anything is recorded: most decisions do not move the order (it
+        # waits for more approvals), yet only an order awaiting them takes one.
+        if not GovernanceOrder.TRANSITIONS.allows(order.status, decision):
+            raise InvalidTransition(_the_order_is(order.status), status=order.status)
         if order.requested_by_id == actor.user.pk:
             raise Conflict(
                 "The requester cannot approve their own order.",
@@ -137,9 +128,13 @@ def order_decide(
         )
         approvals = order.approvals.filter(approve=True).count()
         if not approve or approvals >= order.approvals_needed:
-            _move_order(order, decision)
-            order.decided_at = timezone.now()
-            order.save(update_fields=["status", "decided_at", "approvals_needed"])
+            GovernanceOrder.TRANSITIONS.move(
+                order,
+                decision,
+                detail=_the_order_is,
+                decided_at=timezone.now(),
+                approvals_needed=order.approvals_needed,
+            )
             evidence.append(order, f"order_{order.status}", approvals=approvals)
         audit_record(
             actor=actor,
@@ -161,15 +156,14 @@ def order_cancel(*, actor: Actor, order: GovernanceOrder, reason: str = "") -> G
             order.requested_by_id != actor.user.pk and not may_govern(actor.user, order.tenant_id)
         ):
             require_governor(actor, order.tenant_id, "cancel a governance order")
-        _refuse_unless_allowed(
-            GovernanceOrder,
-            order.status,
+        GovernanceOrder.TRANSITIONS.move(
+            order,
             Status.CANCELLED,
-            f"The order is {order.status}; only one whose phases have not begun can be cancelled.",
+            detail=lambda status: (
+                f"The order is {status}; only one whose phases have not begun can be cancelled."
+            ),
+            decided_at=timezone.now(),
         )
-        _move_order(order, Status.CANCELLED)
-        order.decided_at = timezone.now()
-        order.save(update_fields=["status", "decided_at"])
         evidence.append(order, "cancelled", by=actor.label, reason=reason)
         audit_record(
             actor=actor,
@@ -360,9 +354,9 @@ def order_start(*, order: GovernanceOrder) -> GovernanceOrder:
             order, "waiting_for_legal_hold"
         ):
             return order
-        _move_order(order, Status.RUNNING)
-        order.started_at = timezone.now()
-        order.save(update_fields=["status", "started_at"])
+        GovernanceOrder.TRANSITIONS.move(
+            order, Status.RUNNING, detail=_the_order_is, started_at=timezone.now()
+        )
         if order.kind == GovernanceOrder.Kind.DELETION:
             tenant_set_lifecycle_status(tenant_id=order.tenant_id, status=Tenant.Status.OFFBOARDING)
         evidence.append(order, "started")
@@ -404,14 +398,13 @@ def _advance_order(order: GovernanceOrder) -> None:
         # manifest lists what was not included and why.
         if any(t.is_open and t.overdue_at is None for t in tasks):
             return
-        _move_order(order, Status.RUNNING)
-        order.save(update_fields=["status"])
+        if order.status != Status.RUNNING:
+            GovernanceOrder.TRANSITIONS.move(order, Status.RUNNING, detail=_the_order_is)
         enqueue_on_commit("governance.assemble_export", order_id=str(order.pk))
         return
     status = Status.OVERDUE if any(t.is_overdue for t in tasks) else Status.RUNNING
     if status != order.status:
-        _move_order(order, status)
-        order.save(update_fields=["status"])
+        GovernanceOrder.TRANSITIONS.move(order, status, detail=_the_order_is)
     if any(t.status != TaskStatus.COMPLETED for t in tasks):
         return
     if _held_by_legal_hold(order, "paused_by_legal_hold"):
@@ -499,10 +492,13 @@ def order_complete(*, order: GovernanceOrder, **payload) -> None:
     final evidence, DeletionOrderCompleted or ExportCompleted, the requester told.
     `payload` goes into the evidence and the event (an export's archive)."""
     final = evidence.append(order, "completed", **payload)
-    _move_order(order, Status.COMPLETED)
-    order.completed_at = timezone.now()
-    order.final_digest = final.digest
-    order.save(update_fields=["status", "completed_at", "final_digest"])
+    GovernanceOrder.TRANSITIONS.move(
+        order,
+        Status.COMPLETED,
+        detail=_the_order_is,
+        completed_at=timezone.now(),
+        final_digest=final.digest,
+    )
     body = {
         "order": str(order.pk),
         "tenant": str(order.tenant_id),
@@ -606,12 +602,12 @@ def owner_task_acknowledge(*, actor: Actor, task_id) -> GovernanceTask:
         task = owner_task_for_caller(actor, task_id)
         if task.status == TaskStatus.ACKNOWLEDGED:
             return task
-        _refuse_unless_allowed(
-            GovernanceTask, task.status, TaskStatus.ACKNOWLEDGED, f"The task is {task.status}."
+        GovernanceTask.TRANSITIONS.move(
+            task,
+            TaskStatus.ACKNOWLEDGED,
+            detail=lambda status: f"The task is {status}.",
+            acknowledged_at=timezone.now(),
         )
-        task.status = TaskStatus.ACKNOWLEDGED
-        task.acknowledged_at = timezone.now()
-        task.save(update_fields=["status", "acknowledged_at"])
         if task.order_id:
             evidence.append(task.order, "task_acknowledged", task=str(task.pk), by=actor.label)
     return task
@@ -633,24 +629,30 @@ def _owner_task_settle(
         order = _lock_order_of(task)
         if task.status == status and task.receipt == (receipt or {}) and task.failure == failure:
             return task  # the same answer again: a retried request
-        _refuse_unless_allowed(
-            GovernanceTask, task.status, status, f"The task is {task.status} already."
-        )
+        # Only an open task is held or declinable; a settled one is refused by its move,
+        # which names the status it is in.
         if status == TaskStatus.COMPLETED and task.is_held:
             raise Conflict(
                 "A legal hold pauses this task: the data must stay until the hold is "
                 "released (GovernanceTaskResumed says when to go on).",
                 code=GovernanceCode.TASK_HELD,
             )
-        if status == TaskStatus.DECLINED and task.kind != GovernanceTask.Kind.EXPORT:
+        if (
+            status == TaskStatus.DECLINED
+            and task.is_open
+            and task.kind != GovernanceTask.Kind.EXPORT
+        ):
             raise Conflict(
                 "Only an export bundle can be declined.", code=GovernanceCode.NOT_DECLINABLE
             )
-        task.status = status
-        task.settled_at = timezone.now()
-        task.receipt = receipt or {}
-        task.failure = failure
-        task.save(update_fields=["status", "settled_at", "receipt", "failure"])
+        GovernanceTask.TRANSITIONS.move(
+            task,
+            status,
+            detail=lambda found: f"The task is {found} already.",
+            settled_at=timezone.now(),
+            receipt=receipt or {},
+            failure=failure,
+        )
         if order is not None:
             evidence.append(
                 order,
@@ -840,19 +842,24 @@ def owner_task_retry(*, actor: Actor, task_id) -> GovernanceTask:
     with tenant_scope(owner_task_tenant(task_id)), transaction.atomic():
         task = owner_task_for_caller(actor, task_id)
         order = _lock_order_of(task)
-        _refuse_unless_allowed(
-            GovernanceTask, task.status, TaskStatus.ISSUED, "Only a failed task can be retried."
+        GovernanceTask.TRANSITIONS.move(
+            task,
+            TaskStatus.ISSUED,
+            detail="Only a failed task can be retried.",
+            attempt=task.attempt + 1,
+            issued_at=timezone.now(),
+            due_at=_owner_task_due_at(),
+            acknowledged_at=None,
+            settled_at=None,
+            overdue_at=None,
+            escalated_at=None,
+            failure="",
+            receipt={},
         )
+        # The order does not move; a finished one takes no new attempt (the transaction
+        # and the task's move with it are rolled back).
         if order is not None and not order.in_progress:
-            raise InvalidTransition(f"The order is {order.status}.", status=order.status)
-        task.status = TaskStatus.ISSUED
-        task.attempt += 1
-        task.issued_at = timezone.now()
-        task.due_at = _owner_task_due_at()
-        task.acknowledged_at = task.settled_at = task.overdue_at = task.escalated_at = None
-        task.failure = ""
-        task.receipt = {}
-        task.save()
+            raise InvalidTransition(_the_order_is(order.status), status=order.status)
         if order is not None:
             evidence.append(order, "task_retried", task=str(task.pk), by=actor.label)
         _announce_owner_task(task)
