@@ -146,15 +146,7 @@ def _record_deleted(order, binding: StoreBinding) -> None:
     if task is None or binding.status != StoreBinding.Status.RETIRED:
         return
     stores.binding_record_data_purged(
-        actor=SYSTEM_ACTOR,
-        binding=binding,
-        receipt={
-            "task": str(task.pk),
-            "order": str(order.pk),
-            "kind": task.kind,
-            "owner": task.owner,
-            **task.receipt,
-        },
+        actor=SYSTEM_ACTOR, binding=binding, receipt=phases.purge_receipt(task)
     )
 
 

@@ -158,15 +158,7 @@ def _record_retired_binding_purged(actor: Actor, task: GovernanceTask) -> None:
     if binding is None or binding.status in phases.LIVE_STATUSES:
         return
     stores.binding_record_data_purged(
-        actor=actor,
-        binding=binding,
-        receipt={
-            "task": str(task.pk),
-            "order": str(task.order_id) if task.order_id else None,
-            "kind": task.kind,
-            "owner": task.owner,
-            **task.receipt,
-        },
+        actor=actor, binding=binding, receipt=phases.purge_receipt(task)
     )
 
 
