@@ -236,6 +236,8 @@ def owner_task_reassign(*, actor: Actor, task_id, owner: str, reason: str) -> Go
         before = task.owner
         _announce_to_owner(task, "GovernanceTaskReassigned", to=owner, reason=reason)
         task.owner = owner
+        # Issued afresh to its new owner, from either open status. Not a move of the
+        # table: ACKNOWLEDGED -> ISSUED there would let a retry take an open task.
         task.status = TaskStatus.ISSUED
         task.acknowledged_at = task.overdue_at = None
         task.issued_at = timezone.now()
