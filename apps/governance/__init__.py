@@ -2,14 +2,16 @@
 its own tables. One Django app (app_label "governance", so no table moves), in parts:
 
     models/         every model, re-exported from apps.governance.models
-    orders/         orders and the owner tasks they issue: services, selectors, phases,
-                    evidence, exports, filters, the console (views, forms, urls)
+    orders/         orders and the owner tasks they issue: services (approval, run,
+                    owner_tasks, overdue), selectors, phases, evidence, exports,
+                    filters, the console (views, forms, urls)
     retention/      rules, legal holds and the nightly sweep: policy, services,
                     selectors, sweeper, filters, the console (views, forms, urls)
     steward_owner/  Steward answering the owner tasks addressed to it
     api/            the REST API of orders, owner tasks and retention
     permissions.py  who may govern a tenant (orders and retention alike)
     coverage.py     what deletion and export do with each app's tables (apps.core.governed)
+    codes.py        the stable error codes governance raises (GovernanceCode)
     tasks.py        the Celery tasks
 
 "Task" has one meaning per word:

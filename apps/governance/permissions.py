@@ -9,12 +9,13 @@ from __future__ import annotations
 from apps.core.context import Actor
 from apps.core.errors import DomainError
 from apps.core.scope import tenant_scope
+from apps.governance.codes import GovernanceCode
 from apps.tenancy.models import Tenant
 
 
 class NotAllowed(DomainError):
     status = 403
-    code = "not_allowed"
+    code = GovernanceCode.NOT_ALLOWED
     title = "Not allowed"
 
 

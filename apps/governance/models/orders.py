@@ -32,7 +32,7 @@ class GovernanceOrder(models.Model):
         REJECTED = "rejected", "Rejected"
         CANCELLED = "cancelled", "Cancelled"
 
-    # Checked by apps.governance.orders.services. Approved and Requested orders may be
+    # Moved by apps.governance.orders.services. Approved and Requested orders may be
     # cancelled until their first phase begins; Running and Overdue alternate while
     # tasks pass their due date and settle.
     TRANSITIONS = Transitions(
@@ -153,7 +153,7 @@ class GovernanceTask(models.Model):
         DECLINED = "declined", "Declined"  # an export bundle the owner will not give
 
     OPEN = (Status.ISSUED, Status.ACKNOWLEDGED)
-    # Checked by apps.governance.orders.services: an open task is settled once (a
+    # Moved by apps.governance.orders.services: an open task is settled once (a
     # receipt, a failure, or an export bundle declined); an operator issues a failed
     # one again.
     TRANSITIONS = Transitions(
@@ -235,16 +235,6 @@ class GovernanceTask(models.Model):
     @property
     def is_held(self) -> bool:
         return self.is_open and self.held_at is not None
-
-    # A template's `task.receipt.items` would call the dict's items() method when the
-    # receipt has no "items" key (an export's bundles), and show its pairs as lines.
-    @property
-    def receipt_items(self) -> list[dict]:
-        return self.receipt.get("items", [])
-
-    @property
-    def receipt_bundles(self) -> list[dict]:
-        return self.receipt.get("bundles", [])
 
 
 class ExportArtifact(models.Model):

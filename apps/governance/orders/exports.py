@@ -25,6 +25,7 @@ from django.utils import timezone
 from apps.core.context import Actor
 from apps.core.errors import DomainError, InvalidTransition, NotFound, ValidationFailed
 from apps.core.scope import system_scope, tenant_scope
+from apps.governance.codes import GovernanceCode
 from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask
 from apps.governance.orders import evidence, services
 
@@ -41,7 +42,7 @@ CHUNK = 1 << 16
 
 class BundleTooLarge(DomainError):
     status = 413
-    code = "bundle_too_large"
+    code = GovernanceCode.BUNDLE_TOO_LARGE
     title = "Bundle too large"
 
 
@@ -61,7 +62,8 @@ def _rows(path: Path, fmt: str) -> int | None:
                     json.loads(line)
                 except ValueError:
                     raise ValidationFailed(
-                        f"Line {number} of the bundle is not JSON.", code="bundle_unreadable"
+                        f"Line {number} of the bundle is not JSON.",
+                        code=GovernanceCode.BUNDLE_UNREADABLE,
                     ) from None
                 rows += 1
         return rows
@@ -72,13 +74,13 @@ def _rows(path: Path, fmt: str) -> int | None:
             return pq.ParquetFile(path).metadata.num_rows
         except Exception:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
             raise ValidationFailed(
-                "The bundle is not a readable Parquet file.", code="bundle_unreadable"
+                "The bundle is not a readable Parquet file.", code=GovernanceCode.BUNDLE_UNREADABLE
             ) from None
     try:
         path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise ValidationFailed(
-            "The Markdown bundle is not UTF-8.", code="bundle_unreadable"
+            "The Markdown bundle is not UTF-8.", code=GovernanceCode.BUNDLE_UNREADABLE
         ) from None
     return None
 
@@ -94,13 +96,13 @@ def export_bundle_receive(
     if fmt not in FORMATS:
         raise ValidationFailed(
             f"The Content-Type must be one of {', '.join(MEDIA_TYPES)}.",
-            code="unsupported_bundle_type",
+            code=GovernanceCode.UNSUPPORTED_BUNDLE_TYPE,
         )
     sha256 = (sha256 or "").lower()
     if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
         raise ValidationFailed(
             "Declare the bundle's SHA-256 (64 hex digits) in the Content-SHA256 header.",
-            code="checksum_required",
+            code=GovernanceCode.CHECKSUM_REQUIRED,
         )
     limit = settings.STEWARD_EXPORT_BUNDLE_MAX_BYTES
     if length is not None and length > limit:
@@ -108,6 +110,9 @@ def export_bundle_receive(
     tenant_id = services.owner_task_tenant(task_id)
     with tenant_scope(tenant_id), transaction.atomic():
         task = services.owner_task_for_caller(actor, task_id, for_update=False)
+        # Asked before the body is read, so a refused bundle is never stored; the task
+        # moves when owner_task_complete settles it, and a race lost meanwhile is
+        # refused there.
         waits = GovernanceTask.TRANSITIONS.allows(task.status, GovernanceTask.Status.COMPLETED)
         if task.kind != GovernanceTask.Kind.EXPORT or not waits:
             raise InvalidTransition("This task does not wait for a bundle.", status=task.status)
@@ -127,7 +132,7 @@ def export_bundle_receive(
         if digest.hexdigest() != sha256:
             raise ValidationFailed(
                 "The bundle's SHA-256 is not the one declared.",
-                code="checksum_mismatch",
+                code=GovernanceCode.CHECKSUM_MISMATCH,
                 received=digest.hexdigest(),
             )
         rows = _rows(partial, fmt)

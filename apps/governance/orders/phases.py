@@ -130,6 +130,18 @@ def assignments(order: GovernanceOrder, number: int) -> list[Assignment]:
     return found
 
 
+def purge_receipt(task: GovernanceTask) -> dict:
+    """What a retired binding records as the proof its data is gone: the owner's receipt,
+    named by the task that carried it."""
+    return {
+        "task": str(task.pk),
+        "order": str(task.order_id) if task.order_id else None,
+        "kind": task.kind,
+        "owner": task.owner,
+        **task.receipt,
+    }
+
+
 def steward_tables(step: Phase) -> list[str]:
     if step.steward_coverage == "export":
         return coverage.exported_tables()

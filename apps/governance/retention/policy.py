@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from apps.core.errors import Conflict
+from apps.governance.codes import GovernanceCode
 
 # The more conservative action wins a tie in period: archive keeps most, delete least.
 ACTION_RANK = {"delete": 0, "redact": 1, "archive": 2}
@@ -221,7 +222,7 @@ def own_table_decision(
 class RuleLocked(Conflict):
     """A change a locked rule refuses; `refused` names what was asked."""
 
-    code = "retention_rule_locked"
+    code = GovernanceCode.RETENTION_RULE_LOCKED
     title = "The retention rule is locked"
 
 

@@ -22,6 +22,7 @@ from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.locks import session_lock
 from apps.core.scope import system_scope, tenant_scope
+from apps.governance.codes import GovernanceCode
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
 from apps.governance.orders.services import (
     advance_orders,
@@ -43,11 +44,11 @@ Action = RetentionRule.Action
 
 def _check_rule(rule: RetentionRule) -> None:
     if not rule.name.strip():
-        raise ValidationFailed("Name the rule.", code="name_required", field="name")
+        raise ValidationFailed("Name the rule.", code=GovernanceCode.NAME_REQUIRED, field="name")
     if rule.data_class_id is None and rule.store_id is None:
         raise ValidationFailed(
             "A rule covers a data class, a store, or a store of a data class: name one.",
-            code="scope_required",
+            code=GovernanceCode.SCOPE_REQUIRED,
             field="data_class",
         )
     if (
@@ -58,19 +59,18 @@ def _check_rule(rule: RetentionRule) -> None:
         raise ValidationFailed(
             f"Store {rule.store.slug} holds {rule.store.data_class.slug} data, not "
             f"{rule.data_class.slug}: the rule would cover nothing.",
-            code="scope_mismatch",
+            code=GovernanceCode.SCOPE_MISMATCH,
             field="store",
         )
     if not isinstance(rule.period_days, int) or rule.period_days < 1:
         raise ValidationFailed(
             "The period is a whole number of days, at least 1.",
-            code="invalid_period",
+            code=GovernanceCode.INVALID_PERIOD,
             field="period_days",
         )
     if rule.action not in Action.values:
         raise ValidationFailed(
             f"There is no action {rule.action!r} (one of {', '.join(Action.values)}).",
-            code="invalid",
             field="action",
         )
     own = sweeper.OWN_CLASS.get(rule.data_class.slug) if rule.data_class_id else None
@@ -78,13 +78,13 @@ def _check_rule(rule: RetentionRule) -> None:
         raise ValidationFailed(
             f"A rule may ask {' or '.join(own.actions)} of {own.name}, not {rule.action}: "
             "Steward has no archive of its own, and its audit trail is append-only.",
-            code="retention_action_unsupported",
+            code=GovernanceCode.RETENTION_ACTION_UNSUPPORTED,
             field="action",
         )
     if rule.locked and not rule.enabled:
         raise ValidationFailed(
             "A locked rule is enabled: it cannot be locked and disabled.",
-            code="locked_rule_disabled",
+            code=GovernanceCode.LOCKED_RULE_DISABLED,
             field="enabled",
         )
     # What the checks above, with their stable codes, leave to the model: the fields'
@@ -125,7 +125,9 @@ def rule_create(
                 changes={k: [None, v] for k, v in snapshot(rule, RULE_FIELDS).items()},
             )
     except IntegrityError:
-        raise Conflict(f"There is a rule named {name!r} already.", code="name_taken") from None
+        raise Conflict(
+            f"There is a rule named {name!r} already.", code=GovernanceCode.NAME_TAKEN
+        ) from None
     return rule
 
 
@@ -135,7 +137,9 @@ def rule_update(*, actor: Actor, rule: RetentionRule, **changes) -> RetentionRul
     require_operator(actor, "change a retention rule")
     unknown = sorted(set(changes) - set(RULE_FIELDS))
     if unknown:
-        raise ValidationFailed(f"Unknown fields: {', '.join(unknown)}.", code="unknown_field")
+        raise ValidationFailed(
+            f"Unknown fields: {', '.join(unknown)}.", code=GovernanceCode.UNKNOWN_FIELD
+        )
     with system_scope(), transaction.atomic():
         stored = RetentionRule.objects.select_for_update().filter(pk=rule.pk).first()
         if stored is None:
@@ -151,7 +155,7 @@ def rule_update(*, actor: Actor, rule: RetentionRule, **changes) -> RetentionRul
                 stored.save()
         except IntegrityError:
             raise Conflict(
-                f"There is a rule named {stored.name!r} already.", code="name_taken"
+                f"There is a rule named {stored.name!r} already.", code=GovernanceCode.NAME_TAKEN
             ) from None
         changed = diff(before, snapshot(stored, RULE_FIELDS))
         if changed:
@@ -184,15 +188,17 @@ def hold_place(*, actor: Actor, tenant, reason: str, data_class=None, store=None
     """Hold a tenant's data (a store, a data class, or everything): no purge of it
     until the hold is released."""
     if actor.user is None:
-        raise ValidationFailed("A person places a legal hold.", code="person_required")
+        raise ValidationFailed("A person places a legal hold.", code=GovernanceCode.PERSON_REQUIRED)
     require_governor(actor, tenant.pk, "place a legal hold")
     if not (reason or "").strip():
-        raise ValidationFailed("Say why the data is held.", code="reason_required", field="reason")
+        raise ValidationFailed(
+            "Say why the data is held.", code=GovernanceCode.REASON_REQUIRED, field="reason"
+        )
     if store is not None and data_class is not None and store.data_class_id != data_class.pk:
         raise ValidationFailed(
             f"Store {store.slug} holds {store.data_class.slug} data, not {data_class.slug}: "
             "the hold would cover nothing.",
-            code="scope_mismatch",
+            code=GovernanceCode.SCOPE_MISMATCH,
             field="store",
         )
     with tenant_scope(tenant):
@@ -253,18 +259,22 @@ def _resume_purges(tenant_id) -> int:
 
 def hold_release(*, actor: Actor, hold: LegalHold, reason: str) -> LegalHold:
     if actor.user is None:
-        raise ValidationFailed("A person releases a legal hold.", code="person_required")
+        raise ValidationFailed(
+            "A person releases a legal hold.", code=GovernanceCode.PERSON_REQUIRED
+        )
     require_governor(actor, hold.tenant_id, "release a legal hold")
     if not (reason or "").strip():
         raise ValidationFailed(
-            "Say why the hold is released.", code="reason_required", field="release_reason"
+            "Say why the hold is released.",
+            code=GovernanceCode.REASON_REQUIRED,
+            field="release_reason",
         )
     with tenant_scope(hold.tenant_id):
         released = LegalHold.objects.filter(pk=hold.pk, released_at__isnull=True).update(
             released_at=timezone.now(), released_by=actor.user, release_reason=reason
         )
         if not released:
-            raise Conflict("The hold is released already.", code="hold_released")
+            raise Conflict("The hold is released already.", code=GovernanceCode.HOLD_RELEASED)
         hold.refresh_from_db()
         audit_record(
             actor=actor,

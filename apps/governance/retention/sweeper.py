@@ -5,7 +5,7 @@ Each table holds one of Steward's data classes (OWN_CLASSES, `steward-…`): the
 naming that class decide how long its rows are kept and what happens after
 (policy.own_table_decision); with no enabled rule the rows are kept. Set-up installs
 one rule per class that has a default (apps.governance.install), its period taken from
-the setting that used to decide it; an operator changes or locks it like any rule.
+the class's setting; an operator changes or locks it like any rule.
 A tenant's active hold that is tenant-wide or names the class keeps the tenant's rows.
 
 A batch is one short transaction in the owning tenant's scope (row-level security lets

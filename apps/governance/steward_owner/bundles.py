@@ -15,7 +15,8 @@ from django.db import transaction
 from apps.core.scope import tenant_scope
 from apps.governance import coverage
 from apps.governance.models import GovernanceTask
-from apps.governance.steward_owner.deletion import BATCH, REDACTED
+from apps.governance.steward_owner.deletion import BATCH
+from apps.tenancy.audit import REDACTED
 from apps.tenancy.models import AuditEvent
 
 

@@ -15,21 +15,19 @@ from pathlib import Path
 
 from django.apps import apps
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.core.scope import system_scope, tenant_scope
+from apps.core.scope import tenant_scope
 from apps.governance import coverage
 from apps.governance.models import ExportArtifact, GovernanceTask
 from apps.governance.orders import phases
 from apps.stores import services as stores
 from apps.stores.models import StoreBinding
 from apps.stores.selectors import live_binding_list
-from apps.tenancy.models import AuditEvent
+from apps.tenancy.audit import audit_redact_batch
 
 BATCH = 2000
-REDACTED = "[redacted]"
 # Outbox rows leave the table as they are dispatched; deleting one would lose the
 # event (this order's own tasks among them), so Steward's deletion leaves them to go.
 NOT_DELETED = {"eventing.OutboxEvent", "tenancy.AuditEvent"}
@@ -76,14 +74,10 @@ def delete_rows(model, tenant_id) -> int:
 def redact_audit(tenant_id) -> int:
     """Replace the personal data of the tenant's audit entries: who acted, the object's
     name and the changed values (their field names stay). Through the audit trail's one
-    redaction door (migration tenancy 0003), in batches: the tenant's own entries in its
-    scope, then the platform's entries about the tenant itself."""
-    own_entries = _redact(lambda: tenant_scope(tenant_id), "tenant_id = %(t)s", tenant_id)
-    about_it = _redact(
-        system_scope,
-        "tenant_id IS NULL AND object_type = 'tenancy.tenant' AND object_id = %(t)s::text",
-        tenant_id,
-    )
+    redaction door, in batches: the tenant's own entries in its scope, then the
+    platform's entries about the tenant itself."""
+    own_entries = _redact_all(owner=tenant_id)
+    about_it = _redact_all(owner=None, about_tenant=tenant_id)
     return own_entries + about_it
 
 
@@ -91,46 +85,14 @@ def redact_audit_before(owner, cutoff, *, size: int = BATCH) -> int:
     """One batch of at most `size` of `owner`'s audit entries (None: the platform's)
     older than `cutoff` redacted, through the same door: what a retention rule naming
     Steward's audit trail asks. Its own short transaction; the rows redacted."""
-    if owner is None:
-        return _redact_batch(
-            system_scope, "tenant_id IS NULL AND occurred_at < %(c)s", {"c": cutoff}, size
-        )
-    return _redact_batch(
-        lambda: tenant_scope(owner),
-        "tenant_id = %(t)s AND occurred_at < %(c)s",
-        {"t": str(owner), "c": cutoff},
-        size,
-    )
+    return audit_redact_batch(owner=owner, before=cutoff, size=size)
 
 
-def _redact(scope, which: str, tenant_id) -> int:
+def _redact_all(**which) -> int:
     total = 0
-    while True:
-        redacted = _redact_batch(scope, which, {"t": str(tenant_id)}, BATCH)
-        if not redacted:
-            return total
+    while redacted := audit_redact_batch(**which, size=BATCH):
         total += redacted
-
-
-def _redact_batch(scope, which: str, params: dict, size: int) -> int:
-    table = AuditEvent._meta.db_table
-    with scope(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('steward.audit_redaction', 'on', true)")
-        cursor.execute(
-            f"""
-            UPDATE {table} SET actor_label = %(r)s::text, actor_user_id = NULL,
-                actor_service_id = NULL, object_repr = %(r)s::text,
-                changes = (SELECT coalesce(jsonb_object_agg(key, to_jsonb(%(r)s::text)),
-                                           '{{}}'::jsonb)
-                           FROM jsonb_each(CASE jsonb_typeof(changes) WHEN 'object'
-                                           THEN changes ELSE '{{}}'::jsonb END)),
-                redacted_at = now()
-            WHERE id IN (SELECT id FROM {table} WHERE redacted_at IS NULL AND {which}
-                         ORDER BY id LIMIT %(n)s FOR UPDATE SKIP LOCKED)
-            """,  # noqa: S608 - table name and a fixed condition only
-            {"r": REDACTED, "n": int(size), **params},
-        )
-        return cursor.rowcount
+    return total
 
 
 def delete_export_files(tenant_id) -> int:
@@ -184,15 +146,7 @@ def _record_deleted(order, binding: StoreBinding) -> None:
     if task is None or binding.status != StoreBinding.Status.RETIRED:
         return
     stores.binding_record_data_purged(
-        actor=SYSTEM_ACTOR,
-        binding=binding,
-        receipt={
-            "task": str(task.pk),
-            "order": str(order.pk),
-            "kind": task.kind,
-            "owner": task.owner,
-            **task.receipt,
-        },
+        actor=SYSTEM_ACTOR, binding=binding, receipt=phases.purge_receipt(task)
     )
 
 
