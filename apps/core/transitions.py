@@ -23,6 +23,7 @@ each status is reachable from an initial one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from django.db import connections, models, router, transaction
@@ -134,19 +135,21 @@ class Transitions:
         meta, quote = model._meta, connection.ops.quote_name
         key, status = meta.get_field(by), meta.get_field(self.field)
         own = [meta.get_field(name) for name in moves[0] if name not in (by, "to")]
-        # The batch goes as one array a column, unnested into the rows `d`: `k` the row's
-        # key, `s` its new status, `v0`… its own fields.
-        arrays = [(key, by, "k"), (status, "to", "s")]
-        arrays += [(field, field.name, f"v{n}") for n, field in enumerate(own)]
-        assign = [f"{quote(field.column)} = d.{name}" for field, _, name in arrays[1:]]
+        # The batch goes as one JSON document (one parameter, encoded in C), read as the
+        # rows `d`: `k` the row's key, `s` its new status, `v0`… its own fields.
+        record = [(key, by, "k"), (status, "to", "s")]
+        record += [(field, field.name, f"v{n}") for n, field in enumerate(own)]
+        assign = [f"{quote(field.column)} = d.{name}" for field, _, name in record[1:]]
         params = []  # in the order of their places in the statement
         for name, value in changes.items():
             assign.append(f"{quote(meta.get_field(name).column)} = %s")
             params.append(_prep(meta.get_field(name), value, connection))
-        rows = ", ".join(f"%s::{field.cast_db_type(connection)}[]" for field, _, _ in arrays)
-        params += [
-            [_prep(field, move[name], connection) for move in moves] for field, name, _ in arrays
+        columns = ", ".join(f"{name} {field.cast_db_type(connection)}" for field, _, name in record)
+        batch = [
+            {name: _prep(field, move[given], connection) for field, given, name in record}
+            for move in moves
         ]
+        params.append(json.dumps(batch, default=str))
         may_move = ", ".join(["(%s, %s)"] * len(pairs))
         conditions = [
             f"t.{quote(key.column)} = d.k",
@@ -161,7 +164,7 @@ class Transitions:
         # Names from the model's metadata only; every value is a parameter.
         sql = (
             f"UPDATE {quote(meta.db_table)} AS t SET {', '.join(assign)}"  # noqa: S608
-            f" FROM unnest({rows}) AS d({', '.join(name for _, _, name in arrays)})"
+            f" FROM jsonb_to_recordset(%s::jsonb) AS d({columns})"
             f" WHERE {' AND '.join(conditions)}"
             f" RETURNING {', '.join(f't.{quote(field.column)}' for field in back)}"
         )
