@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.urls import reverse
 
 from apps.assets import selectors, services
+from apps.assets.codes import AssetCode
 from apps.core.attention import Action, Input, Item, Kind, find_row
 from apps.core.errors import ValidationFailed
 from apps.core.scope import system_scope
@@ -99,7 +100,9 @@ class UnknownCallbacks(Kind):
         with system_scope():
             asset = find_row(selectors.asset_list(), values["asset"])
         if asset is None:
-            raise ValidationFailed("No asset has that id.", code="unknown_asset", field="asset")
+            raise ValidationFailed(
+                "No asset has that id.", code=AssetCode.UNKNOWN_ASSET, field="asset"
+            )
         services.callback_link(receipt=row, asset=asset, actor=actor, reason=values["reason"])
         return f"Linked to {asset.name}."
 

@@ -50,9 +50,10 @@ class Asset(models.Model):
         REJECTED = "rejected", "Rejected"
         RETIRED = "retired", "Retired"
 
+    # A Draft may be deleted; anything once asked for keeps its history.
+    DELETABLE = frozenset({Status.DRAFT})
     # A person or the Workflow Service decides a request; a rejected asset may be asked
-    # for again; an approved one is retired with a reason. A Draft may also be deleted
-    # (DELETABLE: deletion leaves no row, so it is no status of the table).
+    # for again; an approved one is retired with a reason.
     TRANSITIONS = Transitions(
         initial=[Status.DRAFT],
         moves={
@@ -62,8 +63,8 @@ class Asset(models.Model):
             Status.APPROVED: {Status.RETIRED},
             Status.RETIRED: set(),
         },
+        deletable=DELETABLE,
     )
-    DELETABLE = frozenset({Status.DRAFT})
     # Name and description may change in any status but this one: a decider (a person
     # or a workflow instance) is looking at the asset as it was asked for.
     FROZEN = frozenset({Status.REQUESTED})

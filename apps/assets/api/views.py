@@ -6,6 +6,7 @@ from rest_framework.response import Response
 
 from apps.assets import selectors, services
 from apps.assets.api import serializers
+from apps.assets.codes import AssetCode
 from apps.assets.filters import AssetFilterSet
 from apps.assets.models import Asset
 from apps.core.api.idempotency import idempotent
@@ -78,7 +79,8 @@ class AssetViewSet(
     def perform_create(self, serializer):
         if self.request.tenant is None:
             raise ValidationFailed(
-                "Choose the tenant to act for before creating assets.", code="tenant_required"
+                "Choose the tenant to act for before creating assets.",
+                code=AssetCode.TENANT_REQUIRED,
             )
         serializer.instance = services.asset_create(
             actor=self.request.actor, tenant=self.request.tenant, **serializer.validated_data
