@@ -7,16 +7,11 @@ from apps.core.codes import Codes
 
 class AssetCode(Codes):
     # Assets and their approval
-    TENANT_REQUIRED = "tenant_required", "An asset is created in the tenant the caller acts for."
     AWAITING_DECISION = (
         "asset_awaiting_decision",
         "A requested asset's name and description change only once it is decided.",
     )
     NOT_DELETABLE = "asset_not_deletable", "Only a draft asset can be deleted."
-    REASON_REQUIRED = (
-        "reason_required",
-        "Retiring an asset or dismissing a callback needs a reason.",
-    )
     WORKFLOW_MANAGED = (
         "workflow_managed",
         "The Workflow Service decides this asset: a person cannot.",

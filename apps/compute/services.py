@@ -10,8 +10,8 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from apps.compute.codes import ComputeCode
 from apps.compute.models import BatchCompletion, ComputeBatch, WorkflowBatchLink
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import Conflict
 from apps.core.kick import kick
@@ -65,7 +65,7 @@ def batch_submit(
         ):
             raise Conflict(
                 "This idempotency key was used for another workflow step.",
-                code=ComputeCode.IDEMPOTENCY_KEY_REUSED,
+                code=CoreCode.IDEMPOTENCY_KEY_REUSED,
             )
         return existing, False
 

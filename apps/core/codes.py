@@ -64,6 +64,9 @@ def document() -> str:
         "that raises it. It is written from the code (`make errors`), and a test fails",
         "when it is out of date.",
         "",
+        "An action on the attention queue refuses an input it needs and did not get with",
+        "`<input>_required` (for example `owner_required`), naming the input in `field`.",
+        "",
     ]
     for label, codes in sorted(all_codes().items()):
         lines += [f"## {label}", "", "| code | meaning |", "| --- | --- |"]
@@ -108,6 +111,8 @@ class CoreCode(Codes):
     CROSS_TENANT = "cross_tenant", "The object belongs to another tenant."
     TENANT_MISMATCH = "tenant_mismatch", "The caller acts for another tenant than the one named."
     TENANT_REQUIRED = "tenant_required", "The request must name the tenant it is for."
+    REASON_REQUIRED = "reason_required", "The action needs a reason, which is recorded with it."
+    INVALID_EXPIRY = "invalid_expiry", "The expiry given is not in the future."
     DOES_NOT_EXIST = "does_not_exist", "A named object (a tenant's slug, say) does not exist."
     # Writes that depend on what the client read or sent before.
     STALE_ETAG = "stale_etag", "The object changed since it was read (If-Match); fetch it again."

@@ -17,7 +17,6 @@ class GovernanceCode(Codes):
         "person_required",
         "A person signed in does this, not a service token.",
     )
-    REASON_REQUIRED = "reason_required", "Say why: the reason is recorded."
 
     # orders
     REQUESTER_CANNOT_DECIDE = (
@@ -81,7 +80,6 @@ class GovernanceCode(Codes):
         "locked_rule_disabled",
         "A locked retention rule stays enabled.",
     )
-    UNKNOWN_FIELD = "unknown_field", "The change names fields a retention rule does not have."
     RETENTION_RULE_LOCKED = (
         "retention_rule_locked",
         "A locked retention rule refuses the change: its period may only grow.",

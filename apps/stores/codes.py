@@ -37,14 +37,6 @@ class StoreCode(Codes):
         "binding_live",
         "Recording a binding's data gone while the binding is still live; retire it first.",
     )
-    REASON_REQUIRED = (
-        "reason_required",
-        "A residency exception (a binding's or a rule's) without a reason.",
-    )
-    INVALID_EXPIRY = (
-        "invalid_expiry",
-        "A residency exception or a certification whose expiry is not in the future.",
-    )
     RUN_REQUIRED = (
         "run_required",
         "Workload evidence that does not name the run it came from (run_reference).",

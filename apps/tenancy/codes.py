@@ -23,7 +23,6 @@ class TenancyCode(Codes):
     )
     ACCOUNT_DISABLED = "account_disabled", "The token's service account is disabled."
     UNKNOWN_SCOPE = "unknown_scope", "A scope named for the token does not exist."
-    INVALID_EXPIRY = "invalid_expiry", "The token's expiry is not in the future."
     INVALID_OVERLAP = "invalid_overlap", "A rotation's overlap is between none and seven days."
     # Signing in.
     INVALID_CREDENTIALS = "invalid_credentials", "Wrong username or password."

@@ -291,7 +291,7 @@ def api_token_issue(
             f"unknown scopes: {', '.join(unknown)}", code=TenancyCode.UNKNOWN_SCOPE
         )
     if expires_at is not None and expires_at <= timezone.now():
-        raise ValidationFailed("expires_at must be in the future", code=TenancyCode.INVALID_EXPIRY)
+        raise ValidationFailed("expires_at must be in the future", code=CoreCode.INVALID_EXPIRY)
     prefix = secrets.token_hex(4)
     secret = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     tenant = service_account.tenant

@@ -6,7 +6,6 @@ from rest_framework.response import Response
 
 from apps.assets import selectors, services
 from apps.assets.api import serializers
-from apps.assets.codes import AssetCode
 from apps.assets.filters import AssetFilterSet
 from apps.assets.models import Asset
 from apps.core.api.idempotency import idempotent
@@ -24,6 +23,7 @@ from apps.core.api.views import (
     ServiceWritesMixin,
     StewardViewSetMixin,
 )
+from apps.core.codes import CoreCode
 from apps.core.errors import ValidationFailed
 
 
@@ -80,7 +80,7 @@ class AssetViewSet(
         if self.request.tenant is None:
             raise ValidationFailed(
                 "Choose the tenant to act for before creating assets.",
-                code=AssetCode.TENANT_REQUIRED,
+                code=CoreCode.TENANT_REQUIRED,
             )
         serializer.instance = services.asset_create(
             actor=self.request.actor, tenant=self.request.tenant, **serializer.validated_data

@@ -15,6 +15,7 @@ from django.utils import timezone
 from apps.assets.codes import AssetCode
 from apps.assets.models import Asset
 from apps.assets.services.events import emit_asset_event
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.enqueue import enqueue_on_commit
 from apps.core.errors import InvalidTransition, ValidationFailed
@@ -109,7 +110,7 @@ def asset_retire(*, actor: Actor, asset: Asset, reason: str) -> Asset:
     """Approved → Retired; the reason is required and shown as the status reason."""
     reason = (reason or "").strip()
     if not reason:
-        raise ValidationFailed("Say why the asset is retired.", code=AssetCode.REASON_REQUIRED)
+        raise ValidationFailed("Say why the asset is retired.", code=CoreCode.REASON_REQUIRED)
     with tenant_scope(asset.tenant_id):
         before = asset.status
         asset = _transition(asset, status=Asset.Status.RETIRED, status_reason=reason)

@@ -10,6 +10,7 @@ from apps.assets.codes import AssetCode
 from apps.assets.models import Asset, WorkflowCallback
 from apps.assets.services.callbacks import kick_callback_worker
 from apps.assets.services.delegation import asset_record_delegation, delegation_pending
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.scope import owner_scope, tenant_scope
@@ -154,7 +155,7 @@ def callback_dismiss(*, receipt: WorkflowCallback, actor: Actor, reason: str) ->
     misdirected service): it leaves the attention queue and changes nothing else."""
     reason = (reason or "").strip()
     if not reason:
-        raise ValidationFailed("Say why the callback is dismissed.", code=AssetCode.REASON_REQUIRED)
+        raise ValidationFailed("Say why the callback is dismissed.", code=CoreCode.REASON_REQUIRED)
     with transaction.atomic():
         original = _locked_unknown_receipt(receipt)
         return _resolve_receipt(

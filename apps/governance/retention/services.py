@@ -18,6 +18,7 @@ from datetime import date, datetime
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.locks import session_lock
@@ -138,7 +139,7 @@ def rule_update(*, actor: Actor, rule: RetentionRule, **changes) -> RetentionRul
     unknown = sorted(set(changes) - set(RULE_FIELDS))
     if unknown:
         raise ValidationFailed(
-            f"Unknown fields: {', '.join(unknown)}.", code=GovernanceCode.UNKNOWN_FIELD
+            f"Unknown fields: {', '.join(unknown)}.", code=CoreCode.UNKNOWN_FIELD
         )
     with system_scope(), transaction.atomic():
         stored = RetentionRule.objects.select_for_update().filter(pk=rule.pk).first()
@@ -192,7 +193,7 @@ def hold_place(*, actor: Actor, tenant, reason: str, data_class=None, store=None
     require_governor(actor, tenant.pk, "place a legal hold")
     if not (reason or "").strip():
         raise ValidationFailed(
-            "Say why the data is held.", code=GovernanceCode.REASON_REQUIRED, field="reason"
+            "Say why the data is held.", code=CoreCode.REASON_REQUIRED, field="reason"
         )
     if store is not None and data_class is not None and store.data_class_id != data_class.pk:
         raise ValidationFailed(
@@ -266,7 +267,7 @@ def hold_release(*, actor: Actor, hold: LegalHold, reason: str) -> LegalHold:
     if not (reason or "").strip():
         raise ValidationFailed(
             "Say why the hold is released.",
-            code=GovernanceCode.REASON_REQUIRED,
+            code=CoreCode.REASON_REQUIRED,
             field="release_reason",
         )
     with tenant_scope(hold.tenant_id):

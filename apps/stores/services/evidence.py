@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.scope import system_scope
@@ -164,7 +165,7 @@ def certification_record(
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationFailed(
             "A certification's expiry must be in the future.",
-            code=StoreCode.INVALID_EXPIRY,
+            code=CoreCode.INVALID_EXPIRY,
             field="expires_at",
         )
     record = ProfileCertification(

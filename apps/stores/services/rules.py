@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.enqueue import enqueue_on_commit
 from apps.core.errors import ValidationFailed
@@ -117,7 +118,7 @@ def rule_update(*, actor: Actor, rule: ResidencyRule, **changes) -> ResidencyRul
 def _require_reason(rule: ResidencyRule) -> None:
     if rule.is_exception and not rule.reason.strip():
         raise ValidationFailed(
-            "An exception needs a reason.", code=StoreCode.REASON_REQUIRED, field="reason"
+            "An exception needs a reason.", code=CoreCode.REASON_REQUIRED, field="reason"
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
 from apps.core.scope import tenant_scope
@@ -37,7 +38,7 @@ def order_request(*, actor: Actor, tenant: Tenant, kind: str, reason: str) -> Go
         raise ValidationFailed(f"There is no order kind {kind!r}.", field="kind")
     require_governor(actor, tenant.pk, "request a governance order")
     if not reason.strip():
-        raise ValidationFailed("Say why.", code=GovernanceCode.REASON_REQUIRED, field="reason")
+        raise ValidationFailed("Say why.", code=CoreCode.REASON_REQUIRED, field="reason")
     with tenant_scope(tenant):
         order = GovernanceOrder.objects.create(
             tenant=tenant,
