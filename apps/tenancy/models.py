@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from apps.core.transitions import Transitions
 from apps.core.urls import reverse_pk
 
 # Apps a service token can be scoped to; `<app>:write` implies `<app>:read`.
@@ -76,6 +77,18 @@ class Tenant(models.Model):
         SUSPENDED = "suspended", "Suspended"
         OFFBOARDING = "offboarding", "Offboarding"
         DELETED = "deleted", "Deleted"
+
+    # An operator suspends and resumes a tenant; a deletion order takes it offboarding,
+    # then deleted, and nothing brings it back from either.
+    TRANSITIONS = Transitions(
+        initial=[Status.ACTIVE],
+        moves={
+            Status.ACTIVE: {Status.SUSPENDED, Status.OFFBOARDING, Status.DELETED},
+            Status.SUSPENDED: {Status.ACTIVE, Status.OFFBOARDING, Status.DELETED},
+            Status.OFFBOARDING: {Status.DELETED},
+            Status.DELETED: set(),
+        },
+    )
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     slug = models.SlugField(max_length=64, unique=True)

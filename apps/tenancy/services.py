@@ -88,7 +88,9 @@ def tenant_set_lifecycle_status(*, tenant_id, status: str) -> None:
     and its events are the record, and the tenant's audit trail is being redacted."""
     if status not in {Tenant.Status.OFFBOARDING, Tenant.Status.DELETED}:
         raise ValidationFailed(f"A deletion order does not set a tenant {status}.")
-    Tenant.objects.filter(pk=tenant_id).update(status=status, updated_at=timezone.now())
+    tenant = Tenant.objects.get(pk=tenant_id)
+    if tenant.status != status:  # a phase run again finds it set
+        Tenant.TRANSITIONS.move(tenant, status, updated_at=timezone.now())
     auth_cache.invalidate()  # its services' cached tokens carry the tenant's status
 
 
@@ -104,6 +106,8 @@ def tenant_update(*, actor: Actor, tenant: Tenant, **fields) -> Tenant:
     if not changes:
         return tenant
     with transaction.atomic():
+        if "status" in changes:
+            Tenant.TRANSITIONS.move(tenant, tenant.status, updated_at=timezone.now())
         tenant.save()
         audit_record(
             actor=actor, action="tenant.update", instance=tenant, tenant=tenant, changes=changes

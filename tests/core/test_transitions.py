@@ -17,6 +17,10 @@ STATEFUL = {
     "governance.GovernanceTask",
     "compute.ComputeBatch",
     "registry.SchemaVersion",
+    "eventing.UncertainEffect",
+    "eventing.DeadLetter",
+    "governance.RetentionSweep",
+    "tenancy.Tenant",
 }
 
 

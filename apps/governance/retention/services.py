@@ -16,6 +16,7 @@ import logging
 from datetime import date, datetime
 
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from apps.core.codes import CoreCode
@@ -483,27 +484,27 @@ def _sweep_night(now: datetime) -> RetentionSweep:
     night = night_of(now)
     with system_scope(), transaction.atomic():
         sweep, _ = RetentionSweep.objects.get_or_create(night=night, defaults={"as_of": now})
-        sweep = RetentionSweep.objects.select_for_update().get(pk=sweep.pk)
-        sweep.status = RetentionSweep.Status.RUNNING
-        sweep.runs += 1
-        sweep.error = ""
-        sweep.save(update_fields=["status", "runs", "error"])
+        RetentionSweep.TRANSITIONS.move(
+            sweep, RetentionSweep.Status.RUNNING, runs=F("runs") + 1, error=""
+        )
     try:
         results = _sweep(sweep)
     except Exception as exc:
         with system_scope(), transaction.atomic():
-            RetentionSweep.objects.filter(pk=sweep.pk).update(
-                status=RetentionSweep.Status.FAILED,
+            RetentionSweep.TRANSITIONS.move(
+                sweep,
+                RetentionSweep.Status.FAILED,
                 finished_at=timezone.now(),
                 error=f"{type(exc).__name__}: {exc}"[:2000],
             )
         raise
     with system_scope(), transaction.atomic():
-        sweep.refresh_from_db()
-        sweep.results = results
-        sweep.status = RetentionSweep.Status.SUCCEEDED
-        sweep.finished_at = timezone.now()
-        sweep.save(update_fields=["results", "status", "finished_at"])
+        RetentionSweep.TRANSITIONS.move(
+            sweep,
+            RetentionSweep.Status.SUCCEEDED,
+            results=results,
+            finished_at=timezone.now(),
+        )
     return sweep
 
 
