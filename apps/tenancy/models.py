@@ -109,6 +109,10 @@ class User(AbstractUser):
     locked_until = models.DateTimeField(null=True, blank=True)
     # Raised to end every open session of the person at once (an authenticator reset).
     session_generation = models.PositiveIntegerField(default=0)
+    # The tenant the person last chose to act for; a new sign-in starts there while they
+    # are still its member. An id, not a key: it is a preference, and neither the tenant
+    # nor the membership has to outlive it.
+    last_chosen_tenant = models.UUIDField(null=True, blank=True)
 
     @property
     def is_operator(self) -> bool:
