@@ -73,8 +73,8 @@ def _steward_topics(request):
 def _no_sign_in_failures():
     """Failed sign-ins are counted in Redis per name, person and address
     (apps.tenancy.attempts), outside any test's transaction: each test starts with none,
-    so one test's wrong passwords never lock another's sign-in."""
-    yield
+    so one test's wrong passwords never lock another's sign-in. (Cleared before the
+    test: after it, a test may have pointed REDIS_URL at nothing.)"""
     redis = get_redis()
     stale = list(redis.scan_iter(match=f"{settings.CACHES['default']['KEY_PREFIX']}:signin:*"))
     if stale:

@@ -92,3 +92,12 @@ def test_a_trusted_proxy_that_is_no_network_stops_the_start(monkeypatch):
         portal_settings.networks("STEWARD_TRUSTED_PROXIES")
     monkeypatch.setenv("STEWARD_TRUSTED_PROXIES", "10.0.0.0/8, 2001:db8::/32")
     assert portal_settings.networks("STEWARD_TRUSTED_PROXIES") == ["10.0.0.0/8", "2001:db8::/32"]
+
+
+@pytest.mark.django_db
+def test_metrics_behind_a_trusted_proxy_look_at_the_client_not_the_proxy(settings, scrape):
+    # a proxy on the same machine: every caller it forwards arrives from loopback
+    settings.STEWARD_TRUSTED_PROXIES = ["127.0.0.1/32"]
+    forwarded = Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.5")
+    assert forwarded.get("/metrics").status_code == 403
+    scrape(Client(REMOTE_ADDR="127.0.0.1"))  # a scraper on the machine itself still may
