@@ -9,14 +9,9 @@ hashed: the worst case for the pool.
 """
 
 import http.client
-import os
 import re
-import socket
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -25,9 +20,8 @@ from django.conf import settings
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
 from tests.factories import UserFactory, service_token
-from tests.support import database_url, wait_for
+from tests.support import web_process
 
-ROOT = Path(__file__).resolve().parents[2]
 FLOODERS = 12
 FLOOD_SECONDS = 10
 # The bound on the API caller's p95 latency while the flood lasts. Unflooded, a call
@@ -40,12 +34,6 @@ FLOOD_SECONDS = 10
 # sits between the two with room for a busy machine on either side.
 P95_BOUND_SECONDS = 1.0
 REDIS_DB = 7  # the server's own counters, apart from the test run's and a developer's
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def request(port, method, path, *, body=None, headers=None, timeout=60):
@@ -72,33 +60,11 @@ def test_a_flood_of_wrong_passwords_keeps_the_api_answering():
     target.password = PBKDF2PasswordHasher().encode("the real one", "saltsaltsalt")
     target.save(update_fields=["password"])
     token = service_token(name="steady-caller").secret
-    port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url(),
-        "REDIS_URL": redis_url(REDIS_DB),
-        "STEWARD_DB_POOL_SIZE": "2",
-        "STEWARD_LOGIN_ADDRESS_MAX_FAILURES": "100000",
-        "STEWARD_LOG_LEVEL": "CRITICAL",
-    }
-    server = subprocess.Popen(  # noqa: S603
-        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     stop = threading.Event()
     flood_statuses: list[int] = []
     api_answers: list[tuple[int, float]] = []
 
-    def up():
-        try:
-            return request(port, "GET", "/readyz", timeout=5)[0] == 200
-        except OSError:
-            return False
-
-    def flood(n: int):
+    def flood(port: int, n: int):
         _, cookie, _ = request(port, "GET", "/login/")
         csrf = re.search(r"csrftoken=([^;]+)", cookie).group(1)
         names = ["target", f"nobody-{n}"]
@@ -114,7 +80,7 @@ def test_a_flood_of_wrong_passwords_keeps_the_api_answering():
             flood_statuses.append(request(port, "POST", "/login/", body=body, headers=headers)[0])
             i += 1
 
-    def call_api():
+    def call_api(port: int):
         while not stop.is_set():
             started = time.perf_counter()
             status, _, _ = request(
@@ -126,21 +92,24 @@ def test_a_flood_of_wrong_passwords_keeps_the_api_answering():
             api_answers.append((status, time.perf_counter() - started))
             time.sleep(0.05)
 
-    try:
-        wait_for(up, timeout=60)
-        # when a dozen clients flood the login while a service calls the API
-        threads = [threading.Thread(target=flood, args=(n,)) for n in range(FLOODERS)]
-        threads.append(threading.Thread(target=call_api))
-        for thread in threads:
-            thread.start()
-        time.sleep(FLOOD_SECONDS)
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=60)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        _forget_the_servers_counters()
+    with web_process(
+        REDIS_URL=redis_url(REDIS_DB),
+        STEWARD_DB_POOL_SIZE="2",
+        STEWARD_LOGIN_ADDRESS_MAX_FAILURES="100000",
+        STEWARD_LOG_LEVEL="CRITICAL",
+    ) as port:
+        try:
+            # when a dozen clients flood the login while a service calls the API
+            threads = [threading.Thread(target=flood, args=(port, n)) for n in range(FLOODERS)]
+            threads.append(threading.Thread(target=call_api, args=(port,)))
+            for thread in threads:
+                thread.start()
+            time.sleep(FLOOD_SECONDS)
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=60)
+        finally:
+            _forget_the_servers_counters()
 
     # then the API answered every call, promptly, and the flood got only refusals
     assert flood_statuses, "the flood never got an answer"
