@@ -44,19 +44,27 @@ ATTEMPTS = Counter(
     ["step", "outcome"],
 )
 
-# KEYS[1]: the limit's key. ARGV: now, window (s), limit, record (1 to add a failure),
-# member. Keeps only the newest `limit` failures inside the window; answers
-# {failures, oldest kept failure's time}.
+# KEYS[1]: the limit's key. ARGV: now, window (s), limit, mode, member. Modes: `check`;
+# `add` a failure; `reserve`, add one only if not blocked already, in the same step, so
+# that parallel attempts cannot all pass a check before any of them is counted. Keeps
+# only the newest `limit` failures inside the window. Answers {failures, the oldest
+# kept failure's time}: after an `add`, before a `reserve` (blocked: as many as the
+# limit).
 _FAILURES = """
 local key, now, window, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local mode = ARGV[4]
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-if ARGV[4] == '1' then
+local failures = redis.call('ZCARD', key)
+if mode == 'add' or (mode == 'reserve' and failures < limit) then
   redis.call('ZADD', key, now, ARGV[5])
   redis.call('ZREMRANGEBYRANK', key, 0, -(limit + 1))
   redis.call('PEXPIRE', key, math.ceil(window * 1000))
+  if mode == 'add' then
+    failures = redis.call('ZCARD', key)
+  end
 end
 local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-return {redis.call('ZCARD', key), oldest[2] or '0'}
+return {failures, oldest[2] or '0'}
 """
 
 
@@ -89,13 +97,13 @@ def _window() -> float:
     return settings.STEWARD_LOGIN_LOCKOUT.total_seconds()
 
 
-def _run(limit: Limit, ident: str, *, record: bool) -> float:
+def _run(limit: Limit, ident: str, mode: str, member: str = "") -> float:
     """Seconds until `ident` may try again under `limit`; 0 when it may now."""
     now, window = time.time(), _window()
     try:
         failures, oldest = script(_FAILURES)(
             keys=[limit.key(ident)],
-            args=[now, window, limit.allowed, "1" if record else "0", uuid.uuid4().hex],
+            args=[now, window, limit.allowed, mode, member or uuid.uuid4().hex],
         )
     except REDIS_ERRORS as exc:
         logger.error("sign-in limits unavailable, %s not counted: %s", limit.name, exc)
@@ -107,12 +115,28 @@ def _run(limit: Limit, ident: str, *, record: bool) -> float:
 
 def blocked_for(limit: Limit, ident: str) -> float:
     """Seconds until `ident` may try again under `limit` (0: it may now)."""
-    return _run(limit, ident, record=False)
+    return _run(limit, ident, "check")
 
 
 def record_failure(limit: Limit, ident: str) -> float:
     """Count a failure; seconds `ident` is blocked for now (0: not blocked)."""
-    return _run(limit, ident, record=True)
+    return _run(limit, ident, "add")
+
+
+def reserve(limit: Limit, ident: str) -> tuple[float, str]:
+    """Count an attempt as failed before it is made, unless `ident` is blocked:
+    (seconds blocked, 0 when the attempt may go on; the reservation, for `release`
+    should it succeed)."""
+    member = uuid.uuid4().hex
+    return _run(limit, ident, "reserve", member), member
+
+
+def release(limit: Limit, ident: str, reservation: str) -> None:
+    """Take back a reservation: the attempt succeeded."""
+    try:
+        get_redis().zrem(limit.key(ident), reservation)
+    except REDIS_ERRORS as exc:
+        logger.error("sign-in limits unavailable, %s not released: %s", limit.name, exc)
 
 
 def clear(limit: Limit, ident: str) -> None:

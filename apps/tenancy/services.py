@@ -471,7 +471,9 @@ def login_attempt(*, request, username: str, password: str) -> User:
     code step, which decides: nobody can lock a person with a second factor out.
     """
     address = client_address(request)
-    wait = attempts.blocked_for(attempts.ADDRESS, address)
+    # Counted as failed from the start, and taken back on success: a burst of parallel
+    # guesses cannot all pass the check before the first of them is counted.
+    wait, reservation = attempts.reserve(attempts.ADDRESS, address)
     if wait:
         attempts.note("password", "throttled", address=address)
         raise _address_throttled(wait)
@@ -481,7 +483,6 @@ def login_attempt(*, request, username: str, password: str) -> User:
     # the hash, so guessing does not hold the pool.
     user = authenticate(request, username=username, password=password)
     if user is None:
-        attempts.record_failure(attempts.ADDRESS, address)
         now_locked = attempts.record_failure(attempts.PASSWORD, name)
         attempts.note("password", "failure", address=address, username=username)
         if now_locked and not locked:
@@ -489,6 +490,7 @@ def login_attempt(*, request, username: str, password: str) -> User:
         if now_locked:
             raise _name_locked(now_locked)
         raise LoginRefused("Wrong username or password.", code=TenancyCode.INVALID_CREDENTIALS)
+    attempts.release(attempts.ADDRESS, address, reservation)
     second_factor = has_second_factor(user)
     if locked and not second_factor:
         attempts.note("password", "locked", address=address, username=username)

@@ -27,6 +27,7 @@ from tests.console.test_two_factor import (
 )
 from tests.factories import member
 from tests.hashers import FewerIterationsPBKDF2PasswordHasher
+from tests.support import run_concurrently
 
 pytestmark = pytest.mark.django_db
 __all__ = ["clock", "enrolled_member"]  # fixtures, shared with the two-factor tests
@@ -204,3 +205,18 @@ def test_without_redis_sign_in_stays_open_and_each_guess_is_still_a_hash(admin_a
     assert [sign_in(Client(), "admin-a", "wrong").status_code for _ in range(2)] == [401, 401]
     assert sign_in(Client(), "admin-a").status_code == 302
     assert "sign-in limits unavailable" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_burst_of_parallel_guesses_gets_no_more_hashes_than_the_address_limit(settings, hashes):
+    settings.STEWARD_LOGIN_ADDRESS_MAX_FAILURES = 3
+    names = iter(range(1000))
+
+    def guess():
+        return sign_in(Client(REMOTE_ADDR="198.51.100.77"), f"burst-{next(names)}", "wrong")
+
+    started = hashes()
+    answers, errors = run_concurrently(guess, 12)
+    assert not errors, errors
+    assert sorted(a.status_code for a in answers) == [401] * 3 + [429] * 9
+    assert hashes() - started == 3
