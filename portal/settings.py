@@ -7,6 +7,7 @@ production (STEWARD_ENV=production) missing secrets stop the process at start-up
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 import warnings
@@ -140,6 +141,23 @@ ALLOWED_HOSTS = [
     for h in env("STEWARD_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
     if h.strip()
 ]
+
+
+def networks(name: str) -> list[str]:
+    """A comma-separated list of IP networks, checked at start-up."""
+    listed = [n.strip() for n in (env(name, "") or "").split(",") if n.strip()]
+    for network in listed:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {network!r} is not an IP network.") from None
+    return listed
+
+
+# The reverse proxies in front of Steward whose X-Forwarded-For is believed
+# (apps.core.addresses). None by default: a client's own header must not choose the
+# address its sign-in attempts and API rate are counted under.
+STEWARD_TRUSTED_PROXIES = networks("STEWARD_TRUSTED_PROXIES")
 CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in (env("STEWARD_CSRF_TRUSTED_ORIGINS", "") or "").split(",") if o.strip()
 ]
@@ -240,9 +258,14 @@ LOGIN_URL = "console:login"
 LOGIN_REDIRECT_URL = "console:dashboard"
 LOGOUT_REDIRECT_URL = "console:login"
 
-# Repeated failed logins lock the account for a while (apps.tenancy.services.login_attempt).
+# Failed sign-ins, counted in Redis over a sliding window (apps.tenancy.attempts): this
+# many wrong passwords for one username lock it against the password alone (the right
+# password and a second factor still pass), this many wrong codes lock a person's code
+# step and two-factor pages, and STEWARD_LOGIN_ADDRESS_MAX_FAILURES failures of any kind
+# from one client address refuse that address, before any password is hashed.
 STEWARD_LOGIN_MAX_FAILURES = env_int("STEWARD_LOGIN_MAX_FAILURES", 5)
 STEWARD_LOGIN_LOCKOUT = timedelta(seconds=env_int("STEWARD_LOGIN_LOCKOUT_SECONDS", 900))
+STEWARD_LOGIN_ADDRESS_MAX_FAILURES = env_int("STEWARD_LOGIN_ADDRESS_MAX_FAILURES", 20)
 # Between the password and the code of a two-step login: the password step is redone after.
 STEWARD_LOGIN_CODE_SECONDS = env_int("STEWARD_LOGIN_CODE_SECONDS", 300)
 

@@ -26,7 +26,14 @@ class TenancyCode(Codes):
     INVALID_OVERLAP = "invalid_overlap", "A rotation's overlap is between none and seven days."
     # Signing in.
     INVALID_CREDENTIALS = "invalid_credentials", "Wrong username or password."
-    ACCOUNT_LOCKED = "account_locked", "Too many failed sign-ins; the account is locked a while."
+    ACCOUNT_LOCKED = (
+        "account_locked",
+        "Too many failed sign-ins or codes for the account; the password alone waits a while.",
+    )
+    LOGIN_THROTTLED = (
+        "login_throttled",
+        "Too many failed sign-ins from the client's address; retry after Retry-After.",
+    )
     LOGIN_EXPIRED = "login_expired", "The sign-in waited too long for its code; sign in again."
     # Two-factor sign-in.
     TOTP_ALREADY_ENABLED = "totp_already_enabled", "Two-factor sign-in is on already."

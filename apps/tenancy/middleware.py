@@ -219,9 +219,13 @@ class TenantScopeMiddleware:
 
 def pin_session_tenant(sender, request, user, **kwargs):
     """At sign-in, pin the tenant the session starts in (see _resolve_person), so that
-    later requests only read the session: a membership added afterwards never moves it."""
+    later requests only read the session: a membership added afterwards never moves it.
+    It is the tenant the person last chose, while they still belong to it; else their
+    first. (Operators start with every tenant, as before.)"""
     if request is None or getattr(user, "is_operator", False):
         return
     memberships = selectors.memberships_of(user)
     if memberships:
-        request.session[SESSION_TENANT_SESSION_KEY] = str(memberships[0].tenant_id)
+        last = str(getattr(user, "last_chosen_tenant", None) or "")
+        chosen = next((m for m in memberships if str(m.tenant_id) == last), memberships[0])
+        request.session[SESSION_TENANT_SESSION_KEY] = str(chosen.tenant_id)

@@ -118,10 +118,12 @@ class Tenant(models.Model):
 class User(AbstractUser):
     """A person. Staff users are operators; everyone else acts through memberships."""
 
-    failed_login_count = models.PositiveIntegerField(default=0)
-    locked_until = models.DateTimeField(null=True, blank=True)
     # Raised to end every open session of the person at once (an authenticator reset).
     session_generation = models.PositiveIntegerField(default=0)
+    # The tenant the person last chose to act for; a new sign-in starts there while they
+    # are still its member. An id, not a key: it is a preference, and neither the tenant
+    # nor the membership has to outlive it.
+    last_chosen_tenant = models.UUIDField(null=True, blank=True)
 
     @property
     def is_operator(self) -> bool:
