@@ -294,7 +294,9 @@ class StoreBinding(models.Model):
     TRANSITIONS = Transitions(
         initial=[Status.REQUESTED, Status.REFUSED],
         moves={
-            Status.REQUESTED: {Status.PROVISIONED, Status.FAILED},
+            # Retiring a Requested binding cancels its provisioning: an operator's exit
+            # from a flagged one, and how a deletion order ends one still being provisioned.
+            Status.REQUESTED: {Status.PROVISIONED, Status.RETIRING, Status.FAILED},
             Status.PROVISIONED: {Status.ACTIVE, Status.RETIRING, Status.FAILED},
             Status.ACTIVE: {Status.RETIRING},
             Status.RETIRING: {Status.RETIRED, Status.FAILED},

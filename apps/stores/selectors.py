@@ -3,6 +3,8 @@ workload evaluations that decide nothing by themselves (services act on them).""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -49,15 +51,78 @@ def live_binding_list() -> QuerySet[StoreBinding]:
 def bindings_holding_tenant_data(tenant_id) -> QuerySet[StoreBinding]:
     """Every binding that holds or held the tenant's data, retired ones included, for
     governance to ask each owner for deletion: all but the refused ones and those that
-    failed before the broker issued credentials (nothing was ever stored). A retired
+    failed or were retired before the broker's credentials were recorded (nothing was
+    ever stored). A retired
     binding stays here, with `data_purged_at` empty, until the owner's receipt says
     the data is gone (services.binding_record_data_purged)."""
     return (
         StoreBinding.objects.filter(tenant_id=tenant_id)
         .exclude(status=Status.REFUSED)
-        .exclude(status=Status.FAILED, key_reference="", connection_reference="")
+        .exclude(
+            status__in=[Status.FAILED, Status.RETIRED], key_reference="", connection_reference=""
+        )
         .select_related("tenant", "store", "store__owning_service", "store__data_class", "region")
         .order_by("created_at", "id")
+    )
+
+
+@dataclass(frozen=True)
+class BindingCoverage:
+    """Whether a deletion has reached one binding of the tenant: `covered` by the owner's
+    receipt (`receipt`) or by a stated reason it never held data; else `reason` says
+    what it waits for."""
+
+    binding: StoreBinding
+    covered: bool
+    reason: str
+    receipt: dict | None = None
+
+    def as_dict(self) -> dict:
+        b = self.binding
+        return {
+            "binding": str(b.pk),
+            "store": b.store.slug,
+            "owner": b.store.owning_service.name,
+            "status": b.status,
+            "covered": self.covered,
+            "reason": self.reason,
+            "receipt": self.receipt,
+        }
+
+
+def binding_erasure_coverage(tenant_id) -> list[BindingCoverage]:
+    """Every binding of the tenant there is (live, retiring, retired, refused, failed:
+    whatever governance may delete later is read before it does), each with whether the
+    tenant's data there is known gone, for a deletion order's completion check: it
+    completes only when every one is covered, and otherwise says which wait and why.
+    In the caller's scope (the tenant's, or the system's)."""
+    bindings = (
+        StoreBinding.objects.filter(tenant_id=tenant_id)
+        .select_related("store", "store__owning_service", "region")
+        .order_by("created_at", "id")
+    )
+    return [_coverage(binding) for binding in bindings]
+
+
+def _coverage(b: StoreBinding) -> BindingCoverage:
+    owner = b.store.owning_service.name
+    if b.data_purged_at is not None:
+        return BindingCoverage(
+            b, True, f"{owner}'s receipt says the data is gone.", b.data_purge_receipt or {}
+        )
+    if b.status == Status.REFUSED:
+        return BindingCoverage(b, True, "Refused when requested: it never held the data.")
+    if b.status in LIVE_STATUSES:
+        return BindingCoverage(
+            b, False, f"Still {b.status}: retire it, then {owner}'s receipt is needed."
+        )
+    if not (b.key_reference or b.connection_reference):
+        # Retired or failed before the broker's credentials were ever recorded.
+        return BindingCoverage(
+            b, True, f"Never provisioned ({b.status} without credentials): it never held the data."
+        )
+    return BindingCoverage(
+        b, False, f"{b.get_status_display()}; waiting for {owner}'s receipt that the data is gone."
     )
 
 
