@@ -15,6 +15,7 @@ from apps.stores import gating, selectors, services
 from apps.stores.models import Store
 from tests.conftest import bearer
 from tests.factories import service_token
+from tests.query_counts import assert_flat_query_count
 from tests.stores.factories import another_profile, certify, record_evidence
 
 pytestmark = pytest.mark.django_db
@@ -217,3 +218,17 @@ def test_pilots_are_recorded_through_the_api_and_shown_in_the_checklist(
     client.force_login(operator)
     page = client.get("/stores/evidence/pilots/").content.decode()
     assert "pilot-2026-01" in page and "Record a pilot" in page
+
+
+def test_the_pilot_lists_cost_the_same_queries_for_more_pilots(store, profile, client, operator):
+    adjacent = a_store(store, "instance_query")
+
+    def add_pilots(n):
+        for _ in range(n):
+            pilot(adjacent, profile)
+
+    api = APIClient()
+    api.force_login(operator)
+    assert_flat_query_count(add_pilots, lambda: api.get("/api/v1/stores/evidence/pilots/"))
+    client.force_login(operator)
+    assert_flat_query_count(add_pilots, lambda: client.get("/stores/evidence/pilots/"))
