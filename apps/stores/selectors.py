@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Q, QuerySet
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from apps.core.scope import system_scope
@@ -22,6 +22,7 @@ from apps.stores.models import (
     ResidencyRule,
     Store,
     StoreBinding,
+    StoreBindingChange,
     StoreProfile,
     WorkloadClass,
 )
@@ -50,6 +51,17 @@ def live_binding_list() -> QuerySet[StoreBinding]:
     )
 
 
+def never_provisioned() -> Q:
+    """Bindings that never held data: failed before the broker's credentials were
+    recorded, or retired straight from Requested (its provisioning cancelled)."""
+    cancelled = StoreBindingChange.objects.filter(
+        binding=OuterRef("pk"), from_status=Status.REQUESTED, to_status=Status.RETIRING
+    )
+    return Q(status=Status.FAILED, key_reference="", connection_reference="") | Q(
+        Exists(cancelled), status=Status.RETIRED
+    )
+
+
 def bindings_holding_tenant_data(tenant_id) -> QuerySet[StoreBinding]:
     """Every binding that holds or held the tenant's data, retired ones included, for
     governance to ask each owner for deletion: all but the refused ones and those that
@@ -60,9 +72,7 @@ def bindings_holding_tenant_data(tenant_id) -> QuerySet[StoreBinding]:
     return (
         StoreBinding.objects.filter(tenant_id=tenant_id)
         .exclude(status=Status.REFUSED)
-        .exclude(
-            status__in=[Status.FAILED, Status.RETIRED], key_reference="", connection_reference=""
-        )
+        .exclude(never_provisioned())
         .select_related("tenant", "store", "store__owning_service", "store__data_class", "region")
         .order_by("created_at", "id")
     )
@@ -100,6 +110,7 @@ def binding_erasure_coverage(tenant_id) -> list[BindingCoverage]:
     In the caller's scope (the tenant's, or the system's)."""
     bindings = (
         StoreBinding.objects.filter(tenant_id=tenant_id)
+        .annotate(held_nothing=ExpressionWrapper(never_provisioned(), BooleanField()))
         .select_related("store", "store__owning_service", "region")
         .order_by("created_at", "id")
     )
@@ -118,10 +129,12 @@ def _coverage(b: StoreBinding) -> BindingCoverage:
         return BindingCoverage(
             b, False, f"Still {b.status}: retire it, then {owner}'s receipt is needed."
         )
-    if not (b.key_reference or b.connection_reference):
-        # Retired or failed before the broker's credentials were ever recorded.
+    if b.held_nothing:
         return BindingCoverage(
-            b, True, f"Never provisioned ({b.status} without credentials): it never held the data."
+            b,
+            True,
+            f"Never provisioned ({b.status} before any credentials were recorded): it never "
+            "held the data.",
         )
     return BindingCoverage(
         b, False, f"{b.get_status_display()}; waiting for {owner}'s receipt that the data is gone."

@@ -200,6 +200,8 @@ def test_a_deletion_can_retire_a_binding_still_being_provisioned(
     assert services.binding_revoke(binding_id=binding.pk) == "retired"
     with tenant_scope(tenant_a):
         [coverage] = selectors.binding_erasure_coverage(tenant_a.pk)
+        # no owner is asked to purge what was never provisioned
+        assert not selectors.bindings_holding_tenant_data(tenant_a.pk).exists()
     assert coverage.covered and coverage.receipt is None
     assert "never provisioned" in coverage.reason.lower()
 

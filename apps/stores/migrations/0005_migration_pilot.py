@@ -6,30 +6,68 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('stores', '0004_workload_evidence'),
+        ("stores", "0004_workload_evidence"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MigrationPilot',
+            name="MigrationPilot",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('recorded_by', models.CharField(max_length=150)),
-                ('recorded_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('run_reference', models.CharField(help_text='The run it came from: a CI job URL, a benchmark run id.', max_length=500)),
-                ('started_at', models.DateTimeField()),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('outcome', models.CharField(choices=[('running', 'Running (no outcome yet)'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], max_length=16)),
-                ('notes', models.TextField(blank=True)),
-                ('profile', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='pilots', to='stores.storeprofile')),
-                ('store', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='pilots', to='stores.store')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("recorded_by", models.CharField(max_length=150)),
+                ("recorded_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "run_reference",
+                    models.CharField(
+                        help_text="The run it came from: a CI job URL, a benchmark run id.",
+                        max_length=500,
+                    ),
+                ),
+                ("started_at", models.DateTimeField()),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running (no outcome yet)"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("notes", models.TextField(blank=True)),
+                (
+                    "profile",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="pilots",
+                        to="stores.storeprofile",
+                    ),
+                ),
+                (
+                    "store",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="pilots",
+                        to="stores.store",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-recorded_at', '-id'],
-                'abstract': False,
-                'indexes': [models.Index(fields=['profile', '-recorded_at'], name='stores_migr_profile_d3bd67_idx')],
+                "ordering": ["-recorded_at", "-id"],
+                "abstract": False,
+                "indexes": [
+                    models.Index(
+                        fields=["profile", "-recorded_at"], name="stores_migr_profile_d3bd67_idx"
+                    )
+                ],
             },
         ),
     ]
