@@ -16,12 +16,9 @@ from apps.stores.attention import FlaggedBindings
 from apps.stores.models import StoreBinding
 from apps.tenancy.models import Tenant
 from apps.tenancy.services import tenant_set_lifecycle_status
-from tests.conftest import bearer
-from tests.factories import service_token
 from tests.stores.conftest import events, reload
 from tests.stores.factories import bind, provisioned, rule, stores_like
-
-BINDINGS = "/api/v1/stores/bindings/"
+from tests.stores.test_api import BINDINGS, platform
 
 
 def leave(tenant, status="offboarding"):
@@ -40,10 +37,6 @@ def flagged_requested(tenant, store, profile, regions):
     return binding
 
 
-def platform():
-    return bearer(APIClient(), service_token(scopes=["stores:write"], name="provisioning"))
-
-
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("status", "code"), [("offboarding", "tenant_offboarding"), ("deleted", "tenant_deleted")]
@@ -58,16 +51,8 @@ def test_a_leaving_tenant_gets_no_new_binding_from_the_service_or_the_api(
         bind(tenant_a, store, profile, regions["israelcentral"])
     assert refused.value.code == code
 
-    answer = platform().post(
-        BINDINGS,
-        {
-            "store": store.slug,
-            "tenant": tenant_a.slug,
-            "profile": profile.slug,
-            "region": "israelcentral",
-        },
-        format="json",
-    )
+    body = dict(store=store.slug, tenant=tenant_a.slug, profile=profile.slug)
+    answer = platform().post(BINDINGS, {**body, "region": "israelcentral"}, format="json")
     assert answer.status_code == 409
     assert answer["Content-Type"].startswith("application/problem+json")
     assert answer.json()["code"] == code
