@@ -16,7 +16,7 @@ from apps.stores.models import Store
 from tests.conftest import bearer
 from tests.factories import service_token
 from tests.query_counts import assert_flat_query_count
-from tests.stores.factories import another_profile, certify, record_evidence
+from tests.stores.factories import another_profile, bind, certify, record_evidence, rule
 
 pytestmark = pytest.mark.django_db
 
@@ -232,3 +232,18 @@ def test_the_pilot_lists_cost_the_same_queries_for_more_pilots(store, profile, c
     assert_flat_query_count(add_pilots, lambda: api.get("/api/v1/stores/evidence/pilots/"))
     client.force_login(operator)
     assert_flat_query_count(add_pilots, lambda: client.get("/stores/evidence/pilots/"))
+
+
+def test_the_binding_page_shows_the_strategys_verdict_and_the_pilot(
+    tenant_a, store, profile, regions, client, operator
+):
+    adjacent = a_store(store, "instance_query")
+    record_evidence(profile, "instance_query")
+    rule("allow", geographies=["IL"])
+    binding = bind(tenant_a, adjacent, profile, regions["israelcentral"])
+    pilot(adjacent, profile, "failed")
+    client.force_login(operator)
+    page = client.get(binding.get_absolute_url()).content.decode()
+    assert 'id="migration-verdict">conditional<' in page
+    assert 'id="migration-pilot"' in page and "<strong>failed</strong>" in page
+    assert "Pilot one non-critical runtime-adjacent store" in page
