@@ -57,3 +57,12 @@ class StoreCode(Codes):
         "already_certified",
         "The profile is already certified for the workload; revoke that certification first.",
     )
+    PILOT_NOT_RUNTIME_ADJACENT = (
+        "pilot_not_runtime_adjacent",
+        "A migration pilot (step 6) names a store that is not a non-critical runtime-adjacent "
+        "one (workflow instance / query surfaces): module data needs none, hot paths come last.",
+    )
+    INVALID_PILOT_PERIOD = (
+        "invalid_pilot_period",
+        "A migration pilot that ends before it starts, or a running pilot given an end.",
+    )

@@ -13,7 +13,7 @@ from apps.core.scope import owner_scope, system_scope, tenant_scope
 from apps.stores import selectors
 from apps.stores.codes import StoreCode
 from apps.stores.models import ResidencyRule, StoreBinding
-from apps.stores.services.bindings import _event
+from apps.stores.services.bindings import _event, tenant_refusal
 from apps.tenancy.audit import audit_record, diff, snapshot
 
 Status = StoreBinding.Status
@@ -126,6 +126,10 @@ def _rule_write(*, actor: Actor, rule: ResidencyRule, regions: list, before: dic
     """Validate, save and audit a rule in its owner's scope, then flag what it changes."""
     creating = rule.pk is None
     with owner_scope(rule.tenant_id):
+        # A new rule for a tenant being deleted is new data its deletion would not reach.
+        refusal = tenant_refusal(rule.tenant_id, lock=True) if creating and rule.tenant_id else None
+        if refusal is not None:
+            raise refusal
         rule.full_clean()
         rule.save()
         rule.regions.set(regions)
