@@ -413,11 +413,32 @@ STEWARD_WORKFLOW_CALLBACK_BATCH = env_int("STEWARD_WORKFLOW_CALLBACK_BATCH", 100
 STEWARD_WORKFLOW_CALLBACK_KICK_COALESCE_MS = env_int(
     "STEWARD_WORKFLOW_CALLBACK_KICK_COALESCE_MS", 250
 )
-# The opt-in reconciler (schedule assets.periodic_reconcile_workflows, installed
-# disabled) asks about assets Requested under a workflow for longer than this.
+# The reconciler (schedule assets.periodic_reconcile_workflows) asks about assets
+# Requested under a workflow for longer than this.
 STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES = env_int("STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES", 60)
 STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS = env_int(
     "STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS", 300
+)
+
+
+def days_by_tenant(name: str) -> dict[str, int]:
+    """`slug=days,slug=days` as {slug: days}; anything else stops the process at start-up,
+    rather than a tenant's bound silently falling back to the default."""
+    found = {}
+    for part in filter(None, (p.strip() for p in (env(name, "") or "").split(","))):
+        slug, _, days = part.partition("=")
+        if not slug.strip() or not days.strip().isdigit() or int(days) < 1:
+            raise ImproperlyConfigured(f"{name}: {part!r} is not slug=days (days at least 1).")
+        found[slug.strip()] = int(days)
+    return found
+
+
+# An asset waiting on the Workflow Service's decision for longer than this many days
+# waits on a person too (attention kind overdue-decision: ask the service, delegate
+# again, or retire it); a tenant named in the second setting gets its own bound.
+STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS = env_int("STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS", 7)
+STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS_BY_TENANT = days_by_tenant(
+    "STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS_BY_TENANT"
 )
 
 # Schema registry: the compatibility mode of topics that set none.
