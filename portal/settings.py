@@ -364,6 +364,10 @@ STEWARD_IDEMPOTENCY_TTL = timedelta(hours=env_int("STEWARD_IDEMPOTENCY_TTL_HOURS
 
 # The outbox every app writes its events to (apps.core.outbox); eventing provides it.
 STEWARD_OUTBOX_EMITTER = "apps.eventing.services.emit_many"
+# The inboxes' deduplication window, which a re-drive of lost events must not exceed
+# (apps.eventing.redrive): the retention rule steward-event-receipts decides it, and
+# governance answers for it. A port, as the outbox's: no number here to contradict it.
+STEWARD_INBOX_WINDOW_SOURCE = "apps.governance.retention.selectors.inbox_window"
 
 STEWARD_EVENTING = {
     # Envelopes claimed per dispatcher batch, and how long a lane lease lasts before
@@ -381,6 +385,8 @@ STEWARD_EVENTING = {
     # Stream entries pending this long with a consumer are taken over by another.
     "RECLAIM_IDLE_SECONDS": env_int("STEWARD_RECLAIM_IDLE_SECONDS", 60),
     "WEBHOOK_TIMEOUT_SECONDS": float(env("STEWARD_WEBHOOK_TIMEOUT_SECONDS", "5")),
+    # Only the first period of the rule steward-event-receipts that set-up installs
+    # (never below 72 h); from then on the rule alone is the dedup and re-drive window.
     "INBOX_RETENTION_HOURS": env_int("STEWARD_INBOX_RETENTION_HOURS", 72),
     # Start a dispatcher as soon as a transaction with events commits (beat sweeps too).
     "KICK_ON_COMMIT": env_bool("STEWARD_KICK_ON_COMMIT", True),

@@ -48,8 +48,16 @@ def _hours_as_days(hours: int) -> int:
     return max(1, math.ceil(hours / 24))
 
 
+# The deduplication window DESIGN promises (72 h): no rule keeps the inbox shorter. The
+# rule in force is the window (selectors.inbox_window): consumers remember handled
+# events that long, and a re-drive (apps.eventing.redrive) goes back no further.
+INBOX_MINIMUM_DAYS = 3
+
+
 def _inbox_window_days() -> int:
-    return _hours_as_days(settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
+    """The period of the rule set-up installs: the setting, never below the minimum."""
+    hours = settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"]
+    return max(INBOX_MINIMUM_DAYS, _hours_as_days(hours))
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,8 @@ class OwnClass:
     actions: tuple[str, ...] = (DELETE,)
     default_days: Callable[[], int] | None = None
     setting: str = ""  # the setting the default period comes from
+    # The shortest period a rule naming the class may have (services refuse shorter).
+    minimum_days: int = 1
 
     @property
     def default_rule(self) -> str:
@@ -81,6 +91,7 @@ OWN_CLASSES: tuple[OwnClass, ...] = (
         "internal",
         default_days=_inbox_window_days,
         setting="STEWARD_INBOX_RETENTION_HOURS",
+        minimum_days=INBOX_MINIMUM_DAYS,
     ),
     # The dispatched log (apps.eventing.redrive): kept as long as the inbox remembers,
     # because only events still in the inbox can be re-driven without a second handling.
