@@ -24,9 +24,6 @@ from django.db import migrations, models
 from apps.core import scope
 
 PREVIOUS = import_module("apps.assets.migrations.0008_workflow_link_and_lifecycle")
-OUTSIDE_TENANT = import_module(
-    "apps.assets.migrations.0006_record_workflow_callback"
-).OUTSIDE_TENANT
 
 DUPLICATE_REASON = (
     "Another asset waits on the same workflow instance (linked twice before Steward "
@@ -61,33 +58,17 @@ END
 $$;
 """  # noqa: S608 - apps.core.scope's fragments and a constant, no input
 
-RECORD_CALLBACK = f"""
-CREATE OR REPLACE FUNCTION steward_record_workflow_callback(
-    p_instance uuid, p_decision text, p_reason text, p_callback_id text,
-    OUT receipt bigint, OUT tenant uuid
-) LANGUAGE plpgsql AS $$
-DECLARE{scope.PLPGSQL_DECLARE_OUTER_SCOPE}
-    found_asset uuid;
-BEGIN
-    {scope.plpgsql_refuse_tenant_scope(OUTSIDE_TENANT)}
-    {scope.PLPGSQL_ENTER_SYSTEM}
-    -- The asset waiting on the instance (one at most: asset_one_live_link_per_instance),
-    -- else the last that had it.
-    SELECT a.tenant_id, a.id INTO tenant, found_asset FROM assets_asset AS a
+# 0008's function with the look-up changed: the asset waiting on the instance (one at
+# most, asset_one_live_link_per_instance), else the last that had it.
+LOOKUP = """
+    WHERE a.workflow_instance_id = p_instance LIMIT 1;"""
+LIVE_FIRST = """
     WHERE a.workflow_instance_id = p_instance
     ORDER BY (a.status = 'requested' AND NOT a.workflow_link_stale) DESC, a.updated_at DESC
-    LIMIT 1;
-    IF tenant IS NOT NULL THEN
-        {scope.plpgsql_narrow_to_tenant("tenant")}
-    END IF;
-    INSERT INTO assets_workflowcallback (tenant_id, asset_id, workflow_instance_id, decision,
-        reason, callback_id, outcome, received_at)
-    VALUES (tenant, found_asset, p_instance, p_decision, p_reason, left(p_callback_id, 100),
-        CASE WHEN tenant IS NULL THEN 'unknown_instance' ELSE 'pending' END, now())
-    RETURNING id INTO receipt;{scope.PLPGSQL_RESTORE_OUTER_SCOPE}
-END
-$$;
-"""  # noqa: S608 - apps.core.scope's fragments, no input
+    LIMIT 1;"""
+if PREVIOUS.RECORD_CALLBACK.count(LOOKUP) != 1:
+    raise RuntimeError("0008's callback function no longer has the look-up 0011 replaces")
+RECORD_CALLBACK = PREVIOUS.RECORD_CALLBACK.replace(LOOKUP, LIVE_FIRST)
 
 
 class Migration(migrations.Migration):

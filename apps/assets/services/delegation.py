@@ -223,27 +223,34 @@ def delegation_retry(*, asset: Asset, actor: Actor) -> Asset:
             status_reason="",
             updated_at=timezone.now(),
         )
-        locked.refresh_from_db()
-        audit_record(
+        _delegated_again(
+            locked,
             actor=actor,
             action="asset.delegation_retry",
-            instance=locked,
-            tenant=locked.tenant_id,
             changes={
                 "delegation_failure": [failure, ""],
                 "status_reason": [reason, ""],
                 "approval_request_id": [str(asset.approval_request_id), str(new_request)],
             },
         )
-        emit_asset_event(
-            locked,
-            "AssetApprovalRequested",
-            delegated=True,
-            approval_request_id=str(new_request),
-            retried=True,
-        )
-        enqueue_on_commit("assets.delegate_approval", asset_id=str(locked.pk))
     return locked
+
+
+def _delegated_again(asset: Asset, *, actor: Actor, action: str, changes: dict) -> None:
+    """After the asset was given a new approval request: audited, announced as asked for
+    again, and its delegation sent once the transaction commits."""
+    asset.refresh_from_db()
+    audit_record(
+        actor=actor, action=action, instance=asset, tenant=asset.tenant_id, changes=changes
+    )
+    emit_asset_event(
+        asset,
+        "AssetApprovalRequested",
+        delegated=True,
+        approval_request_id=str(asset.approval_request_id),
+        retried=True,
+    )
+    enqueue_on_commit("assets.delegate_approval", asset_id=str(asset.pk))
 
 
 def delegation_rerequest(*, asset: Asset, actor: Actor) -> Asset:
@@ -269,26 +276,15 @@ def delegation_rerequest(*, asset: Asset, actor: Actor) -> Asset:
                 "The asset does not wait on the Workflow Service.",
                 code=AssetCode.NOT_WAITING_ON_WORKFLOW,
             )
-        previous = asset.approval_request_id
-        asset.refresh_from_db()
-        audit_record(
+        _delegated_again(
+            asset,
             actor=actor,
             action="asset.delegation_rerequest",
-            instance=asset,
-            tenant=asset.tenant_id,
             changes={
-                "approval_request_id": [str(previous), str(new_request)],
+                "approval_request_id": [str(asset.approval_request_id), str(new_request)],
                 "workflow_link_stale": [False, True],
             },
         )
-        emit_asset_event(
-            asset,
-            "AssetApprovalRequested",
-            delegated=True,
-            approval_request_id=str(new_request),
-            retried=True,
-        )
-        enqueue_on_commit("assets.delegate_approval", asset_id=str(asset.pk))
     return asset
 
 

@@ -37,36 +37,41 @@ def _locked_unknown_receipt(receipt: WorkflowCallback) -> WorkflowCallback:
     return locked
 
 
-def _resolve_receipt(
-    receipt: WorkflowCallback, *, actor: Actor, resolution: str, reason: str, asset=None
+def _resolve_receipts(
+    receipts: list[WorkflowCallback], *, actor: Actor, resolution: str, reason: str, asset=None
 ) -> WorkflowCallback:
-    with owner_scope(receipt.tenant_id):
-        receipt.resolution = resolution
-        receipt.resolved_at = timezone.now()
-        receipt.resolved_by = actor.label[:150]
-        receipt.resolution_reason = reason
-        receipt.linked_asset_id = asset.pk if asset is not None else None
-        receipt.save(
-            update_fields=[
-                "resolution",
-                "resolved_at",
-                "resolved_by",
-                "resolution_reason",
-                "linked_asset_id",
-            ]
-        )
-        audit_record(
-            actor=actor,
-            action=f"callback.{resolution}",
-            instance=receipt,
-            tenant=receipt.tenant_id,
-            changes={
-                "resolution": ["", resolution],
-                "reason": [None, reason or None],
-                "asset": [None, str(asset.pk) if asset is not None else None],
-            },
-        )
-    return receipt
+    """Record each receipt's resolution, audited one by one; the first, with them all
+    as `folded` (one attention item was all of them)."""
+    for receipt in receipts:
+        with owner_scope(receipt.tenant_id):
+            receipt.resolution = resolution
+            receipt.resolved_at = timezone.now()
+            receipt.resolved_by = actor.label[:150]
+            receipt.resolution_reason = reason
+            receipt.linked_asset_id = asset.pk if asset is not None else None
+            receipt.save(
+                update_fields=[
+                    "resolution",
+                    "resolved_at",
+                    "resolved_by",
+                    "resolution_reason",
+                    "linked_asset_id",
+                ]
+            )
+            audit_record(
+                actor=actor,
+                action=f"callback.{resolution}",
+                instance=receipt,
+                tenant=receipt.tenant_id,
+                changes={
+                    "resolution": ["", resolution],
+                    "reason": [None, reason or None],
+                    "asset": [None, str(asset.pk) if asset is not None else None],
+                },
+            )
+    first = receipts[0]
+    first.folded = receipts
+    return first
 
 
 def _locked_receipts_of_instance(receipt: WorkflowCallback) -> list[WorkflowCallback]:
@@ -206,20 +211,17 @@ def callback_link(
                     "applied": [None, decides],
                 },
             )
-        for original in originals:
-            _resolve_receipt(
-                original,
-                actor=actor,
-                resolution=WorkflowCallback.Resolution.LINKED,
-                reason=reason,
-                asset=asset,
-            )
+        first = _resolve_receipts(
+            originals,
+            actor=actor,
+            resolution=WorkflowCallback.Resolution.LINKED,
+            reason=reason,
+            asset=asset,
+        )
         if decides:
             tenant_id = asset.tenant_id
             transaction.on_commit(lambda: kick_callback_worker(tenant_id), robust=True)
-    first = originals[0]
     first.linked_copy = copies[0]
-    first.folded = originals
     return first
 
 
@@ -231,14 +233,9 @@ def callback_dismiss(*, receipt: WorkflowCallback, actor: Actor, reason: str) ->
     if not reason:
         raise ValidationFailed("Say why the callback is dismissed.", code=CoreCode.REASON_REQUIRED)
     with transaction.atomic():
-        originals = _locked_receipts_of_instance(receipt)
-        for original in originals:
-            _resolve_receipt(
-                original,
-                actor=actor,
-                resolution=WorkflowCallback.Resolution.DISMISSED,
-                reason=reason,
-            )
-    first = originals[0]
-    first.folded = originals
-    return first
+        return _resolve_receipts(
+            _locked_receipts_of_instance(receipt),
+            actor=actor,
+            resolution=WorkflowCallback.Resolution.DISMISSED,
+            reason=reason,
+        )
