@@ -387,6 +387,10 @@ STEWARD_IDEMPOTENCY_TTL = timedelta(hours=env_int("STEWARD_IDEMPOTENCY_TTL_HOURS
 
 # The outbox every app writes its events to (apps.core.outbox); eventing provides it.
 STEWARD_OUTBOX_EMITTER = "apps.eventing.services.emit_many"
+# The inboxes' deduplication window, which a re-drive of lost events must not exceed
+# (apps.eventing.redrive): the retention rule steward-event-receipts decides it, and
+# governance answers for it. A port, as the outbox's: no number here to contradict it.
+STEWARD_INBOX_WINDOW_SOURCE = "apps.governance.retention.selectors.inbox_window"
 
 STEWARD_EVENTING = {
     # Envelopes claimed per dispatcher batch, and how long a lane lease lasts before
@@ -404,6 +408,8 @@ STEWARD_EVENTING = {
     # Stream entries pending this long with a consumer are taken over by another.
     "RECLAIM_IDLE_SECONDS": env_int("STEWARD_RECLAIM_IDLE_SECONDS", 60),
     "WEBHOOK_TIMEOUT_SECONDS": float(env("STEWARD_WEBHOOK_TIMEOUT_SECONDS", "5")),
+    # Only the first period of the rule steward-event-receipts that set-up installs
+    # (never below 72 h); from then on the rule alone is the dedup and re-drive window.
     "INBOX_RETENTION_HOURS": env_int("STEWARD_INBOX_RETENTION_HOURS", 72),
     # Start a dispatcher as soon as a transaction with events commits (beat sweeps too).
     "KICK_ON_COMMIT": env_bool("STEWARD_KICK_ON_COMMIT", True),
@@ -436,11 +442,32 @@ STEWARD_WORKFLOW_CALLBACK_BATCH = env_int("STEWARD_WORKFLOW_CALLBACK_BATCH", 100
 STEWARD_WORKFLOW_CALLBACK_KICK_COALESCE_MS = env_int(
     "STEWARD_WORKFLOW_CALLBACK_KICK_COALESCE_MS", 250
 )
-# The opt-in reconciler (schedule assets.periodic_reconcile_workflows, installed
-# disabled) asks about assets Requested under a workflow for longer than this.
+# The reconciler (schedule assets.periodic_reconcile_workflows) asks about assets
+# Requested under a workflow for longer than this.
 STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES = env_int("STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES", 60)
 STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS = env_int(
     "STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS", 300
+)
+
+
+def days_by_tenant(name: str) -> dict[str, int]:
+    """`slug=days,slug=days` as {slug: days}; anything else stops the process at start-up,
+    rather than a tenant's bound silently falling back to the default."""
+    found = {}
+    for part in filter(None, (p.strip() for p in (env(name, "") or "").split(","))):
+        slug, _, days = part.partition("=")
+        if not slug.strip() or not days.strip().isdigit() or int(days) < 1:
+            raise ImproperlyConfigured(f"{name}: {part!r} is not slug=days (days at least 1).")
+        found[slug.strip()] = int(days)
+    return found
+
+
+# An asset waiting on the Workflow Service's decision for longer than this many days
+# waits on a person too (attention kind overdue-decision: ask the service, delegate
+# again, or retire it); a tenant named in the second setting gets its own bound.
+STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS = env_int("STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS", 7)
+STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS_BY_TENANT = days_by_tenant(
+    "STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS_BY_TENANT"
 )
 
 # Schema registry: the compatibility mode of topics that set none.

@@ -21,6 +21,14 @@ class AssetCode(Codes):
         "delegation_not_failed",
         "The asset's delegation has not failed: there is nothing to retry or decide.",
     )
+    NOT_WAITING_ON_WORKFLOW = (
+        "not_waiting_on_workflow",
+        "The asset does not wait on the Workflow Service: nothing to ask or delegate again.",
+    )
+    WORKFLOW_SERVICE_UNAVAILABLE = (
+        "workflow_service_unavailable",
+        "The Workflow Service did not answer Steward's question; nothing changed.",
+    )
     INVALID_DECISION = "invalid_decision", "A person's decision is approved or rejected."
     INVALID_REFERENCE = (
         "invalid_reference",
@@ -43,6 +51,10 @@ class AssetCode(Codes):
     NOT_REQUESTED = (
         "asset_not_requested",
         "The asset was never requested: no workflow decides it.",
+    )
+    WORKFLOW_INSTANCE_LINKED = (
+        "workflow_instance_linked",
+        "Another asset has the callback's workflow instance: an instance decides one asset.",
     )
     CALLBACK_INSTANCE_MISMATCH = (
         "callback_instance_mismatch",

@@ -71,6 +71,11 @@ class GovernanceCode(Codes):
         "cover nothing.",
     )
     INVALID_PERIOD = "invalid_period", "A retention period is a whole number of days, at least 1."
+    RETENTION_PERIOD_BELOW_MINIMUM = (
+        "retention_period_below_minimum",
+        "Steward's handled-event receipts are kept at least their deduplication window "
+        "(3 days): a shorter rule would let a re-driven event be handled twice.",
+    )
     RETENTION_ACTION_UNSUPPORTED = (
         "retention_action_unsupported",
         "Steward's own data takes only some actions: it keeps no archive, and its audit "

@@ -39,7 +39,7 @@ class AssetViewSet(
 ):
     """Assets of the tenant the caller acts for, their approval and their lifecycle:
     PATCH of name and description (not while Requested), DELETE of a Draft, retire of
-    an Approved asset."""
+    an Approved asset or a withdrawn request."""
 
     serializer_class = serializers.AssetSerializer
     row_shape = serializers.ASSET_ROWS
@@ -137,7 +137,8 @@ class AssetViewSet(
     def retire(self, request, pk=None):
         payload = serializers.AssetRetireSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        # Retiring undoes an approval: whoever may decide the asset may retire it.
+        # Retiring undoes an approval or withdraws a request: whoever may decide the
+        # asset may retire it.
         asset = self._object_to_decide(request, "Retiring")
         asset = services.asset_retire(
             actor=request.actor, asset=asset, reason=payload.validated_data["reason"]

@@ -23,6 +23,7 @@ from apps.assets.services.delegation import (
     asset_record_delegation_failure,
     delegation_decide,
     delegation_pending,
+    delegation_rerequest,
     delegation_retry,
     record_failed_start,
     record_started_instance,
@@ -37,12 +38,17 @@ from apps.assets.services.lifecycle import (
     asset_retire,
     asset_update,
 )
-from apps.assets.services.reconciliation import reconcile_stale_delegations
+from apps.assets.services.reconciliation import (
+    WorkflowServiceUnavailable,
+    delegation_ask,
+    reconcile_stale_delegations,
+)
 from apps.assets.services.unknown_callbacks import callback_dismiss, callback_link
 
 __all__ = [
     "TOPIC",
     "Receipt",
+    "WorkflowServiceUnavailable",
     "apply_pending_callbacks",
     "asset_create",
     "asset_decide",
@@ -58,8 +64,10 @@ __all__ = [
     "callback_kick_key",
     "callback_link",
     "callback_receive",
+    "delegation_ask",
     "delegation_decide",
     "delegation_pending",
+    "delegation_rerequest",
     "delegation_retry",
     "drain_all_callbacks",
     "drain_callbacks",

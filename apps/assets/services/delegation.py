@@ -223,27 +223,69 @@ def delegation_retry(*, asset: Asset, actor: Actor) -> Asset:
             status_reason="",
             updated_at=timezone.now(),
         )
-        locked.refresh_from_db()
-        audit_record(
+        _delegated_again(
+            locked,
             actor=actor,
             action="asset.delegation_retry",
-            instance=locked,
-            tenant=locked.tenant_id,
             changes={
                 "delegation_failure": [failure, ""],
                 "status_reason": [reason, ""],
                 "approval_request_id": [str(asset.approval_request_id), str(new_request)],
             },
         )
-        emit_asset_event(
-            locked,
-            "AssetApprovalRequested",
-            delegated=True,
-            approval_request_id=str(new_request),
-            retried=True,
-        )
-        enqueue_on_commit("assets.delegate_approval", asset_id=str(locked.pk))
     return locked
+
+
+def _delegated_again(asset: Asset, *, actor: Actor, action: str, changes: dict) -> None:
+    """After the asset was given a new approval request: audited, announced as asked for
+    again, and its delegation sent once the transaction commits."""
+    asset.refresh_from_db()
+    audit_record(
+        actor=actor, action=action, instance=asset, tenant=asset.tenant_id, changes=changes
+    )
+    emit_asset_event(
+        asset,
+        "AssetApprovalRequested",
+        delegated=True,
+        approval_request_id=str(asset.approval_request_id),
+        retried=True,
+    )
+    enqueue_on_commit("assets.delegate_approval", asset_id=str(asset.pk))
+
+
+def delegation_rerequest(*, asset: Asset, actor: Actor) -> Asset:
+    """Delegate again a request whose decision never came (attention kind
+    overdue-decision), as a new approval request: a new start key, so a new instance.
+    The old instance stays on the row as a stale link until the new one is recorded;
+    its late callbacks decide nothing (apply_pending_callbacks needs a live link). The
+    Workflow Service is not asked to cancel it: Steward never changes its instances."""
+    with tenant_scope(asset.tenant_id):
+        new_request = uuid.uuid4()
+        # Conditional, as a move is: a decision arriving meanwhile wins.
+        updated = (
+            Asset.objects.filter(pk=asset.pk)
+            .workflow_managed()
+            .update(
+                approval_request_id=new_request,
+                workflow_link_stale=True,
+                updated_at=timezone.now(),
+            )
+        )
+        if not updated:
+            raise Conflict(
+                "The asset does not wait on the Workflow Service.",
+                code=AssetCode.NOT_WAITING_ON_WORKFLOW,
+            )
+        _delegated_again(
+            asset,
+            actor=actor,
+            action="asset.delegation_rerequest",
+            changes={
+                "approval_request_id": [str(asset.approval_request_id), str(new_request)],
+                "workflow_link_stale": [False, True],
+            },
+        )
+    return asset
 
 
 DELEGATION_DECISIONS = {"approved": True, "rejected": False}

@@ -107,7 +107,8 @@ def asset_delete(*, actor: Actor, asset: Asset) -> None:
 
 
 def asset_retire(*, actor: Actor, asset: Asset, reason: str) -> Asset:
-    """Approved → Retired; the reason is required and shown as the status reason."""
+    """Approved (or Requested: the request withdrawn) → Retired; the reason is required
+    and shown as the status reason. A withdrawn request's late callback decides nothing."""
     reason = (reason or "").strip()
     if not reason:
         raise ValidationFailed("Say why the asset is retired.", code=CoreCode.REASON_REQUIRED)

@@ -83,6 +83,14 @@ def _check_rule(rule: RetentionRule) -> None:
             code=GovernanceCode.RETENTION_ACTION_UNSUPPORTED,
             field="action",
         )
+    if own is not None and rule.period_days < own.minimum_days:
+        raise ValidationFailed(
+            f"{own.name} are kept at least {own.minimum_days} days: the deduplication "
+            "window, which a re-drive of lost events relies on.",
+            code=GovernanceCode.RETENTION_PERIOD_BELOW_MINIMUM,
+            field="period_days",
+            minimum_days=own.minimum_days,
+        )
     if rule.locked and not rule.enabled:
         raise ValidationFailed(
             "A locked rule is enabled: it cannot be locked and disabled.",
