@@ -28,7 +28,10 @@ def _refused(form, exc) -> None:
         for field, errors in exc.message_dict.items():
             form.add_error(field if field in form.fields else None, errors)
     else:
-        form.add_error(None, getattr(exc, "detail", None) or exc.messages)
+        field = getattr(exc, "extra", {}).get("field")
+        form.add_error(
+            field if field in form.fields else None, getattr(exc, "detail", None) or exc.messages
+        )
 
 
 def submit_form(request, form, call):
@@ -150,7 +153,9 @@ def service_account_create(request):
         messages.success(request, f"Service account {account.name} created.")
         return redirect("console:service-account-detail", pk=account.pk)
     title = f"New service account for {tenant.slug if tenant else 'the platform'}"
-    return render(request, "console/form.html", {"form": form, "title": title})
+    # A refused name answers 400 like any refused form, whatever the reason.
+    status = 400 if request.method == "POST" else 200
+    return render(request, "console/form.html", {"form": form, "title": title}, status=status)
 
 
 def _account(request, pk):

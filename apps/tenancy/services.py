@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.db.models import F, ProtectedError, Q
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
@@ -258,9 +258,22 @@ def service_account_create(
     *, actor: Actor, name: str, tenant: Tenant | None = None, description: str = ""
 ) -> ServiceAccount:
     account = ServiceAccount(name=name, tenant=tenant, description=description)
-    account.full_clean()
+    # A name is a service's identity across tenants (the registry's producers and
+    # consumers, Schema Registry clients' user name), so it stays unique platform-wide.
+    # Row-level security hides other tenants' accounts from full_clean's uniqueness
+    # check; the database's constraint decides instead, and a name taken anywhere is
+    # refused in the same words, saying neither whose nor where.
+    account.full_clean(validate_unique=False)
     with owner_scope(tenant):
-        account.save()
+        try:
+            with transaction.atomic():
+                account.save()
+        except IntegrityError:
+            raise ValidationFailed(
+                f"The name {name!r} is not available; choose another.",
+                code=TenancyCode.NAME_UNAVAILABLE,
+                field="name",
+            ) from None
         audit_record(
             actor=actor,
             action="service_account.create",
