@@ -359,10 +359,17 @@ def api_token_rotate(*, actor: Actor, token: ApiToken, overlap: timedelta) -> Is
         )
     tenant = token.service_account.tenant
     with owner_scope(tenant):
+        # The row lock makes rotations of one token take turns; the one that waited
+        # then finds the token rotated and is refused, so one token has one successor.
         old = ApiToken.objects.select_for_update().filter(pk=token.pk).first()
         now = timezone.now()
         if old is None or old.revoked_at is not None or (old.expires_at and old.expires_at <= now):
             raise Conflict("Only a live token can be rotated.", code=TenancyCode.TOKEN_NOT_LIVE)
+        if old.rotated_at is not None:
+            raise Conflict(
+                "This token was rotated already; rotate the token that replaced it.",
+                code=TenancyCode.TOKEN_ALREADY_ROTATED,
+            )
         issued = api_token_issue(
             actor=actor,
             service_account=old.service_account,
@@ -371,9 +378,10 @@ def api_token_rotate(*, actor: Actor, token: ApiToken, overlap: timedelta) -> Is
             expires_at=old.expires_at,
         )
         ends = now + overlap
+        old.rotated_at = now
         if old.expires_at is None or ends < old.expires_at:
             old.expires_at = ends
-            old.save(update_fields=["expires_at"])
+        old.save(update_fields=["expires_at", "rotated_at"])
         audit_record(
             actor=actor,
             action="api_token.rotate",
