@@ -14,7 +14,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.console.confirm import confirmed
-from apps.console.forms import MembershipForm, ServiceAccountForm, TenantForm, TokenForm
+from apps.console.forms import (
+    InvitationWithdrawForm,
+    MembershipForm,
+    ServiceAccountForm,
+    TenantForm,
+    TokenForm,
+)
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.context import Actor
 from apps.core.errors import DomainError
@@ -130,10 +136,30 @@ def membership_remove(request, pk, membership_pk):
     tenant = _visible_tenant(request, pk)
     if not _may_manage(request, tenant):
         raise PermissionDenied
-    memberships = selectors.membership_list(include_pending=True)
-    membership = get_object_or_404(memberships, pk=membership_pk, tenant=tenant)
+    # Members only: a pending invitation's id answers as a missing one or another
+    # tenant's does (404), so an id names no one the admin cannot already see.
+    # Invitations are withdrawn by the username the admin typed (invitation_withdraw).
+    membership = get_object_or_404(selectors.membership_list(), pk=membership_pk, tenant=tenant)
     services.membership_remove(actor=request.actor, membership=membership)
     messages.success(request, f"{membership.user.username} removed from {tenant.slug}.")
+    return redirect(tenant)
+
+
+@login_required
+@require_POST
+def invitation_withdraw(request, pk):
+    tenant = _visible_tenant(request, pk)
+    if not _may_manage(request, tenant):
+        raise PermissionDenied
+    form = InvitationWithdrawForm(request.POST)
+    if form.is_valid():
+        username = form.cleaned_data["username"]
+        services.membership_invitation_withdraw(
+            actor=request.actor, tenant=tenant, username=username
+        )
+        messages.success(request, f"Invitation of {username} withdrawn, if it was waiting.")
+    else:
+        messages.error(request, "Name the username invited.")
     return redirect(tenant)
 
 

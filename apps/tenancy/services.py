@@ -221,19 +221,39 @@ def membership_accept(*, actor: Actor, membership: Membership) -> Membership:
 
 
 def membership_decline(*, actor: Actor, membership: Membership) -> None:
+    """The invited person's own act. Recorded in the platform's trail about the tenant
+    (operators see it; a tenant deletion redacts it), not in the tenant's: a decline
+    there would tell its admins that the username they typed is a person."""
     _own_invitation(actor, membership)
     tenant = membership.tenant
-    with tenant_scope(tenant):
-        membership = Membership.objects.select_for_update().get(pk=membership.pk)
-        _own_invitation(actor, membership)
+    with transaction.atomic():
+        with tenant_scope(tenant):
+            membership = Membership.objects.select_for_update().get(pk=membership.pk)
+            _own_invitation(actor, membership)
+            membership.delete()
         audit_record(
             actor=actor,
             action="membership.decline",
-            instance=membership,
-            tenant=tenant,
+            instance=tenant,
             changes={"role": [membership.role, None], "user": [actor.user.get_username(), None]},
         )
-        membership.delete()
+
+
+def membership_invitation_withdraw(*, actor: Actor, tenant: Tenant, username: str) -> None:
+    """Withdraw the tenant's invitation of `username`. Like the invitation, it returns
+    nothing and is recorded alike whether a pending invitation was there, the username
+    exists, or the person had accepted already (then it changes nothing)."""
+    user = User.objects.filter(username=username).first()
+    with tenant_scope(tenant):
+        audit_record(
+            actor=actor,
+            action="membership.withdraw",
+            instance=tenant,
+            tenant=tenant,
+            changes={"user": [username, None]},
+        )
+        if user is not None:
+            Membership.objects.filter(tenant=tenant, user=user, pending=True).delete()
 
 
 def membership_remove(*, actor: Actor, membership: Membership) -> None:
