@@ -69,6 +69,14 @@ def _may_manage(request, tenant) -> bool:
     return kind == OPERATOR or (kind == TENANT_ADMIN and request.tenant == tenant)
 
 
+def _managed_tenant(request, pk):
+    """The tenant `pk` names, if the caller manages its members; 404 or 403 otherwise."""
+    tenant = _visible_tenant(request, pk)
+    if not _may_manage(request, tenant):
+        raise PermissionDenied
+    return tenant
+
+
 @platform_scope
 @login_required
 def tenant_create(request):
@@ -108,9 +116,7 @@ def tenant_edit(request, pk):
 @login_required
 @require_POST
 def membership_add(request, pk):
-    tenant = _visible_tenant(request, pk)
-    if not _may_manage(request, tenant):
-        raise PermissionDenied
+    tenant = _managed_tenant(request, pk)
     form = MembershipForm(request.POST)
     if form.is_valid():
         # An invitation the person accepts, answered alike whoever the username names.
@@ -133,9 +139,7 @@ def membership_add(request, pk):
 @login_required
 @require_POST
 def membership_remove(request, pk, membership_pk):
-    tenant = _visible_tenant(request, pk)
-    if not _may_manage(request, tenant):
-        raise PermissionDenied
+    tenant = _managed_tenant(request, pk)
     # Members only: a pending invitation's id answers as a missing one or another
     # tenant's does (404), so an id names no one the admin cannot already see.
     # Invitations are withdrawn by the username the admin typed (invitation_withdraw).
@@ -148,18 +152,14 @@ def membership_remove(request, pk, membership_pk):
 @login_required
 @require_POST
 def invitation_withdraw(request, pk):
-    tenant = _visible_tenant(request, pk)
-    if not _may_manage(request, tenant):
-        raise PermissionDenied
+    tenant = _managed_tenant(request, pk)
     form = InvitationWithdrawForm(request.POST)
-    if form.is_valid():
-        username = form.cleaned_data["username"]
-        services.membership_invitation_withdraw(
-            actor=request.actor, tenant=tenant, username=username
-        )
-        messages.success(request, f"Invitation of {username} withdrawn, if it was waiting.")
-    else:
+    if not form.is_valid():
         messages.error(request, "Name the username invited.")
+        return redirect(tenant)
+    username = form.cleaned_data["username"]
+    services.membership_invitation_withdraw(actor=request.actor, tenant=tenant, username=username)
+    messages.success(request, f"Invitation of {username} withdrawn, if it was waiting.")
     return redirect(tenant)
 
 

@@ -2,6 +2,7 @@
 problem+json on API paths, Steward's own page on console paths (issue #36 item 13:
 both were the server's HTML 400 and 414)."""
 
+import contextlib
 import http.client
 import os
 import socket
@@ -37,6 +38,22 @@ def test_an_over_long_url_is_refused_with_414_in_the_caller_s_shape(settings):
     assert Client().get("/api/v1/whoami/?q=short").status_code == 401
 
 
+def _answer(port, path, host="localhost"):
+    """(status, content type, body) of a GET sent with `host` as its Host header."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.putrequest("GET", path, skip_host=True)
+    conn.putheader("Host", host)
+    conn.endheaders()
+    answer = conn.getresponse()
+    return answer.status, answer.getheader("Content-Type"), answer.read()
+
+
+def _serving(port) -> bool:
+    with contextlib.suppress(OSError):
+        return _answer(port, "/healthz")[0] == 200
+    return False
+
+
 @pytest.mark.django_db(transaction=True)
 def test_under_gunicorn_steward_not_the_server_answers_both():
     with socket.socket() as sock:
@@ -50,27 +67,11 @@ def test_under_gunicorn_steward_not_the_server_answers_both():
         cwd=ROOT,
         env=env,
     )
-
-    def get(path, host="localhost"):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        conn.putrequest("GET", path, skip_host=True)
-        conn.putheader("Host", host)
-        conn.endheaders()
-        answer = conn.getresponse()
-        return answer.status, answer.getheader("Content-Type"), answer.read()
-
     try:
-
-        def up():
-            try:
-                return get("/healthz")[0] == 200
-            except OSError:
-                return False
-
-        wait_for(up, timeout=60)
-        status, kind, _ = get(f"/api/v1/whoami/?{LONG_QUERY}")
+        wait_for(lambda: _serving(port), timeout=60)
+        status, kind, _ = _answer(port, f"/api/v1/whoami/?{LONG_QUERY}")
         assert (status, kind) == (414, "application/problem+json")
-        status, kind, body = get("/api/v1/whoami/", host="attacker.example")
+        status, kind, body = _answer(port, "/api/v1/whoami/", host="attacker.example")
         assert (status, kind) == (400, "application/problem+json")
         assert b'"bad_host"' in body
     finally:
