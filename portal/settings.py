@@ -559,10 +559,19 @@ EMAIL_HOST = env("STEWARD_EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("STEWARD_EMAIL_PORT", 25)
 DEFAULT_FROM_EMAIL = env("STEWARD_EMAIL_FROM", "steward@localhost")
 
-# /metrics (apps.core.metrics): a bearer token, or else only these networks.
+# The longest URL (path and query) Steward serves; longer ones are refused with 414 in
+# the caller's shape (apps.core.middleware). gunicorn's own limit is above it
+# (gunicorn.conf.py), so the answer is Steward's, not the server's HTML.
+STEWARD_MAX_URL_LENGTH = env_int("STEWARD_MAX_URL_LENGTH", 4096)
+
+# /metrics (apps.core.metrics): a bearer token, or else only these networks. In
+# production no network is listed unless an operator lists it: behind a reverse proxy on
+# the same host every visitor arrives from loopback, so loopback proves nothing there.
 STEWARD_METRICS_TOKEN = env("STEWARD_METRICS_TOKEN", "")
 STEWARD_METRICS_ALLOW = [
-    n.strip() for n in env("STEWARD_METRICS_ALLOW", "127.0.0.1/32,::1/128").split(",") if n.strip()
+    n.strip()
+    for n in env("STEWARD_METRICS_ALLOW", "" if PRODUCTION else "127.0.0.1/32,::1/128").split(",")
+    if n.strip()
 ]
 
 # Bounded reconciliation of uncertain effects (apps/eventing/effects.py): checks of the

@@ -229,6 +229,8 @@ class TenantDetailView(LoginRequiredMixin, DetailView):
             kind == TENANT_ADMIN and self.request.tenant == tenant
         )
         context["membership_form"] = MembershipForm()
+        # Apart from the members: what the tenant's admins sent, as they typed it.
+        context["invitations"] = selectors.invitations_sent(tenant) if context["can_manage"] else []
         return context
 
 

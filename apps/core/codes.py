@@ -95,6 +95,9 @@ class CoreCode(Codes):
     JSON_TOO_DEEP = "json_too_deep", "The JSON body nests deeper than the limit."
     BODY_TOO_LARGE = "body_too_large", "The request body is larger than the limit."
     NUL_CHARACTER = "nul_character", "The URL contains a NUL character."
+    URL_TOO_LONG = "url_too_long", "The URL is longer than the limit (STEWARD_MAX_URL_LENGTH)."
+    BAD_HOST = "bad_host", "The Host header names a host Steward does not serve."
+    BAD_REQUEST = "bad_request", "The request's headers or form are not ones Steward accepts."
     UNKNOWN_FIELD = "unknown_field", "A field the endpoint does not know was sent."
     NULL_CHARACTERS_NOT_ALLOWED = (
         "null_characters_not_allowed",

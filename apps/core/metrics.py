@@ -6,7 +6,7 @@ workers) set `PROMETHEUS_MULTIPROC_DIR` to a directory they share, emptied at st
 and the scrape sums them (`make run` and docker-compose do). The gauges come from the
 database, so any web process answers for every worker and beat. The endpoint answers
 a bearer token (`STEWARD_METRICS_TOKEN`) or, without one, only the networks in
-`STEWARD_METRICS_ALLOW` (loopback by default).
+`STEWARD_METRICS_ALLOW` (loopback by default in development, none in production).
 
 Core imports no other app: each app contributes its gauges through its `gauges.py`.
 """

@@ -21,6 +21,14 @@ class TenancyCode(Codes):
         "token_not_live",
         "Only a live token (not revoked, not expired) can be rotated.",
     )
+    NAME_UNAVAILABLE = (
+        "name_unavailable",
+        "The service account name is taken (in any tenant, which the answer does not say).",
+    )
+    TOKEN_ALREADY_ROTATED = (
+        "token_already_rotated",
+        "The token was rotated already; rotate its successor instead.",
+    )
     ACCOUNT_DISABLED = "account_disabled", "The token's service account is disabled."
     UNKNOWN_SCOPE = "unknown_scope", "A scope named for the token does not exist."
     INVALID_OVERLAP = "invalid_overlap", "A rotation's overlap is between none and seven days."

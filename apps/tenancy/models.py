@@ -241,6 +241,9 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Set when a rotation replaced the token: a token is rotated once, so concurrent
+    # rotations cannot each mint a live successor (apps.tenancy.services.api_token_rotate).
+    rotated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from django.contrib.auth import authenticate
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.db.models import F, ProtectedError, Q
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
@@ -223,19 +223,39 @@ def membership_accept(*, actor: Actor, membership: Membership) -> Membership:
 
 
 def membership_decline(*, actor: Actor, membership: Membership) -> None:
+    """The invited person's own act. Recorded in the platform's trail about the tenant
+    (operators see it; a tenant deletion redacts it), not in the tenant's: a decline
+    there would tell its admins that the username they typed is a person."""
     _own_invitation(actor, membership)
     tenant = membership.tenant
-    with tenant_scope(tenant):
-        membership = Membership.objects.select_for_update().get(pk=membership.pk)
-        _own_invitation(actor, membership)
+    with transaction.atomic():
+        with tenant_scope(tenant):
+            membership = Membership.objects.select_for_update().get(pk=membership.pk)
+            _own_invitation(actor, membership)
+            membership.delete()
         audit_record(
             actor=actor,
             action="membership.decline",
-            instance=membership,
-            tenant=tenant,
+            instance=tenant,
             changes={"role": [membership.role, None], "user": [actor.user.get_username(), None]},
         )
-        membership.delete()
+
+
+def membership_invitation_withdraw(*, actor: Actor, tenant: Tenant, username: str) -> None:
+    """Withdraw the tenant's invitation of `username`. Like the invitation, it returns
+    nothing and is recorded alike whether a pending invitation was there, the username
+    exists, or the person had accepted already (then it changes nothing)."""
+    user = User.objects.filter(username=username).first()
+    with tenant_scope(tenant):
+        audit_record(
+            actor=actor,
+            action="membership.withdraw",
+            instance=tenant,
+            tenant=tenant,
+            changes={"user": [username, None]},
+        )
+        if user is not None:
+            Membership.objects.filter(tenant=tenant, user=user, pending=True).delete()
 
 
 def membership_remove(*, actor: Actor, membership: Membership) -> None:
@@ -260,9 +280,22 @@ def service_account_create(
     *, actor: Actor, name: str, tenant: Tenant | None = None, description: str = ""
 ) -> ServiceAccount:
     account = ServiceAccount(name=name, tenant=tenant, description=description)
-    account.full_clean()
+    # A name is a service's identity across tenants (the registry's producers and
+    # consumers, Schema Registry clients' user name), so it stays unique platform-wide.
+    # Row-level security hides other tenants' accounts from full_clean's uniqueness
+    # check; the database's constraint decides instead, and a name taken anywhere is
+    # refused in the same words, saying neither whose nor where.
+    account.full_clean(validate_unique=False)
     with owner_scope(tenant):
-        account.save()
+        try:
+            with transaction.atomic():
+                account.save()
+        except IntegrityError:
+            raise ValidationFailed(
+                f"The name {name!r} is not available; choose another.",
+                code=TenancyCode.NAME_UNAVAILABLE,
+                field="name",
+            ) from None
         audit_record(
             actor=actor,
             action="service_account.create",
@@ -348,10 +381,17 @@ def api_token_rotate(*, actor: Actor, token: ApiToken, overlap: timedelta) -> Is
         )
     tenant = token.service_account.tenant
     with owner_scope(tenant):
+        # The row lock makes rotations of one token take turns; the one that waited
+        # then finds the token rotated and is refused, so one token has one successor.
         old = ApiToken.objects.select_for_update().filter(pk=token.pk).first()
         now = timezone.now()
         if old is None or old.revoked_at is not None or (old.expires_at and old.expires_at <= now):
             raise Conflict("Only a live token can be rotated.", code=TenancyCode.TOKEN_NOT_LIVE)
+        if old.rotated_at is not None:
+            raise Conflict(
+                "This token was rotated already; rotate the token that replaced it.",
+                code=TenancyCode.TOKEN_ALREADY_ROTATED,
+            )
         issued = api_token_issue(
             actor=actor,
             service_account=old.service_account,
@@ -360,9 +400,10 @@ def api_token_rotate(*, actor: Actor, token: ApiToken, overlap: timedelta) -> Is
             expires_at=old.expires_at,
         )
         ends = now + overlap
+        old.rotated_at = now
         if old.expires_at is None or ends < old.expires_at:
             old.expires_at = ends
-            old.save(update_fields=["expires_at"])
+        old.save(update_fields=["expires_at", "rotated_at"])
         audit_record(
             actor=actor,
             action="api_token.rotate",

@@ -32,7 +32,11 @@ from apps.governance.orders.services import (
     owner_task_issue,
     owner_task_unhold,
 )
-from apps.governance.permissions import require_governor, require_operator
+from apps.governance.permissions import (
+    require_governor,
+    require_operator,
+    require_tenant_takes_new_work,
+)
 from apps.governance.retention import policy, selectors, sweeper
 from apps.tenancy.audit import audit_record, diff, snapshot
 
@@ -200,6 +204,7 @@ def hold_place(*, actor: Actor, tenant, reason: str, data_class=None, store=None
     if actor.user is None:
         raise ValidationFailed("A person places a legal hold.", code=GovernanceCode.PERSON_REQUIRED)
     require_governor(actor, tenant.pk, "place a legal hold")
+    require_tenant_takes_new_work(actor, tenant, "place a legal hold", for_deletion=True)
     if not (reason or "").strip():
         raise ValidationFailed(
             "Say why the data is held.", code=CoreCode.REASON_REQUIRED, field="reason"

@@ -18,7 +18,11 @@ from apps.governance.codes import GovernanceCode
 from apps.governance.models import GovernanceOrder, OrderApproval
 from apps.governance.orders import evidence
 from apps.governance.orders.services.run import _the_order_is, order_start, order_starts_at
-from apps.governance.permissions import may_govern, require_governor
+from apps.governance.permissions import (
+    may_govern,
+    require_governor,
+    require_tenant_takes_new_work,
+)
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import Tenant
 
@@ -37,6 +41,7 @@ def order_request(*, actor: Actor, tenant: Tenant, kind: str, reason: str) -> Go
     if kind not in GovernanceOrder.Kind.values:
         raise ValidationFailed(f"There is no order kind {kind!r}.", field="kind")
     require_governor(actor, tenant.pk, "request a governance order")
+    require_tenant_takes_new_work(actor, tenant, "request a governance order")
     if not reason.strip():
         raise ValidationFailed("Say why.", code=CoreCode.REASON_REQUIRED, field="reason")
     with tenant_scope(tenant):
