@@ -401,8 +401,58 @@ def migration_checklist(store, profile) -> dict:
     supported provider; otherwise the workload verdict's decision."""
     workload = store.workload_class
     verdict = evaluate_profile(workload, profile)
-    klass = verdict.persistence_class
-    missing = list(verdict.missing)
+    hot_path = workload in gating.HOT_PATHS
+    by_provider = _provider_gaps(workload) if hot_path else {}
+    pilot_state = None
+    if workload not in gating.LOW_RISK:
+        pilot_state = _pilot_state(latest_pilot(profile), profile)
+    states = _step_states(store, list(verdict.missing), by_provider, pilot_state)
+    decision, reasons = _strategy_verdict(verdict, hot_path, states, by_provider)
+    live = StoreBinding.objects.filter(
+        store=store, profile=profile, status__in=LIVE_STATUSES
+    ).exists()
+    if hot_path and live and decision == gating.NO_GO:
+        states["keep_runtime"] = (
+            MISSING,
+            [f"{store.slug} is bound on {profile.slug} while its migration is no-go"],
+        )
+    else:
+        states["keep_runtime"] = (DONE, [])
+    return {
+        "store": store.slug,
+        "profile": profile.slug,
+        "persistence_class": verdict.persistence_class,
+        "decision": verdict.decision,
+        "hot_path": hot_path,
+        "verdict": decision,
+        "reasons": reasons,
+        "providers": {p: {"covered": not lacking} for p, lacking in by_provider.items()},
+        "pilot": pilot_state[2] if pilot_state else None,
+        "steps": [
+            {
+                "step": n,
+                "key": key,
+                "title": title,
+                "state": states[key][0],
+                "missing": states[key][1],
+            }
+            for n, (key, title) in enumerate(CHECKLIST_STEPS, start=1)
+        ],
+    }
+
+
+def _provider_gaps(workload) -> dict:
+    """What step 7's evidence lacks for each supported provider."""
+    evidence = gating.Evidence.of(
+        benchmarks=BenchmarkResult.objects.filter(query_shape__in=gating.runtime_shapes(workload)),
+        contracts=ContractTestResult.objects.all(),
+    )
+    return gating.provider_gaps(workload, evidence)
+
+
+def _step_states(store, missing: list[str], by_provider: dict, pilot_state) -> dict:
+    """Each step's (state, what it lacks), step 1 (keep_runtime) excepted."""
+    workload = store.workload_class
     hot_path = workload in gating.HOT_PATHS
 
     def gaps(prefix):
@@ -413,18 +463,7 @@ def migration_checklist(store, profile) -> dict:
             return (PREFERRED if lacking else DONE) if preferred else NOT_NEEDED, lacking
         return (MISSING if lacking else DONE), lacking
 
-    by_provider = {}
-    if hot_path:
-        evidence = gating.Evidence.of(
-            benchmarks=BenchmarkResult.objects.filter(
-                query_shape__in=gating.runtime_shapes(workload)
-            ),
-            contracts=ContractTestResult.objects.all(),
-        )
-        by_provider = gating.provider_gaps(workload, evidence)
-    pilot = latest_pilot(profile) if workload not in gating.LOW_RISK else None
-    pilot_state = _pilot_state(pilot, profile) if workload not in gating.LOW_RISK else None
-    states = {
+    return {
         "low_risk_first": (
             (DONE, [f"{store.get_workload_class_display()}: low-risk module data"])
             if workload in gating.LOW_RISK
@@ -449,9 +488,13 @@ def migration_checklist(store, profile) -> dict:
             + gaps("retention cleanup"),
         ),
     }
+
+
+def _strategy_verdict(verdict, hot_path: bool, states: dict, by_provider: dict):
+    """The workload verdict's decision and reasons, made no-go for a runtime hot path
+    whose earlier steps or provider evidence still lack something."""
     before_last = [k for k, _ in CHECKLIST_STEPS[1:-1] if states[k][0] == MISSING]
-    decision = verdict.decision
-    reasons = list(verdict.reasons)
+    decision, reasons = verdict.decision, list(verdict.reasons)
     if hot_path and (before_last or states["hot_paths"][0] == MISSING):
         decision = gating.NO_GO
         uncovered = [p for p, lacking in by_provider.items() if lacking]
@@ -461,37 +504,7 @@ def migration_checklist(store, profile) -> dict:
             + ") and step 7's evidence covers every supported provider"
             + (f" (not yet: {', '.join(uncovered)})." if uncovered else ".")
         )
-    live = StoreBinding.objects.filter(
-        store=store, profile=profile, status__in=LIVE_STATUSES
-    ).exists()
-    if hot_path and live and decision == gating.NO_GO:
-        states["keep_runtime"] = (
-            MISSING,
-            [f"{store.slug} is bound on {profile.slug} while its migration is no-go"],
-        )
-    else:
-        states["keep_runtime"] = (DONE, [])
-    return {
-        "store": store.slug,
-        "profile": profile.slug,
-        "persistence_class": klass,
-        "decision": verdict.decision,
-        "hot_path": hot_path,
-        "verdict": decision,
-        "reasons": reasons,
-        "providers": {p: {"covered": not lacking} for p, lacking in by_provider.items()},
-        "pilot": pilot_state[2] if pilot_state else None,
-        "steps": [
-            {
-                "step": n,
-                "key": key,
-                "title": title,
-                "state": states[key][0],
-                "missing": states[key][1],
-            }
-            for n, (key, title) in enumerate(CHECKLIST_STEPS, start=1)
-        ],
-    }
+    return decision, reasons
 
 
 def checklist_profiles(store) -> QuerySet[StoreProfile]:

@@ -156,49 +156,8 @@ def callback_link(
         instance = originals[0].workflow_instance_id
         _refuse_instance_held_elsewhere(instance, asset)
         with tenant_scope(asset.tenant_id):
-            asset = Asset.objects.select_for_update().get(pk=asset.pk)
-            if asset.status == Asset.Status.DRAFT:
-                raise Conflict(
-                    "The asset was never requested: no workflow decides it.",
-                    code=AssetCode.NOT_REQUESTED,
-                    status=asset.status,
-                )
-            pending = delegation_pending(asset)
-            # The asset waits on this very instance (its start's answer was recorded
-            # after the callback came): the callback decides it.
-            decides = pending or (
-                asset.is_workflow_managed and asset.workflow_instance_id == instance
-            )
-            if not decides and asset.status == Asset.Status.REQUESTED:
-                raise Conflict(
-                    "The asset waits on another workflow instance.",
-                    code=AssetCode.CALLBACK_INSTANCE_MISMATCH,
-                    workflow_instance_id=str(asset.workflow_instance_id),
-                )
-            if pending:
-                asset_record_delegation(
-                    asset=asset,
-                    approval_request_id=asset.approval_request_id,
-                    workflow_instance_id=instance,
-                )
-            copies = [
-                WorkflowCallback.objects.create(
-                    tenant_id=asset.tenant_id,
-                    asset_id=asset.pk,
-                    workflow_instance_id=instance,
-                    decision=original.decision,
-                    reason=original.reason,
-                    callback_id=original.callback_id,
-                    received_at=original.received_at,
-                    # The worker applies the first; the others find it decided.
-                    outcome=(
-                        WorkflowCallback.Outcome.PENDING
-                        if decides
-                        else WorkflowCallback.Outcome.IGNORED
-                    ),
-                )
-                for original in originals
-            ]
+            asset, decides = _linkable(asset, instance)
+            copies = [_tenant_copy(asset, original, instance, decides) for original in originals]
             audit_record(
                 actor=actor,
                 action="asset.callback_linked",
@@ -223,6 +182,51 @@ def callback_link(
             transaction.on_commit(lambda: kick_callback_worker(tenant_id), robust=True)
     first.linked_copy = copies[0]
     return first
+
+
+def _linkable(asset: Asset, instance) -> tuple[Asset, bool]:
+    """The asset, locked, and whether the callback decides it; refused when it was never
+    requested or waits on another instance. A delegation still waiting for its start's
+    answer takes the callback's instance as its own."""
+    asset = Asset.objects.select_for_update().get(pk=asset.pk)
+    if asset.status == Asset.Status.DRAFT:
+        raise Conflict(
+            "The asset was never requested: no workflow decides it.",
+            code=AssetCode.NOT_REQUESTED,
+            status=asset.status,
+        )
+    pending = delegation_pending(asset)
+    # The asset waits on this very instance (its start's answer was recorded
+    # after the callback came): the callback decides it.
+    decides = pending or (asset.is_workflow_managed and asset.workflow_instance_id == instance)
+    if not decides and asset.status == Asset.Status.REQUESTED:
+        raise Conflict(
+            "The asset waits on another workflow instance.",
+            code=AssetCode.CALLBACK_INSTANCE_MISMATCH,
+            workflow_instance_id=str(asset.workflow_instance_id),
+        )
+    if pending:
+        asset_record_delegation(
+            asset=asset,
+            approval_request_id=asset.approval_request_id,
+            workflow_instance_id=instance,
+        )
+    return asset, decides
+
+
+def _tenant_copy(asset: Asset, original: WorkflowCallback, instance, decides: bool):
+    """The asset's tenant's copy of a platform-wide receipt."""
+    return WorkflowCallback.objects.create(
+        tenant_id=asset.tenant_id,
+        asset_id=asset.pk,
+        workflow_instance_id=instance,
+        decision=original.decision,
+        reason=original.reason,
+        callback_id=original.callback_id,
+        received_at=original.received_at,
+        # The worker applies the first; the others find it decided.
+        outcome=(WorkflowCallback.Outcome.PENDING if decides else WorkflowCallback.Outcome.IGNORED),
+    )
 
 
 def callback_dismiss(*, receipt: WorkflowCallback, actor: Actor, reason: str) -> WorkflowCallback:
