@@ -188,8 +188,13 @@ def _issue_phase(order: GovernanceOrder, number: int) -> None:
     order.phase = number
     order.save(update_fields=["phase"])
     evidence.append(order, "phase_started", phase=number, name=step.slug, title=step.title)
+    _issue_assignments(order, phases.assignments(order, number))
+
+
+def _issue_assignments(order: GovernanceOrder, assignments: list[phases.Assignment]) -> None:
+    """One task per assignment in the order's current phase, all due together."""
     due = _owner_task_due_at()
-    for assignment in phases.assignments(order, number):
+    for assignment in assignments:
         owner_task_issue(
             tenant_id=order.tenant_id,
             owner=assignment.owner,
@@ -197,7 +202,7 @@ def _issue_phase(order: GovernanceOrder, number: int) -> None:
             detail=assignment.detail,
             due_at=due,
             order=order,
-            phase=number,
+            phase=order.phase,
             store_id=assignment.store_id,
         )
 
@@ -317,7 +322,6 @@ def _ask_again(order: GovernanceOrder, waiting: list[BindingCoverage]) -> bool:
     task again when one of them is still live; whether any task was issued."""
     tasks = list(order.tasks.filter(phase=order.phase))
     named = {t.detail.get("binding") for t in tasks}
-    due = _owner_task_due_at()
     issued = []
     for covering in waiting:
         binding = covering.binding
@@ -329,17 +333,7 @@ def _ask_again(order: GovernanceOrder, waiting: list[BindingCoverage]) -> bool:
     steward_busy = any(t.owner == STEWARD_SERVICE and t.is_open for t in tasks)
     if not steward_busy and any(c.binding.status in LIVE_STATUSES for c in waiting):
         issued += [a for a in phases.assignments(order, order.phase) if a.owner == STEWARD_SERVICE]
-    for assignment in issued:
-        owner_task_issue(
-            tenant_id=order.tenant_id,
-            owner=assignment.owner,
-            kind=assignment.kind,
-            detail=assignment.detail,
-            due_at=due,
-            order=order,
-            phase=order.phase,
-            store_id=assignment.store_id,
-        )
+    _issue_assignments(order, issued)
     return bool(issued)
 
 
