@@ -25,7 +25,7 @@ from apps.governance.retention.selectors import active_legal_holds
 from apps.governance.steward_owner import deletion
 from apps.registry.catalog import STEWARD_SERVICE
 from apps.registry.services import topic_ensure
-from apps.stores.models import LIVE_STATUSES
+from apps.stores.models import LIVE_STATUSES, Store
 from apps.stores.selectors import BindingCoverage, binding_erasure_coverage
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import Tenant
@@ -327,7 +327,7 @@ def _ask_again(order: GovernanceOrder, waiting: list[BindingCoverage]) -> bool:
         binding = covering.binding
         if str(binding.pk) in named:
             continue
-        audit = binding.store.category == "audit"
+        audit = binding.store.category == Store.Category.AUDIT
         kind = GovernanceTask.Kind.REDACT if audit else GovernanceTask.Kind.DELETE
         issued.append(phases.binding_assignment(binding, kind))
     steward_busy = any(t.owner == STEWARD_SERVICE and t.is_open for t in tasks)
