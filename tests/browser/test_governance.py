@@ -251,12 +251,14 @@ def test_an_export_is_approved_assembled_and_downloaded(
     page = mine.open(path)
     expect(status(page)).to_have_text("Running")
 
-    # The owners of the authoritative and audit stores upload their bundles.
+    # The owners of the stores upload their bundles: the derived search index's too.
     orders = b'{"order": 1, "customer": "ada"}\n{"order": 2, "customer": "ada"}\n'
     audit = b"# Audit archive\n\nTwo sign-ins, one export request.\n"
+    search = b'{"document": "order 1", "customer": "ada"}\n'
     answer = owner("orders").upload(orders, "application/jsonl")
     assert answer["receipt"]["bundles"][0]["rows"] == 2
     owner("audit-log").upload(audit, "text/markdown")
+    owner("search").upload(search, "application/jsonl")
 
     # The worker writes Steward's own bundle and assembles the archive; the order page,
     # open meanwhile, shows the download once it is there.
@@ -278,9 +280,13 @@ def test_an_export_is_approved_assembled_and_downloaded(
     archive = zipfile.ZipFile(io.BytesIO(data))
     manifest = json.loads(archive.read("manifest.json"))
     assert manifest["tenant_slug"] == "alpha" and manifest["requested_by"] == "ada"
-    assert manifest["not_included"] == []
+    # only Steward's tables it leaves out by design are not included
+    assert {(e["owner"], e["reason"]) for e in manifest["not_included"]} == {
+        ("steward", "by_design")
+    }
     included = {(e["owner"], e["name"]): e["file"] for e in manifest["included"]}
     assert archive.read(included[("orders", "orders-sql")]) == orders
+    assert archive.read(included[("search", "search-index")]) == search
     assert archive.read(included[("audit-log", "audit-archive")]) == audit
     assert ("steward", "tenancy.AuditEvent") in included
     assert sorted(archive.namelist()) == sorted(["manifest.json", *included.values()])

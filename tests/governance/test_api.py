@@ -101,8 +101,12 @@ def test_an_export_archive_holds_every_bundle_byte_for_byte_with_a_manifest(
         )
     # the crm binding came after the start: only the owners bound then were asked
     tasks = {t.owner: t for t in open_tasks(export_order["id"])}
-    assert set(tasks) == {"audit-log", "orders", "steward"}
+    assert set(tasks) == {"audit-log", "orders", "search", "steward"}
     assert {t.kind for t in tasks.values()} == {"export"}
+    answer = as_owner("search").post(
+        f"{TASKS}{tasks['search'].pk}/decline/", {"reason": "rebuilt from orders"}, format="json"
+    )
+    assert answer.status_code == 200
 
     orders_bytes = parquet_bytes()
     audit_bytes = b'{"at": "2026-01-01", "who": "[redacted]"}\n{"at": "2026-01-02"}\n'
@@ -163,7 +167,16 @@ def test_an_export_archive_holds_every_bundle_byte_for_byte_with_a_manifest(
     rows = [json.loads(line) for line in archive.read(audit_file).splitlines()]
     assert {r["id"] for r in rows} == audit_ids
     assert rows and {r["actor_label"] for r in rows} == {"[redacted]"}
-    assert manifest["not_included"] == []
+    # what was not included: the owner that declined, and the crm binding that came
+    # after the start and Steward's tables not exported, by design
+    not_included = [e for e in manifest["not_included"] if e["owner"] != "steward"]
+    assert [(e["owner"], e["store"], e["reason"]) for e in not_included] == [
+        ("search", "search-index", "declined"),
+        ("crm", "crm-sql", "by_design"),
+    ]
+    assert {e["reason"] for e in manifest["not_included"] if e["owner"] == "steward"} == {
+        "by_design"
+    }
     # the evidence verifies and names the archive
     with system_scope():
         document = evidence.document(fresh_order(export_order["id"]))
@@ -186,13 +199,18 @@ def test_owners_not_included_are_listed_with_the_reason(export_order, tenant_a):
         f"{TASKS}{tasks['audit-log'].pk}/fail/", {"reason": "archive offline"}, format="json"
     )
     assert answer.status_code == 200
+    answer = as_owner("search").post(
+        f"{TASKS}{tasks['search'].pk}/decline/", {"reason": "rebuilt from orders"}, format="json"
+    )
+    assert answer.status_code == 200
     steward_owner.owner_task_run(task_id=tasks["steward"].pk)
     assert exports.export_archive_assemble(order_id=export_order["id"]) == "assembled"
     order = fresh_order(export_order["id"])
     with system_scope():
         path = Path(exports.export_root()) / order.artifact.path
     manifest = json.loads(zipfile.ZipFile(path).read("manifest.json"))
-    assert manifest["not_included"] == [
+    # what was left out by design follows (apps/governance/orders/test_export_coverage.py)
+    assert [e for e in manifest["not_included"] if e["reason"] != "by_design"] == [
         {
             "owner": "audit-log",
             "store": "audit-archive",
@@ -204,6 +222,12 @@ def test_owners_not_included_are_listed_with_the_reason(export_order, tenant_a):
             "store": "orders-sql",
             "reason": "declined",
             "detail": "no personal data here",
+        },
+        {
+            "owner": "search",
+            "store": "search-index",
+            "reason": "declined",
+            "detail": "rebuilt from orders",
         },
     ]
 

@@ -64,6 +64,18 @@ class TaskSerializer(StrictModelSerializer):
         read_only_fields = fields
 
 
+class ErasureWaitSerializer(StrictSerializer):
+    """A binding a deletion waits for before it may complete (its last phase)."""
+
+    binding = serializers.CharField()
+    store = serializers.CharField()
+    owner = serializers.CharField()
+    status = serializers.CharField()
+    covered = serializers.BooleanField()
+    reason = serializers.CharField()
+    receipt = serializers.JSONField(allow_null=True)
+
+
 class OrderSerializer(StrictModelSerializer):
     tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     requested_by = serializers.CharField(source="requested_by.username", read_only=True)
@@ -72,6 +84,7 @@ class OrderSerializer(StrictModelSerializer):
     tasks = TaskSerializer(many=True, read_only=True)
     starts_at = serializers.SerializerMethodField()
     artifact = serializers.SerializerMethodField()
+    waiting_for = serializers.SerializerMethodField()
 
     class Meta:
         model = GovernanceOrder
@@ -94,6 +107,7 @@ class OrderSerializer(StrictModelSerializer):
             "completed_at",
             "final_digest",
             "artifact",
+            "waiting_for",
         ]
         read_only_fields = fields
 
@@ -109,6 +123,10 @@ class OrderSerializer(StrictModelSerializer):
     def get_artifact(self, order):
         artifact = selectors.export_artifact_of(order)
         return ArtifactSerializer(artifact).data if artifact else None
+
+    @extend_schema_field(ErasureWaitSerializer(many=True))
+    def get_waiting_for(self, order):
+        return selectors.erasure_waits(order)
 
 
 class OrderRequestSerializer(StrictSerializer):

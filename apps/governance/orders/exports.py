@@ -5,7 +5,9 @@ streamed to disk with its size capped and its SHA-256 checked against the one th
 declare; Steward checks the format reads and counts its rows. When no task of the
 order is still awaited, the archive is assembled: one ZIP with every bundle and a
 `manifest.json` listing what was included (owner, store, format, rows, bytes,
-SHA-256) and what was not (owner, reason: declined, overdue, failed).
+SHA-256) and what was not (owner, reason: declined, overdue, failed; or `by_design`: a
+store of the tenant its owner was not asked for, and each of Steward's own tables the
+export leaves out, each with the reason).
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ from django.utils import timezone
 
 from apps.core.context import Actor
 from apps.core.errors import DomainError, InvalidTransition, NotFound, ValidationFailed
+from apps.core.governed import AUTHORITATIVE, DERIVED, exempt_tables, governed_tables
 from apps.core.scope import system_scope, tenant_scope
 from apps.governance.codes import GovernanceCode
 from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask
 from apps.governance.orders import evidence, services
+from apps.registry.catalog import STEWARD_SERVICE
+from apps.stores.selectors import binding_erasure_coverage
 
 FORMATS = {"jsonl": ".jsonl", "parquet": ".parquet", "markdown": ".md"}
 # A bundle's format is its Content-Type.
@@ -38,6 +43,15 @@ MEDIA_TYPES = {
     "text/markdown": "markdown",
 }
 CHUNK = 1 << 16
+BY_DESIGN = "by_design"
+# Why a table of Steward's own, registered as not exported, is left out, by its
+# deletion phase (apps.core.governed).
+NOT_EXPORTED = {
+    DERIVED: "derived: a queue, projection or cache of records the export carries or "
+    "Steward rebuilds; it holds nothing the tenant gave that is not exported elsewhere",
+    AUTHORITATIVE: "Steward's own bookkeeping (object permissions, external calls being "
+    "reconciled), not records of the tenant's",
+}
 
 
 class BundleTooLarge(DomainError):
@@ -192,6 +206,7 @@ def export_manifest(order: GovernanceOrder, tasks: list[GovernanceTask]) -> dict
                 or (f"due {task.due_at.isoformat()}" if reason == "overdue" else ""),
             }
         )
+    excluded += _left_out_by_design(order, tasks)
     return {
         "format": "steward-export/1",
         "order": str(order.pk),
@@ -203,6 +218,37 @@ def export_manifest(order: GovernanceOrder, tasks: list[GovernanceTask]) -> dict
         "included": included,
         "not_included": excluded,
     }
+
+
+def _left_out_by_design(order: GovernanceOrder, tasks: list[GovernanceTask]) -> list[dict]:
+    """What the export leaves out on purpose, each with its reason: the tenant's stores
+    whose owner was not asked (the binding never held the data, its owner's receipt
+    says the data is gone -- apps.stores.selectors.binding_erasure_coverage -- or it was
+    bound after the export began), then every table of Steward's own not exported
+    (apps.core.governed)."""
+    asked = {t.detail.get("binding") for t in tasks}
+    stores = [
+        {
+            "owner": c.binding.store.owning_service.name,
+            "store": c.binding.store.slug,
+            "binding": str(c.binding.pk),
+            "reason": BY_DESIGN,
+            # Every binding that may hold the data when the export starts is asked: one
+            # not asked that may hold data now was bound after it began.
+            "detail": c.reason if c.covered else "Bound after the export began: not in it.",
+        }
+        for c in binding_erasure_coverage(order.tenant_id)
+        if str(c.binding.pk) not in asked
+    ]
+    tables = [
+        (label, NOT_EXPORTED.get(c.phase, "not a record the tenant gave Steward"))
+        for label, c in governed_tables().items()
+        if not c.exported
+    ] + [(label, f"kept by Steward: {why}") for label, why in exempt_tables().items()]
+    return stores + [
+        {"owner": STEWARD_SERVICE, "store": label, "reason": BY_DESIGN, "detail": why}
+        for label, why in sorted(tables)
+    ]
 
 
 def export_archive_assemble(*, order_id) -> str:

@@ -59,7 +59,13 @@ DELETION = (
         RELEASE,
     ),
 )
-EXPORT = (Phase(1, "bundles", "Bundles", Kind.EXPORT, ("authoritative", "audit"), "export"),)
+# Every store category may hold personal data -- a derived store too: a memory, a
+# search index or a cache keeps copies of the tenant's records -- so an export asks the
+# owner of every store bound for the tenant, whatever its category; what it leaves out
+# by design, the manifest lists with the reason (apps.governance.orders.exports).
+EXPORT = (
+    Phase(1, "bundles", "Bundles", Kind.EXPORT, ("derived", "authoritative", "audit"), "export"),
+)
 
 
 def phases_of(kind: str) -> tuple[Phase, ...]:
@@ -92,22 +98,7 @@ def assignments(order: GovernanceOrder, number: int) -> list[Assignment]:
             .filter(store__category__in=step.store_categories, data_purged_at__isnull=True)
             .order_by("store__slug", "created_at", "id")
         )
-        found += [
-            Assignment(
-                owner=b.store.owning_service.name,
-                kind=step.task_kind,
-                store_id=b.store_id,
-                detail={
-                    "store": b.store.slug,
-                    "binding": str(b.pk),
-                    "region": b.region.slug,
-                    "connection_reference": b.connection_reference,
-                    "binding_status": b.status,
-                    "retired": b.status not in LIVE_STATUSES,
-                },
-            )
-            for b in bindings
-        ]
+        found += [binding_assignment(b, step.task_kind) for b in bindings]
     if step.steward_coverage:
         found.append(
             Assignment(
@@ -128,6 +119,24 @@ def assignments(order: GovernanceOrder, number: int) -> list[Assignment]:
             )
         )
     return found
+
+
+def binding_assignment(binding, kind: str) -> Assignment:
+    """The task asking a binding's owner for `kind` (delete, redact, export), naming the
+    binding and whether it is still live."""
+    return Assignment(
+        owner=binding.store.owning_service.name,
+        kind=kind,
+        store_id=binding.store_id,
+        detail={
+            "store": binding.store.slug,
+            "binding": str(binding.pk),
+            "region": binding.region.slug,
+            "connection_reference": binding.connection_reference,
+            "binding_status": binding.status,
+            "retired": binding.status not in LIVE_STATUSES,
+        },
+    )
 
 
 def purge_receipt(task: GovernanceTask) -> dict:

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask, OrderApproval
 from apps.governance.orders import phases
+from apps.stores.selectors import binding_erasure_coverage
 from apps.tenancy.models import Tenant
 
 
@@ -122,3 +123,13 @@ def orders_needing_attention(user) -> list[GovernanceOrder]:
         .distinct()
         .order_by("-created_at")[:20]
     )
+
+
+def erasure_waits(order: GovernanceOrder) -> list[dict]:
+    """The bindings a deletion in its last phase still waits for before it may complete
+    (store, owner, status and what it waits for: apps.stores.selectors
+    .binding_erasure_coverage); empty for any other order. In the caller's scope."""
+    last = len(phases.phases_of(order.kind))
+    if order.kind != GovernanceOrder.Kind.DELETION or not order.in_progress or order.phase != last:
+        return []
+    return [c.as_dict() for c in binding_erasure_coverage(order.tenant_id) if not c.covered]

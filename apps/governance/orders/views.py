@@ -110,6 +110,7 @@ def _order_context(request, order: GovernanceOrder) -> dict:
         "starts_at": services.order_starts_at(order),
         "artifact": selectors.export_artifact_of(order),
         "holds": holds,
+        "erasure_waits": selectors.erasure_waits(order),
         "may_decide": moves.allows(order.status, GovernanceOrder.Status.APPROVED)
         and order.requested_by_id != user.pk
         and user.pk not in decided,

@@ -18,12 +18,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.governed import RELEASE
 from apps.core.scope import tenant_scope
 from apps.governance import coverage
 from apps.governance.models import ExportArtifact, GovernanceTask
 from apps.governance.orders import phases
 from apps.stores import services as stores
-from apps.stores.models import StoreBinding
+from apps.stores.models import LIVE_STATUSES, StoreBinding
 from apps.stores.selectors import live_binding_list
 from apps.tenancy.audit import audit_redact_batch
 
@@ -112,25 +113,25 @@ def delete_artifact_file(artifact: ExportArtifact) -> None:
 
 def retire_bindings(tenant_id, order=None) -> int:
     """Retire the tenant's live store bindings and revoke their credentials now. A
-    binding whose owner completed this order's deletion (or redaction) task records
-    that receipt as its data gone, so no purge task is owed it afterwards."""
+    Requested one retires too: its provisioning is cancelled, so it never holds the
+    data. A binding whose owner completed this order's deletion (or redaction) task
+    records that receipt as its data gone, so no purge task is owed it afterwards."""
     with tenant_scope(tenant_id):
         bindings = list(live_binding_list().filter(tenant_id=tenant_id))
     for binding in bindings:
-        if binding.status == StoreBinding.Status.REQUESTED:
-            raise RuntimeError(
-                f"Binding {binding.pk} is still being provisioned; retry once it has settled."
-            )
         if binding.status != StoreBinding.Status.RETIRING:
             stores.binding_retire(actor=SYSTEM_ACTOR, binding=binding, reason="tenant deletion")
         if stores.binding_revoke(binding_id=binding.pk) == "retry":
             raise RuntimeError(f"The credentials of binding {binding.pk} could not be revoked.")
         if order is not None:
-            _record_deleted(order, binding)
+            record_order_receipt(order, binding)
     return len(bindings)
 
 
-def _record_deleted(order, binding: StoreBinding) -> None:
+def record_order_receipt(order, binding: StoreBinding) -> bool:
+    """Record on a binding no longer live the receipt of this order's completed deletion
+    (or redaction) task for it, as the proof its data is gone; False when there is
+    none yet (or the binding still holds, or may come to hold, data)."""
     with tenant_scope(binding.tenant_id):
         task = (
             GovernanceTask.objects.filter(
@@ -143,11 +144,23 @@ def _record_deleted(order, binding: StoreBinding) -> None:
             .first()
         )
         binding = StoreBinding.objects.get(pk=binding.pk)
-    if task is None or binding.status != StoreBinding.Status.RETIRED:
-        return
+    if task is None or binding.status in LIVE_STATUSES:
+        return False
     stores.binding_record_data_purged(
         actor=SYSTEM_ACTOR, binding=binding, receipt=phases.purge_receipt(task)
     )
+    return True
+
+
+def delete_released_rows(tenant_id) -> list[dict]:
+    """Delete the tenant's binding rows (the release phase's tables). Called once the
+    order's evidence names every binding with its receipt or reason, never before: the
+    rows are what that evidence is read from."""
+    labels = coverage.tables_of_phase(RELEASE)
+    return [
+        _item(model._meta.label, "deleted", delete_rows(model, tenant_id))
+        for model in _in_delete_order(labels)
+    ]
 
 
 def _item(what: str, action: str, count: int) -> dict:
@@ -175,6 +188,12 @@ def carry_out_deletion_phase(task: GovernanceTask) -> list[dict]:
         )
     if step.slug == "audit":
         items.append(_item("tenancy.AuditEvent", "redacted", redact_audit(task.tenant_id)))
+    if step.steward_coverage == RELEASE:
+        # The binding rows are what the order's completion check reads to certify that
+        # every store was reached: the order deletes them itself once its evidence names
+        # each binding with its receipt or reason (delete_released_rows), not before.
+        items += [_item(label, "kept until the evidence names each binding", 0) for label in labels]
+        labels = []
     for model in _in_delete_order(labels):
         items.append(_item(model._meta.label, "deleted", delete_rows(model, task.tenant_id)))
     if step.slug == "derived":

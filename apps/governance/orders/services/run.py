@@ -22,8 +22,11 @@ from apps.core.scope import system_scope, tenant_scope
 from apps.governance.models import GovernanceOrder, GovernanceTask
 from apps.governance.orders import evidence, phases
 from apps.governance.retention.selectors import active_legal_holds
+from apps.governance.steward_owner import deletion
 from apps.registry.catalog import STEWARD_SERVICE
 from apps.registry.services import topic_ensure
+from apps.stores.models import LIVE_STATUSES, Store
+from apps.stores.selectors import BindingCoverage, binding_erasure_coverage
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import Tenant
 from apps.tenancy.services import tenant_set_lifecycle_status
@@ -185,8 +188,13 @@ def _issue_phase(order: GovernanceOrder, number: int) -> None:
     order.phase = number
     order.save(update_fields=["phase"])
     evidence.append(order, "phase_started", phase=number, name=step.slug, title=step.title)
+    _issue_assignments(order, phases.assignments(order, number))
+
+
+def _issue_assignments(order: GovernanceOrder, assignments: list[phases.Assignment]) -> None:
+    """One task per assignment in the order's current phase, all due together."""
     due = _owner_task_due_at()
-    for assignment in phases.assignments(order, number):
+    for assignment in assignments:
         owner_task_issue(
             tenant_id=order.tenant_id,
             owner=assignment.owner,
@@ -194,7 +202,7 @@ def _issue_phase(order: GovernanceOrder, number: int) -> None:
             detail=assignment.detail,
             due_at=due,
             order=order,
-            phase=number,
+            phase=order.phase,
             store_id=assignment.store_id,
         )
 
@@ -265,11 +273,68 @@ def _advance_order(order: GovernanceOrder) -> None:
         return
     if _held_by_legal_hold(order, "paused_by_legal_hold"):
         return  # the finished phase's successor waits; resume_held_orders goes on
+    last = order.phase == len(phases.phases_of(order.kind))
+    if last and not _erasure_covered(order):
+        return  # the owners of the bindings not yet reached are asked; it waits for them
     evidence.append(order, "phase_completed", phase=order.phase)
-    if order.phase < len(phases.phases_of(order.kind)):
+    if not last:
         _issue_phase(order, order.phase + 1)
-    else:
-        order_complete(order=order)
+        return
+    deletion.delete_released_rows(order.tenant_id)
+    order_complete(order=order)
+
+
+def _erasure_covered(order: GovernanceOrder) -> bool:
+    """Whether a deletion has reached every binding that ever held the tenant's data:
+    each has its owner's receipt or a stated reason it never held any
+    (apps.stores.selectors.binding_erasure_coverage). When so, the evidence names every
+    binding -- store, owner, status, receipt, reason -- before the binding rows are
+    deleted. Otherwise the order waits: each binding not reached whose owner has not
+    been asked in this phase is given a deletion task (and Steward one to retire it if
+    it is still live), the evidence names the bindings waited for, and a task past its
+    due date is overdue like any other (the attention queue)."""
+    if order.kind != GovernanceOrder.Kind.DELETION:
+        return True
+    found = binding_erasure_coverage(order.tenant_id)
+    # A receipt that settled after its binding was retired is recorded now (the owner's
+    # answer comes before the record in owner_task_complete).
+    recorded = [
+        deletion.record_order_receipt(order, c.binding)
+        for c in found
+        if not c.covered and c.binding.status not in LIVE_STATUSES
+    ]
+    if any(recorded):
+        found = binding_erasure_coverage(order.tenant_id)
+    waiting = [c for c in found if not c.covered]
+    if not waiting:
+        evidence.append(order, "erasure_covered", bindings=[c.as_dict() for c in found])
+        return True
+    if _ask_again(order, waiting):
+        evidence.append(
+            order, "waiting_for_erasure", phase=order.phase, bindings=[c.as_dict() for c in waiting]
+        )
+    return False
+
+
+def _ask_again(order: GovernanceOrder, waiting: list[BindingCoverage]) -> bool:
+    """Issue, in the order's current phase, a deletion task to the owner of each
+    binding not yet reached that no task of this phase names, and Steward's release
+    task again when one of them is still live; whether any task was issued."""
+    tasks = list(order.tasks.filter(phase=order.phase))
+    named = {t.detail.get("binding") for t in tasks}
+    issued = []
+    for covering in waiting:
+        binding = covering.binding
+        if str(binding.pk) in named:
+            continue
+        audit = binding.store.category == Store.Category.AUDIT
+        kind = GovernanceTask.Kind.REDACT if audit else GovernanceTask.Kind.DELETE
+        issued.append(phases.binding_assignment(binding, kind))
+    steward_busy = any(t.owner == STEWARD_SERVICE and t.is_open for t in tasks)
+    if not steward_busy and any(c.binding.status in LIVE_STATUSES for c in waiting):
+        issued += [a for a in phases.assignments(order, order.phase) if a.owner == STEWARD_SERVICE]
+    _issue_assignments(order, issued)
+    return bool(issued)
 
 
 def _held_by_legal_hold(order: GovernanceOrder, kind: str) -> bool:
