@@ -197,6 +197,7 @@ def subscription_create(
     transport: str,
     endpoint: str = "",
     secret_ref: str = "",
+    is_active: bool = True,
 ) -> Subscription:
     subscription = Subscription(
         consumer=consumer,
@@ -204,6 +205,7 @@ def subscription_create(
         transport=transport,
         endpoint=endpoint,
         secret_ref=secret_ref,
+        is_active=is_active,
     )
     _check_subscription(subscription)
     with transaction.atomic():

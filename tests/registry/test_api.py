@@ -1,6 +1,8 @@
 """The registry's REST API: the catalog (services, topics, subscriptions), ModelSync and
 schema versions (apps.registry.api.views)."""
 
+import json
+
 import pytest
 from django.test import Client
 from rest_framework.test import APIClient
@@ -25,6 +27,7 @@ from tests.registry.factories import (
     sync,
     waiting_version,
 )
+from tests.support import problem
 
 pytestmark = pytest.mark.django_db
 
@@ -211,3 +214,69 @@ def test_list_endpoints_query_count_does_not_grow(api, operator, url, add_rows):
     sync("r0", V1)  # orders.order, for the subject's versions
     api.force_login(operator)
     assert_flat_query_count(add_rows, lambda: api.get(url))
+
+
+@pytest.mark.parametrize("body", [[1], None, {"reason": "because\x00"}, "text"])
+def test_a_withdrawal_whose_body_is_not_an_object_or_holds_a_nul_is_bad_input(body):
+    # given a waiting version and its producer
+    waiting_version()
+    release = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
+    url = f"/api/v1/registry/schema-versions/{pending().pk}/withdraw/"
+    # when it sends a body that is no object, or a reason with a NUL
+    answer = release.generic("POST", url, json.dumps(body), content_type="application/json")
+    # then it is told so, and nothing changed
+    problem(answer, 400, "invalid")
+    assert pending().state == "awaiting_acknowledgement"
+
+
+def test_a_subscription_may_be_created_inactive(api, operator, topic):
+    api.force_login(operator)
+    api.post("/api/v1/registry/services/", {"name": "billing"})
+    body = {"consumer": "billing", "topic": topic.name, "transport": "redis_stream"}
+    created = api.post("/api/v1/registry/subscriptions/", {**body, "is_active": False})
+    assert created.status_code == 201, created.content
+    assert Subscription.objects.get(pk=created.json()["id"]).is_active is False
+
+
+@pytest.mark.parametrize("body", [[1], None, "text", {"consumer": "billing\x00"}])
+def test_a_subscription_body_that_is_not_an_object_or_holds_a_nul_is_bad_input(
+    api, operator, topic, body
+):
+    api.force_login(operator)
+    sent = json.dumps(body)
+    answer = api.generic(
+        "POST", "/api/v1/registry/subscriptions/", sent, content_type="application/json"
+    )
+    problem(answer, 400, "invalid")
+
+
+NUL_SCHEMA_TEXT = json.dumps({"type": "object", "title": "a\x00b"})
+
+
+@pytest.mark.parametrize(
+    "path, body, status",
+    [
+        (
+            "/api/schema-registry/subjects/nul.topic-value/versions",
+            {"schemaType": "JSON", "schema": NUL_SCHEMA_TEXT},
+            422,
+        ),
+        (
+            "/api/schema-registry/subjects/nul.topic-value/versions",
+            {"schemaType": "AVRO", "schema": json.dumps({"type": "string", "doc": "a\x00"})},
+            422,
+        ),
+        (
+            "/api/v1/registry/model-sync/",
+            {"release": "r1", "topics": [{"name": "nul.topic", "schema": NUL_SCHEMA_TEXT}]},
+            200,
+        ),
+    ],
+)
+def test_a_schema_sent_as_text_with_a_nul_is_refused_as_invalid(path, body, status):
+    # the body holds no NUL itself: the schema's text escapes it, so only parsing shows it
+    release = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
+    answer = release.generic("POST", path, json.dumps(body), content_type="application/json")
+    assert answer.status_code == status, answer.content
+    assert "NUL" in answer.content.decode()
+    assert not SchemaVersion.objects.filter(topic__name="nul.topic").exists()

@@ -208,3 +208,7 @@ class AcknowledgeSerializer(StrictSerializer):
 
 class OverrideSerializer(StrictSerializer):
     reason = serializers.CharField()
+
+
+class WithdrawSerializer(StrictSerializer):
+    reason = serializers.CharField(required=False, allow_blank=True)

@@ -222,15 +222,20 @@ class SchemaVersionViewSet(StewardViewSetMixin, viewsets.ReadOnlyModelViewSet):
         return Response(self.read_representation(version))
 
     @extend_schema(
-        request=serializers.OverrideSerializer, responses=serializers.SchemaVersionSerializer
+        request=serializers.WithdrawSerializer, responses=serializers.SchemaVersionSerializer
     )
     @action(detail=True, methods=["post"])
     @idempotent
     def withdraw(self, request, pk=None):
         """The producer (or an operator) takes a waiting version back."""
-        reason = str(request.data.get("reason", ""))
+        # Read through a serializer as every other body is: one that is not an object,
+        # or whose reason holds a NUL, is bad input (400), never a 500.
+        payload = serializers.WithdrawSerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
         version = versions.withdraw_version(
-            actor=request.actor, version=self.get_object(), reason=reason
+            actor=request.actor,
+            version=self.get_object(),
+            reason=payload.validated_data.get("reason", ""),
         )
         return Response(self.read_representation(version))
 

@@ -36,6 +36,7 @@ from apps.registry.versions.acknowledgements import make_current
 from apps.registry.versions.announcements import announce
 from apps.registry.versions.modes import mode_implies
 from apps.registry.versions.readers import judge_readers
+from apps.registry.versions.texts import storable
 from apps.tenancy.audit import audit_record
 
 State = SchemaVersion.State
@@ -190,7 +191,7 @@ def _decide_entry(sync: Sync, entry: dict, parsed=None) -> TopicAnswer:
     name = entry["name"]
     if parsed is None:
         try:
-            parsed = formats.parse(entry.get("schema_type", "JSON"), entry["schema"])
+            parsed = storable(formats.parse(entry.get("schema_type", "JSON"), entry["schema"]))
         except formats.InvalidSchema as exc:
             return TopicAnswer(name, "rejected", reason=exc.reason)
     topic = sync.topic(entry)
