@@ -60,6 +60,27 @@ def require_produces(actor: Actor, topic: Topic) -> None:
         raise NotPermitted(f"{account.name} does not produce {topic.name}.")
 
 
+def require_may_name_producers(
+    actor: Actor, topic_name: str, named: Iterable[str], producers: Iterable[str] | None
+) -> None:
+    """Who a service account may make a topic's producers: itself on a topic it creates
+    (`producers` None: the topic is new), others only on a topic it produces, as that
+    topic's producers' grant. Joining a topic others produce is an operator's act: a
+    producer may lower its level and publish, so joining is never self-service."""
+    account = actor.service_account
+    if account is None:
+        return
+    named = set(named)
+    owners = {account.name} if producers is None else set(producers)
+    if account.name not in owners:
+        raise NotPermitted(
+            f"{account.name} does not produce {topic_name}: an operator, or one of its "
+            "producers, makes a service its producer."
+        )
+    if producers is None and named and account.name not in named:
+        raise NotPermitted(f"{account.name} creates {topic_name} only as one of its producers.")
+
+
 def require_operator(actor: Actor) -> None:
     """What only operators (and Steward itself) may do: registry-wide settings."""
     user = actor.user
@@ -68,6 +89,13 @@ def require_operator(actor: Actor) -> None:
 
 
 # --------------------------------------------------------------------------- services
+
+
+def service_register(*, actor: Actor, name: str, description: str = "") -> Service:
+    """A service named in the catalog by a caller: a service account names only its own
+    (another's name is that service's to take), operators any."""
+    require_speaks_for(actor, name)
+    return service_ensure(actor=actor, name=name, description=description)
 
 
 def service_ensure(*, actor: Actor, name: str, description: str = "") -> Service:
@@ -108,6 +136,8 @@ def service_for_caller(*, actor: Actor, named: str | None = None) -> Service:
 
 
 def topic_create(*, actor: Actor, name: str, description: str = "", producers=()) -> Topic:
+    if producers:
+        require_may_name_producers(actor, name, [p.name for p in producers], None)
     topic = Topic(name=name, description=description)
     topic.full_clean()
     with transaction.atomic():
@@ -199,6 +229,8 @@ def subscription_create(
     secret_ref: str = "",
     is_active: bool = True,
 ) -> Subscription:
+    # A subscription belongs to its consumer: where its events go, signed with its secret.
+    require_speaks_for(actor, consumer.name)
     subscription = Subscription(
         consumer=consumer,
         topic=topic,
@@ -266,6 +298,7 @@ def subscription_ensure(
 
 
 def subscription_update(*, actor: Actor, subscription: Subscription, **fields) -> Subscription:
+    require_speaks_for(actor, subscription.consumer.name)
     unknown = set(fields) - {"endpoint", "secret_ref", "is_active"}
     if unknown:
         raise ValidationFailed(

@@ -211,4 +211,6 @@ class OverrideSerializer(StrictSerializer):
 
 
 class WithdrawSerializer(StrictSerializer):
+    """Why the producer takes its waiting version back (optional): told to its consumers."""
+
     reason = serializers.CharField(required=False, allow_blank=True)

@@ -27,13 +27,14 @@ from apps.registry.selectors import (
     versions_answered_as,
 )
 from apps.registry.services import (
+    require_may_name_producers,
     service_ensure,
     subscribe_steward_consumers_on_commit,
     topic_consumers_add,
 )
 from apps.registry.subjects import TOPIC as TOPIC_NAME
 from apps.registry.versions.acknowledgements import make_current
-from apps.registry.versions.announcements import announce
+from apps.registry.versions.announcements import announce, producers_joined
 from apps.registry.versions.modes import mode_implies
 from apps.registry.versions.readers import judge_readers
 from apps.registry.versions.texts import storable
@@ -153,7 +154,14 @@ class Sync:
             producers = {p.name for p in known.producers.all()} if self.catalog else set()
             consumers = {c.name for c in known.consumers.all()}
         wanted = entry.get("producers", [self.service.name])
-        topic.producers.add(*[self.services[n] for n in wanted if n not in producers])
+        # A release declares its own roles: on a topic others produce, it is no producer
+        # (nor may it name the topic's consumers) until an operator or a producer says so.
+        if self.catalog:
+            require_may_name_producers(
+                self.actor, name, wanted, None if known is None else producers
+            )
+        joining = [self.services[n] for n in wanted if n not in producers]
+        topic.producers.add(*joining)
         named_consumers = entry.get("consumers", [])
         if named_consumers:
             topic_consumers_add(
@@ -163,6 +171,8 @@ class Sync:
                 registered=consumers,
             )
         topic.consumer_names = sorted(consumers | set(named_consumers))
+        if joining and known is not None:
+            producers_joined(self.actor, topic, sorted(producers), [s.name for s in joining])
         # Reported, never removed: a release may just not mention everyone.
         topic.not_named = {
             "producers": sorted(producers - set(wanted)),
@@ -263,6 +273,9 @@ def _decide(
         if refused is not None:
             return refused
     if pending is not None:  # a newer release replaces the version that was waiting
+        refused = _not_its_to_supersede(sync, topic, pending)
+        if refused is not None:
+            return refused
         TRANSITIONS.move(pending, State.SUPERSEDED)
     number = (history[-1].version if history else 0) + 1
     return _submit(sync, topic, parsed, role, references, verdict, number)
@@ -299,6 +312,23 @@ def _known(name: str, parsed, published, pending, references, any_version) -> To
             row=pending,
         )
     return None
+
+
+def _not_its_to_supersede(sync: Sync, topic: Topic, pending: SchemaVersion) -> TopicAnswer | None:
+    """A waiting version is its topic's producers' (and operators') to replace: another
+    service's schema must not push it aside, even on a topic no one produces yet (the
+    Schema Registry API's subjects), where only the one that submitted it may."""
+    account = sync.actor.service_account
+    if account is None or pending.submitted_by_id == sync.service.pk:
+        return None
+    if topic.producers.filter(pk=sync.service.pk).exists():
+        return None
+    return TopicAnswer(
+        topic.name,
+        "refused",
+        reason=f"Version {pending.version} of {topic.name} waits for acknowledgement; only "
+        "the topic's producers (or an operator) replace it.",
+    )
 
 
 def _held_by_waiting(sync: Sync, topic: Topic, parsed, published, pending) -> TopicAnswer | None:
