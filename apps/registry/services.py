@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from apps.core.context import Actor
 from apps.core.errors import DomainError, ValidationFailed
+from apps.core.outbound import OutboundRefused, check_url
 from apps.registry.catalog import STEWARD_SERVICE
 from apps.registry.codes import RegistryCode
 from apps.registry.models import SchemaReference, Service, Subscription, Topic
@@ -203,6 +204,14 @@ def _check_subscription(subscription: Subscription) -> None:
                 "A webhook subscription needs an endpoint and a secret reference.",
                 code=RegistryCode.WEBHOOK_INCOMPLETE,
             )
+        try:
+            check_url(subscription.endpoint)
+        except OutboundRefused as exc:
+            raise ValidationFailed(
+                f"Steward does not call this endpoint: {exc}.",
+                code=RegistryCode.ENDPOINT_NOT_ALLOWED,
+                field="endpoint",
+            ) from None
         try:
             resolve_secret(subscription.secret_ref)
         except SecretUnavailable as exc:
