@@ -396,3 +396,15 @@ def test_a_waiting_version_of_a_subject_no_one_produces_is_replaced_only_by_its_
     assert register(alpha, {**V2_BREAKING, "title": "alpha's"}).status_code == 409
     waiting.refresh_from_db()
     assert waiting.state == "superseded"
+
+
+def test_on_a_subject_no_one_produces_a_service_deletes_only_what_it_registered():
+    alpha = bearer(APIClient(), service_token(scopes=["registry:write"], name="alpha"))
+    bravo = bearer(APIClient(), service_token(scopes=["registry:write"], name="bravo"))
+    url = "/api/schema-registry/subjects/loose.d-value"
+    body = {"schemaType": "JSON", "schema": json.dumps(V1)}
+    assert alpha.post(f"{url}/versions", body, format="json").status_code == 200
+    for attempt in (bravo.delete(f"{url}/versions/1"), bravo.delete(url)):
+        assert (attempt.status_code, attempt.json()["error_code"]) == (403, 40301)
+    assert SchemaVersion.objects.get(topic__name="loose.d").deleted_at is None
+    assert alpha.delete(url).json() == [1]
