@@ -18,6 +18,7 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.scope import system_scope
 from apps.registry import services
 from apps.registry import versions as schemas
 from apps.registry.models import (
@@ -29,6 +30,8 @@ from apps.registry.models import (
     Subscription,
     Topic,
 )
+from apps.tenancy import services as tenancy
+from apps.tenancy.models import ServiceAccount
 from tests.conftest import bearer
 from tests.factories import service_token
 from tests.registry.factories import V1, V2_BREAKING, V2_COMPATIBLE
@@ -185,6 +188,8 @@ OPERATIONS = {
     ],
     "DELETE /api/schema-registry/subjects/{subject}": [
         ({"subject": "alpha.orders-value"}, None, "refused"),
+        # a subject no one produces, which alpha registered
+        ({"subject": "loose.alpha-value"}, None, "refused"),
     ],
     "GET /api/schema-registry/subjects/{subject}/versions": [
         ({"subject": "alpha.orders-value"}, None, "read"),
@@ -199,6 +204,7 @@ OPERATIONS = {
     ],
     "DELETE /api/schema-registry/subjects/{subject}/versions/{version}": [
         ({"subject": "alpha.orders-value", "version": "1"}, None, "refused"),
+        ({"subject": "loose.alpha-value", "version": "1"}, None, "refused"),
     ],
     "GET /api/schema-registry/subjects/{subject}/versions/{version}/referencedby": [
         ({"subject": "alpha.orders-value", "version": "1"}, None, "read"),
@@ -230,14 +236,24 @@ def test_every_registry_operation_is_classified():
 
 
 def _client(name: str) -> APIClient:
-    return bearer(APIClient(), service_token(scopes=["registry:read", "registry:write"], name=name))
+    """A client with a new token of the service account of that name (made once)."""
+    scopes = ["registry:read", "registry:write"]
+    with system_scope():  # the accounts' table is row-level secured
+        account = ServiceAccount.objects.filter(name=name).first()
+    if account is None:
+        return bearer(APIClient(), service_token(scopes=scopes, name=name))
+    issued = tenancy.api_token_issue(
+        actor=SYSTEM_ACTOR, service_account=account, name="again", scopes=scopes
+    )
+    return bearer(APIClient(), issued)
 
 
 @pytest.fixture
 def world():
     """alpha produces alpha.orders (v1 published, v2 breaking waiting on carol) and
     consumes bravo.feed, bravo's, through a subscription of its own, with a reader schema
-    and an acknowledgement of bravo's waiting v2 (still waiting on carol)."""
+    and an acknowledgement of bravo's waiting v2 (still waiting on carol); it registered
+    loose.alpha-value through the Schema Registry API (a topic no one produces)."""
     alpha = services.service_ensure(actor=SYSTEM_ACTOR, name="alpha")
     bravo = services.service_ensure(actor=SYSTEM_ACTOR, name="bravo")
 
@@ -267,6 +283,12 @@ def world():
     orders = Topic.objects.get(name="alpha.orders")
     schemas.set_registry_mode(actor=SYSTEM_ACTOR, topic=orders, role="value", mode="READWRITE")
     published = SchemaVersion.objects.get(topic=orders, version=1)
+    loose = _client("alpha").post(
+        "/api/schema-registry/subjects/loose.alpha-value/versions",
+        _registry_body(V1),
+        format="json",
+    )
+    assert loose.status_code == 200, loose.content
     return {
         "alpha_waiting": SchemaVersion.objects.get(topic=orders, version=2).pk,
         "bravo_waiting": bravo_waiting.pk,
@@ -343,3 +365,28 @@ def test_a_service_lists_only_its_own_subscriptions(world):
     # its own, and the news subscription that mirrors it
     assert world["alpha_subscription"] in [s["id"] for s in mine]
     assert {s["consumer"] for s in mine} == {"alpha"}
+
+
+def _bodies():
+    for operation in sorted(OPERATIONS):
+        if operation.split(" ", 1)[0] in ("POST", "PUT", "PATCH"):
+            params = OPERATIONS[operation][0][0]
+            for body in ([1], None, "text", {"\x00": "\x00"}):
+                yield pytest.param(operation, params, body, id=f"{operation} {body!r}")
+
+
+@pytest.mark.parametrize("operation, params, body", list(_bodies()))
+def test_a_body_that_is_no_object_is_bad_input_on_every_registry_write(
+    world, operator, operation, params, body
+):
+    """Whoever sends it (an operator may do all of these), a body that is not an object,
+    or that holds a NUL, is a 4xx, never a 5xx."""
+    api = APIClient()
+    api.force_login(operator)
+    method, path = operation.split(" ", 1)
+    for name, value in params.items():
+        path = path.replace("{" + name + "}", str(world.get(value, value)))
+    answer = api.generic(method, path, json.dumps(body), content_type="application/json")
+    takes_no_body = operation.endswith("/remind/")
+    assert answer.status_code < 500, answer.content
+    assert takes_no_body or 400 <= answer.status_code < 500, answer.content
