@@ -99,15 +99,6 @@ class Sync:
         sync_conflict), as it is when it commits between the read here and the insert."""
         self.actor, self.service, self.release = actor, service, release
         self.catalog, self._defaults = catalog, defaults
-        names = set()
-        for entry in topics:
-            names.update(entry.get("producers", []), entry.get("consumers", []))
-        names.discard(service.name)
-        self.services = {service.name: service}
-        if names:
-            self.services.update((s.name, s) for s in Service.objects.filter(name__in=names))
-        for name in names - set(self.services):
-            self.services[name] = service_ensure(actor=actor, name=name)
         # Locked for this sync (one sync per topic at a time), in name order so that two
         # syncs of the same topics cannot wait on each other; read once, with their
         # producers and consumers.
@@ -122,6 +113,27 @@ class Sync:
                 .prefetch_related(*(("producers", "consumers") if catalog else ("consumers",)))
             }
         )
+        if catalog:
+            # A release declares its own roles: on a topic others produce it is no
+            # producer (nor names the topic's producers or consumers) until an operator
+            # or a producer says so. Asked of every entry before anything is written.
+            for entry in topics:
+                known = self.topics.get(entry["name"])
+                require_may_name_producers(
+                    actor,
+                    entry["name"],
+                    entry.get("producers", [service.name]),
+                    None if known is None else [p.name for p in known.producers.all()],
+                )
+        names = set()
+        for entry in topics:
+            names.update(entry.get("producers", []), entry.get("consumers", []))
+        names.discard(service.name)
+        self.services = {service.name: service}
+        if names:
+            self.services.update((s.name, s) for s in Service.objects.filter(name__in=names))
+        for name in names - set(self.services):
+            self.services[name] = service_ensure(actor=actor, name=name)
 
     def mode_of(self, topic: Topic) -> str:
         """The topic's compatibility level, the registry's read once for the whole sync
@@ -154,12 +166,6 @@ class Sync:
             producers = {p.name for p in known.producers.all()} if self.catalog else set()
             consumers = {c.name for c in known.consumers.all()}
         wanted = entry.get("producers", [self.service.name])
-        # A release declares its own roles: on a topic others produce, it is no producer
-        # (nor may it name the topic's consumers) until an operator or a producer says so.
-        if self.catalog:
-            require_may_name_producers(
-                self.actor, name, wanted, None if known is None else producers
-            )
         joining = [self.services[n] for n in wanted if n not in producers]
         topic.producers.add(*joining)
         named_consumers = entry.get("consumers", [])
