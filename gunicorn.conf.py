@@ -11,3 +11,8 @@ cores (about two per core); each holds one database connection.
 """
 
 workers = 4
+
+# gunicorn's maximum (its default is 4094): a request line up to this reaches Steward,
+# which refuses URLs over STEWARD_MAX_URL_LENGTH (4096) with a 414 in the caller's shape,
+# a problem+json for the API, instead of gunicorn's HTML page.
+limit_request_line = 8190

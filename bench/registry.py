@@ -159,10 +159,10 @@ def run(*, quick: bool) -> dict:
     producer = Service.objects.create(name="bench-producer")
     topic_schemas = [_object(rng, 30) for _ in range(200)]
 
-    def sync(release: str, versions: list[dict]) -> float:
+    def sync(release: str, schemas: list[dict]) -> float:
         topics = [
             {"name": f"bench.topic_{n}", "consumers": ["bench-consumer"], "schema": schema}
-            for n, schema in enumerate(versions)
+            for n, schema in enumerate(schemas)
         ]
         started = time.perf_counter()
         answer = versions.model_sync(

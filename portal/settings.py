@@ -141,6 +141,23 @@ ALLOWED_HOSTS = [
     for h in env("STEWARD_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
     if h.strip()
 ]
+
+
+def networks(name: str) -> list[str]:
+    """A comma-separated list of IP networks, checked at start-up."""
+    listed = [n.strip() for n in (env(name, "") or "").split(",") if n.strip()]
+    for network in listed:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {network!r} is not an IP network.") from None
+    return listed
+
+
+# The reverse proxies in front of Steward whose X-Forwarded-For is believed
+# (apps.core.addresses). None by default: a client's own header must not choose the
+# address its sign-in attempts and API rate are counted under.
+STEWARD_TRUSTED_PROXIES = networks("STEWARD_TRUSTED_PROXIES")
 CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in (env("STEWARD_CSRF_TRUSTED_ORIGINS", "") or "").split(",") if o.strip()
 ]
@@ -241,9 +258,14 @@ LOGIN_URL = "console:login"
 LOGIN_REDIRECT_URL = "console:dashboard"
 LOGOUT_REDIRECT_URL = "console:login"
 
-# Repeated failed logins lock the account for a while (apps.tenancy.services.login_attempt).
+# Failed sign-ins, counted in Redis over a sliding window (apps.tenancy.attempts): this
+# many wrong passwords for one username lock it against the password alone (the right
+# password and a second factor still pass), this many wrong codes lock a person's code
+# step and two-factor pages, and STEWARD_LOGIN_ADDRESS_MAX_FAILURES failures of any kind
+# from one client address refuse that address, before any password is hashed.
 STEWARD_LOGIN_MAX_FAILURES = env_int("STEWARD_LOGIN_MAX_FAILURES", 5)
 STEWARD_LOGIN_LOCKOUT = timedelta(seconds=env_int("STEWARD_LOGIN_LOCKOUT_SECONDS", 900))
+STEWARD_LOGIN_ADDRESS_MAX_FAILURES = env_int("STEWARD_LOGIN_ADDRESS_MAX_FAILURES", 20)
 # Between the password and the code of a two-step login: the password step is redone after.
 STEWARD_LOGIN_CODE_SECONDS = env_int("STEWARD_LOGIN_CODE_SECONDS", 300)
 
@@ -365,6 +387,10 @@ STEWARD_IDEMPOTENCY_TTL = timedelta(hours=env_int("STEWARD_IDEMPOTENCY_TTL_HOURS
 
 # The outbox every app writes its events to (apps.core.outbox); eventing provides it.
 STEWARD_OUTBOX_EMITTER = "apps.eventing.services.emit_many"
+# The inboxes' deduplication window, which a re-drive of lost events must not exceed
+# (apps.eventing.redrive): the retention rule steward-event-receipts decides it, and
+# governance answers for it. A port, as the outbox's: no number here to contradict it.
+STEWARD_INBOX_WINDOW_SOURCE = "apps.governance.retention.selectors.inbox_window"
 
 STEWARD_EVENTING = {
     # Envelopes claimed per dispatcher batch, and how long a lane lease lasts before
@@ -382,6 +408,8 @@ STEWARD_EVENTING = {
     # Stream entries pending this long with a consumer are taken over by another.
     "RECLAIM_IDLE_SECONDS": env_int("STEWARD_RECLAIM_IDLE_SECONDS", 60),
     "WEBHOOK_TIMEOUT_SECONDS": float(env("STEWARD_WEBHOOK_TIMEOUT_SECONDS", "5")),
+    # Only the first period of the rule steward-event-receipts that set-up installs
+    # (never below 72 h); from then on the rule alone is the dedup and re-drive window.
     "INBOX_RETENTION_HOURS": env_int("STEWARD_INBOX_RETENTION_HOURS", 72),
     # Start a dispatcher as soon as a transaction with events commits (beat sweeps too).
     "KICK_ON_COMMIT": env_bool("STEWARD_KICK_ON_COMMIT", True),
@@ -414,11 +442,32 @@ STEWARD_WORKFLOW_CALLBACK_BATCH = env_int("STEWARD_WORKFLOW_CALLBACK_BATCH", 100
 STEWARD_WORKFLOW_CALLBACK_KICK_COALESCE_MS = env_int(
     "STEWARD_WORKFLOW_CALLBACK_KICK_COALESCE_MS", 250
 )
-# The opt-in reconciler (schedule assets.periodic_reconcile_workflows, installed
-# disabled) asks about assets Requested under a workflow for longer than this.
+# The reconciler (schedule assets.periodic_reconcile_workflows) asks about assets
+# Requested under a workflow for longer than this.
 STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES = env_int("STEWARD_WORKFLOW_RECONCILE_AFTER_MINUTES", 60)
 STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS = env_int(
     "STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS", 300
+)
+
+
+def days_by_tenant(name: str) -> dict[str, int]:
+    """`slug=days,slug=days` as {slug: days}; anything else stops the process at start-up,
+    rather than a tenant's bound silently falling back to the default."""
+    found = {}
+    for part in filter(None, (p.strip() for p in (env(name, "") or "").split(","))):
+        slug, _, days = part.partition("=")
+        if not slug.strip() or not days.strip().isdigit() or int(days) < 1:
+            raise ImproperlyConfigured(f"{name}: {part!r} is not slug=days (days at least 1).")
+        found[slug.strip()] = int(days)
+    return found
+
+
+# An asset waiting on the Workflow Service's decision for longer than this many days
+# waits on a person too (attention kind overdue-decision: ask the service, delegate
+# again, or retire it); a tenant named in the second setting gets its own bound.
+STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS = env_int("STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS", 7)
+STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS_BY_TENANT = days_by_tenant(
+    "STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS_BY_TENANT"
 )
 
 # Schema registry: the compatibility mode of topics that set none.
@@ -523,10 +572,19 @@ EMAIL_HOST = env("STEWARD_EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("STEWARD_EMAIL_PORT", 25)
 DEFAULT_FROM_EMAIL = env("STEWARD_EMAIL_FROM", "steward@localhost")
 
-# /metrics (apps.core.metrics): a bearer token, or else only these networks.
+# The longest URL (path and query) Steward serves; longer ones are refused with 414 in
+# the caller's shape (apps.core.middleware). gunicorn's own limit is above it
+# (gunicorn.conf.py), so the answer is Steward's, not the server's HTML.
+STEWARD_MAX_URL_LENGTH = env_int("STEWARD_MAX_URL_LENGTH", 4096)
+
+# /metrics (apps.core.metrics): a bearer token, or else only these networks. In
+# production no network is listed unless an operator lists it: behind a reverse proxy on
+# the same host every visitor arrives from loopback, so loopback proves nothing there.
 STEWARD_METRICS_TOKEN = env("STEWARD_METRICS_TOKEN", "")
 STEWARD_METRICS_ALLOW = [
-    n.strip() for n in env("STEWARD_METRICS_ALLOW", "127.0.0.1/32,::1/128").split(",") if n.strip()
+    n.strip()
+    for n in env("STEWARD_METRICS_ALLOW", "" if PRODUCTION else "127.0.0.1/32,::1/128").split(",")
+    if n.strip()
 ]
 
 # Bounded reconciliation of uncertain effects (apps/eventing/effects.py): checks of the

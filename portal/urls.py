@@ -29,6 +29,7 @@ api_v1 = [
     path("whoami/", WhoAmIView.as_view(), name="whoami"),
 ]
 
+handler400 = "apps.core.views.bad_request"
 handler404 = "apps.core.views.not_found"
 handler500 = "apps.core.views.server_error"
 

@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 from apps.console.twofactor import mark_verified
 from apps.core import counting
 from apps.core.context import SYSTEM_ACTOR
+from apps.core.redis import get_redis
 from apps.registry.models import Service
 from apps.stores.models import Store, StoreProfile
 from apps.tenancy import services
@@ -66,6 +67,18 @@ def _steward_topics(request):
     from apps.registry.catalog import install_steward_topics
 
     install_steward_topics()
+
+
+@pytest.fixture(autouse=True)
+def _no_sign_in_failures():
+    """Failed sign-ins are counted in Redis per name, person and address
+    (apps.tenancy.attempts), outside any test's transaction: each test starts with none,
+    so one test's wrong passwords never lock another's sign-in. (Cleared before the
+    test: after it, a test may have pointed REDIS_URL at nothing.)"""
+    redis = get_redis()
+    stale = list(redis.scan_iter(match=f"{settings.CACHES['default']['KEY_PREFIX']}:signin:*"))
+    if stale:
+        redis.delete(*stale)
 
 
 @pytest.fixture(autouse=True)

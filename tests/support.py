@@ -1,18 +1,28 @@
 """Helpers many tests share: a real HTTP server on the loopback interface (for tests of
-Steward's HTTP clients), polling, concurrency, and the test database's URL."""
+Steward's HTTP clients), Steward's own web process (`web_process`), polling,
+concurrency, and the test database's URL."""
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
+import os
+import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from django.db import connection
 
 from portal.dburl import url_from_settings
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -130,3 +140,41 @@ def problem(response, status, code):
     assert body["code"] == code, body
     assert body["status"] == status
     return body
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def web_process(**env: str) -> Iterator[int]:
+    """`manage.py runserver` as `make run` starts it (a thread per request, its database
+    connections pooled), on the test database with `env` over the test's environment.
+    Yields its port once it answers /readyz; stopped after."""
+    port = free_port()
+    server = subprocess.Popen(  # noqa: S603
+        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": database_url(), **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def up():
+        probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            probe.request("GET", "/readyz")
+            return probe.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            probe.close()
+
+    try:
+        wait_for(up, timeout=60)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

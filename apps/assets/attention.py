@@ -1,11 +1,13 @@
 """What of the assets waits on a person (apps.core.attention): delegations the Workflow
-Service refused or that failed, and callback receipts for instances no asset has."""
+Service refused or that failed, delegations whose decision never came, and callback
+receipts for instances no asset has."""
 
 from __future__ import annotations
 
 from django.urls import reverse
 
 from apps.assets import selectors, services
+from apps.assets.codes import AssetCode
 from apps.core.attention import Action, Input, Item, Kind, find_row
 from apps.core.errors import ValidationFailed
 from apps.core.scope import system_scope
@@ -61,13 +63,62 @@ class FailedDelegations(Kind):
         return f"{row.name} is {values['decision']}."
 
 
+class OverdueDecisions(Kind):
+    slug = "overdue-decision"
+    title = "Decisions that never came"
+    description = (
+        "The Workflow Service took an approval request and has not decided it within the "
+        "tenant's bound (STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS, 7 days unless set): ask "
+        "the service (a decision it made is applied), delegate it again as a new request, "
+        "or retire the asset with a reason."
+    )
+    actions = (
+        Action("ask", "Ask the Workflow Service"),
+        Action("rerequest", "Delegate again"),
+        Action(
+            "retire",
+            "Retire",
+            (REASON,),
+            confirm="The request is withdrawn and the asset retired; a late decision is ignored.",
+        ),
+    )
+
+    def waiting(self):
+        return selectors.decisions_overdue()
+
+    def item(self, asset) -> Item:
+        days = selectors.decision_overdue_days(asset.tenant.slug)
+        return Item(
+            key=str(asset.pk),
+            title=f"{asset.name} for {asset.tenant.slug}",
+            waiting_for=(
+                f"No decision from workflow instance {asset.workflow_instance_id} in {days} day(s)."
+            ),
+            since=asset.updated_at,
+            tenant_id=asset.tenant_id,
+            tenant=asset.tenant.slug,
+            url=asset.get_absolute_url(),
+            facts=(("Workflow instance", str(asset.workflow_instance_id)),),
+        )
+
+    def resolve(self, *, actor, row, action, values) -> str:
+        if action == "ask":
+            return services.delegation_ask(asset=row, actor=actor)
+        if action == "rerequest":
+            services.delegation_rerequest(asset=row, actor=actor)
+            return f"{row.name} is delegated again, as a new request."
+        services.asset_retire(actor=actor, asset=row, reason=values["reason"])
+        return f"{row.name} is retired."
+
+
 class UnknownCallbacks(Kind):
     slug = "unknown-callback"
     title = "Callbacks for unknown instances"
     description = (
         "The Workflow Service called back about an instance no asset has (a start whose "
         "answer was lost, or a misdirected call): link it to the asset it was meant for, or "
-        "dismiss it with a reason."
+        "dismiss it with a reason. Every callback for one instance is one item, resolved "
+        "together."
     )
     actions = (
         Action(
@@ -90,6 +141,7 @@ class UnknownCallbacks(Kind):
             tenant_id=receipt.tenant_id,
             tenant=receipt.tenant.slug if receipt.tenant_id else "",
             url=reverse("assets:asset-list"),
+            facts=(("Callbacks", str(getattr(receipt, "receipts", 1))),),
         )
 
     def resolve(self, *, actor, row, action, values) -> str:
@@ -99,9 +151,11 @@ class UnknownCallbacks(Kind):
         with system_scope():
             asset = find_row(selectors.asset_list(), values["asset"])
         if asset is None:
-            raise ValidationFailed("No asset has that id.", code="unknown_asset", field="asset")
+            raise ValidationFailed(
+                "No asset has that id.", code=AssetCode.UNKNOWN_ASSET, field="asset"
+            )
         services.callback_link(receipt=row, asset=asset, actor=actor, reason=values["reason"])
         return f"Linked to {asset.name}."
 
 
-KINDS = [FailedDelegations(), UnknownCallbacks()]
+KINDS = [FailedDelegations(), OverdueDecisions(), UnknownCallbacks()]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import uuid
 
 from apps.assets import services
+from apps.assets.codes import AssetCode
 from apps.assets.workflow import TARGET, WorkflowServiceClient, WorkflowServiceError
 from apps.core.errors import ValidationFailed
 from apps.eventing.effects import UNKNOWN, Outcome, OutcomeUnknown, register_adapter
@@ -60,7 +61,7 @@ class StartReconciler:
             return {"instance_id": str(uuid.UUID(reference))}
         except ValueError:
             raise ValidationFailed(
-                "A Workflow Service instance id is a UUID.", code="invalid_reference"
+                "A Workflow Service instance id is a UUID.", code=AssetCode.INVALID_REFERENCE
             ) from None
 
     def settled(self, effect: UncertainEffect) -> None:

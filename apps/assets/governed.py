@@ -9,3 +9,12 @@ GOVERNED = {
     ),
 }
 EXEMPT: dict[str, str] = {}
+# The rows of a governed table that are open work (SQL over the table's columns): no
+# retention rule expires them, whatever their age (apps.governance.retention.sweeper).
+# A pending receipt waits on a worker; an unknown-instance one nobody has linked or
+# dismissed waits on a person in the attention queue (kind unknown-callback).
+OPEN_WORK = {
+    "assets.WorkflowCallback": (
+        "outcome = 'pending' OR (outcome = 'unknown_instance' AND resolution = '')"
+    ),
+}

@@ -11,8 +11,10 @@ SCHEDULES = [
     Schedule("assets.periodic_apply_workflow_callbacks", 5, IntervalSchedule.SECONDS),
     # Delegations whose task died with a worker, or never reached the broker, go again.
     Schedule("assets.periodic_resume_delegations", 1, IntervalSchedule.MINUTES),
-    # Switched off until an operator turns it on.
-    Schedule("assets.periodic_reconcile_workflows", 15, IntervalSchedule.MINUTES, enabled=False),
+    # On by default: it only reads the Workflow Service, and recovers a lost callback
+    # before the asset waits on a person (attention kind overdue-decision). An existing
+    # installation keeps the operator's choice (install_periodic_tasks creates once).
+    Schedule("assets.periodic_reconcile_workflows", 15, IntervalSchedule.MINUTES),
 ]
 
 

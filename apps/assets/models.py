@@ -50,20 +50,23 @@ class Asset(models.Model):
         REJECTED = "rejected", "Rejected"
         RETIRED = "retired", "Retired"
 
+    # A Draft may be deleted; anything once asked for keeps its history.
+    DELETABLE = frozenset({Status.DRAFT})
     # A person or the Workflow Service decides a request; a rejected asset may be asked
-    # for again; an approved one is retired with a reason. A Draft may also be deleted
-    # (DELETABLE: deletion leaves no row, so it is no status of the table).
+    # for again; an approved one is retired with a reason. A request may be withdrawn
+    # (retired, with a reason) too: the way out of one whose decision never comes
+    # (attention kind overdue-decision); a late callback then decides nothing.
     TRANSITIONS = Transitions(
         initial=[Status.DRAFT],
         moves={
             Status.DRAFT: {Status.REQUESTED},
-            Status.REQUESTED: {Status.APPROVED, Status.REJECTED},
+            Status.REQUESTED: {Status.APPROVED, Status.REJECTED, Status.RETIRED},
             Status.REJECTED: {Status.REQUESTED},
             Status.APPROVED: {Status.RETIRED},
             Status.RETIRED: set(),
         },
+        deletable=DELETABLE,
     )
-    DELETABLE = frozenset({Status.DRAFT})
     # Name and description may change in any status but this one: a decider (a person
     # or a workflow instance) is looking at the asset as it was asked for.
     FROZEN = frozenset({Status.REQUESTED})
@@ -139,6 +142,19 @@ class Asset(models.Model):
             models.CheckConstraint(
                 condition=Q(workflow_instance_id__isnull=True) | ~Q(status="draft"),
                 name="asset_workflow_reference_after_request",
+            ),
+            # One asset waits on an instance: its callbacks decide that asset and no
+            # other, in no other tenant. Only the live link (workflow_managed's rows):
+            # a decided or re-requested asset keeps its old id as history, and the
+            # services refuse to link an instance any asset holds (workflow_instance_linked).
+            models.UniqueConstraint(
+                fields=["workflow_instance_id"],
+                condition=Q(
+                    workflow_instance_id__isnull=False,
+                    status="requested",
+                    workflow_link_stale=False,
+                ),
+                name="asset_one_live_link_per_instance",
             ),
         ]
         permissions = [("approve_asset", "Approve or reject the asset")]

@@ -54,10 +54,6 @@ class ComputeBatch(models.Model):
     def __str__(self) -> str:
         return f"batch {self.pk} ({self.status})"
 
-    @property
-    def is_terminal(self) -> bool:
-        return self.status in self.TERMINAL
-
 
 class BatchCompletion(models.Model):
     """A batch that turned terminal and whose waiting step (if any) is not completed yet.

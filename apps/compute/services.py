@@ -11,8 +11,9 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.compute.models import BatchCompletion, ComputeBatch, WorkflowBatchLink
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
-from apps.core.errors import Conflict, InvalidTransition
+from apps.core.errors import Conflict
 from apps.core.kick import kick
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.scope import system_scope, tenant_scope
@@ -64,7 +65,7 @@ def batch_submit(
         ):
             raise Conflict(
                 "This idempotency key was used for another workflow step.",
-                code="idempotency_key_reused",
+                code=CoreCode.IDEMPOTENCY_KEY_REUSED,
             )
         return existing, False
 
@@ -102,24 +103,29 @@ def batch_set_status(
     """A compute worker reports progress. Terminal states are final; reaching one queues
     the waiting step's completion and kicks the poller."""
     with tenant_scope(batch.tenant_id):
-        # Decide on the row as it is now, locked: a caller's stale copy must not turn a
-        # finished batch into another outcome.
+        # Read as it is now, locked: a report repeated (or racing its twin) is answered
+        # with the batch unchanged, and the audit names the status the batch left.
         batch = ComputeBatch.objects.select_for_update().get(pk=batch.pk)
         if status == batch.status and result_summary in (None, batch.result_summary):
             return batch
-        allowed = ComputeBatch.TRANSITIONS.targets(batch.status)
-        if status not in allowed:
-            raise InvalidTransition(
-                f"A {batch.status} batch cannot become {status}.", allowed=sorted(allowed)
-            )
-        before, batch.status = batch.status, status
+        before = batch.status
+        now = timezone.now()
+        changes: dict = {"updated_at": now}
         if result_summary is not None:
-            batch.result_summary = result_summary
+            changes["result_summary"] = result_summary
         terminal = status in ComputeBatch.TERMINAL
         if terminal:
-            batch.finished_at = timezone.now()
+            changes["finished_at"] = now
+        for name, value in changes.items():
+            setattr(batch, name, value)
         _validate(batch)
-        batch.save()
+        ComputeBatch.TRANSITIONS.move(
+            batch,
+            status,
+            detail=lambda found: f"A {found} batch cannot become {status}.",
+            extra=lambda found: {"allowed": sorted(ComputeBatch.TRANSITIONS.targets(found))},
+            **changes,
+        )
         if terminal:
             BatchCompletion.objects.get_or_create(batch_id=batch.pk, tenant_id=batch.tenant_id)
             transaction.on_commit(kick_poller, robust=True)

@@ -8,6 +8,7 @@ in a tenant's scope may not write.
 
 import segno
 from django.contrib import messages
+from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
@@ -52,6 +53,12 @@ def _page(request, *, error=None, status=200, form=None):
     return render(request, "console/two_factor.html", context, status=status)
 
 
+def _refused(request, exc: DomainError):
+    """The page with a refused code's words; attempts exhausted (429, the sign-in code
+    step's limit) also say when to come back."""
+    return twofactor.with_retry_after(_page(request, error=exc.detail, status=exc.status), exc)
+
+
 @two_factor_exempt
 @unscoped
 @login_required
@@ -85,7 +92,9 @@ def two_factor_confirm(request):
         )
     except DomainError as exc:
         return _page(request, error=exc.detail, status=exc.status)
-    # The code just given is this session's second factor.
+    # Every other session of the person ended with the enrolment; this one goes on,
+    # under the new session hash, and the code just given is its second factor.
+    update_session_auth_hash(request, request.user)
     twofactor.mark_verified(request.session)
     return _recovery_codes(request, codes)
 
@@ -102,7 +111,7 @@ def recovery_codes_regenerate(request):
             actor=_actor(request), user=request.user, code=form.cleaned_data["code"]
         )
     except DomainError as exc:
-        return _page(request, error=exc.detail, status=exc.status)
+        return _refused(request, exc)
     return _recovery_codes(request, codes)
 
 
@@ -125,7 +134,7 @@ def two_factor_disable(request):
             actor=_actor(request), user=request.user, code=form.cleaned_data["code"]
         )
     except DomainError as exc:
-        return _page(request, error=exc.detail, status=exc.status)
+        return _refused(request, exc)
     messages.success(request, "Two-factor sign-in is off.")
     return redirect("console:two-factor")
 

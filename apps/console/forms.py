@@ -38,6 +38,10 @@ class TenantForm(forms.Form):
             self.fields["status"] = forms.ChoiceField(choices=Tenant.Status.choices)
 
 
+class InvitationWithdrawForm(forms.Form):
+    username = forms.CharField(max_length=150)
+
+
 class MembershipForm(forms.Form):
     username = forms.CharField(max_length=150)
     role = forms.ChoiceField(choices=())

@@ -14,7 +14,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from apps.console.confirm import confirmed
-from apps.console.forms import MembershipForm, ServiceAccountForm, TenantForm, TokenForm
+from apps.console.forms import (
+    InvitationWithdrawForm,
+    MembershipForm,
+    ServiceAccountForm,
+    TenantForm,
+    TokenForm,
+)
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.context import Actor
 from apps.core.errors import DomainError
@@ -28,7 +34,10 @@ def _refused(form, exc) -> None:
         for field, errors in exc.message_dict.items():
             form.add_error(field if field in form.fields else None, errors)
     else:
-        form.add_error(None, getattr(exc, "detail", None) or exc.messages)
+        field = getattr(exc, "extra", {}).get("field")
+        form.add_error(
+            field if field in form.fields else None, getattr(exc, "detail", None) or exc.messages
+        )
 
 
 def submit_form(request, form, call):
@@ -58,6 +67,14 @@ def _visible_tenant(request, pk):
 def _may_manage(request, tenant) -> bool:
     kind = caller_kind(request)
     return kind == OPERATOR or (kind == TENANT_ADMIN and request.tenant == tenant)
+
+
+def _managed_tenant(request, pk):
+    """The tenant `pk` names, if the caller manages its members; 404 or 403 otherwise."""
+    tenant = _visible_tenant(request, pk)
+    if not _may_manage(request, tenant):
+        raise PermissionDenied
+    return tenant
 
 
 @platform_scope
@@ -99,9 +116,7 @@ def tenant_edit(request, pk):
 @login_required
 @require_POST
 def membership_add(request, pk):
-    tenant = _visible_tenant(request, pk)
-    if not _may_manage(request, tenant):
-        raise PermissionDenied
+    tenant = _managed_tenant(request, pk)
     form = MembershipForm(request.POST)
     if form.is_valid():
         # An invitation the person accepts, answered alike whoever the username names.
@@ -124,13 +139,27 @@ def membership_add(request, pk):
 @login_required
 @require_POST
 def membership_remove(request, pk, membership_pk):
-    tenant = _visible_tenant(request, pk)
-    if not _may_manage(request, tenant):
-        raise PermissionDenied
-    memberships = selectors.membership_list(include_pending=True)
-    membership = get_object_or_404(memberships, pk=membership_pk, tenant=tenant)
+    tenant = _managed_tenant(request, pk)
+    # Members only: a pending invitation's id answers as a missing one or another
+    # tenant's does (404), so an id names no one the admin cannot already see.
+    # Invitations are withdrawn by the username the admin typed (invitation_withdraw).
+    membership = get_object_or_404(selectors.membership_list(), pk=membership_pk, tenant=tenant)
     services.membership_remove(actor=request.actor, membership=membership)
     messages.success(request, f"{membership.user.username} removed from {tenant.slug}.")
+    return redirect(tenant)
+
+
+@login_required
+@require_POST
+def invitation_withdraw(request, pk):
+    tenant = _managed_tenant(request, pk)
+    form = InvitationWithdrawForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Name the username invited.")
+        return redirect(tenant)
+    username = form.cleaned_data["username"]
+    services.membership_invitation_withdraw(actor=request.actor, tenant=tenant, username=username)
+    messages.success(request, f"Invitation of {username} withdrawn, if it was waiting.")
     return redirect(tenant)
 
 
@@ -150,7 +179,9 @@ def service_account_create(request):
         messages.success(request, f"Service account {account.name} created.")
         return redirect("console:service-account-detail", pk=account.pk)
     title = f"New service account for {tenant.slug if tenant else 'the platform'}"
-    return render(request, "console/form.html", {"form": form, "title": title})
+    # A refused name answers 400 like any refused form, whatever the reason.
+    status = 400 if request.method == "POST" else 200
+    return render(request, "console/form.html", {"form": form, "title": title}, status=status)
 
 
 def _account(request, pk):

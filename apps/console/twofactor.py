@@ -37,6 +37,15 @@ def is_verified(request) -> bool:
     return request.session.get(SESSION_KEY) == VERIFIED
 
 
+def with_retry_after(response, exc):
+    """`response` with the Retry-After of a refusal that has one (attempts exhausted,
+    apps.tenancy.attempts), for the sign-in and two-factor pages alike."""
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
 def two_factor_exempt(view):
     """Mark a view an operator without a verified session may still use: signing in and
     out, enrolment, probes."""

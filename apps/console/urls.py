@@ -41,6 +41,11 @@ urlpatterns = [
         manage_views.membership_remove,
         name="membership-remove",
     ),
+    path(
+        "tenants/<uuid:pk>/invitations/withdraw/",
+        manage_views.invitation_withdraw,
+        name="invitation-withdraw",
+    ),
     path("audit/", views.AuditListView.as_view(), name="audit-list"),
     path("service-accounts/", views.ServiceAccountListView.as_view(), name="service-account-list"),
     path(

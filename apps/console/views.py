@@ -36,7 +36,6 @@ from apps.tenancy.models import Tenant
 @unscoped
 def login_view(request):
     form = LoginForm(request.POST or None)
-    error = None
     if request.method == "POST" and form.is_valid():
         try:
             user = services.login_attempt(
@@ -45,7 +44,7 @@ def login_view(request):
                 password=form.cleaned_data["password"],
             )
         except DomainError as exc:
-            error = exc.detail
+            return _refused(request, "console/login.html", form, exc)
         else:
             if selectors.has_second_factor(user):
                 # Not signed in yet: the session only remembers whose code to ask for.
@@ -62,8 +61,14 @@ def login_view(request):
             if user.is_operator:
                 return _with_next(request, "console:two-factor")
             return redirect_next(request)
-    status = 401 if error else 200
-    return render(request, "console/login.html", {"form": form, "error": error}, status=status)
+    return render(request, "console/login.html", {"form": form})
+
+
+def _refused(request, template: str, form, exc: DomainError):
+    """The sign-in page again, with the refusal's words, its status (401, or 429 with
+    Retry-After when attempts are exhausted)."""
+    response = render(request, template, {"form": form, "error": exc.detail}, status=exc.status)
+    return twofactor.with_retry_after(response, exc)
 
 
 def _with_next(request, name: str) -> HttpResponseRedirect:
@@ -81,17 +86,16 @@ def login_code_view(request):
         request.session.pop(PENDING_LOGIN_SESSION_KEY, None)
         return redirect("console:login")
     form = CodeForm(request.POST or None)
-    error = None
     if request.method == "POST" and form.is_valid():
         try:
             user, method = services.login_second_factor(
                 user_id=pending["user"], code=form.cleaned_data["code"]
             )
         except DomainError as exc:
-            error = exc.detail
             if exc.code in {TenancyCode.ACCOUNT_LOCKED, TenancyCode.LOGIN_EXPIRED}:
                 # The password step starts again once the lock ends.
                 request.session.pop(PENDING_LOGIN_SESSION_KEY, None)
+            return _refused(request, "console/login_code.html", form, exc)
         else:
             request.session.pop(PENDING_LOGIN_SESSION_KEY, None)
             login(request, user, backend=pending["backend"])
@@ -104,8 +108,7 @@ def login_code_view(request):
                     "Make new ones on the two-factor page if you are running out.",
                 )
             return redirect_next(request)
-    status = 401 if error else 200
-    return render(request, "console/login_code.html", {"form": form, "error": error}, status=status)
+    return render(request, "console/login_code.html", {"form": form})
 
 
 @two_factor_exempt
@@ -136,6 +139,7 @@ def switch_tenant(request):
         if not allowed or selectors.tenant_by_id(wanted) is None:
             raise PermissionDenied
         request.session[ACTING_TENANT_SESSION_KEY] = wanted
+        services.person_choose_tenant(user=request.user, tenant_id=wanted)
     return redirect_next(request)
 
 
@@ -225,6 +229,8 @@ class TenantDetailView(LoginRequiredMixin, DetailView):
             kind == TENANT_ADMIN and self.request.tenant == tenant
         )
         context["membership_form"] = MembershipForm()
+        # Apart from the members: what the tenant's admins sent, as they typed it.
+        context["invitations"] = selectors.invitations_sent(tenant) if context["can_manage"] else []
         return context
 
 

@@ -64,6 +64,9 @@ def document() -> str:
         "that raises it. It is written from the code (`make errors`), and a test fails",
         "when it is out of date.",
         "",
+        "An action on the attention queue refuses an input it needs and did not get with",
+        "`<input>_required` (for example `owner_required`), naming the input in `field`.",
+        "",
     ]
     for label, codes in sorted(all_codes().items()):
         lines += [f"## {label}", "", "| code | meaning |", "| --- | --- |"]
@@ -92,6 +95,9 @@ class CoreCode(Codes):
     JSON_TOO_DEEP = "json_too_deep", "The JSON body nests deeper than the limit."
     BODY_TOO_LARGE = "body_too_large", "The request body is larger than the limit."
     NUL_CHARACTER = "nul_character", "The URL contains a NUL character."
+    URL_TOO_LONG = "url_too_long", "The URL is longer than the limit (STEWARD_MAX_URL_LENGTH)."
+    BAD_HOST = "bad_host", "The Host header names a host Steward does not serve."
+    BAD_REQUEST = "bad_request", "The request's headers or form are not ones Steward accepts."
     UNKNOWN_FIELD = "unknown_field", "A field the endpoint does not know was sent."
     NULL_CHARACTERS_NOT_ALLOWED = (
         "null_characters_not_allowed",
@@ -108,6 +114,8 @@ class CoreCode(Codes):
     CROSS_TENANT = "cross_tenant", "The object belongs to another tenant."
     TENANT_MISMATCH = "tenant_mismatch", "The caller acts for another tenant than the one named."
     TENANT_REQUIRED = "tenant_required", "The request must name the tenant it is for."
+    REASON_REQUIRED = "reason_required", "The action needs a reason, which is recorded with it."
+    INVALID_EXPIRY = "invalid_expiry", "The expiry given is not in the future."
     DOES_NOT_EXIST = "does_not_exist", "A named object (a tenant's slug, say) does not exist."
     # Writes that depend on what the client read or sent before.
     STALE_ETAG = "stale_etag", "The object changed since it was read (If-Match); fetch it again."

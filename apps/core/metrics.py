@@ -6,7 +6,7 @@ workers) set `PROMETHEUS_MULTIPROC_DIR` to a directory they share, emptied at st
 and the scrape sums them (`make run` and docker-compose do). The gauges come from the
 database, so any web process answers for every worker and beat. The endpoint answers
 a bearer token (`STEWARD_METRICS_TOKEN`) or, without one, only the networks in
-`STEWARD_METRICS_ALLOW` (loopback by default).
+`STEWARD_METRICS_ALLOW` (loopback by default in development, none in production).
 
 Core imports no other app: each app contributes its gauges through its `gauges.py`.
 """
@@ -33,6 +33,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
+from apps.core.addresses import client_address
 from apps.core.hooks import app_modules
 from apps.core.schedules import schedule_health
 from apps.core.scope import system_scope
@@ -124,7 +125,9 @@ def _allowed(request) -> bool:
         given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         return hmac.compare_digest(given.encode(), token.encode())
     try:
-        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+        # The client's, not a trusted proxy's (apps.core.addresses): behind one, every
+        # caller would otherwise come from the proxy's own, often loopback, address.
+        address = ipaddress.ip_address(client_address(request))
     except ValueError:
         return False
     return any(address in ipaddress.ip_network(net) for net in settings.STEWARD_METRICS_ALLOW)

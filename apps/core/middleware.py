@@ -4,11 +4,10 @@ import uuid
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpResponse, JsonResponse
 
 from apps.core.codes import CoreCode
 from apps.core.context import request_id
-from apps.core.views import not_found
+from apps.core.views import API_PREFIX, bad_input_response, not_found
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -68,26 +67,9 @@ def content_security_policy(policy_setting: str):
     return decorate
 
 
-API_PREFIX = "/api/"
-SCHEMA_REGISTRY_PREFIX = "/api/schema-registry/"
-PROBLEM_CONTENT_TYPE = "application/problem+json"
-
-
-def bad_input_response(request, *, status: int, code: str, title: str, detail: str):
-    """The answer to input refused before any view ran, in the shape its caller reads."""
-    path = request.path
-    if path.startswith(SCHEMA_REGISTRY_PREFIX):
-        return JsonResponse({"error_code": status, "message": detail}, status=status)
-    if path.startswith(API_PREFIX):
-        body = {
-            "type": "https://steward.dev/problems/" + code,
-            "title": title,
-            "status": status,
-            "code": code,
-            "detail": detail,
-        }
-        return JsonResponse(body, status=status, content_type=PROBLEM_CONTENT_TYPE)
-    return HttpResponse(f"{title}: {detail}", status=status, content_type="text/plain")
+# The names other modules import from here: refusals are written in apps.core.views,
+# beside the error handlers that answer in the same shapes.
+__all__ = ["bad_input_response"]
 
 
 def body_too_large(request):
@@ -104,9 +86,11 @@ def body_too_large(request):
 class BadInputMiddleware:
     """Refuse, in one place, the input no view can mean: a NUL byte in the path or the
     query string (PostgreSQL's text cannot hold one, so it would reach the database as
-    an error), and a body over DATA_UPLOAD_MAX_MEMORY_SIZE (413, before it is read;
-    file uploads are bounded by their own views). An API URL that no route matches, or
-    a 404 rendered as a page (DEBUG's technical page), is answered in the API's shape."""
+    an error), a URL over STEWARD_MAX_URL_LENGTH (414: gunicorn's own limit is set above
+    it, so Steward rather than the server answers, in the caller's shape), and a body
+    over DATA_UPLOAD_MAX_MEMORY_SIZE (413, before it is read; file uploads are bounded by
+    their own views). An API URL that no route matches, or a 404 rendered as a page
+    (DEBUG's technical page), is answered in the API's shape."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -121,6 +105,15 @@ class BadInputMiddleware:
                 code=CoreCode.NUL_CHARACTER,
                 title="NUL character",
                 detail="The URL contains a NUL character.",
+            )
+        limit = settings.STEWARD_MAX_URL_LENGTH
+        if len(meta.get("PATH_INFO", "")) + len(query) > limit:
+            return bad_input_response(
+                request,
+                status=414,
+                code=CoreCode.URL_TOO_LONG,
+                title="URL too long",
+                detail=f"The URL is longer than {limit} characters.",
             )
         length = meta.get("CONTENT_LENGTH") or ""
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE

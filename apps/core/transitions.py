@@ -14,16 +14,19 @@ Every status of the model's `status` field has a row, terminal ones an empty set
 `TRANSITIONS.move(row, to, **changes)` is the one way a service moves a row: a
 conditional UPDATE on the statuses that may move to `to` (so of two racing moves only
 one can win), which raises `InvalidTransition` (409 in the API) when the row was in no
-such status, or had moved on meanwhile. `allows`/`targets` answer questions for pages
-and forms; they never move anything. `tests/core/test_transitions.py` reads every table
-and checks each status is reachable from an initial one.
+such status, or had moved on meanwhile. `move_many` is the same conditional UPDATE for a
+batch, each row to its own status, telling which moved; `delete` ends a row in a status
+the table declares `deletable`. `allows`/`targets` answer questions for pages and forms;
+they never move anything. `tests/core/test_transitions.py` reads every table and checks
+each status is reachable from an initial one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from django.db import models
+from django.db import connections, models, router, transaction
 from django.db.models.expressions import Combinable
 
 from apps.core.errors import InvalidTransition
@@ -35,10 +38,13 @@ class Transitions:
         *,
         initial: Iterable[str],
         moves: Mapping[str, Iterable[str]],
+        deletable: Iterable[str] = (),
         field: str = "status",
     ) -> None:
         self.initial = frozenset(initial)
         self.moves = {source: frozenset(targets) for source, targets in moves.items()}
+        # The statuses a row may be deleted in: deletion leaves no row, so it is no move.
+        self.deletable = frozenset(deletable)
         self.field = field
 
     @property
@@ -62,7 +68,7 @@ class Transitions:
         *,
         detail: str | Callable[[str], str] = "",
         code: str = "",
-        extra: Mapping | None = None,
+        extra: Mapping | Callable[[str], Mapping] | None = None,
         **changes,
     ):
         """Move `row` to `to` with `changes`, in one conditional UPDATE; returns the row
@@ -71,7 +77,9 @@ class Transitions:
         Refused (the row is in no status that may move to `to`, or another move won the
         race) it raises InvalidTransition naming the status the row is in now. `detail`
         keeps a domain's own wording where clients rely on it: a text, or a function of
-        the status found; `extra` adds members to the refusal's problem body.
+        the status found; `extra` adds members to the refusal's problem body, or, as a
+        function of the status found, gives all of them (for a domain whose clients know
+        its refusals by other members than `status`).
         """
         field = self.field
         manager = type(row)._base_manager
@@ -81,13 +89,7 @@ class Transitions:
         if not moved:
             found = manager.filter(pk=row.pk).values_list(field, flat=True).first()
             setattr(row, field, found)
-            text = detail(found) if callable(detail) else detail
-            raise InvalidTransition(
-                text or f"This object is {found} and cannot become {to}.",
-                code=code or None,
-                status=found,
-                **(extra or {}),
-            )
+            raise self._refusal(found, f"cannot become {to}", detail, code, extra)
         setattr(row, field, to)
         computed = []
         for name, value in changes.items():
@@ -98,6 +100,117 @@ class Transitions:
         if computed:
             row.refresh_from_db(fields=computed)
         return row
+
+    def move_many(
+        self,
+        model: type[models.Model],
+        moves: Sequence[Mapping],
+        *,
+        by: str,
+        where: Mapping | None = None,
+        returning: Iterable[str] = (),
+        **changes,
+    ) -> list[models.Model]:
+        """Move a batch of rows, each to its own status, in one conditional UPDATE;
+        returns the rows that moved.
+
+        Each move names its row by the field `by` (one move a row) and its new status as
+        `"to"`; its other members are fields set on that row alone, `changes` fields set
+        on every row moved (plain values). A row moves only when it is in a status that
+        may move to its `"to"` and its fields equal `where`, so of racing batches and
+        moves each row moves once. A batch refuses nothing: the rows that did not move
+        are left as they are, and the caller learns which did. Those come back as
+        instances of `model` holding their key, `by`, the status and the `returning`
+        fields (the rest deferred).
+        """
+        pairs = [
+            (source, target)
+            for target in sorted({move["to"] for move in moves})
+            for source in self.sources(target)
+        ]
+        if not pairs:
+            return []
+        alias = router.db_for_write(model)
+        connection = connections[alias]
+        meta, quote = model._meta, connection.ops.quote_name
+        key, status = meta.get_field(by), meta.get_field(self.field)
+        own = [meta.get_field(name) for name in moves[0] if name not in (by, "to")]
+        # The batch goes as one JSON document (one parameter, encoded in C), read as the
+        # rows `d`: `k` the row's key, `s` its new status, `v0`… its own fields.
+        record = [(key, by, "k"), (status, "to", "s")]
+        record += [(field, field.name, f"v{n}") for n, field in enumerate(own)]
+        assign = [f"{quote(field.column)} = d.{name}" for field, _, name in record[1:]]
+        params = []  # in the order of their places in the statement
+        for name, value in changes.items():
+            assign.append(f"{quote(meta.get_field(name).column)} = %s")
+            params.append(_prep(meta.get_field(name), value, connection))
+        columns = ", ".join(f"{name} {field.cast_db_type(connection)}" for field, _, name in record)
+        batch = [
+            {name: _prep(field, move[given], connection) for field, given, name in record}
+            for move in moves
+        ]
+        params.append(json.dumps(batch, default=str))
+        may_move = ", ".join(["(%s, %s)"] * len(pairs))
+        conditions = [
+            f"t.{quote(key.column)} = d.k",
+            f"(t.{quote(status.column)}, d.s) IN (VALUES {may_move})",
+        ]
+        params += [value for pair in pairs for value in pair]
+        for name, value in (where or {}).items():
+            conditions.append(f"t.{quote(meta.get_field(name).column)} = %s")
+            params.append(_prep(meta.get_field(name), value, connection))
+        wanted = {meta.pk.name, by, self.field, *returning}
+        back = [field for field in meta.concrete_fields if field.name in wanted]
+        # Names from the model's metadata only; every value is a parameter.
+        sql = (
+            f"UPDATE {quote(meta.db_table)} AS t SET {', '.join(assign)}"  # noqa: S608
+            f" FROM jsonb_to_recordset(%s::jsonb) AS d({columns})"
+            f" WHERE {' AND '.join(conditions)}"
+            f" RETURNING {', '.join(f't.{quote(field.column)}' for field in back)}"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            names = [field.attname for field in back]
+            return [model.from_db(alias, names, row) for row in cursor.fetchall()]
+
+    def delete(
+        self,
+        row: models.Model,
+        *,
+        detail: str | Callable[[str], str] = "",
+        code: str = "",
+        extra: Mapping | Callable[[str], Mapping] | None = None,
+    ) -> models.Model:
+        """Delete `row` if its status is `deletable`; returns it as it was deleted (its
+        primary key kept, to name it in the audit trail and events).
+
+        The row is read locked and deleted in one transaction, so a move racing it either
+        waits and then finds it gone, or wins and the deletion is refused; Django deletes
+        it, with the rows that cascade from it. Refused, it raises InvalidTransition as
+        `move` does.
+        """
+        field = self.field
+        manager = type(row)._base_manager
+        # No savepoint of its own: inside a service's transaction it costs none, and the
+        # refusal is raised outside it, leaving that transaction usable.
+        with transaction.atomic(using=manager.db, savepoint=False):
+            current = manager.select_for_update().filter(pk=row.pk).first()
+            found = getattr(current, field, None)
+            if found in self.deletable:
+                pk = current.pk
+                current.delete()
+                current.pk = pk
+                return current
+        setattr(row, field, found)
+        raise self._refusal(found, "cannot be deleted", detail, code, extra)
+
+    @staticmethod
+    def _refusal(found, cannot: str, detail, code, extra) -> InvalidTransition:
+        text = detail(found) if callable(detail) else detail
+        members = extra(found) if callable(extra) else {"status": found, **(extra or {})}
+        return InvalidTransition(
+            text or f"This object is {found} and {cannot}.", code=code or None, **members
+        )
 
     def check(self, source: str, target: str, *, detail: str = "", code: str = "", **extra) -> None:
         """Raise InvalidTransition unless `source` may move to `target`; `detail` and
@@ -110,3 +223,7 @@ class Transitions:
                 status_to=target,
                 **extra,
             )
+
+
+def _prep(field, value, connection):
+    return field.get_db_prep_value(value, connection, prepared=False)

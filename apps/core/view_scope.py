@@ -32,3 +32,12 @@ def any_tenant_status(view):
     signing out, switching tenant, a display preference (apps.tenancy.middleware)."""
     view.steward_any_tenant_status = True
     return view
+
+
+def governance_work(view):
+    """Mark a view of governance's own work that goes on while the tenant it concerns is
+    suspended or offboarding: owners answering their tasks (receipts, bundles), and
+    checking evidence, which changes nothing. Nothing else under governance is exempt:
+    new orders and holds are writes like any other (apps.tenancy.middleware)."""
+    view.steward_governance_work = True
+    return view

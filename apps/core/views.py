@@ -4,6 +4,7 @@ import sys
 
 import psycopg
 from django.core.cache import cache
+from django.core.exceptions import DisallowedHost
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpResponse, HttpResponseServerError, JsonResponse
@@ -66,12 +67,50 @@ def readyz(request):
     return JsonResponse(answer, status=200 if ready else 503)
 
 
+API_PREFIX = "/api/"
+SCHEMA_REGISTRY_PREFIX = "/api/schema-registry/"
+
+
+def error_page(request, *, status: int, heading: str, message: str) -> HttpResponse:
+    """Steward's own page for a refusal a person's browser receives."""
+    context = {
+        "heading": heading,
+        "message": message,
+        "request_id": getattr(request, "request_id", ""),
+    }
+    return HttpResponse(loader.get_template("error.html").render(context), status=status)
+
+
+def bad_input_response(request, *, status: int, code: str, title: str, detail: str):
+    """The answer to input refused before any view ran, in the shape its caller reads:
+    the Schema Registry's error body, a problem for the API, Steward's page otherwise."""
+    path = request.path
+    if path.startswith(SCHEMA_REGISTRY_PREFIX):
+        return JsonResponse({"error_code": status, "message": detail}, status=status)
+    if path.startswith(API_PREFIX):
+        return problem_response(status_code=status, code=code, title=title, detail=detail)
+    return error_page(request, status=status, heading=title, message=detail)
+
+
+def bad_request(request, exception):
+    """Django's 400, for what it refuses as suspicious before or around a view: a Host
+    header not in ALLOWED_HOSTS above all (the request's host must not be read again
+    here: asking for it raises once more)."""
+    if isinstance(exception, DisallowedHost):
+        code, title = CoreCode.BAD_HOST, "Unknown host"
+        detail = "The Host header names a host this server does not serve."
+    else:
+        code, title = CoreCode.BAD_REQUEST, "Bad request"
+        detail = "The request's headers or form are not ones Steward accepts."
+    return bad_input_response(request, status=400, code=code, title=title, detail=detail)
+
+
 def not_found(request, exception):
     """Django's 404 for URLs no route matches: API clients get the API's error shapes,
     not an HTML page (an identifier with a dot, say, matches no API route)."""
-    if request.path.startswith("/api/schema-registry/"):
+    if request.path.startswith(SCHEMA_REGISTRY_PREFIX):
         return JsonResponse({"error_code": 404, "message": "Not found."}, status=404)
-    if request.path.startswith("/api/"):
+    if request.path.startswith(API_PREFIX):
         return problem_response(status_code=404, code=CoreCode.NOT_FOUND, title="Not found.")
     return defaults.page_not_found(request, exception)
 

@@ -6,7 +6,6 @@ from apps.core.codes import Codes
 
 
 class EventingCode(Codes):
-    UNKNOWN_TOPIC = "unknown_topic", "The event names a topic the catalog does not hold."
     PAYLOAD_NOT_JSON = (
         "payload_not_json",
         "The event's payload is not a JSON object (a set, NaN, a list, ...).",
@@ -23,7 +22,6 @@ class EventingCode(Codes):
         "effect_not_escalated",
         "The call to another system is still being reconciled; it waits on no one.",
     )
-    REASON_REQUIRED = "reason_required", "Settling a call by hand needs a reason."
     REFERENCE_REQUIRED = (
         "reference_required",
         "Settling a call as done needs the other side's reference for it.",

@@ -31,6 +31,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.enqueue import enqueue_on_commit
 from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
@@ -303,9 +304,7 @@ def effect_settle(
     as on a settlement by the reconciler, in the same transaction."""
     reason, reference = (reason or "").strip(), (reference or "").strip()
     if not reason:
-        raise ValidationFailed(
-            "Say why the effect is settled so.", code=EventingCode.REASON_REQUIRED
-        )
+        raise ValidationFailed("Say why the effect is settled so.", code=CoreCode.REASON_REQUIRED)
     if done and not reference:
         raise ValidationFailed(
             "Name the other side's reference for what was done.",

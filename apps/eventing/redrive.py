@@ -29,6 +29,7 @@ their inbox rows are gone and they would be handled twice.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections import defaultdict
@@ -38,6 +39,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from apps.core.scope import system_scope
 from apps.eventing.envelope import Envelope
@@ -64,9 +66,19 @@ ENVELOPE_COLUMNS = (
 )
 
 
-def window() -> timedelta:
-    """How far back a re-drive goes: the inbox's deduplication window."""
-    return timedelta(hours=settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
+@functools.cache
+def _window_source():
+    return import_string(settings.STEWARD_INBOX_WINDOW_SOURCE)
+
+
+def window() -> timedelta | None:
+    """How far back a re-drive goes: the inbox's deduplication window, which the
+    retention rule steward-event-receipts decides (governance, above eventing, answers
+    through the port STEWARD_INBOX_WINDOW_SOURCE names, as the outbox's port is named).
+    One number for both: a re-drive never reaches past what the inboxes remember, and no
+    setting can say otherwise. None: no rule expires inbox rows, so neither does the
+    window (everything the dispatched log holds)."""
+    return _window_source()()
 
 
 def redis_marks(transport: RedisStreamTransport) -> dict[int, int]:
@@ -121,9 +133,10 @@ def _read_log(floors: dict[int, int], after: int, cutoff, batch: int) -> list[tu
     past_floor = Q()
     for lane, floor in floors.items():
         past_floor |= Q(lane=lane, id__gt=floor)
+    within = Q(dispatched_at__gte=cutoff) if cutoff is not None else Q()
     with system_scope():
         return list(
-            DispatchedEvent.objects.filter(past_floor, id__gt=after, dispatched_at__gte=cutoff)
+            DispatchedEvent.objects.filter(past_floor, within, id__gt=after)
             .order_by("id")
             .values_list("id", "lane", *ENVELOPE_COLUMNS)[:batch]
         )
@@ -142,7 +155,8 @@ def redrive_leased(
 ) -> int:
     """Publish again, in order, what each lane (leased under `token`) logged past what
     Redis holds of it, and raise its mark to what was published; how many envelopes."""
-    cutoff = timezone.now() - window()
+    span = window()
+    cutoff = timezone.now() - span if span is not None else None
     batch = settings.STEWARD_EVENTING["DISPATCH_BATCH"]
     marks = {lane: have for lane, (have, _) in lanes.items()}
     floors = dict(marks)
@@ -173,10 +187,10 @@ def redrive_leased(
         transport.publish([], lane=lane, expected=marks[lane], through=published, groups=groups)
         groups = ()
     logger.warning(
-        "Redis had lost entries of lanes %s: %s envelopes of the last %s re-driven",
+        "Redis had lost entries of lanes %s: %s envelopes %s re-driven",
         sorted(lanes),
         total,
-        window(),
+        f"of the last {span}" if span is not None else "of the whole log",
     )
     return total
 

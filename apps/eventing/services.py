@@ -41,6 +41,7 @@ from apps.eventing.models import LANES, DeadLetter, DeliveryCount, OutboxEvent
 from apps.eventing.transports import WebhookTransport, ensure_group, stream_key
 from apps.registry import selectors as registry_selectors
 from apps.registry import services as registry_services
+from apps.registry.codes import RegistryCode
 from apps.registry.models import Subscription
 from apps.registry.selectors import resolve_topic
 from apps.tenancy.audit import audit_record
@@ -49,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 
 class UnknownTopic(ValidationFailed):
-    code = EventingCode.UNKNOWN_TOPIC
+    code = RegistryCode.UNKNOWN_TOPIC
 
 
 class PayloadNotJson(ValidationFailed):

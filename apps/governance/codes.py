@@ -17,7 +17,6 @@ class GovernanceCode(Codes):
         "person_required",
         "A person signed in does this, not a service token.",
     )
-    REASON_REQUIRED = "reason_required", "Say why: the reason is recorded."
 
     # orders
     REQUESTER_CANNOT_DECIDE = (
@@ -72,6 +71,11 @@ class GovernanceCode(Codes):
         "cover nothing.",
     )
     INVALID_PERIOD = "invalid_period", "A retention period is a whole number of days, at least 1."
+    RETENTION_PERIOD_BELOW_MINIMUM = (
+        "retention_period_below_minimum",
+        "Steward's handled-event receipts are kept at least their deduplication window "
+        "(3 days): a shorter rule would let a re-driven event be handled twice.",
+    )
     RETENTION_ACTION_UNSUPPORTED = (
         "retention_action_unsupported",
         "Steward's own data takes only some actions: it keeps no archive, and its audit "
@@ -81,7 +85,6 @@ class GovernanceCode(Codes):
         "locked_rule_disabled",
         "A locked retention rule stays enabled.",
     )
-    UNKNOWN_FIELD = "unknown_field", "The change names fields a retention rule does not have."
     RETENTION_RULE_LOCKED = (
         "retention_rule_locked",
         "A locked retention rule refuses the change: its period may only grow.",

@@ -8,10 +8,10 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 from apps.core.attention import Action, Input, Item, Kind
+from apps.core.codes import CoreCode
 from apps.core.errors import NotFound
 from apps.core.scope import system_scope
 from apps.registry import selectors, services, versions
-from apps.registry.codes import RegistryCode
 from apps.registry.models import Subscription
 
 
@@ -72,7 +72,7 @@ class UnreachableConsumers(Kind):
         found = next((f for f in self._found() if _key(f) == key), None)
         if found is None:
             raise NotFound(
-                "That item is not waiting in the attention queue.", code=RegistryCode.NOT_IN_QUEUE
+                "That item is not waiting in the attention queue.", code=CoreCode.NOT_IN_QUEUE
             )
         with system_scope():
             consumer = selectors.service_list().get(pk=found.service_id)

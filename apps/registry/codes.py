@@ -10,17 +10,11 @@ from apps.core.codes import Codes
 
 
 class RegistryCode(Codes):
-    PERMISSION_DENIED = (
-        "permission_denied",
-        "The caller acts beyond what it speaks for: another service's subscriptions, a topic "
-        "it does not produce, or an operator's setting.",
-    )
     SERVICE_REQUIRED = "service_required", "Name the service the call speaks for."
     NOT_A_CONSUMER = (
         "not_a_consumer",
         "The service does not consume the topic, so it neither acknowledges nor declares a reader.",
     )
-    REASON_REQUIRED = "reason_required", "An override of a waiting version needs a reason."
     RELEASE_CHANGED = (
         "release_changed",
         "The release was synced (or declared its reader) with a different model before.",
@@ -31,7 +25,10 @@ class RegistryCode(Codes):
     )
     INVALID_SCHEMA_TYPE = "invalid_schema_type", "The schema type is not one the registry keeps."
     INVALID_READER_SCHEMA = "invalid_reader_schema", "The declared reader schema is invalid."
-    UNKNOWN_TOPIC = "unknown_topic", "A release declares a reader for a topic that does not exist."
+    UNKNOWN_TOPIC = (
+        "unknown_topic",
+        "The topic named (by a release's reader, or by an event emitted) is not in the catalog.",
+    )
     DELETION_REFUSED = (
         "deletion_refused",
         "The version or subject cannot be deleted: not found, not soft-deleted first, "
@@ -65,4 +62,3 @@ class RegistryCode(Codes):
         "empty",
         "A release names the topics it produces or the readers it declares.",
     )
-    NOT_IN_QUEUE = "not_in_queue", "That item is not waiting in the attention queue."

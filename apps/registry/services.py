@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import DomainError, ValidationFailed
 from apps.core.outbound import OutboundRefused, check_url
@@ -41,7 +42,7 @@ class NotPermitted(DomainError):
     PermissionDenied is answered, so a refusal reads the same from every way in."""
 
     status = 403
-    code = RegistryCode.PERMISSION_DENIED
+    code = CoreCode.PERMISSION_DENIED
     title = "You do not have permission to perform this action."
 
 

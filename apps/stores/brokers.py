@@ -20,6 +20,18 @@ TARGET = "secret-broker"
 ISSUE = "issue_credentials"
 
 
+def issue_key(binding_id, attempt: int = 0) -> str:
+    """The uncertain effect's key for a binding's issue call. Credentials issued but
+    revoked unrecorded (the binding was flagged while the call was out) leave that
+    call settled, so issuing again after an exception is another call: its key counts."""
+    return str(binding_id) if attempt == 0 else f"{binding_id}/{attempt}"
+
+
+def binding_of(issue_key: str) -> str:
+    """The binding an issue call's key names."""
+    return issue_key.partition("/")[0]
+
+
 class SecretBroker(Protocol):
     def issue_credentials(self, binding) -> tuple[str, str]:
         """(key reference, connection reference) for the binding. Idempotent per

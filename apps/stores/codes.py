@@ -37,14 +37,6 @@ class StoreCode(Codes):
         "binding_live",
         "Recording a binding's data gone while the binding is still live; retire it first.",
     )
-    REASON_REQUIRED = (
-        "reason_required",
-        "A residency exception (a binding's or a rule's) without a reason.",
-    )
-    INVALID_EXPIRY = (
-        "invalid_expiry",
-        "A residency exception or a certification whose expiry is not in the future.",
-    )
     RUN_REQUIRED = (
         "run_required",
         "Workload evidence that does not name the run it came from (run_reference).",
@@ -64,4 +56,13 @@ class StoreCode(Codes):
     ALREADY_CERTIFIED = (
         "already_certified",
         "The profile is already certified for the workload; revoke that certification first.",
+    )
+    PILOT_NOT_RUNTIME_ADJACENT = (
+        "pilot_not_runtime_adjacent",
+        "A migration pilot (step 6) names a store that is not a non-critical runtime-adjacent "
+        "one (workflow instance / query surfaces): module data needs none, hot paths come last.",
+    )
+    INVALID_PILOT_PERIOD = (
+        "invalid_pilot_period",
+        "A migration pilot that ends before it starts, or a running pilot given an end.",
     )

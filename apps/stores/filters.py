@@ -7,6 +7,7 @@ from django_filters.rest_framework import FilterSet
 from apps.stores.models import (
     BenchmarkResult,
     ContractTestResult,
+    MigrationPilot,
     PhysicalizationPolicy,
     ProfileCertification,
     ResidencyRule,
@@ -66,6 +67,12 @@ class ContractTestResultFilterSet(FilterSet):
     class Meta:
         model = ContractTestResult
         fields = ["provider", "contract", "passed"]
+
+
+class MigrationPilotFilterSet(FilterSet):
+    class Meta:
+        model = MigrationPilot
+        fields = ["store__slug", "profile__slug", "outcome"]
 
 
 class PhysicalizationPolicyFilterSet(FilterSet):

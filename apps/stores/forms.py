@@ -3,6 +3,7 @@ from django import forms
 from apps.stores.models import (
     BenchmarkResult,
     ContractTestResult,
+    MigrationPilot,
     PhysicalizationPolicy,
     ResidencyRule,
     Store,
@@ -73,6 +74,15 @@ class ContractTestForm(forms.ModelForm):
     class Meta:
         model = ContractTestResult
         fields = ["provider", "contract", "passed", "run_reference"]
+
+
+class PilotForm(forms.ModelForm):
+    """The fields of services.pilot_record."""
+
+    class Meta:
+        model = MigrationPilot
+        fields = ["store", "profile", "outcome", "started_at", "ended_at", "notes", "run_reference"]
+        widgets = {"notes": forms.Textarea(attrs={"rows": 2})}
 
 
 class PolicyForm(forms.ModelForm):

@@ -78,6 +78,53 @@ SPECIALIZED_SHAPES = {
 }
 CONTRACTS = tuple(ProviderContract.values)
 
+# The migration strategy's words for the workload classes: module and management data is
+# low-risk (step 2); workflow instance and query surfaces are runtime-adjacent, what a
+# pilot tries first (step 6); bookmarks and triggers, queues and execution logs are the
+# runtime's hot paths, migrated last (step 7).
+LOW_RISK = frozenset({WorkloadClass.CATALOG})
+RUNTIME_ADJACENT = frozenset({WorkloadClass.INSTANCE_QUERY})
+HOT_PATHS = frozenset({WorkloadClass.HOT_LOOKUP, WorkloadClass.QUEUE, WorkloadClass.APPEND_LOG})
+
+
+def runtime_shapes(workload: str) -> tuple[str, ...]:
+    """The workflow runtime query shapes a workload's benchmarks cover."""
+    if workload == WorkloadClass.INSTANCE_QUERY:
+        return INSTANCE_FILTERS
+    if workload == WorkloadClass.HOT_LOOKUP:
+        return HOT_LOOKUP_SHAPES
+    return SPECIALIZED_SHAPES.get(WorkloadClass(workload), ())
+
+
+def provider_gaps(workload: str, evidence: Evidence) -> dict[str, list[str]]:
+    """Step 7's evidence for a hot path, by supported provider: what is absent or failed
+    there, of the workload's benchmarks (the latest record of a shape on the provider,
+    provider-wide or of any profile) and of every provider contract test. A provider
+    with no gaps is covered."""
+    gaps: dict[str, list[str]] = {}
+    for provider in PROVIDERS:
+        missing = gaps.setdefault(provider, [])
+        for shape in runtime_shapes(workload):
+            found = [
+                r for (s, p, _), r in evidence.benchmarks.items() if (s, p) == (shape, provider)
+            ]
+            latest = max(found, key=lambda r: (r.recorded_at, r.pk or 0), default=None)
+            if latest is None:
+                missing.append(f"benchmark {shape} on {provider}: none recorded")
+            elif not latest.passed:
+                missing.append(
+                    f"benchmark {shape} on {provider}: failed (run {latest.run_reference})"
+                )
+        for contract in CONTRACTS:
+            record = evidence.contracts.get((contract, provider))
+            if record is None:
+                missing.append(f"contract test {contract} on {provider}: none recorded")
+            elif not record.passed:
+                missing.append(
+                    f"contract test {contract} on {provider}: failed (run {record.run_reference})"
+                )
+    return gaps
+
 
 @dataclass(frozen=True)
 class Evidence:

@@ -231,6 +231,31 @@ class PhysicalizationPolicy(EvidenceRecord):
         return f"{self.kind} for {self.workload_class} on {self.profile}"
 
 
+class MigrationPilot(EvidenceRecord):
+    """Step 6 of the migration strategy: one non-critical runtime-adjacent store piloted
+    on a profile — which store, on what, from when to when, and how it went. The latest
+    record of a store on a profile decides (a running pilot is recorded again when it
+    ends)."""
+
+    class Outcome(models.TextChoices):
+        RUNNING = "running", "Running (no outcome yet)"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    store = models.ForeignKey(Store, on_delete=models.PROTECT, related_name="pilots")
+    profile = models.ForeignKey(StoreProfile, on_delete=models.PROTECT, related_name="pilots")
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    notes = models.TextField(blank=True)
+
+    class Meta(EvidenceRecord.Meta):
+        indexes = [models.Index(fields=["profile", "-recorded_at"])]
+
+    def __str__(self) -> str:
+        return f"pilot of {self.store} on {self.profile}: {self.outcome}"
+
+
 class ResidencyRule(models.Model):
     """Where a tenant's data of a class may live. Tenant and data class may each be
     "all"; the most specific rule naming a region decides, a deny beating an allow of
@@ -294,7 +319,9 @@ class StoreBinding(models.Model):
     TRANSITIONS = Transitions(
         initial=[Status.REQUESTED, Status.REFUSED],
         moves={
-            Status.REQUESTED: {Status.PROVISIONED, Status.FAILED},
+            # Retiring a Requested binding cancels its provisioning: an operator's exit
+            # from a flagged one, and how a deletion order ends one still being provisioned.
+            Status.REQUESTED: {Status.PROVISIONED, Status.RETIRING, Status.FAILED},
             Status.PROVISIONED: {Status.ACTIVE, Status.RETIRING, Status.FAILED},
             Status.ACTIVE: {Status.RETIRING},
             Status.RETIRING: {Status.RETIRED, Status.FAILED},

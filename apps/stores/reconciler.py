@@ -12,7 +12,7 @@ class IssueReconciler:
     """Settles an issue call that timed out by asking the broker what it holds."""
 
     def check(self, effect: UncertainEffect) -> Outcome:
-        found = brokers.get_broker().find(effect.external_ref)
+        found = brokers.get_broker().find(brokers.binding_of(effect.external_ref))
         if found is None:
             return Outcome(UncertainEffect.State.FAILED, {"error": "the broker issued nothing"})
         key, connection = found

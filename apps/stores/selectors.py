@@ -3,7 +3,9 @@ workload evaluations that decide nothing by themselves (services act on them).""
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from dataclasses import dataclass
+
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from apps.core.scope import system_scope
@@ -14,12 +16,15 @@ from apps.stores.models import (
     LIVE_STATUSES,
     BenchmarkResult,
     ContractTestResult,
+    MigrationPilot,
     PhysicalizationPolicy,
     ProfileCertification,
     ResidencyRule,
     Store,
     StoreBinding,
+    StoreBindingChange,
     StoreProfile,
+    WorkloadClass,
 )
 
 Status = StoreBinding.Status
@@ -46,18 +51,93 @@ def live_binding_list() -> QuerySet[StoreBinding]:
     )
 
 
+def never_provisioned() -> Q:
+    """Bindings that never held data: failed before the broker's credentials were
+    recorded, or retired straight from Requested (its provisioning cancelled)."""
+    cancelled = StoreBindingChange.objects.filter(
+        binding=OuterRef("pk"), from_status=Status.REQUESTED, to_status=Status.RETIRING
+    )
+    return Q(status=Status.FAILED, key_reference="", connection_reference="") | Q(
+        Exists(cancelled), status=Status.RETIRED
+    )
+
+
 def bindings_holding_tenant_data(tenant_id) -> QuerySet[StoreBinding]:
     """Every binding that holds or held the tenant's data, retired ones included, for
     governance to ask each owner for deletion: all but the refused ones and those that
-    failed before the broker issued credentials (nothing was ever stored). A retired
+    failed or were retired before the broker's credentials were recorded (nothing was
+    ever stored). A retired
     binding stays here, with `data_purged_at` empty, until the owner's receipt says
     the data is gone (services.binding_record_data_purged)."""
     return (
         StoreBinding.objects.filter(tenant_id=tenant_id)
         .exclude(status=Status.REFUSED)
-        .exclude(status=Status.FAILED, key_reference="", connection_reference="")
+        .exclude(never_provisioned())
         .select_related("tenant", "store", "store__owning_service", "store__data_class", "region")
         .order_by("created_at", "id")
+    )
+
+
+@dataclass(frozen=True)
+class BindingCoverage:
+    """Whether a deletion has reached one binding of the tenant: `covered` by the owner's
+    receipt (`receipt`) or by a stated reason it never held data; else `reason` says
+    what it waits for."""
+
+    binding: StoreBinding
+    covered: bool
+    reason: str
+    receipt: dict | None = None
+
+    def as_dict(self) -> dict:
+        b = self.binding
+        return {
+            "binding": str(b.pk),
+            "store": b.store.slug,
+            "owner": b.store.owning_service.name,
+            "status": b.status,
+            "covered": self.covered,
+            "reason": self.reason,
+            "receipt": self.receipt,
+        }
+
+
+def binding_erasure_coverage(tenant_id) -> list[BindingCoverage]:
+    """Every binding of the tenant there is (live, retiring, retired, refused, failed:
+    whatever governance may delete later is read before it does), each with whether the
+    tenant's data there is known gone, for a deletion order's completion check: it
+    completes only when every one is covered, and otherwise says which wait and why.
+    In the caller's scope (the tenant's, or the system's)."""
+    bindings = (
+        StoreBinding.objects.filter(tenant_id=tenant_id)
+        .annotate(held_nothing=ExpressionWrapper(never_provisioned(), BooleanField()))
+        .select_related("store", "store__owning_service", "region")
+        .order_by("created_at", "id")
+    )
+    return [_coverage(binding) for binding in bindings]
+
+
+def _coverage(b: StoreBinding) -> BindingCoverage:
+    owner = b.store.owning_service.name
+    if b.data_purged_at is not None:
+        return BindingCoverage(
+            b, True, f"{owner}'s receipt says the data is gone.", b.data_purge_receipt or {}
+        )
+    if b.status == Status.REFUSED:
+        return BindingCoverage(b, True, "Refused when requested: it never held the data.")
+    if b.status in LIVE_STATUSES:
+        return BindingCoverage(
+            b, False, f"Still {b.status}: retire it, then {owner}'s receipt is needed."
+        )
+    if b.held_nothing:
+        return BindingCoverage(
+            b,
+            True,
+            f"Never provisioned ({b.status} before any credentials were recorded): it never "
+            "held the data.",
+        )
+    return BindingCoverage(
+        b, False, f"{b.get_status_display()}; waiting for {owner}'s receipt that the data is gone."
     )
 
 
@@ -264,27 +344,66 @@ def rule_preview(
 
 DONE, MISSING, PREFERRED, NOT_NEEDED = "done", "missing", "preferred", "not_needed"
 
-# The migration strategy's seven steps. Issue #16 names no steps, so they are derived:
-# 1–5 from the persistence decision as gating.py codifies it (classify, benchmark,
-# contract-test, physicalize with rollback guidance, certify), 6–7 from the binding
-# lifecycle of docs/stores.md (provisioned with credentials, Active after migrations).
+# The migration strategy of the persistence decision, its seven steps as it names them.
 CHECKLIST_STEPS = (
-    ("classify", "Classify the workload under the persistence decision"),
-    ("benchmarks", "Benchmark the query shapes the decision names"),
-    ("contracts", "Pass the provider contract tests"),
-    ("policy", "Record the physicalization policy, with rollback guidance"),
-    ("certify", "Certify the profile for the workload"),
-    ("provision", "Provision a binding (residency allowed, credentials issued)"),
-    ("activate", "Apply the store's migrations (Active, no open flag)"),
+    ("keep_runtime", "Keep the current runtime persistence intact"),
+    ("low_risk_first", "Add vNext-backed stores only for low-risk module and management data"),
+    ("benchmark_fixtures", "Add benchmark fixtures for workflow runtime query shapes"),
+    (
+        "contract_tests",
+        "Add provider contract tests for locking, queues and append-heavy logs",
+    ),
+    (
+        "physicalization",
+        "Introduce physicalization policies for workflow instance and bookmark indexes",
+    ),
+    ("pilot", "Pilot one non-critical runtime-adjacent store"),
+    (
+        "hot_paths",
+        "Migrate runtime hot paths only after benchmarks and contract tests pass across the "
+        "supported providers (SQLite, SQL Server, PostgreSQL, MongoDB)",
+    ),
 )
 
 
+def pilot_list() -> QuerySet[MigrationPilot]:
+    return MigrationPilot.objects.select_related("store", "profile")
+
+
+def latest_pilot(profile) -> MigrationPilot | None:
+    """Step 6's record on `profile`: its latest pilot (of whichever store)."""
+    return pilot_list().filter(profile=profile).order_by("-recorded_at", "-id").first()
+
+
+def _pilot_state(pilot: MigrationPilot | None, profile) -> tuple[str, list[str], dict | None]:
+    if pilot is None:
+        return MISSING, [f"a pilot on profile {profile.slug}: none recorded"], None
+    shown = {
+        "store": pilot.store.slug,
+        "profile": pilot.profile.slug,
+        "started_at": pilot.started_at.isoformat(),
+        "ended_at": pilot.ended_at.isoformat() if pilot.ended_at else None,
+        "outcome": pilot.outcome,
+        "run_reference": pilot.run_reference,
+        "recorded_by": pilot.recorded_by,
+    }
+    if pilot.outcome == MigrationPilot.Outcome.SUCCEEDED:
+        return DONE, [], shown
+    what = "still running" if pilot.outcome == MigrationPilot.Outcome.RUNNING else "failed"
+    return MISSING, [f"the pilot of {pilot.store.slug} on {profile.slug}: {what}"], shown
+
+
 def migration_checklist(store, profile) -> dict:
-    """The seven steps for `store` on `profile`, each with its state and what it
-    lacks, from the verdict on the evidence in force and the bindings the scope sees."""
-    verdict = evaluate_profile(store.workload_class, profile)
+    """The migration strategy's seven steps for `store` on `profile`, each with its
+    state, what it lacks, and (step 6) the pilot it rests on, from the evidence in force
+    and the bindings the scope sees. `verdict` is the strategy's: a runtime hot path is
+    no_go until every step before it is done and step 7's evidence covers every
+    supported provider; otherwise the workload verdict's decision."""
+    workload = store.workload_class
+    verdict = evaluate_profile(workload, profile)
     klass = verdict.persistence_class
     missing = list(verdict.missing)
+    hot_path = workload in gating.HOT_PATHS
 
     def gaps(prefix):
         return [m for m in missing if m.startswith(prefix)]
@@ -294,35 +413,74 @@ def migration_checklist(store, profile) -> dict:
             return (PREFERRED if lacking else DONE) if preferred else NOT_NEEDED, lacking
         return (MISSING if lacking else DONE), lacking
 
-    gated = klass == gating.CLASS_BENCHMARK_GATED
-    bindings = list(
-        StoreBinding.objects.filter(store=store, profile=profile).values_list(
-            "status", "violation", "workload_violation"
+    by_provider = {}
+    if hot_path:
+        evidence = gating.Evidence.of(
+            benchmarks=BenchmarkResult.objects.filter(
+                query_shape__in=gating.runtime_shapes(workload)
+            ),
+            contracts=ContractTestResult.objects.all(),
         )
-    )
-    provisioned = [b for b in bindings if b[0] in (Status.PROVISIONED, Status.ACTIVE)]
-    active = [b for b in bindings if b[0] == Status.ACTIVE and not b[1] and not b[2]]
+        by_provider = gating.provider_gaps(workload, evidence)
+    pilot = latest_pilot(profile) if workload not in gating.LOW_RISK else None
+    pilot_state = _pilot_state(pilot, profile) if workload not in gating.LOW_RISK else None
     states = {
-        "classify": (DONE, [f"{store.get_workload_class_display()}: {klass}"]),
-        "benchmarks": state(klass != gating.CLASS_GO, gaps("benchmark")),
-        "contracts": state(gated, gaps("contract test")),
-        "policy": state(
-            gated,
+        "low_risk_first": (
+            (DONE, [f"{store.get_workload_class_display()}: low-risk module data"])
+            if workload in gating.LOW_RISK
+            else (NOT_NEEDED, [])
+        ),
+        "benchmark_fixtures": state(workload not in gating.LOW_RISK, gaps("benchmark")),
+        "contract_tests": state(
+            hot_path,
+            sorted({m for lacking in by_provider.values() for m in lacking if "contract" in m}),
+        ),
+        "physicalization": state(
+            workload == WorkloadClass.HOT_LOOKUP,
             gaps("physicalization policy"),
-            preferred=klass == gating.CLASS_CONDITIONAL_GO,
+            preferred=workload == WorkloadClass.INSTANCE_QUERY,
         ),
-        "certify": state(
-            klass in (gating.CLASS_BENCHMARK_GATED, gating.CLASS_SPECIALIZED),
-            gaps("certification") + gaps("a specialised profile") + gaps("retention cleanup"),
+        "pilot": pilot_state[:2] if pilot_state else (NOT_NEEDED, []),
+        "hot_paths": state(
+            hot_path,
+            [m for lacking in by_provider.values() for m in lacking]
+            + gaps("certification")
+            + gaps("a specialised profile")
+            + gaps("retention cleanup"),
         ),
-        "provision": (DONE if provisioned else MISSING, []),
-        "activate": (DONE if active else MISSING, []),
     }
+    before_last = [k for k, _ in CHECKLIST_STEPS[1:-1] if states[k][0] == MISSING]
+    decision = verdict.decision
+    reasons = list(verdict.reasons)
+    if hot_path and (before_last or states["hot_paths"][0] == MISSING):
+        decision = gating.NO_GO
+        uncovered = [p for p, lacking in by_provider.items() if lacking]
+        reasons.append(
+            "A runtime hot path stays no-go until the steps before it are done ("
+            + (", ".join(before_last) or "they are")
+            + ") and step 7's evidence covers every supported provider"
+            + (f" (not yet: {', '.join(uncovered)})." if uncovered else ".")
+        )
+    live = StoreBinding.objects.filter(
+        store=store, profile=profile, status__in=LIVE_STATUSES
+    ).exists()
+    if hot_path and live and decision == gating.NO_GO:
+        states["keep_runtime"] = (
+            MISSING,
+            [f"{store.slug} is bound on {profile.slug} while its migration is no-go"],
+        )
+    else:
+        states["keep_runtime"] = (DONE, [])
     return {
         "store": store.slug,
         "profile": profile.slug,
         "persistence_class": klass,
         "decision": verdict.decision,
+        "hot_path": hot_path,
+        "verdict": decision,
+        "reasons": reasons,
+        "providers": {p: {"covered": not lacking} for p, lacking in by_provider.items()},
+        "pilot": pilot_state[2] if pilot_state else None,
         "steps": [
             {
                 "step": n,

@@ -20,6 +20,13 @@ urlpatterns = [
         name="contract-test-list",
     ),
     path("evidence/policies/", views.PolicyListView.as_view(), name="policy-list"),
+    path("evidence/pilots/", views.PilotListView.as_view(), name="pilot-list"),
+    path(
+        "evidence/pilots/new/",
+        views.record_evidence,
+        {"kind": "pilot"},
+        name="evidence-record-pilot",
+    ),
     path(
         "evidence/benchmarks/new/",
         views.record_evidence,

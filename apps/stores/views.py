@@ -26,12 +26,20 @@ from apps.stores import selectors, services
 from apps.stores.filters import (
     BenchmarkResultFilterSet,
     ContractTestResultFilterSet,
+    MigrationPilotFilterSet,
     PhysicalizationPolicyFilterSet,
     ProfileCertificationFilterSet,
     ResidencyRuleFilterSet,
     StoreBindingFilterSet,
 )
-from apps.stores.forms import BenchmarkForm, ContractTestForm, PolicyForm, RuleForm, WhatIfForm
+from apps.stores.forms import (
+    BenchmarkForm,
+    ContractTestForm,
+    PilotForm,
+    PolicyForm,
+    RuleForm,
+    WhatIfForm,
+)
 from apps.tenancy.selectors import tenants_visible_to
 
 RELATED = (
@@ -42,6 +50,7 @@ RELATED = (
     ("Benchmarks", "stores:benchmark-list"),
     ("Contract tests", "stores:contract-test-list"),
     ("Physicalization policies", "stores:policy-list"),
+    ("Migration pilots", "stores:pilot-list"),
 )
 MANAGERS = (OPERATOR, TENANT_ADMIN, PLATFORM_SERVICE)
 
@@ -295,10 +304,32 @@ class PolicyListView(ListPage):
         return selectors.policy_list()
 
 
+class PilotListView(ListPage):
+    title = "Migration pilots"
+    filterset_class = MigrationPilotFilterSet
+    default_ordering = "-recorded_at"
+    related_pages = RELATED
+    create = ("Record a pilot", "stores:evidence-record-pilot", RECORDER)
+    columns = (
+        Column("Store", "store.slug", sort="store__slug"),
+        Column("Profile", "profile.slug", sort="profile__slug"),
+        Column("Outcome", "get_outcome_display", sort="outcome"),
+        Column("Started", "started_at", sort="started_at"),
+        Column("Ended", "ended_at"),
+        Column("Run", "run_reference"),
+        Column("Recorded by", "recorded_by"),
+        Column("When", "recorded_at", sort="recorded_at"),
+    )
+
+    def get_base_queryset(self):
+        return selectors.pilot_list()
+
+
 EVIDENCE_FORMS = {
     "benchmark": (BenchmarkForm, services.benchmark_record, "stores:benchmark-list"),
     "contract-test": (ContractTestForm, services.contract_test_record, "stores:contract-test-list"),
     "policy": (PolicyForm, services.policy_record, "stores:policy-list"),
+    "pilot": (PilotForm, services.pilot_record, "stores:pilot-list"),
 }
 
 
@@ -319,5 +350,6 @@ def record_evidence(request, kind):
         "benchmark": "Record a benchmark result",
         "contract-test": "Record a contract test",
         "policy": "Record a physicalization policy",
+        "pilot": "Record a migration pilot",
     }[kind]
     return render(request, "console/form.html", {"form": form, "title": title})

@@ -31,12 +31,8 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-@admin.register(User)
-class UserAdmin(BaseUserAdmin):
-    fieldsets = (
-        *BaseUserAdmin.fieldsets,
-        ("Lockout", {"fields": ("failed_login_count", "locked_until")}),
-    )
+# Sign-in locks live in Redis (apps.tenancy.attempts), not on the account.
+admin.site.register(User, BaseUserAdmin)
 
 
 admin.site.register(Region)

@@ -21,13 +21,27 @@ class TenancyCode(Codes):
         "token_not_live",
         "Only a live token (not revoked, not expired) can be rotated.",
     )
+    NAME_UNAVAILABLE = (
+        "name_unavailable",
+        "The service account name is taken (in any tenant, which the answer does not say).",
+    )
+    TOKEN_ALREADY_ROTATED = (
+        "token_already_rotated",
+        "The token was rotated already; rotate its successor instead.",
+    )
     ACCOUNT_DISABLED = "account_disabled", "The token's service account is disabled."
     UNKNOWN_SCOPE = "unknown_scope", "A scope named for the token does not exist."
-    INVALID_EXPIRY = "invalid_expiry", "The token's expiry is not in the future."
     INVALID_OVERLAP = "invalid_overlap", "A rotation's overlap is between none and seven days."
     # Signing in.
     INVALID_CREDENTIALS = "invalid_credentials", "Wrong username or password."
-    ACCOUNT_LOCKED = "account_locked", "Too many failed sign-ins; the account is locked a while."
+    ACCOUNT_LOCKED = (
+        "account_locked",
+        "Too many failed sign-ins or codes for the account; the password alone waits a while.",
+    )
+    LOGIN_THROTTLED = (
+        "login_throttled",
+        "Too many failed sign-ins from the client's address; retry after Retry-After.",
+    )
     LOGIN_EXPIRED = "login_expired", "The sign-in waited too long for its code; sign in again."
     # Two-factor sign-in.
     TOTP_ALREADY_ENABLED = "totp_already_enabled", "Two-factor sign-in is on already."

@@ -21,9 +21,6 @@ ACTING_TENANT_SESSION_KEY = "steward_acting_tenant"  # the person's own choice
 SESSION_TENANT_SESSION_KEY = "steward_session_tenant"  # the one the session started in
 STATIC_PREFIX = "/static/"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# Steward's own governance work goes on while a tenant is suspended or offboarding:
-# its people and services complete the export and deletion tasks assigned to them.
-GOVERNANCE_PREFIXES = ("/api/v1/governance/", "/governance/")
 
 
 def _view_scope(request) -> str | None:
@@ -49,13 +46,14 @@ def _declared_scope(path_info: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _any_tenant_status(path_info: str) -> bool:
+def _marked(path_info: str, marker: str) -> bool:
+    """Whether the view of `path_info` carries `marker` (apps.core.view_scope)."""
     try:
         func = resolve(path_info).func
     except Resolver404:
         return False
     holders = (func, getattr(func, "cls", None), getattr(func, "view_class", None))
-    return any(getattr(holder, "steward_any_tenant_status", False) for holder in holders)
+    return any(getattr(holder, marker, False) for holder in holders)
 
 
 def tenant_status_refusal(request):
@@ -63,17 +61,20 @@ def tenant_status_refusal(request):
 
     The one check of what a tenant's status means, for the API and the console alike:
     a deleted tenant's people and services cannot act at all; a suspended or
-    offboarding tenant's cannot write (governance's own tasks excepted). Platform
-    callers (operators, platform services) act as Steward and are not refused."""
+    offboarding tenant's cannot write, save governance's own work (views marked
+    `governance_work`: answering owner tasks, checking evidence); new governance orders
+    and legal holds are writes like any other. Platform callers (operators, platform
+    services) act as Steward and are not refused here; governance's services decide
+    what an operator may still start for such a tenant."""
     tenant = request.tenant
     if tenant is None or request.platform_wide:
         return None
     status = tenant.status
-    if status == "active" or _any_tenant_status(request.path_info):
+    if status == "active" or _marked(request.path_info, "steward_any_tenant_status"):
         return None
     if status == "deleted":
         code, detail = TenancyCode.TENANT_DELETED, "The tenant is deleted: it can no longer act."
-    elif request.method in SAFE_METHODS or request.path.startswith(GOVERNANCE_PREFIXES):
+    elif request.method in SAFE_METHODS or _marked(request.path_info, "steward_governance_work"):
         return None
     else:
         code = (
@@ -219,9 +220,13 @@ class TenantScopeMiddleware:
 
 def pin_session_tenant(sender, request, user, **kwargs):
     """At sign-in, pin the tenant the session starts in (see _resolve_person), so that
-    later requests only read the session: a membership added afterwards never moves it."""
+    later requests only read the session: a membership added afterwards never moves it.
+    It is the tenant the person last chose, while they still belong to it; else their
+    first. (Operators start with every tenant, as before.)"""
     if request is None or getattr(user, "is_operator", False):
         return
     memberships = selectors.memberships_of(user)
     if memberships:
-        request.session[SESSION_TENANT_SESSION_KEY] = str(memberships[0].tenant_id)
+        last = str(getattr(user, "last_chosen_tenant", None) or "")
+        chosen = next((m for m in memberships if str(m.tenant_id) == last), memberships[0])
+        request.session[SESSION_TENANT_SESSION_KEY] = str(chosen.tenant_id)

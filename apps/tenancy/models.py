@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from apps.core.transitions import Transitions
 from apps.core.urls import reverse_pk
 
 # Apps a service token can be scoped to; `<app>:write` implies `<app>:read`.
@@ -77,6 +78,18 @@ class Tenant(models.Model):
         OFFBOARDING = "offboarding", "Offboarding"
         DELETED = "deleted", "Deleted"
 
+    # An operator suspends and resumes a tenant; a deletion order takes it offboarding,
+    # then deleted, and nothing brings it back from either.
+    TRANSITIONS = Transitions(
+        initial=[Status.ACTIVE],
+        moves={
+            Status.ACTIVE: {Status.SUSPENDED, Status.OFFBOARDING, Status.DELETED},
+            Status.SUSPENDED: {Status.ACTIVE, Status.OFFBOARDING, Status.DELETED},
+            Status.OFFBOARDING: {Status.DELETED},
+            Status.DELETED: set(),
+        },
+    )
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
@@ -105,10 +118,12 @@ class Tenant(models.Model):
 class User(AbstractUser):
     """A person. Staff users are operators; everyone else acts through memberships."""
 
-    failed_login_count = models.PositiveIntegerField(default=0)
-    locked_until = models.DateTimeField(null=True, blank=True)
     # Raised to end every open session of the person at once (an authenticator reset).
     session_generation = models.PositiveIntegerField(default=0)
+    # The tenant the person last chose to act for; a new sign-in starts there while they
+    # are still its member. An id, not a key: it is a preference, and neither the tenant
+    # nor the membership has to outlive it.
+    last_chosen_tenant = models.UUIDField(null=True, blank=True)
 
     @property
     def is_operator(self) -> bool:
@@ -226,6 +241,9 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Set when a rotation replaced the token: a token is rotated once, so concurrent
+    # rotations cannot each mint a live successor (apps.tenancy.services.api_token_rotate).
+    rotated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from django.db import transaction
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from apps.core.scope import system_scope
 from apps.tenancy import auth_cache, totp
@@ -62,8 +62,10 @@ def operator_tenant_choices() -> list[tuple[str, str]]:
 
 
 def tenant_list(*, platform_wide: bool, tenant: Tenant | None) -> QuerySet[Tenant]:
+    # Members only: counting pending invitations would tell a tenant admin which of
+    # the usernames they invited exist.
     return tenants_visible_to(platform_wide=platform_wide, tenant=tenant).annotate(
-        member_count=Count("memberships", distinct=True)
+        member_count=Count("memberships", filter=Q(memberships__pending=False), distinct=True)
     )
 
 
@@ -93,6 +95,47 @@ def membership_list(*, include_pending: bool = False) -> QuerySet[Membership]:
     username was invited must not tell a tenant admin that the person exists."""
     memberships = Membership.objects.select_related("tenant", "user")
     return memberships if include_pending else memberships.filter(pending=False)
+
+
+# The tenant's audit actions that settle what became of an invited username.
+_INVITATION_ACTIONS = (
+    "membership.invite",
+    "membership.withdraw",
+    "membership.accept",
+    "membership.set",
+    "membership.remove",
+)
+INVITATIONS_SHOWN = 50
+
+
+def invitations_sent(tenant: Tenant) -> list[dict]:
+    """The invitations the tenant sent and neither withdrew nor saw accepted, newest
+    first, read from its own audit trail: the usernames its admins typed, alike whether
+    anyone has them. Not from the pending rows, which exist only for real people; and
+    a person's decline is not in the tenant's trail, so it reads as no answer yet."""
+    events = (
+        AuditEvent.objects.filter(tenant=tenant, action__in=_INVITATION_ACTIONS)
+        .order_by("-occurred_at", "-id")
+        .values("action", "changes", "occurred_at", "actor_label")[: INVITATIONS_SHOWN * 10]
+    )
+    settled, sent = set(), []
+    for event in events:
+        before, after = (event["changes"] or {}).get("user") or [None, None]
+        username = after or before
+        if not username or username in settled:
+            continue
+        settled.add(username)  # the newest word on a username is the one that counts
+        if event["action"] == "membership.invite":
+            role = ((event["changes"] or {}).get("role") or [None, None])[1]
+            sent.append(
+                {
+                    "username": username,
+                    "role": role,
+                    "invited_at": event["occurred_at"],
+                    "invited_by": event["actor_label"],
+                }
+            )
+    return sent[:INVITATIONS_SHOWN]
 
 
 def invitations_of(user: User) -> list[Membership]:

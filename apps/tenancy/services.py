@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
+import math
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.db.models import F, ProtectedError, Q
 from django.utils import timezone
 from guardian.shortcuts import assign_perm, remove_perm
 
+from apps.core.addresses import client_address
 from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
 from apps.core.outbox import emit
 from apps.core.scope import owner_scope, system_scope, tenant_scope
-from apps.tenancy import auth_cache, totp
+from apps.tenancy import attempts, auth_cache, totp
 from apps.tenancy.audit import audit_record, diff, snapshot
 from apps.tenancy.codes import TenancyCode
 from apps.tenancy.models import (
@@ -88,7 +90,9 @@ def tenant_set_lifecycle_status(*, tenant_id, status: str) -> None:
     and its events are the record, and the tenant's audit trail is being redacted."""
     if status not in {Tenant.Status.OFFBOARDING, Tenant.Status.DELETED}:
         raise ValidationFailed(f"A deletion order does not set a tenant {status}.")
-    Tenant.objects.filter(pk=tenant_id).update(status=status, updated_at=timezone.now())
+    tenant = Tenant.objects.get(pk=tenant_id)
+    if tenant.status != status:  # a phase run again finds it set
+        Tenant.TRANSITIONS.move(tenant, status, updated_at=timezone.now())
     auth_cache.invalidate()  # its services' cached tokens carry the tenant's status
 
 
@@ -104,6 +108,8 @@ def tenant_update(*, actor: Actor, tenant: Tenant, **fields) -> Tenant:
     if not changes:
         return tenant
     with transaction.atomic():
+        if "status" in changes:
+            Tenant.TRANSITIONS.move(tenant, tenant.status, updated_at=timezone.now())
         tenant.save()
         audit_record(
             actor=actor, action="tenant.update", instance=tenant, tenant=tenant, changes=changes
@@ -217,19 +223,39 @@ def membership_accept(*, actor: Actor, membership: Membership) -> Membership:
 
 
 def membership_decline(*, actor: Actor, membership: Membership) -> None:
+    """The invited person's own act. Recorded in the platform's trail about the tenant
+    (operators see it; a tenant deletion redacts it), not in the tenant's: a decline
+    there would tell its admins that the username they typed is a person."""
     _own_invitation(actor, membership)
     tenant = membership.tenant
-    with tenant_scope(tenant):
-        membership = Membership.objects.select_for_update().get(pk=membership.pk)
-        _own_invitation(actor, membership)
+    with transaction.atomic():
+        with tenant_scope(tenant):
+            membership = Membership.objects.select_for_update().get(pk=membership.pk)
+            _own_invitation(actor, membership)
+            membership.delete()
         audit_record(
             actor=actor,
             action="membership.decline",
-            instance=membership,
-            tenant=tenant,
+            instance=tenant,
             changes={"role": [membership.role, None], "user": [actor.user.get_username(), None]},
         )
-        membership.delete()
+
+
+def membership_invitation_withdraw(*, actor: Actor, tenant: Tenant, username: str) -> None:
+    """Withdraw the tenant's invitation of `username`. Like the invitation, it returns
+    nothing and is recorded alike whether a pending invitation was there, the username
+    exists, or the person had accepted already (then it changes nothing)."""
+    user = User.objects.filter(username=username).first()
+    with tenant_scope(tenant):
+        audit_record(
+            actor=actor,
+            action="membership.withdraw",
+            instance=tenant,
+            tenant=tenant,
+            changes={"user": [username, None]},
+        )
+        if user is not None:
+            Membership.objects.filter(tenant=tenant, user=user, pending=True).delete()
 
 
 def membership_remove(*, actor: Actor, membership: Membership) -> None:
@@ -254,9 +280,22 @@ def service_account_create(
     *, actor: Actor, name: str, tenant: Tenant | None = None, description: str = ""
 ) -> ServiceAccount:
     account = ServiceAccount(name=name, tenant=tenant, description=description)
-    account.full_clean()
+    # A name is a service's identity across tenants (the registry's producers and
+    # consumers, Schema Registry clients' user name), so it stays unique platform-wide.
+    # Row-level security hides other tenants' accounts from full_clean's uniqueness
+    # check; the database's constraint decides instead, and a name taken anywhere is
+    # refused in the same words, saying neither whose nor where.
+    account.full_clean(validate_unique=False)
     with owner_scope(tenant):
-        account.save()
+        try:
+            with transaction.atomic():
+                account.save()
+        except IntegrityError:
+            raise ValidationFailed(
+                f"The name {name!r} is not available; choose another.",
+                code=TenancyCode.NAME_UNAVAILABLE,
+                field="name",
+            ) from None
         audit_record(
             actor=actor,
             action="service_account.create",
@@ -291,7 +330,7 @@ def api_token_issue(
             f"unknown scopes: {', '.join(unknown)}", code=TenancyCode.UNKNOWN_SCOPE
         )
     if expires_at is not None and expires_at <= timezone.now():
-        raise ValidationFailed("expires_at must be in the future", code=TenancyCode.INVALID_EXPIRY)
+        raise ValidationFailed("expires_at must be in the future", code=CoreCode.INVALID_EXPIRY)
     prefix = secrets.token_hex(4)
     secret = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     tenant = service_account.tenant
@@ -342,10 +381,17 @@ def api_token_rotate(*, actor: Actor, token: ApiToken, overlap: timedelta) -> Is
         )
     tenant = token.service_account.tenant
     with owner_scope(tenant):
+        # The row lock makes rotations of one token take turns; the one that waited
+        # then finds the token rotated and is refused, so one token has one successor.
         old = ApiToken.objects.select_for_update().filter(pk=token.pk).first()
         now = timezone.now()
         if old is None or old.revoked_at is not None or (old.expires_at and old.expires_at <= now):
             raise Conflict("Only a live token can be rotated.", code=TenancyCode.TOKEN_NOT_LIVE)
+        if old.rotated_at is not None:
+            raise Conflict(
+                "This token was rotated already; rotate the token that replaced it.",
+                code=TenancyCode.TOKEN_ALREADY_ROTATED,
+            )
         issued = api_token_issue(
             actor=actor,
             service_account=old.service_account,
@@ -354,9 +400,10 @@ def api_token_rotate(*, actor: Actor, token: ApiToken, overlap: timedelta) -> Is
             expires_at=old.expires_at,
         )
         ends = now + overlap
+        old.rotated_at = now
         if old.expires_at is None or ends < old.expires_at:
             old.expires_at = ends
-            old.save(update_fields=["expires_at"])
+        old.save(update_fields=["expires_at", "rotated_at"])
         audit_record(
             actor=actor,
             action="api_token.rotate",
@@ -423,57 +470,103 @@ class LoginRefused(DomainError):
     title = "Login refused"
 
 
+class TooManyAttempts(DomainError):
+    """Too many failures, from the client's address or at the name or person tried;
+    `retry_after` is the seconds until the oldest of them leaves the window."""
+
+    status = 429
+    title = "Too many failed attempts"
+
+    def __init__(self, detail: str, *, code: str, retry_after: float):
+        super().__init__(detail, code=code)
+        self.retry_after = max(math.ceil(retry_after), 1)
+
+
+def _minutes(seconds: float) -> str:
+    minutes = max(math.ceil(seconds / 60), 1)
+    return f"{minutes} minute{'s' if minutes != 1 else ''}"
+
+
+def _address_throttled(wait: float) -> TooManyAttempts:
+    return TooManyAttempts(
+        f"Too many failed sign-ins from your address; try again in {_minutes(wait)}.",
+        code=TenancyCode.LOGIN_THROTTLED,
+        retry_after=wait,
+    )
+
+
+def _name_locked(wait: float) -> TooManyAttempts:
+    # The same words whether or not anyone has the name: the limit counts names as typed.
+    return TooManyAttempts(
+        f"Too many failed sign-ins for this account; try again in {_minutes(wait)}, or "
+        "sign in with your password and authenticator code.",
+        code=TenancyCode.ACCOUNT_LOCKED,
+        retry_after=wait,
+    )
+
+
 def login_attempt(*, request, username: str, password: str) -> User:
-    """Check a console login, counting failures and locking the account after too many.
+    """Check the password step of a console sign-in (apps.tenancy.attempts).
 
-    A locked account is refused without looking at the password, so guessing cannot
-    continue while it is locked. Failures are counted under a row lock, so parallel
-    guesses cannot slip past the limit.
+    An address that failed too often is refused before anything else, by Redis alone:
+    no query, no password hash. Otherwise the password is hashed whether or not the
+    name exists and whether or not it is locked, so neither the answer nor its time
+    tells a known name from an unknown one. A locked name is refused the password
+    alone; with the right password, someone who has an authenticator goes on to the
+    code step, which decides: nobody can lock a person with a second factor out.
     """
-    now = timezone.now()
-    # The refusal is raised after the block commits: the failure count must survive it.
-    refusal = None
-    with transaction.atomic():
-        user = User.objects.select_for_update().filter(username=username).first()
-        if user is not None and user.locked_until and user.locked_until > now:
-            refusal = LoginRefused(
-                "Too many failed logins; the account is locked for a while.",
-                code=TenancyCode.ACCOUNT_LOCKED,
-            )
-            authenticated = None
-        else:
-            authenticated = authenticate(request, username=username, password=password)
-            if authenticated is None:
-                refusal = LoginRefused(
-                    "Wrong username or password.", code=TenancyCode.INVALID_CREDENTIALS
-                )
-                if user is not None:
-                    _count_failure(user, now)
-            elif (user.failed_login_count or user.locked_until) and not has_second_factor(user):
-                # With two factors, only the code step clears the count: otherwise the
-                # password, once known, would buy fresh guesses at the code forever.
-                user.failed_login_count = 0
-                user.locked_until = None
-                user.save(update_fields=["failed_login_count", "locked_until"])
-    if refusal is not None:
-        raise refusal
-    return authenticated
+    address = client_address(request)
+    # Counted as failed from the start, and taken back on success: a burst of parallel
+    # guesses cannot all pass the check before the first of them is counted.
+    wait, reservation = attempts.reserve(attempts.ADDRESS, address)
+    if wait:
+        attempts.note("password", "throttled", address=address)
+        raise _address_throttled(wait)
+    name = attempts.username_ident(username)
+    locked = attempts.blocked_for(attempts.PASSWORD, name)
+    # Django's authenticate, through PersonBackend: the connection is released before
+    # the hash, so guessing does not hold the pool.
+    user = authenticate(request, username=username, password=password)
+    if user is None:
+        now_locked = attempts.record_failure(attempts.PASSWORD, name)
+        attempts.note("password", "failure", address=address, username=username)
+        if now_locked and not locked:
+            _audit_lock(User.objects.filter(username=username).first(), now_locked)
+        if now_locked:
+            raise _name_locked(now_locked)
+        raise LoginRefused("Wrong username or password.", code=TenancyCode.INVALID_CREDENTIALS)
+    attempts.release(attempts.ADDRESS, address, reservation)
+    second_factor = has_second_factor(user)
+    if locked and not second_factor:
+        attempts.note("password", "locked", address=address, username=username)
+        raise _name_locked(locked)
+    if not second_factor:
+        # With two factors only the code step clears the name's count: a password alone
+        # that was guessed must not unlock it.
+        attempts.clear(attempts.PASSWORD, name)
+    attempts.note("password", "success", address=address, username=username)
+    return user
 
 
-def _count_failure(user: User, now: datetime) -> None:
-    user.failed_login_count += 1
-    fields = ["failed_login_count"]
-    if user.failed_login_count >= settings.STEWARD_LOGIN_MAX_FAILURES:
-        user.locked_until = now + settings.STEWARD_LOGIN_LOCKOUT
-        user.failed_login_count = 0
-        fields.append("locked_until")
-        audit_record(
-            actor=None,
-            action="user.lock",
-            instance=user,
-            changes={"locked_until": [None, user.locked_until.isoformat()]},
-        )
-    user.save(update_fields=fields)
+def person_choose_tenant(*, user: User, tenant_id: str) -> None:
+    """Remember the tenant `user` chose to act for: their next sign-in starts there
+    (apps.tenancy.middleware.pin_session_tenant). A preference, not audited."""
+    User.objects.filter(pk=user.pk).exclude(last_chosen_tenant=tenant_id).update(
+        last_chosen_tenant=tenant_id
+    )
+    auth_cache.person_invalidate(user.pk)
+
+
+def _audit_lock(user: User | None, wait: float) -> None:
+    if user is None:
+        return  # nobody's account: the lock is the name's alone
+    until = timezone.now() + timedelta(seconds=wait)
+    audit_record(
+        actor=None,
+        action="user.lock",
+        instance=user,
+        changes={"locked_until": [None, until.isoformat()]},
+    )
 
 
 def user_create(
@@ -586,7 +679,12 @@ def totp_enrol_begin(*, actor: Actor, user: User) -> totp.Enrolment:
 
 def totp_enrol_confirm(*, actor: Actor, user: User, code: str) -> list[str]:
     """Switch two-factor sign-in on once `code` proves the app has the seed; returns the
-    recovery codes, which are shown once and kept only as digests."""
+    recovery codes, which are shown once and kept only as digests.
+
+    Every session the person has open ends: they were opened with the password alone,
+    perhaps by whoever else knows it. `user` comes back with its new session hash, for
+    the caller to keep its own session (django.contrib.auth.update_session_auth_hash).
+    """
     now = timezone.now()
     with transaction.atomic():
         device = TotpDevice.objects.select_for_update().filter(user=user).first()
@@ -607,6 +705,7 @@ def totp_enrol_confirm(*, actor: Actor, user: User, code: str) -> list[str]:
         device.last_used_step = step
         device.save(update_fields=["confirmed_at", "last_used_step"])
         codes = _recovery_codes_issue(user)
+        _sessions_end(user)
         audit_record(
             actor=actor,
             action="user.totp_enable",
@@ -620,37 +719,62 @@ def login_second_factor(*, user_id: int, code: str) -> tuple[User, str]:
     """Check the code step of a two-step login: an authenticator code, or a recovery code.
 
     Returns the user and how they proved it (`totp` or `recovery_code`). Wrong and
-    replayed codes count towards the lockout like wrong passwords do.
+    replayed codes count towards the person's code limit (apps.tenancy.attempts), the
+    one the two-factor pages share; a right code clears it, and lifts the lock that
+    wrong passwords put on the person's name.
     """
     now = timezone.now()
-    refusal = None
-    with transaction.atomic():
+    with _lock_audited(), transaction.atomic():
         user = User.objects.select_for_update().filter(pk=user_id, is_active=True).first()
         if user is None:
             raise LoginRefused("Sign in again.", code=TenancyCode.LOGIN_EXPIRED)
-        if user.locked_until and user.locked_until > now:
-            refusal = LoginRefused(
-                "Too many failed logins; the account is locked for a while.",
-                code=TenancyCode.ACCOUNT_LOCKED,
-            )
-            method = None
-        else:
-            method, problem = _second_factor_check(user, code, now)
-            if method is None:
-                refusal = LoginRefused(
-                    "That code was used already; wait for the next one."
-                    if problem == TenancyCode.CODE_REUSED
-                    else "Wrong code.",
-                    code=problem,
-                )
-                _count_failure(user, now)
-            elif user.failed_login_count or user.locked_until:
-                user.failed_login_count = 0
-                user.locked_until = None
-                user.save(update_fields=["failed_login_count", "locked_until"])
-    if refusal is not None:
-        raise refusal
+        method = _code_attempt(user, code, now, refusal=LoginRefused)
+    attempts.clear(attempts.PASSWORD, attempts.username_ident(user.username))
     return user, method
+
+
+def _code_attempt(user: User, code: str, now: datetime, *, refusal=None, recovery=True) -> str:
+    """How `code` proves `user`'s second factor (`totp` or `recovery_code`), under the
+    person's code limit: refused unheard once it is reached, a failure counted, a
+    success clearing it. Called under the user's row lock. `refusal` is the error a
+    wrong code raises (ValidationFailed unless given)."""
+    ident = str(user.pk)
+    wait = attempts.blocked_for(attempts.CODE, ident)
+    if wait:
+        attempts.note("code", "throttled", username=user.username)
+        raise TooManyAttempts(
+            f"Too many wrong codes; try again in {_minutes(wait)}.",
+            code=TenancyCode.ACCOUNT_LOCKED,
+            retry_after=wait,
+        )
+    method, problem = _second_factor_check(user, code, now, recovery=recovery)
+    if method is None:
+        locked = attempts.record_failure(attempts.CODE, ident)
+        attempts.note("code", "failure", username=user.username)
+        detail = (
+            "That code was used already; wait for the next one."
+            if problem == TenancyCode.CODE_REUSED
+            else "Wrong code."
+        )
+        refused = (refusal or ValidationFailed)(detail, code=problem)
+        refused.lock_began = (user, locked) if locked else None
+        raise refused
+    attempts.clear(attempts.CODE, ident)
+    attempts.note("code", "success", username=user.username)
+    return method
+
+
+@contextlib.contextmanager
+def _lock_audited():
+    """Around a transaction that checks a code: a wrong code that reached the limit is
+    audited (`user.lock`) once the refusing transaction has rolled back."""
+    try:
+        yield
+    except DomainError as exc:
+        began = getattr(exc, "lock_began", None)
+        if began:
+            _audit_lock(*began)
+        raise
 
 
 def totp_disable(*, actor: Actor, user: User, code: str) -> None:
@@ -658,13 +782,11 @@ def totp_disable(*, actor: Actor, user: User, code: str) -> None:
     may not: the console requires it of them."""
     if user.is_operator:
         raise Conflict("Operators must keep two-factor sign-in on.", code=TenancyCode.TOTP_REQUIRED)
-    with transaction.atomic():
+    with _lock_audited(), transaction.atomic():
         User.objects.select_for_update().filter(pk=user.pk).first()
         if not has_second_factor(user):
             raise Conflict("Two-factor sign-in is not on.", code=TenancyCode.TOTP_NOT_ENABLED)
-        method, problem = _second_factor_check(user, code, timezone.now())
-        if method is None:
-            raise ValidationFailed("Wrong code.", code=problem)
+        _code_attempt(user, code, timezone.now())
         _second_factor_remove(user)
         audit_record(
             actor=actor,
@@ -685,8 +807,7 @@ def totp_reset(*, actor: Actor, user: User) -> None:
             )
         _second_factor_remove(user)
         # The device may be in someone else's hands, and so may a session it opened.
-        User.objects.filter(pk=user.pk).update(session_generation=F("session_generation") + 1)
-        auth_cache.person_invalidate(user.pk)  # its cached account has the old session hash
+        _sessions_end(user)
         audit_record(
             actor=actor,
             action="user.totp_reset",
@@ -695,15 +816,22 @@ def totp_reset(*, actor: Actor, user: User) -> None:
         )
 
 
+def _sessions_end(user: User) -> None:
+    """End every open session of `user`: the generation in its session hash moves on
+    (apps.tenancy.models.User). `user` is given the new hash."""
+    User.objects.filter(pk=user.pk).update(session_generation=F("session_generation") + 1)
+    user.refresh_from_db(fields=["session_generation"])
+    user.cached_session_auth_hash = None  # computed again, from the new generation
+    auth_cache.person_invalidate(user.pk)  # its cached account has the old session hash
+
+
 def recovery_codes_regenerate(*, actor: Actor, user: User, code: str) -> list[str]:
     """New recovery codes for a current authenticator code; the old ones stop working."""
-    with transaction.atomic():
+    with _lock_audited(), transaction.atomic():
         User.objects.select_for_update().filter(pk=user.pk).first()
         if not has_second_factor(user):
             raise Conflict("Two-factor sign-in is not on.", code=TenancyCode.TOTP_NOT_ENABLED)
-        method, problem = _second_factor_check(user, code, timezone.now(), recovery=False)
-        if method is None:
-            raise ValidationFailed("Wrong code.", code=problem)
+        _code_attempt(user, code, timezone.now(), recovery=False)
         codes = _recovery_codes_issue(user)
         audit_record(
             actor=actor,

@@ -30,6 +30,21 @@ class FakeWorkflowService:
         return (200, {"instance_id": self.instances[key]}) if key in self.instances else (404, {})
 
 
+class StatefulWorkflowService(FakeWorkflowService):
+    """Also answers what became of an instance: `states[instance id]` as the service
+    reports it; an instance it was not told about is unknown (404)."""
+
+    def __init__(self):
+        super().__init__()
+        self.states = {}
+
+    def __call__(self, received):
+        if received.method == "GET" and "idempotency_key=" not in received.path:
+            instance = received.path.rstrip("/").rsplit("/", 1)[-1]
+            return (200, self.states[instance]) if instance in self.states else (404, {})
+        return super().__call__(received)
+
+
 class RefusingWorkflowService(FakeWorkflowService):
     """Refuses starts (a 4xx) while `refusing`, else starts one instance per key."""
 

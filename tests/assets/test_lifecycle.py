@@ -43,7 +43,7 @@ def test_an_approved_asset_is_retired_with_its_reason_audited_and_announced(tena
     assert payload["reason"] == "superseded by v4" and payload["status"] == "retired"
 
 
-def test_retiring_needs_a_reason_and_an_approved_asset(tenant_a):
+def test_retiring_needs_a_reason_and_an_asset_once_asked_for(tenant_a):
     asset = approved(tenant_a)
     with pytest.raises(ValidationFailed) as no_reason:
         services.asset_retire(actor=SYSTEM_ACTOR, asset=asset, reason="  ")
@@ -104,14 +104,13 @@ def test_the_api_patches_deletes_and_retires_through_the_same_rules(api, tenant_
     assert patched.json()["status"] == "draft"  # answered in the read shape
     assert api.put(url, {"name": "x"}, format="json").status_code == 405
     problem(api.patch(url, {"status": "approved"}, format="json"), 400, "invalid")
-    # PATCH while Requested, DELETE of anything but a draft, retire of a non-approved
+    # PATCH while Requested, DELETE of anything but a draft, retire of a draft
     api.post(f"{url}request-approval/", {"delegate": False})
     body = problem(
         api.patch(url, {"name": "renamed"}, format="json"), 409, "asset_awaiting_decision"
     )
     assert body["current_status"] == "requested"
     problem(api.delete(url), 409, "asset_not_deletable")
-    problem(api.post(f"{url}retire/", {"reason": "old"}), 409, "invalid_transition")
     with tenant_scope(tenant_a):
         stored = Asset.objects.get(pk=created["id"])
     assert (stored.name, stored.status) == ("feature-store", "requested")
@@ -121,8 +120,10 @@ def test_the_api_patches_deletes_and_retires_through_the_same_rules(api, tenant_
     retired = api.post(f"{url}retire/", {"reason": "replaced"})
     assert retired.status_code == 200
     assert retired.json()["status"] == "retired" and retired.json()["status_reason"] == "replaced"
-    # a draft is deleted
+    # a draft is not retired (nothing was asked for) but deleted
     draft = api.post(ASSETS, {"name": "scratch"}).json()
+    retired = api.post(f"{ASSETS}{draft['id']}/retire/", {"reason": "old"})
+    problem(retired, 409, "invalid_transition")
     assert api.delete(f"{ASSETS}{draft['id']}/").status_code == 204
     assert api.get(f"{ASSETS}{draft['id']}/").status_code == 404
 

@@ -7,9 +7,10 @@ import uuid
 
 import pytest
 from celery.contrib.testing.worker import start_worker
+from django.db import IntegrityError, transaction
 
 from apps.assets import selectors, services
-from apps.assets.models import WorkflowCallback
+from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.scope import system_scope, tenant_scope
@@ -142,3 +143,104 @@ def test_linking_refuses_what_it_cannot_do_and_changes_nothing(tenant_a, tenant_
     with pytest.raises(Conflict) as refused:
         services.callback_dismiss(receipt=receipt, actor=SYSTEM_ACTOR, reason="x")
     assert refused.value.code == "callback_not_unknown"
+
+
+def unknown_callbacks_for(instance, n=1):
+    for i in range(n):
+        receipt = services.callback_receive(
+            workflow_instance_id=instance, approve=True, reason="ok", callback_id=f"cb-{i}"
+        )
+        assert not receipt.known
+    with system_scope():
+        return list(WorkflowCallback.objects.filter(workflow_instance_id=instance).order_by("id"))
+
+
+@pytest.mark.django_db
+def test_an_instance_an_asset_has_is_not_linked_to_another_tenants_asset(tenant_a, tenant_b):
+    # given a callback that came before its start's answer was recorded on asset A
+    a = requested(tenant_a, "a")
+    instance = uuid.uuid4()
+    [stray] = unknown_callbacks_for(instance)
+    assert services.asset_record_delegation(
+        asset=a, approval_request_id=a.approval_request_id, workflow_instance_id=instance
+    )
+    b = requested(tenant_b, "b")
+    # when an operator links it to another tenant's asset waiting on a delegation
+    with pytest.raises(Conflict) as refused:
+        services.callback_link(receipt=stray, asset=b, actor=SYSTEM_ACTOR)
+    # then it is refused, and B is left as it was
+    assert refused.value.code == "workflow_instance_linked"
+    assert reload(b).workflow_instance_id is None and receipt_of(stray).resolution == ""
+    # linked to the asset that has the instance, it decides it
+    services.callback_link(receipt=stray, asset=a, actor=SYSTEM_ACTOR)
+    services.drain_callbacks(tenant_a.pk)
+    assert reload(a).status == "approved"
+
+
+@pytest.mark.django_db
+def test_duplicate_callbacks_for_one_instance_are_one_item_resolved_together(tenant_a):
+    instance = uuid.uuid4()
+    first, second, third = unknown_callbacks_for(instance, 3)
+    other = unknown_callback()
+    with system_scope():
+        items = list(selectors.unknown_instance_callbacks())
+    assert [(r.pk, r.receipts) for r in items] == [(first.pk, 3), (other.pk, 1)]
+    asset = requested(tenant_a, "lost-answer")
+
+    services.callback_link(receipt=first, asset=asset, actor=SYSTEM_ACTOR)
+
+    assert waiting_list() == [other.pk]
+    assert {receipt_of(r).resolution for r in (first, second, third)} == {"linked"}
+    services.drain_callbacks(tenant_a.pk)
+    assert reload(asset).status == "approved"
+    with tenant_scope(tenant_a):
+        copies = sorted(c.outcome for c in selectors.callbacks_of(reload(asset)))
+    assert copies == ["applied", "ignored", "ignored"]
+    # dismissing resolves every callback of the instance too
+    again = uuid.uuid4()
+    one, two = unknown_callbacks_for(again, 2)
+    services.callback_dismiss(receipt=two, actor=SYSTEM_ACTOR, reason="staging noise")
+    assert receipt_of(one).resolution == receipt_of(two).resolution == "dismissed"
+
+
+@pytest.mark.django_db
+def test_two_assets_never_wait_on_one_instance(tenant_a, tenant_b):
+    a, instance = delegated(tenant_a, "a")
+    b = requested(tenant_b, "b")
+    with tenant_scope(tenant_b), pytest.raises(IntegrityError), transaction.atomic():
+        Asset.objects.filter(pk=b.pk).update(
+            workflow_instance_id=instance, workflow_link_stale=False
+        )
+    # history may share it: a decided asset keeps its id as the link back
+    with tenant_scope(tenant_b):
+        Asset.objects.filter(pk=b.pk).update(
+            workflow_instance_id=instance, workflow_link_stale=False, status="approved"
+        )
+    assert reload(b).workflow_instance_id == reload(a).workflow_instance_id == instance
+
+
+@pytest.mark.django_db
+def test_a_callback_goes_to_the_asset_waiting_on_its_instance_not_one_that_had_it(
+    tenant_a, tenant_b
+):
+    # given an instance left, from before Steward refused it, on a decided asset of A's
+    # and on an asset of B's that waits on it
+    instance = uuid.uuid4()
+    decided = services.asset_decide(
+        actor=SYSTEM_ACTOR, asset=requested(tenant_a, "decided", delegate=False), approve=True
+    )
+    with tenant_scope(tenant_a):
+        Asset.objects.filter(pk=decided.pk).update(workflow_instance_id=instance)
+    waiting = requested(tenant_b, "waiting")
+    request = waiting.approval_request_id
+    assert services.asset_record_delegation(
+        asset=waiting, approval_request_id=request, workflow_instance_id=instance
+    )
+    # when the Workflow Service decides
+    receipt = services.callback_receive(
+        workflow_instance_id=instance, approve=False, reason="no", callback_id="cb-1"
+    )
+    # then the waiting asset's tenant has the receipt, and the decision
+    assert receipt.tenant_id == tenant_b.pk
+    services.drain_callbacks(tenant_b.pk)
+    assert reload(waiting).status == "rejected" and reload(decided).status == "approved"

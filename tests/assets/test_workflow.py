@@ -1,4 +1,4 @@
-"""The Workflow Service client (apps/assets/workflow.py) as delegation and the opt-in
+"""The Workflow Service client (apps/assets/workflow.py) as delegation and the
 reconciler use it, against a real (local) Workflow Service over HTTP."""
 
 import uuid
@@ -34,9 +34,7 @@ def test_delegation_starts_one_instance_and_stores_its_id(tenant_a, workflow_ser
     assert len([r for r in server.received if r.method == "POST"]) == 1
 
 
-def test_the_opt_in_reconciler_applies_final_decisions_and_flags_unknown_instances(
-    tenant_a, settings
-):
+def test_the_reconciler_applies_final_decisions_and_flags_unknown_instances(tenant_a, settings):
     decided_there, still_running, forgotten = (uuid.uuid4() for _ in range(3))
     states = {
         str(decided_there): {"state": "completed", "decision": "reject", "reason": "no"},
@@ -61,7 +59,7 @@ def test_the_opt_in_reconciler_applies_final_decisions_and_flags_unknown_instanc
     with LocalServer(respond=respond) as server:
         settings.STEWARD_WORKFLOW_SERVICE_URL = server.url
         counts = services.reconcile_stale_delegations()
-    assert counts == {"applied": 1, "running": 1, "unknown": 1}
+    assert counts == {"applied": 1, "running": 1, "unknown": 1, "unreachable": 0}
     assert reload(assets[decided_there]).status == "rejected"
     assert reload(assets[still_running]).status == "requested"
     assert reload(assets[forgotten]).status == "requested"

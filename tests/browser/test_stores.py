@@ -98,7 +98,9 @@ def test_a_rule_change_flags_an_active_binding_and_the_operator_grants_an_except
     expect(page.get_by_text("Store bindings wait on a decision")).to_be_visible()
     page.get_by_role("link", name=f"{store.slug} for {tenant_a.slug}").click()
     expect(page.locator("#residency-violation")).to_contain_text("westeurope")
-    expect(page.locator("#migration-checklist")).to_contain_text("Classify the workload")
+    expect(page.locator("#migration-checklist")).to_contain_text(
+        "Keep the current runtime persistence intact"
+    )
     tab.screenshot("1-flagged")
 
     page.get_by_label("Exception reason").fill("EU hosting agreed until the move")

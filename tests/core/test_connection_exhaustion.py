@@ -7,28 +7,16 @@ the way that once opened a connection per thread until PostgreSQL had no slots l
 
 import http.client
 import json
-import os
-import socket
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import psycopg
 import pytest
 
 from tests.factories import service_token
-from tests.support import database_url, wait_for
+from tests.support import database_url, wait_for, web_process
 
-ROOT = Path(__file__).resolve().parents[2]
 POOL = 2
 APP_NAME = "steward-pool-test"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def get(port, path, headers=None, timeout=30):
@@ -48,33 +36,19 @@ def server_connections(admin) -> int:
 def test_a_pooled_web_process_is_bounded_answers_503_and_recovers():
     token = service_token(name="pool-probe", scopes=["registry:read"]).secret
     auth = {"Authorization": f"Bearer {token}"}
-    port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url(),
-        "STEWARD_DB_POOL_SIZE": str(POOL),
-        "STEWARD_DB_POOL_TIMEOUT": "1",
-        "PGAPPNAME": APP_NAME,  # libpq names the server's connections, to count them
-        "STEWARD_LOG_LEVEL": "CRITICAL",
-    }
-    server = subprocess.Popen(  # noqa: S603
-        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    with web_process(
+        STEWARD_DB_POOL_SIZE=str(POOL),
+        STEWARD_DB_POOL_TIMEOUT="1",
+        PGAPPNAME=APP_NAME,  # libpq names the server's connections, to count them
+        STEWARD_LOG_LEVEL="CRITICAL",
+    ) as port:
+        _exhaust_and_recover(port, auth)
+
+
+def _exhaust_and_recover(port: int, auth: dict) -> None:
     admin = psycopg.connect(database_url(), autocommit=True)
     locker = psycopg.connect(database_url())
     try:
-
-        def up():
-            try:
-                return get(port, "/readyz", timeout=5)[0] == 200
-            except OSError:
-                return False
-
-        wait_for(up, timeout=60)
         # Every request for the topics now waits on this lock, holding its connection.
         locker.execute("LOCK TABLE registry_topic IN ACCESS EXCLUSIVE MODE")
         answers, peak = [], [0]
@@ -108,8 +82,6 @@ def test_a_pooled_web_process_is_bounded_answers_503_and_recovers():
     finally:
         locker.close()
         admin.close()
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_only_a_database_out_of_reach_is_unavailable():

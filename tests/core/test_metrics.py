@@ -117,3 +117,21 @@ def test_request_figures_add_up_across_several_web_processes(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_production_lists_no_network_for_metrics_unless_an_operator_does():
+    """Issue #36 item 13: in production every loopback caller read /metrics without
+    the token; behind a reverse proxy on the same host that is every visitor."""
+    from tests.console.test_security_headers import production_settings
+
+    assert production_settings("STEWARD_METRICS_ALLOW") == {"STEWARD_METRICS_ALLOW": []}
+    listed = production_settings("STEWARD_METRICS_ALLOW", STEWARD_METRICS_ALLOW="10.0.0.0/8")
+    assert listed == {"STEWARD_METRICS_ALLOW": ["10.0.0.0/8"]}
+
+
+@pytest.mark.django_db
+def test_with_no_network_listed_loopback_needs_the_token_too(settings, scrape):
+    settings.STEWARD_METRICS_ALLOW = []  # production's default
+    assert Client().get("/metrics").status_code == 403
+    settings.STEWARD_METRICS_TOKEN = "metrics-secret"  # noqa: S105 - test value
+    scrape(HTTP_AUTHORIZATION="Bearer metrics-secret")

@@ -17,6 +17,10 @@ STATEFUL = {
     "governance.GovernanceTask",
     "compute.ComputeBatch",
     "registry.SchemaVersion",
+    "eventing.UncertainEffect",
+    "eventing.DeadLetter",
+    "governance.RetentionSweep",
+    "tenancy.Tenant",
 }
 
 
@@ -117,3 +121,68 @@ def test_move_refuses_a_row_that_has_moved_on_and_changes_nothing(tenant_a):
     assert refused.value.extra == {"status": "requested"}
     assert stale.status == "requested"
     assert stored.description != "never written"
+
+
+def test_move_with_extra_as_a_function_gives_every_member_of_the_refusal(tenant_a):
+    from apps.assets.models import Asset
+    from apps.core.scope import tenant_scope
+
+    asset = _asset(tenant_a)
+    with tenant_scope(tenant_a), pytest.raises(InvalidTransition) as refused:
+        Asset.TRANSITIONS.move(
+            asset,
+            Asset.Status.RETIRED,
+            extra=lambda found: {"allowed": sorted(Asset.TRANSITIONS.targets(found))},
+        )
+    assert refused.value.extra == {"allowed": ["requested"]}
+    assert refused.value.detail == "This object is draft and cannot become retired."
+
+
+def test_move_many_moves_each_row_that_may_move_once_and_tells_which(tenant_a):
+    from apps.assets.models import Asset
+    from apps.core.scope import tenant_scope
+
+    draft, other, retired = _asset(tenant_a), _asset(tenant_a), _asset(tenant_a)
+    with tenant_scope(tenant_a):
+        Asset.objects.filter(pk=retired.pk).update(status=Asset.Status.RETIRED)
+        Asset.objects.filter(pk=other.pk).update(workflow_link_stale=True)
+
+        def batch():
+            return Asset.TRANSITIONS.move_many(
+                Asset,
+                [
+                    {"id": row.pk, "to": Asset.Status.REQUESTED, "description": f"asked {n}"}
+                    for n, row in enumerate((draft, other, retired))
+                ],
+                by="id",
+                where={"workflow_link_stale": False},
+                returning=("name",),
+                decided_by="batch",
+            )
+
+        [moved] = batch()
+        assert batch() == []  # moved already: a second batch finds nothing to move
+        stored = {a.pk: a for a in Asset.objects.all()}
+    assert (moved.pk, moved.status, moved.name) == (draft.pk, "requested", "ledger")
+    assert (stored[draft.pk].description, stored[draft.pk].decided_by) == ("asked 0", "batch")
+    assert stored[other.pk].status == "draft" and stored[other.pk].description == ""
+    assert stored[retired.pk].status == "retired"
+
+
+def test_delete_ends_a_row_only_in_a_deletable_status(tenant_a):
+    from apps.assets.models import Asset
+    from apps.core.scope import tenant_scope
+
+    draft, requested = _asset(tenant_a), _asset(tenant_a)
+    with tenant_scope(tenant_a):
+        Asset.TRANSITIONS.move(requested, Asset.Status.REQUESTED)
+        with pytest.raises(InvalidTransition) as refused:
+            Asset.TRANSITIONS.delete(requested, code="not_deletable")
+        # the refusal leaves the caller's transaction usable
+        deleted = Asset.TRANSITIONS.delete(draft)
+        remaining = list(Asset.objects.values_list("pk", flat=True))
+    assert refused.value.code == "not_deletable"
+    assert refused.value.extra == {"status": "requested"}
+    assert refused.value.detail == "This object is requested and cannot be deleted."
+    assert deleted.pk == draft.pk and deleted.status == "draft"
+    assert remaining == [requested.pk]

@@ -8,11 +8,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from apps.core.context import Actor
 from apps.core.redis import get_redis
 from apps.core.scope import system_scope, tenant_scope
+from apps.core.setup import SetupReport
 from apps.eventing import dispatcher, redrive
 from apps.eventing.models import DispatchedEvent, DispatchLane, InboxEntry, OutboxEvent
 from apps.eventing.transports import HIGH_WATER_KEY, LaneBehind, RedisStreamTransport
+from apps.governance import install
+from apps.governance.models import RetentionRule
+from apps.governance.retention import services as retention
 from tests.eventing.factories import pump, recent_events_runner, stream_envelopes
 from tests.eventing.test_dispatcher import assert_in_order_once, emit_sequence
 from tests.support import run_concurrently
@@ -29,6 +34,13 @@ def empty_redis():
     # database's now(), which a test's one transaction would hold still.
     yield flush
     RedisStreamTransport.forget_groups()  # no later test may trust groups made before
+
+
+@pytest.fixture(autouse=True)
+def inbox_rule(db):
+    """What set-up installs: the rule steward-event-receipts, the inbox's window."""
+    install.install_reference_data(SetupReport())
+    return RetentionRule.objects.get(name="steward-event-receipts")
 
 
 def handled(consumer="steward.recent-events"):
@@ -148,3 +160,31 @@ def test_a_second_loss_during_a_re_drive_is_noticed_from_where_redis_is(
         RedisStreamTransport.publish = real_publish
     assert redrive.redrive_lost_lanes() == 7
     assert_in_order_once(stream_envelopes(topic), ids)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_re_drive_window_is_the_inbox_rule_in_force_not_a_setting(
+    tenant_a, topic, empty_redis, inbox_rule, operator, settings
+):
+    # given an operator who keeps handled-event receipts ten days, and a setting that
+    # still says one hour
+    op = Actor(user=operator)
+    retention.rule_update(actor=op, rule=inbox_rule, period_days=10)
+    settings.STEWARD_EVENTING = {**settings.STEWARD_EVENTING, "INBOX_RETENTION_HOURS": 1}
+    assert redrive.window() == timedelta(days=10)
+    # and events dispatched five days ago, inside the inboxes' memory, never read
+    runner = recent_events_runner(topic)
+    old = emit_sequence(tenant_a, topic, aggregates=2, per_aggregate=2)
+    dispatcher.drain()
+    with tenant_scope(tenant_a):
+        DispatchedEvent.objects.filter(event_id__in=old).update(
+            dispatched_at=timezone.now() - timedelta(days=5)
+        )
+    # when Redis loses them, they are re-driven and handled once
+    empty_redis()
+    dispatcher.drain()
+    pump(runner)
+    assert handled() == Counter({event_id: 1 for event_id in old})
+    # and with no enabled rule the inboxes forget nothing: the window is the whole log
+    retention.rule_update(actor=op, rule=inbox_rule, enabled=False)
+    assert redrive.window() is None

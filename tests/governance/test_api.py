@@ -313,3 +313,69 @@ def test_a_tenant_admin_cannot_tell_another_tenants_slug_from_an_unknown_one(ten
     assert other.json()["code"] == "tenant_mismatch"
     with system_scope():
         assert not GovernanceOrder.objects.exists()
+
+
+HOLDS = "/api/v1/governance/retention/holds/"
+
+
+def _set_status(tenant, status):
+    from apps.core.context import SYSTEM_ACTOR
+    from apps.tenancy import services as tenancy
+
+    tenancy.tenant_update(actor=SYSTEM_ACTOR, tenant=tenant, status=status)
+
+
+def _governance_rows(tenant):
+    from apps.governance.models import LegalHold
+
+    with system_scope():
+        return (
+            GovernanceOrder.objects.filter(tenant=tenant).count(),
+            LegalHold.objects.filter(tenant=tenant).count(),
+        )
+
+
+@pytest.mark.parametrize(
+    "status, code", [("suspended", "tenant_suspended"), ("offboarding", "tenant_offboarding")]
+)
+def test_a_suspended_or_offboarding_tenant_s_admin_starts_no_order_or_hold(tenant_a, status, code):
+    """Issue #36 item 12: all of /api/v1/governance/ was exempt from the status check,
+    so such a tenant's admins still requested orders and placed holds (201)."""
+    admin = signed_in(member(tenant_a, role="admin", username="gov-admin"))
+    _set_status(tenant_a, status)
+    order = admin.post(ORDERS, {"kind": "export", "reason": "asked"}, format="json")
+    hold = admin.post(HOLDS, {"reason": "litigation"}, format="json")
+    for answer in (order, hold):
+        assert answer.status_code == 403 and answer.json()["code"] == code, answer.content
+    assert _governance_rows(tenant_a) == (0, 0)
+    assert admin.get(ORDERS).status_code == 200  # they still read
+
+
+def test_an_operator_acts_for_a_suspended_tenant_and_only_for_the_deletion_of_an_offboarding_one(
+    tenant_a, operator
+):
+    staff = signed_in(operator)
+    body = {"tenant": tenant_a.slug}
+    _set_status(tenant_a, "suspended")
+    # a suspended tenant is usually on its way to deletion, or owed an export
+    assert (
+        staff.post(ORDERS, {**body, "kind": "export", "reason": "owed"}, format="json").status_code
+        == 201
+    )
+    assert staff.post(HOLDS, {**body, "reason": "litigation"}, format="json").status_code == 201
+    _set_status(tenant_a, "offboarding")
+    # the deletion in progress may still need a hold (it pauses the purges it covers)...
+    assert staff.post(HOLDS, {**body, "reason": "subpoena"}, format="json").status_code == 201
+    # ...but no new order runs against data being deleted
+    order = staff.post(ORDERS, {**body, "kind": "export", "reason": "late"}, format="json")
+    assert order.status_code == 403 and order.json()["code"] == "tenant_offboarding"
+    assert _governance_rows(tenant_a) == (1, 2)
+
+
+def test_an_offboarding_tenant_s_evidence_may_still_be_checked(tenant_a, operator):
+    order = approved(tenant_a)
+    document = signed_in(operator).get(f"{ORDERS}{order.pk}/evidence/").json()
+    admin = signed_in(member(tenant_a, role="admin", username="gov-admin"))
+    _set_status(tenant_a, "offboarding")
+    answer = admin.post("/api/v1/governance/evidence/verify/", document, format="json")
+    assert answer.status_code == 200 and answer.json()["valid"] is True

@@ -451,15 +451,15 @@ def test_evidence_is_recorded_and_read_through_the_api_and_decides_the_verdict(
     [steps] = checklist["results"]
     assert steps["persistence_class"] == "conditional_go"
     assert [(s["step"], s["key"], s["state"]) for s in steps["steps"]] == [
-        (1, "classify", "done"),
-        (2, "benchmarks", "done"),
-        (3, "contracts", "not_needed"),
-        (4, "policy", "preferred"),
-        (5, "certify", "not_needed"),
-        (6, "provision", "missing"),
-        (7, "activate", "missing"),
+        (1, "keep_runtime", "done"),
+        (2, "low_risk_first", "not_needed"),
+        (3, "benchmark_fixtures", "done"),
+        (4, "contract_tests", "not_needed"),
+        (5, "physicalization", "preferred"),
+        (6, "pilot", "missing"),
+        (7, "hot_paths", "not_needed"),
     ]
-    assert steps["steps"][3]["missing"][0].startswith("physicalization policy")
+    assert steps["steps"][4]["missing"][0].startswith("physicalization policy")
 
 
 @pytest.mark.django_db

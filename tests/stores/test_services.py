@@ -97,9 +97,12 @@ def test_illegal_transitions_are_refused(tenant_a, store, profile, regions):
     binding = bind(tenant_a, store, profile, regions["israelcentral"])
     with pytest.raises(InvalidTransition):
         services.binding_migrations_applied(actor=SYSTEM_ACTOR, binding=binding)
-    with pytest.raises(InvalidTransition):
-        services.binding_retire(actor=SYSTEM_ACTOR, binding=binding)
     assert reload(binding).status == "requested"
+    # a Requested binding may retire (issue 37), and is then never made Active
+    services.binding_retire(actor=SYSTEM_ACTOR, binding=binding)
+    with pytest.raises(InvalidTransition):
+        services.binding_migrations_applied(actor=SYSTEM_ACTOR, binding=binding)
+    assert reload(binding).status == "retiring"
 
 
 def test_a_rule_change_flags_violating_bindings_and_changes_none(
@@ -196,7 +199,7 @@ def test_every_move_the_table_lacks_is_refused_with_the_bindings_status(
     assert refused.value.extra == {"status": "requested"}
     table = StoreBinding.TRANSITIONS
     assert not table.allows("requested", "active")
-    assert set(table.sources("retiring")) == {"provisioned", "active"}
+    assert set(table.sources("retiring")) == {"requested", "provisioned", "active"}
     assert table.initial == {"requested", "refused"}
 
 

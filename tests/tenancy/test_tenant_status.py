@@ -98,3 +98,16 @@ def test_a_deleted_tenant_s_person_cannot_even_read(client, tenant_a):
     set_status(tenant_a, "deleted")
     assert client.get(reverse("console:dashboard")).status_code == 403
     assert client.get("/api/v1/assets/assets/").json()["code"] == "tenant_deleted"
+
+
+def test_nothing_brings_a_deleted_or_offboarding_tenant_back(tenant_a):
+    from apps.core.errors import InvalidTransition
+    from apps.tenancy.models import Tenant
+
+    set_status(tenant_a, "offboarding")
+    with pytest.raises(InvalidTransition):
+        set_status(tenant_a, "active")
+    services.tenant_set_lifecycle_status(tenant_id=tenant_a.pk, status="deleted")
+    with pytest.raises(InvalidTransition):
+        set_status(Tenant.objects.get(pk=tenant_a.pk), "active")
+    assert Tenant.objects.get(pk=tenant_a.pk).status == "deleted"

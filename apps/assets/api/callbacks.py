@@ -15,6 +15,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
 from apps.assets import services
+from apps.assets.codes import AssetCode
 from apps.console.twofactor import two_factor_exempt
 from apps.core.api.exceptions import problem_response
 from apps.core.api.parsers import loads_bounded
@@ -40,22 +41,25 @@ def verify_signature(request) -> str:
     came from the Workflow Service recently; CallbackRefused otherwise."""
     secret = settings.STEWARD_WORKFLOW_CALLBACK_SECRET
     if not secret:
-        raise CallbackRefused("Callbacks are not configured.", code="callbacks_disabled")
+        raise CallbackRefused("Callbacks are not configured.", code=AssetCode.CALLBACKS_DISABLED)
     meta = request.META  # the headers mapping would be built for these three look-ups
     callback_id = meta.get("HTTP_WEBHOOK_ID", "")
     stamp = meta.get("HTTP_WEBHOOK_TIMESTAMP", "")
     signature = meta.get("HTTP_WEBHOOK_SIGNATURE", "")
     if not (callback_id and stamp and signature):
-        raise CallbackRefused("The callback is not signed.", code="signature_missing")
+        raise CallbackRefused("The callback is not signed.", code=AssetCode.SIGNATURE_MISSING)
     if not (stamp.isascii() and stamp.isdigit()):
         raise CallbackRefused(
-            "The callback's webhook-timestamp is not a number of seconds.", code="bad_timestamp"
+            "The callback's webhook-timestamp is not a number of seconds.",
+            code=AssetCode.BAD_TIMESTAMP,
         )
     if abs(time.time() - int(stamp)) > settings.STEWARD_WORKFLOW_CALLBACK_TOLERANCE_SECONDS:
-        raise CallbackRefused("The callback's timestamp is stale.", code="stale_timestamp")
+        raise CallbackRefused("The callback's timestamp is stale.", code=AssetCode.STALE_TIMESTAMP)
     expected = webhook_signature(secret.encode(), callback_id, int(stamp), request.body)
     if not any(hmac.compare_digest(given, expected) for given in signature.split()):
-        raise CallbackRefused("The callback's signature does not match.", code="bad_signature")
+        raise CallbackRefused(
+            "The callback's signature does not match.", code=AssetCode.BAD_SIGNATURE
+        )
     return callback_id
 
 
@@ -110,7 +114,7 @@ def _record(*, callback_id: str, instance: uuid.UUID, decision: str, reason: str
         # Answered, not raised: raising would roll back the receipt operators need.
         return problem_response(
             status_code=404,
-            code="unknown_workflow_instance",
+            code=AssetCode.UNKNOWN_WORKFLOW_INSTANCE,
             title="Unknown workflow instance",
             detail="No asset waits on this workflow instance.",
             receipt=receipt.id,

@@ -23,6 +23,7 @@ from apps.core.api.views import (
     ServiceWritesMixin,
     StewardViewSetMixin,
 )
+from apps.core.codes import CoreCode
 from apps.core.errors import ValidationFailed
 
 
@@ -38,7 +39,7 @@ class AssetViewSet(
 ):
     """Assets of the tenant the caller acts for, their approval and their lifecycle:
     PATCH of name and description (not while Requested), DELETE of a Draft, retire of
-    an Approved asset."""
+    an Approved asset or a withdrawn request."""
 
     serializer_class = serializers.AssetSerializer
     row_shape = serializers.ASSET_ROWS
@@ -78,7 +79,8 @@ class AssetViewSet(
     def perform_create(self, serializer):
         if self.request.tenant is None:
             raise ValidationFailed(
-                "Choose the tenant to act for before creating assets.", code="tenant_required"
+                "Choose the tenant to act for before creating assets.",
+                code=CoreCode.TENANT_REQUIRED,
             )
         serializer.instance = services.asset_create(
             actor=self.request.actor, tenant=self.request.tenant, **serializer.validated_data
@@ -135,7 +137,8 @@ class AssetViewSet(
     def retire(self, request, pk=None):
         payload = serializers.AssetRetireSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
-        # Retiring undoes an approval: whoever may decide the asset may retire it.
+        # Retiring undoes an approval or withdraws a request: whoever may decide the
+        # asset may retire it.
         asset = self._object_to_decide(request, "Retiring")
         asset = services.asset_retire(
             actor=request.actor, asset=asset, reason=payload.validated_data["reason"]

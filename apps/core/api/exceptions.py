@@ -49,7 +49,9 @@ def problem_body(*, status_code: int, code: str, title: str, detail: str = "", *
         "type": PROBLEM_TYPE_BASE + code,
         "title": title,
         "status": status_code,
-        "code": code,
+        # Plain text, not the enumeration member: every renderer writes it, the schema
+        # view's YAML one too (its throttled answer was a 500).
+        "code": str(code),
         "detail": detail or title,
         **extra,
     }

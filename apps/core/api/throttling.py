@@ -4,6 +4,7 @@ import uuid
 from django.conf import settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from apps.core.addresses import client_address
 from apps.core.redis import script
 
 # DRF's sliding window, kept in Redis as a sorted set of request times and decided by
@@ -43,6 +44,11 @@ class CallerRateThrottle(SimpleRateThrottle):
         else:
             ident = f"anon:{self.get_ident(request)}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+    def get_ident(self, request):
+        # DRF's own takes the whole X-Forwarded-For of any client unless NUM_PROXIES is
+        # set, so varying the header lifted the anonymous limit.
+        return client_address(request)
 
     def allow_request(self, request, view):
         if self.rate is None:

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from apps.core.transitions import Transitions
 from apps.core.urls import reverse_pk
 from apps.tenancy.models import Tenant
 
@@ -144,6 +145,17 @@ class RetentionSweep(models.Model):
         RUNNING = "running", "Running"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
+
+    # A run of the night (again) takes the sweep whatever the last one left: a run that
+    # died with its worker left it running, and the session lock lets one run at a time.
+    TRANSITIONS = Transitions(
+        initial=[Status.RUNNING],
+        moves={
+            Status.RUNNING: {Status.RUNNING, Status.SUCCEEDED, Status.FAILED},
+            Status.SUCCEEDED: {Status.RUNNING},
+            Status.FAILED: {Status.RUNNING},
+        },
+    )
 
     night = models.DateField(unique=True)
     as_of = models.DateTimeField()

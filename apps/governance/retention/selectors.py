@@ -235,6 +235,16 @@ def own_decisions(
     }
 
 
+def inbox_window() -> timedelta | None:
+    """The inbox's deduplication window in force: the period of the effective rule of
+    steward-event-receipts (services refuse one below sweeper.INBOX_MINIMUM_DAYS); None
+    when no enabled rule names it, and the inbox keeps every row. apps.eventing.redrive
+    reads it through the port STEWARD_INBOX_WINDOW_SOURCE names, so the re-drive window
+    and the dedup window are one number. Holds only keep rows longer: not read."""
+    decision = own_decisions(timezone.now(), holds=[])["steward-event-receipts"]
+    return timedelta(days=decision.rule.period_days) if decision.rule else None
+
+
 def own_tables_preview(as_of: datetime, holds: list[policy.HoldView]) -> list[dict]:
     """Each of Steward's own tables with the rule that decides it, what the rule does and
     how many rows it would take at `as_of`, and the tenants a hold keeps."""

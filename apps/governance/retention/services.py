@@ -16,8 +16,10 @@ import logging
 from datetime import date, datetime
 
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.locks import session_lock
@@ -30,7 +32,11 @@ from apps.governance.orders.services import (
     owner_task_issue,
     owner_task_unhold,
 )
-from apps.governance.permissions import require_governor, require_operator
+from apps.governance.permissions import (
+    require_governor,
+    require_operator,
+    require_tenant_takes_new_work,
+)
 from apps.governance.retention import policy, selectors, sweeper
 from apps.tenancy.audit import audit_record, diff, snapshot
 
@@ -80,6 +86,14 @@ def _check_rule(rule: RetentionRule) -> None:
             "Steward has no archive of its own, and its audit trail is append-only.",
             code=GovernanceCode.RETENTION_ACTION_UNSUPPORTED,
             field="action",
+        )
+    if own is not None and rule.period_days < own.minimum_days:
+        raise ValidationFailed(
+            f"{own.name} are kept at least {own.minimum_days} days: the deduplication "
+            "window, which a re-drive of lost events relies on.",
+            code=GovernanceCode.RETENTION_PERIOD_BELOW_MINIMUM,
+            field="period_days",
+            minimum_days=own.minimum_days,
         )
     if rule.locked and not rule.enabled:
         raise ValidationFailed(
@@ -138,7 +152,7 @@ def rule_update(*, actor: Actor, rule: RetentionRule, **changes) -> RetentionRul
     unknown = sorted(set(changes) - set(RULE_FIELDS))
     if unknown:
         raise ValidationFailed(
-            f"Unknown fields: {', '.join(unknown)}.", code=GovernanceCode.UNKNOWN_FIELD
+            f"Unknown fields: {', '.join(unknown)}.", code=CoreCode.UNKNOWN_FIELD
         )
     with system_scope(), transaction.atomic():
         stored = RetentionRule.objects.select_for_update().filter(pk=rule.pk).first()
@@ -190,9 +204,10 @@ def hold_place(*, actor: Actor, tenant, reason: str, data_class=None, store=None
     if actor.user is None:
         raise ValidationFailed("A person places a legal hold.", code=GovernanceCode.PERSON_REQUIRED)
     require_governor(actor, tenant.pk, "place a legal hold")
+    require_tenant_takes_new_work(actor, tenant, "place a legal hold", for_deletion=True)
     if not (reason or "").strip():
         raise ValidationFailed(
-            "Say why the data is held.", code=GovernanceCode.REASON_REQUIRED, field="reason"
+            "Say why the data is held.", code=CoreCode.REASON_REQUIRED, field="reason"
         )
     if store is not None and data_class is not None and store.data_class_id != data_class.pk:
         raise ValidationFailed(
@@ -266,7 +281,7 @@ def hold_release(*, actor: Actor, hold: LegalHold, reason: str) -> LegalHold:
     if not (reason or "").strip():
         raise ValidationFailed(
             "Say why the hold is released.",
-            code=GovernanceCode.REASON_REQUIRED,
+            code=CoreCode.REASON_REQUIRED,
             field="release_reason",
         )
     with tenant_scope(hold.tenant_id):
@@ -482,27 +497,27 @@ def _sweep_night(now: datetime) -> RetentionSweep:
     night = night_of(now)
     with system_scope(), transaction.atomic():
         sweep, _ = RetentionSweep.objects.get_or_create(night=night, defaults={"as_of": now})
-        sweep = RetentionSweep.objects.select_for_update().get(pk=sweep.pk)
-        sweep.status = RetentionSweep.Status.RUNNING
-        sweep.runs += 1
-        sweep.error = ""
-        sweep.save(update_fields=["status", "runs", "error"])
+        RetentionSweep.TRANSITIONS.move(
+            sweep, RetentionSweep.Status.RUNNING, runs=F("runs") + 1, error=""
+        )
     try:
         results = _sweep(sweep)
     except Exception as exc:
         with system_scope(), transaction.atomic():
-            RetentionSweep.objects.filter(pk=sweep.pk).update(
-                status=RetentionSweep.Status.FAILED,
+            RetentionSweep.TRANSITIONS.move(
+                sweep,
+                RetentionSweep.Status.FAILED,
                 finished_at=timezone.now(),
                 error=f"{type(exc).__name__}: {exc}"[:2000],
             )
         raise
     with system_scope(), transaction.atomic():
-        sweep.refresh_from_db()
-        sweep.results = results
-        sweep.status = RetentionSweep.Status.SUCCEEDED
-        sweep.finished_at = timezone.now()
-        sweep.save(update_fields=["results", "status", "finished_at"])
+        RetentionSweep.TRANSITIONS.move(
+            sweep,
+            RetentionSweep.Status.SUCCEEDED,
+            results=results,
+            finished_at=timezone.now(),
+        )
     return sweep
 
 

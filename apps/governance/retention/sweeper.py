@@ -7,6 +7,9 @@ naming that class decide how long its rows are kept and what happens after
 one rule per class that has a default (apps.governance.install), its period taken from
 the class's setting; an operator changes or locks it like any rule.
 A tenant's active hold that is tenant-wide or names the class keeps the tenant's rows.
+Open work is never expired: each app says which rows of its governed tables are open
+work (`OPEN_WORK` in its governed.py, label -> SQL), and every sweep and preview skips
+them, however old (open_work()).
 
 A batch is one short transaction in the owning tenant's scope (row-level security lets
 nothing else delete a tenant's rows), through apps.core.bulk: it claims the ids of at
@@ -18,6 +21,7 @@ batch size adapts so that none takes much longer than the target.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -31,6 +35,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.core import bulk
+from apps.core.hooks import app_modules
 from apps.core.scope import owner_scope, system_scope
 from apps.governance.models import ExportArtifact
 from apps.governance.retention.policy import OwnDecision
@@ -43,8 +48,16 @@ def _hours_as_days(hours: int) -> int:
     return max(1, math.ceil(hours / 24))
 
 
+# The deduplication window DESIGN promises (72 h): no rule keeps the inbox shorter. The
+# rule in force is the window (selectors.inbox_window): consumers remember handled
+# events that long, and a re-drive (apps.eventing.redrive) goes back no further.
+INBOX_MINIMUM_DAYS = 3
+
+
 def _inbox_window_days() -> int:
-    return _hours_as_days(settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
+    """The period of the rule set-up installs: the setting, never below the minimum."""
+    hours = settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"]
+    return max(INBOX_MINIMUM_DAYS, _hours_as_days(hours))
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,8 @@ class OwnClass:
     actions: tuple[str, ...] = (DELETE,)
     default_days: Callable[[], int] | None = None
     setting: str = ""  # the setting the default period comes from
+    # The shortest period a rule naming the class may have (services refuse shorter).
+    minimum_days: int = 1
 
     @property
     def default_rule(self) -> str:
@@ -76,6 +91,7 @@ OWN_CLASSES: tuple[OwnClass, ...] = (
         "internal",
         default_days=_inbox_window_days,
         setting="STEWARD_INBOX_RETENTION_HOURS",
+        minimum_days=INBOX_MINIMUM_DAYS,
     ),
     # The dispatched log (apps.eventing.redrive): kept as long as the inbox remembers,
     # because only events still in the inbox can be re-driven without a second handling.
@@ -114,6 +130,16 @@ OWN_CLASSES: tuple[OwnClass, ...] = (
 OWN_CLASS = {c.slug: c for c in OWN_CLASSES}
 
 
+@functools.cache
+def open_work() -> dict[str, str]:
+    """Model label -> the SQL naming its rows that are open work, as each app declares
+    them (`OPEN_WORK` in its governed.py, beside GOVERNED)."""
+    found: dict[str, str] = {}
+    for module in app_modules("governed"):
+        found.update(getattr(module, "OPEN_WORK", {}))
+    return found
+
+
 @dataclass(frozen=True)
 class OwnTable:
     data_class: str  # the OwnClass slug whose rules decide it
@@ -129,13 +155,23 @@ class OwnTable:
         return self.model
 
     @property
+    def expiring(self) -> str:
+        """The SQL the rows a rule may expire meet: the table's condition, and not open
+        work (however old, a row someone still needs stays)."""
+        parts = [f"({self.condition})"] if self.condition else []
+        if self.model in open_work():
+            parts.append(f"NOT ({open_work()[self.model]})")
+        return " AND ".join(parts)
+
+    @property
     def tenant_owned(self) -> bool:
         return bulk.tenant_owned(apps.get_model(self.model))
 
 
 # Dispatched outbox rows leave the outbox in the transaction that records them
-# published, for the dispatched log, which the sweep expires. Open work (pending callbacks, dead
-# letters awaiting a decision, unsettled effects, assets still in play) never expires.
+# published, for the dispatched log, which the sweep expires. Open work (pending or
+# unresolved callbacks, dead letters awaiting a decision, unsettled effects, assets still
+# in play) never expires: the conditions below and each app's OPEN_WORK keep it.
 OWN_TABLES: tuple[OwnTable, ...] = (
     OwnTable("steward-audit-trail", "tenancy.AuditEvent", "occurred_at", "redacted_at IS NULL"),
     OwnTable(
@@ -145,12 +181,8 @@ OWN_TABLES: tuple[OwnTable, ...] = (
         "status IN ('rejected', 'retired')",
         cascade=True,
     ),
-    OwnTable(
-        "steward-callback-receipts",
-        "assets.WorkflowCallback",
-        "received_at",
-        "outcome <> 'pending'",
-    ),
+    # Which receipts are open work is the assets app's to say (its OPEN_WORK).
+    OwnTable("steward-callback-receipts", "assets.WorkflowCallback", "received_at"),
     OwnTable("steward-dispatched-events", "eventing.DispatchedEvent", "dispatched_at"),
     OwnTable("steward-event-receipts", "eventing.InboxEntry", "handled_at"),
     OwnTable("steward-event-receipts", "eventing.RecentEvent", "received_at"),
@@ -237,7 +269,7 @@ def _sql(table: OwnTable) -> tuple[str, str, str]:
     model = apps.get_model(table.model)
     db_table = model._meta.db_table
     column = model._meta.get_field(table.time_field).column
-    condition = f" AND ({table.condition})" if table.condition else ""
+    condition = f" AND ({table.expiring})" if table.expiring else ""
     return db_table, column, condition
 
 
@@ -245,7 +277,7 @@ def _owners(table: OwnTable, cutoff: datetime, held: frozenset) -> tuple[list, i
     """The tenants (None: platform rows) that have expired rows, and how many of them
     a hold keeps."""
     owners = bulk.owners_with_rows_before(
-        apps.get_model(table.model), table.time_field, cutoff, table.condition
+        apps.get_model(table.model), table.time_field, cutoff, table.expiring
     )
     kept = [owner for owner in owners if owner is not None and str(owner) in held]
     return [owner for owner in owners if owner not in kept], len(kept)
@@ -269,7 +301,7 @@ def _delete_batch(table: OwnTable, owner, cutoff: datetime, size: int) -> tuple[
             model.objects.filter(pk__in=pks).delete()
             return len(pks), 0
     deleted = bulk.delete_batch(
-        model, table.time_field, cutoff, owner=owner, size=size, condition=table.condition
+        model, table.time_field, cutoff, owner=owner, size=size, condition=table.expiring
     )
     return deleted, 0
 

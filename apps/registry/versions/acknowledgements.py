@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import InvalidTransition, ValidationFailed
 from apps.core.scope import system_scope
@@ -138,7 +139,7 @@ def override(*, actor: Actor, version: SchemaVersion, reason: str) -> SchemaVers
     """Publish a waiting version without the missing acknowledgements (audited)."""
     require_may_override(actor)
     if not reason.strip():
-        raise ValidationFailed("An override needs a reason.", code=RegistryCode.REASON_REQUIRED)
+        raise ValidationFailed("An override needs a reason.", code=CoreCode.REASON_REQUIRED)
     with system_scope(), transaction.atomic():
         version = lock_waiting(version)
         missing = missing_acknowledgements(version)

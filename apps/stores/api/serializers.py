@@ -5,6 +5,7 @@ from apps.stores import selectors
 from apps.stores.models import (
     BenchmarkResult,
     ContractTestResult,
+    MigrationPilot,
     PhysicalizationPolicy,
     ProfileCertification,
     ResidencyRule,
@@ -232,6 +233,28 @@ class ContractTestResultSerializer(StrictModelSerializer):
         ]
         read_only_fields = EVIDENCE_READ_ONLY
         extra_kwargs = RUN
+
+
+class MigrationPilotSerializer(StrictModelSerializer):
+    store = slug_of(Store.objects.all())
+    profile = slug_of(StoreProfile.objects.all())
+
+    class Meta:
+        model = MigrationPilot
+        fields = [
+            "id",
+            "store",
+            "profile",
+            "outcome",
+            "started_at",
+            "ended_at",
+            "notes",
+            "run_reference",
+            "recorded_by",
+            "recorded_at",
+        ]
+        read_only_fields = EVIDENCE_READ_ONLY
+        extra_kwargs = {**RUN, "started_at": {"required": False}}
 
 
 class PhysicalizationPolicySerializer(StrictModelSerializer):

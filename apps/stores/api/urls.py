@@ -16,6 +16,7 @@ router.register(
 router.register(
     "evidence/policies", views.PhysicalizationPolicyViewSet, basename="physicalization-policy"
 )
+router.register("evidence/pilots", views.MigrationPilotViewSet, basename="migration-pilot")
 router.register("residency/rules", views.RuleViewSet, basename="residency-rule")
 
 urlpatterns = [

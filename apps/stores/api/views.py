@@ -26,6 +26,7 @@ from apps.stores.api import serializers
 from apps.stores.filters import (
     BenchmarkResultFilterSet,
     ContractTestResultFilterSet,
+    MigrationPilotFilterSet,
     PhysicalizationPolicyFilterSet,
     ProfileCertificationFilterSet,
     ResidencyRuleFilterSet,
@@ -281,6 +282,18 @@ class PhysicalizationPolicyViewSet(EvidenceViewSet):
 
     def get_queryset(self):
         return selectors.policy_list()
+
+
+class MigrationPilotViewSet(EvidenceViewSet):
+    """Migration pilots (the strategy's step 6): which runtime-adjacent store was piloted
+    on which profile, when, and how it went."""
+
+    serializer_class = serializers.MigrationPilotSerializer
+    filterset_class = MigrationPilotFilterSet
+    record = staticmethod(services.pilot_record)
+
+    def get_queryset(self):
+        return selectors.pilot_list()
 
 
 class RuleViewSet(

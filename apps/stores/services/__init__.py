@@ -28,6 +28,7 @@ from apps.stores.services.bindings import (
     binding_revoke,
     binding_set,
     resume_stalled_bindings,
+    tenant_refusal,
 )
 from apps.stores.services.decisions import (
     DECIDABLE,
@@ -43,6 +44,7 @@ from apps.stores.services.evidence import (
     contract_test_record,
     expire_certifications,
     expire_exceptions_and_certifications,
+    pilot_record,
     policy_record,
 )
 from apps.stores.services.rules import (
@@ -74,6 +76,7 @@ __all__ = [
     "expire_exceptions",
     "expire_exceptions_and_certifications",
     "flag_violations",
+    "pilot_record",
     "policy_record",
     "reevaluate_bindings",
     "reevaluate_workload",
@@ -81,4 +84,5 @@ __all__ = [
     "rule_create",
     "rule_delete",
     "rule_update",
+    "tenant_refusal",
 ]

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.context import Actor
@@ -25,10 +26,24 @@ from apps.stores import brokers, selectors
 from apps.stores.codes import StoreCode
 from apps.stores.models import LIVE_STATUSES, StoreBinding, StoreBindingChange
 from apps.tenancy.audit import audit_record
+from apps.tenancy.codes import TenancyCode
+from apps.tenancy.models import Tenant
 
 Status = StoreBinding.Status
 TOPIC = "stores.binding"
 logger = logging.getLogger(__name__)
+
+# A tenant in these states takes no new store bindings or data: a deletion order is
+# erasing it (or has), and what is written now its phases would never reach.
+LEAVING = {
+    Tenant.Status.OFFBOARDING: TenancyCode.TENANT_OFFBOARDING,
+    Tenant.Status.DELETED: TenancyCode.TENANT_DELETED,
+}
+# The flag a refusal of provisioning sets on a Requested binding, by its code.
+FLAGS = {
+    StoreCode.RESIDENCY_VIOLATION: "violation",
+    StoreCode.WORKLOAD_NOT_ALLOWED: "workload_violation",
+}
 
 
 def _event(binding: StoreBinding, event_type: str = "StoreBindingChanged", **payload) -> None:
@@ -77,10 +92,34 @@ def _note(binding: StoreBinding, reason: str, actor_label: str) -> None:
     )
 
 
+def tenant_refusal(tenant_id, *, lock: bool = False) -> Conflict | None:
+    """Why the tenant takes no new data through stores (it is offboarding or deleted:
+    `tenant_offboarding`, `tenant_deleted`), or None. With `lock`, the tenant row stays
+    locked until the caller's transaction ends, so a deletion order cannot take the
+    tenant offboarding between this check and the caller's write unseen: its update
+    waits, and its phases then see what was written."""
+    tenants = Tenant.objects.filter(pk=tenant_id)
+    if lock:
+        tenants = tenants.select_for_update(no_key=True)
+    status = tenants.values_list("status", flat=True).first()
+    if status not in LEAVING:
+        return None
+    return Conflict(
+        f"The tenant is {status}: its data is being erased, so it takes no new store "
+        "bindings or data.",
+        code=LEAVING[status],
+        tenant_status=status,
+    )
+
+
 def binding_set(*, actor: Actor, tenant, store, profile, region) -> StoreBinding:
     """SetStoreBinding. The live binding of the same store, profile and region is
-    answered as it is (the request is a repeat); one that differs is a conflict."""
+    answered as it is (the request is a repeat); one that differs is a conflict. An
+    offboarding or deleted tenant is refused (`tenant_offboarding`, `tenant_deleted`)."""
     with tenant_scope(tenant):
+        refusal = tenant_refusal(tenant.pk, lock=True)
+        if refusal is not None:
+            raise refusal
         live = StoreBinding.objects.filter(
             tenant=tenant, store=store, status__in=LIVE_STATUSES
         ).first()
@@ -170,9 +209,12 @@ def binding_provision(*, binding_id) -> str:
         )
     if binding is None or binding.status != Status.REQUESTED:
         return "nothing to do"
+    attempt = _issue_attempt(binding.pk)
     refusal = _noncompliance(binding)
     if refusal is not None:
         _record_refused_provisioning(binding, refusal)
+        if attempt:  # a revocation that failed when the call was settled goes again
+            _revoke_unrecorded(binding)
         return "refused"
 
     def issue() -> dict:
@@ -184,7 +226,7 @@ def binding_provision(*, binding_id) -> str:
         actor="stores",
         target_system=brokers.TARGET,
         operation=brokers.ISSUE,
-        external_ref=str(binding.pk),
+        external_ref=brokers.issue_key(binding.pk, attempt),
         call=issue,
     )
     if effect.state == effect.State.UNCERTAIN:
@@ -199,37 +241,119 @@ def binding_provision(*, binding_id) -> str:
     return effect.state
 
 
-def binding_record_credentials(effect) -> None:
-    """Settle a Requested binding from its settled issue effect: Provisioned with the
-    references, or Failed with the broker's error."""
+def _issue_attempt(binding_id) -> int:
+    """How many of the binding's issue calls settled with credentials that were never
+    recorded (the binding was refused when the call settled, and they were revoked):
+    the next call is a new one, not the settled one answered again."""
     with system_scope():
-        binding = StoreBinding.objects.filter(pk=effect.external_ref).first()
-    if binding is None or binding.status != Status.REQUESTED:
+        return UncertainEffect.objects.filter(
+            Q(external_ref=str(binding_id)) | Q(external_ref__startswith=f"{binding_id}/"),
+            target_system=brokers.TARGET,
+            operation=brokers.ISSUE,
+            state=UncertainEffect.State.SUCCEEDED,
+        ).count()
+
+
+def binding_record_credentials(effect) -> None:
+    """Settle a binding from its settled issue call (answered at once, or reconciled
+    after a timeout). A failed call fails a Requested binding with the broker's error.
+    Issued credentials are recorded (Provisioned, announced) only on a binding still
+    Requested that the tenant's status, the residency rules and the workload evidence in
+    force allow now, checked under the binding's lock; otherwise (flagged, retired, or
+    its tenant offboarding while the call was out) the broker revokes them: never
+    recorded, never announced."""
+    with system_scope():
+        binding = (
+            StoreBinding.objects.select_related("store", "profile", "region", "tenant")
+            .filter(pk=brokers.binding_of(effect.external_ref))
+            .first()
+        )
+    if binding is None:
         return
-    if effect.state == effect.State.SUCCEEDED:
+    if effect.state != effect.State.SUCCEEDED:
+        if binding.status == Status.REQUESTED:
+            error = effect.last_error or effect.result.get("error", "the broker refused")
+            _transition(
+                binding,
+                Status.FAILED,
+                reason=f"The secret broker did not issue credentials: {error}",
+                actor_label="secret-broker",
+            )
+        return
+    if not _record_if_allowed(binding, effect.result):
+        _revoke_unrecorded(binding, effect.result)
+
+
+def _record_if_allowed(binding: StoreBinding, issued: dict) -> bool:
+    """Provisioned with the issued references, if the binding may have them now."""
+    with owner_scope(binding.tenant_id):
+        # Locked: a retirement or a flag waits until this is decided, and sees it.
+        StoreBinding.objects.select_for_update().filter(pk=binding.pk).values_list("pk").first()
+        binding.refresh_from_db()
+        if binding.status in (Status.PROVISIONED, Status.ACTIVE):
+            return True  # this call's credentials are the ones recorded already
+        if binding.status != Status.REQUESTED:
+            _note(
+                binding,
+                "Credentials issued after provisioning was cancelled are revoked.",
+                "secret-broker",
+            )
+            return False
+        refusal = _noncompliance(binding)
+        if refusal is not None:
+            _record_refused_provisioning(binding, refusal)
+            _note(
+                binding,
+                f"Credentials issued while the call was out are revoked: {refusal.detail}",
+                "secret-broker",
+            )
+            return False
         _transition(
             binding,
             Status.PROVISIONED,
             reason="Credentials issued; waiting for provisioning to apply the migrations.",
             actor_label="secret-broker",
-            key_reference=effect.result["key_reference"],
-            connection_reference=effect.result["connection_reference"],
+            key_reference=issued["key_reference"],
+            connection_reference=issued["connection_reference"],
         )
-    else:
-        error = effect.last_error or effect.result.get("error", "the broker refused")
-        _transition(
-            binding,
-            Status.FAILED,
-            reason=f"The secret broker did not issue credentials: {error}",
-            actor_label="secret-broker",
-        )
+    return True
+
+
+def _revoke_held(binding: StoreBinding, issued: dict | None = None) -> None:
+    """Revoke every credential of the binding: those recorded on it, those an issue call
+    answered with (`issued`), and any the broker says it holds (a call cancelled or
+    refused while it was out). Revoking twice is harmless; a broker's failure raises."""
+    broker = brokers.get_broker()
+    issued = issued or {}
+    references = {
+        binding.key_reference,
+        binding.connection_reference,
+        issued.get("key_reference", ""),
+        issued.get("connection_reference", ""),
+        *(broker.find(str(binding.pk)) or ()),
+    }
+    for reference in sorted(filter(None, references)):
+        broker.revoke(reference)
+
+
+def _revoke_unrecorded(binding: StoreBinding, issued: dict | None = None) -> None:
+    """Revoke credentials a binding may not have. A broker's failure is logged: the
+    minute sweep tries a Requested binding again (binding_provision), a Retiring one is
+    revoked by binding_revoke."""
+    try:
+        _revoke_held(binding, issued)
+    except Exception as exc:  # noqa: BLE001 - retried by the sweep, explained in the log
+        logger.warning("revoking unrecorded credentials of binding %s failed: %s", binding.pk, exc)
 
 
 def _noncompliance(binding: StoreBinding) -> Conflict | None:
-    """Why the rules and evidence in force do not allow the binding now, as the
-    refusal the API answers with; None when they allow it."""
+    """Why the tenant's status, the rules and the evidence in force do not allow the
+    binding now, as the refusal the API answers with; None when they allow it."""
     # The binding's tenant's scope sees exactly the rules that apply to it.
     with tenant_scope(binding.tenant_id):
+        leaving = tenant_refusal(binding.tenant_id)
+        if leaving is not None:
+            return leaving
         where = selectors.residency_now(binding)
         how = selectors.workload_now(binding)
     if not where.allowed:
@@ -250,9 +374,14 @@ def _record_refused_provisioning(binding: StoreBinding, refusal: Conflict) -> No
     Requested, flagged with the same reason the API gives, for an operator to decide (an
     exception lets the sweep provision it; a rule allowing it again clears the flag)."""
     reason = f"Not provisioned: {refusal.detail}"
-    flag = "violation" if refusal.code == StoreCode.RESIDENCY_VIOLATION else "workload_violation"
+    flag = FLAGS.get(refusal.code)
     with tenant_scope(binding.tenant_id):
         current = StoreBinding.objects.filter(pk=binding.pk, status=Status.REQUESTED)
+        if flag is None:
+            # The tenant is leaving: nothing for an operator to decide; the deletion
+            # order retires the binding.
+            current.exclude(status_reason=reason).update(status_reason=reason)
+            return
         newly_flagged = current.filter(**{flag: ""}).update(
             **{flag: refusal.detail, f"{flag}_detected_at": timezone.now()},
             status_reason=reason,
@@ -291,12 +420,17 @@ def binding_migrations_applied(*, actor: Actor, binding: StoreBinding) -> StoreB
 
 
 def binding_retire(*, actor: Actor, binding: StoreBinding, reason: str = "") -> StoreBinding:
-    binding = _transition(
-        binding,
-        Status.RETIRING,
-        reason=reason or "Retirement requested; revoking the credentials.",
-        actor_label=actor.label,
-    )
+    """Provisioned or Active → Retiring, then a worker revokes the credentials. A
+    Requested binding (flagged, or its tenant being deleted) retires too: its
+    provisioning is cancelled, and credentials issued by a call still out are revoked
+    when it settles (binding_record_credentials)."""
+    if not reason:
+        reason = (
+            "Retired before it was provisioned; provisioning is cancelled."
+            if binding.status == Status.REQUESTED
+            else "Retirement requested; revoking the credentials."
+        )
+    binding = _transition(binding, Status.RETIRING, reason=reason, actor_label=actor.label)
     enqueue_on_commit("stores.revoke_binding", binding_id=str(binding.pk))
     return binding
 
@@ -307,11 +441,8 @@ def binding_revoke(*, binding_id) -> str:
         binding = StoreBinding.objects.filter(pk=binding_id, status=Status.RETIRING).first()
     if binding is None:
         return "nothing to do"
-    broker = brokers.get_broker()
     try:
-        for reference in (binding.key_reference, binding.connection_reference):
-            if reference:
-                broker.revoke(reference)
+        _revoke_held(binding)
     except Exception as exc:  # noqa: BLE001 - the broker's failure is explained, then retried
         logger.warning("revoking the credentials of binding %s failed: %s", binding.pk, exc)
         with tenant_scope(binding.tenant_id):
@@ -336,11 +467,12 @@ def resume_stalled_bindings(*, older_than: timedelta | None = None) -> int:
         stalled = StoreBinding.objects.filter(updated_at__lt=cutoff)
         requested = set(stalled.filter(status=Status.REQUESTED).values_list("pk", flat=True))
         retiring = list(stalled.filter(status=Status.RETIRING).values_list("pk", flat=True))
-        reconciling = set(
-            UncertainEffect.objects.filter(
+        reconciling = {
+            brokers.binding_of(key)
+            for key in UncertainEffect.objects.filter(
                 target_system=brokers.TARGET, state=UncertainEffect.State.UNCERTAIN
             ).values_list("external_ref", flat=True)
-        )
+        }
     resumed = 0
     for binding_id in requested:
         if str(binding_id) not in reconciling:

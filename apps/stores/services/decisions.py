@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.enqueue import enqueue_on_commit
 from apps.core.errors import Conflict, ValidationFailed
@@ -32,12 +33,12 @@ def binding_grant_exception(
     decision is binding_retire."""
     if not (reason or "").strip():
         raise ValidationFailed(
-            "An exception needs a reason.", code=StoreCode.REASON_REQUIRED, field="reason"
+            "An exception needs a reason.", code=CoreCode.REASON_REQUIRED, field="reason"
         )
     if expires_at is None or expires_at <= timezone.now():
         raise ValidationFailed(
             "An exception needs an expiry in the future.",
-            code=StoreCode.INVALID_EXPIRY,
+            code=CoreCode.INVALID_EXPIRY,
             field="expires_at",
         )
     with tenant_scope(binding.tenant_id):

@@ -7,13 +7,16 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.scope import system_scope
+from apps.stores import gating
 from apps.stores.codes import StoreCode
 from apps.stores.models import (
     BenchmarkResult,
     ContractTestResult,
+    MigrationPilot,
     PhysicalizationPolicy,
     ProfileCertification,
 )
@@ -34,15 +37,19 @@ def _require_run(run_reference: str) -> None:
         )
 
 
-def _record_evidence(actor: Actor, record, action: str, changes: dict, **reevaluate):
+def _record_evidence(
+    actor: Actor, record, action: str, changes: dict, *, verdicts: bool = True, **reevaluate
+):
     """Save an evidence record and audit it (platform rows: the system scope), then
-    re-evaluate the live bindings whose verdict it may change."""
+    re-evaluate the live bindings whose verdict it may change (none, without `verdicts`:
+    the record feeds the migration checklist only)."""
     record.recorded_by = actor.label[:150]
     with system_scope():
         record.full_clean()
         record.save()
         audit_record(actor=actor, action=action, instance=record, changes=changes)
-    reevaluate_bindings(**reevaluate)
+    if verdicts:
+        reevaluate_bindings(**reevaluate)
     return record
 
 
@@ -146,6 +153,61 @@ def policy_record(
     )
 
 
+def pilot_record(
+    *,
+    actor: Actor,
+    store,
+    profile,
+    outcome: str,
+    run_reference: str,
+    started_at=None,
+    ended_at=None,
+    notes: str = "",
+) -> MigrationPilot:
+    """Step 6 of the migration strategy: a pilot of one non-critical runtime-adjacent
+    store (a workflow instance / query surface) on `profile`, and how it went. A
+    concluded pilot ends now unless told when; a running one has no end yet."""
+    _require_run(run_reference)
+    if store.workload_class not in gating.RUNTIME_ADJACENT:
+        raise ValidationFailed(
+            f"{store.slug} is {store.get_workload_class_display()}: a pilot is of a "
+            "non-critical runtime-adjacent store (workflow instances / query surfaces).",
+            code=StoreCode.PILOT_NOT_RUNTIME_ADJACENT,
+            field="store",
+        )
+    started_at = started_at or timezone.now()
+    if outcome != MigrationPilot.Outcome.RUNNING:
+        ended_at = ended_at or timezone.now()
+    if (outcome == MigrationPilot.Outcome.RUNNING and ended_at is not None) or (
+        ended_at is not None and ended_at < started_at
+    ):
+        raise ValidationFailed(
+            "A pilot ends after it starts, and a running one has not ended.",
+            code=StoreCode.INVALID_PILOT_PERIOD,
+            field="ended_at",
+        )
+    record = MigrationPilot(
+        store=store,
+        profile=profile,
+        outcome=outcome,
+        started_at=started_at,
+        ended_at=ended_at,
+        notes=notes,
+        run_reference=run_reference,
+    )
+    return _record_evidence(
+        actor,
+        record,
+        "workload_evidence.pilot",
+        {
+            "pilot": [None, f"{store.slug} on {profile.slug}"],
+            "outcome": [None, outcome],
+            "run_reference": [None, run_reference],
+        },
+        verdicts=False,
+    )
+
+
 def certification_record(
     *,
     actor: Actor,
@@ -164,7 +226,7 @@ def certification_record(
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationFailed(
             "A certification's expiry must be in the future.",
-            code=StoreCode.INVALID_EXPIRY,
+            code=CoreCode.INVALID_EXPIRY,
             field="expires_at",
         )
     record = ProfileCertification(

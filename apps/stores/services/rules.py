@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.enqueue import enqueue_on_commit
 from apps.core.errors import ValidationFailed
@@ -12,7 +13,7 @@ from apps.core.scope import owner_scope, system_scope, tenant_scope
 from apps.stores import selectors
 from apps.stores.codes import StoreCode
 from apps.stores.models import ResidencyRule, StoreBinding
-from apps.stores.services.bindings import _event
+from apps.stores.services.bindings import _event, tenant_refusal
 from apps.tenancy.audit import audit_record, diff, snapshot
 
 Status = StoreBinding.Status
@@ -117,7 +118,7 @@ def rule_update(*, actor: Actor, rule: ResidencyRule, **changes) -> ResidencyRul
 def _require_reason(rule: ResidencyRule) -> None:
     if rule.is_exception and not rule.reason.strip():
         raise ValidationFailed(
-            "An exception needs a reason.", code=StoreCode.REASON_REQUIRED, field="reason"
+            "An exception needs a reason.", code=CoreCode.REASON_REQUIRED, field="reason"
         )
 
 
@@ -125,6 +126,10 @@ def _rule_write(*, actor: Actor, rule: ResidencyRule, regions: list, before: dic
     """Validate, save and audit a rule in its owner's scope, then flag what it changes."""
     creating = rule.pk is None
     with owner_scope(rule.tenant_id):
+        # A new rule for a tenant being deleted is new data its deletion would not reach.
+        refusal = tenant_refusal(rule.tenant_id, lock=True) if creating and rule.tenant_id else None
+        if refusal is not None:
+            raise refusal
         rule.full_clean()
         rule.save()
         rule.regions.set(regions)

@@ -70,6 +70,13 @@ def test_a_moving_orders_page_polls_its_progress_and_reloads_when_its_status_cha
     bound, tenant_a, settings
 ):
     settings.STEWARD_DELETION_GRACE_HOURS = 0
+    # Requested before the deletion began: an offboarding tenant takes no new order.
+    waiting = services.order_request(
+        actor=Actor(user=member(tenant_a, role="admin", username="waiter")),
+        tenant=tenant_a,
+        kind="export",
+        reason="asked",
+    )
     order = approved(tenant_a)
     reader = signed_in(member(tenant_a, role="admin", username="reader"))
     progress = f"/governance/orders/{order.pk}/body/"
@@ -90,9 +97,6 @@ def test_a_moving_orders_page_polls_its_progress_and_reloads_when_its_status_cha
     # only governors may ask; an order waiting for people, not work, is not polled
     plain = signed_in(member(tenant_a, role="member", username="plain"))
     assert plain.get(progress, {"status": "running"}).status_code == 403
-    waiting = services.order_request(
-        actor=Actor(user=order.requested_by), tenant=tenant_a, kind="export", reason="asked"
-    )
     assert "hx-get" not in reader.get(waiting.get_absolute_url()).content.decode()
 
 

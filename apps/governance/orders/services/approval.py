@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition, ValidationFailed
 from apps.core.scope import tenant_scope
@@ -17,7 +18,11 @@ from apps.governance.codes import GovernanceCode
 from apps.governance.models import GovernanceOrder, OrderApproval
 from apps.governance.orders import evidence
 from apps.governance.orders.services.run import _the_order_is, order_start, order_starts_at
-from apps.governance.permissions import may_govern, require_governor
+from apps.governance.permissions import (
+    may_govern,
+    require_governor,
+    require_tenant_takes_new_work,
+)
 from apps.tenancy.audit import audit_record
 from apps.tenancy.models import Tenant
 
@@ -36,8 +41,9 @@ def order_request(*, actor: Actor, tenant: Tenant, kind: str, reason: str) -> Go
     if kind not in GovernanceOrder.Kind.values:
         raise ValidationFailed(f"There is no order kind {kind!r}.", field="kind")
     require_governor(actor, tenant.pk, "request a governance order")
+    require_tenant_takes_new_work(actor, tenant, "request a governance order")
     if not reason.strip():
-        raise ValidationFailed("Say why.", code=GovernanceCode.REASON_REQUIRED, field="reason")
+        raise ValidationFailed("Say why.", code=CoreCode.REASON_REQUIRED, field="reason")
     with tenant_scope(tenant):
         order = GovernanceOrder.objects.create(
             tenant=tenant,

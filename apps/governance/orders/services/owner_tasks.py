@@ -8,6 +8,7 @@ import contextlib
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core.codes import CoreCode
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, InvalidTransition, NotFound, ValidationFailed
 from apps.core.outbox import emit
@@ -170,16 +171,14 @@ def owner_task_complete(*, actor: Actor, task_id, receipt: dict) -> GovernanceTa
 
 def owner_task_fail(*, actor: Actor, task_id, reason: str) -> GovernanceTask:
     if not reason.strip():
-        raise ValidationFailed(
-            "Say what failed.", code=GovernanceCode.REASON_REQUIRED, field="reason"
-        )
+        raise ValidationFailed("Say what failed.", code=CoreCode.REASON_REQUIRED, field="reason")
     return _owner_task_settle(actor, task_id, TaskStatus.FAILED, failure=reason)
 
 
 def owner_task_decline(*, actor: Actor, task_id, reason: str) -> GovernanceTask:
     """An owner will not contribute an export bundle; the manifest says so."""
     if not reason.strip():
-        raise ValidationFailed("Say why.", code=GovernanceCode.REASON_REQUIRED, field="reason")
+        raise ValidationFailed("Say why.", code=CoreCode.REASON_REQUIRED, field="reason")
     return _owner_task_settle(actor, task_id, TaskStatus.DECLINED, failure=reason)
 
 
@@ -224,7 +223,7 @@ def owner_task_reassign(*, actor: Actor, task_id, owner: str, reason: str) -> Go
     reason: the old owner is told to stop (GovernanceTaskReassigned), the new one gets
     it as issued, due afresh."""
     if not (reason or "").strip():
-        raise ValidationFailed("Say why.", code=GovernanceCode.REASON_REQUIRED, field="reason")
+        raise ValidationFailed("Say why.", code=CoreCode.REASON_REQUIRED, field="reason")
     if not service_list().filter(name=owner).exists():
         raise ValidationFailed(
             f"No service is named {owner!r}.", code=GovernanceCode.UNKNOWN_OWNER, field="owner"
@@ -271,7 +270,7 @@ def owner_task_escalate(*, actor: Actor, task_id, reason: str) -> GovernanceTask
     governance topic (the order's subscribers: a pager, a ticketing bridge), an email to
     the order's requester. It is still awaited; it leaves the attention queue."""
     if not (reason or "").strip():
-        raise ValidationFailed("Say why.", code=GovernanceCode.REASON_REQUIRED, field="reason")
+        raise ValidationFailed("Say why.", code=CoreCode.REASON_REQUIRED, field="reason")
     with tenant_scope(owner_task_tenant(task_id)), transaction.atomic():
         task, order = _overdue_task(actor, task_id, "escalate a governance task")
         task.escalated_at = timezone.now()
