@@ -481,6 +481,19 @@ STEWARD_SECRET_BROKER_DIR = env("STEWARD_SECRET_BROKER_DIR", str(BASE_DIR / ".da
 # Webhook signing secrets are referenced as env:NAME, NAME starting with this prefix.
 STEWARD_SECRET_ENV_PREFIX = env("STEWARD_SECRET_ENV_PREFIX", "STEWARD_WEBHOOK_SECRET_")
 
+# Webhook endpoints are called only at public addresses (apps.core.outbound); these
+# ranges (CIDR, comma-separated) are allowed besides: a receiver on a private network.
+# Empty by default: a listed range is an operator's decision, never a default. Checked
+# here, so a mistyped range stops the process rather than allowing nothing silently.
+STEWARD_WEBHOOK_ALLOWED_NETWORKS = [
+    n.strip() for n in (env("STEWARD_WEBHOOK_ALLOWED_NETWORKS", "") or "").split(",") if n.strip()
+]
+for _network in STEWARD_WEBHOOK_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"STEWARD_WEBHOOK_ALLOWED_NETWORKS: {_exc}") from None
+
 # ----------------------------------------------------------------------------- Retention
 
 # The nightly retention sweep (apps.governance.retention.services.sweep_run): when it

@@ -88,6 +88,19 @@ def no_remembered_counts():
     counting.forget_past_bound()
 
 
+# The ranges where tests' webhook receivers listen (tests.support.LocalServer): allowed
+# only where a test directory asks for it (`loopback_webhooks`), never by default.
+LOOPBACK = ["127.0.0.0/8", "::1/128"]
+
+
+@pytest.fixture
+def loopback_webhooks(settings):
+    """Webhooks may reach receivers on this machine, as an operator allows a range
+    (STEWARD_WEBHOOK_ALLOWED_NETWORKS). In-process workers read the same settings."""
+    settings.STEWARD_WEBHOOK_ALLOWED_NETWORKS = LOOPBACK
+    return LOOPBACK
+
+
 @pytest.fixture
 def region(db):
     return RegionFactory(slug="westeurope")

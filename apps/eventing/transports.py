@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import time
 from collections.abc import Sequence
 
@@ -12,12 +13,14 @@ import httpx
 import redis
 from django.conf import settings
 
+from apps.core.outbound import OutboundRefused, check_url, guarded_client
 from apps.core.redis import REDIS_ERRORS, get_redis
 from apps.eventing.consumer_registry import HANDLERS
 from apps.eventing.envelope import Envelope
 from apps.registry.webhook_secrets import resolve_secret
 
 STREAM_PREFIX = "steward:stream:"
+logger = logging.getLogger(__name__)
 
 
 class TransportError(Exception):
@@ -174,14 +177,25 @@ def webhook_signature(secret: bytes, webhook_id: str, timestamp: int, body: byte
     return "v1," + base64.b64encode(digest).decode()
 
 
+# What a failed webhook delivery says, in `last_error` and dead letters: which of these
+# happened, never the peer's status or answer (whoever reads them must not learn what
+# answers at an address, as from a port scanner). The detail goes to the log.
+REFUSED = "refused"
+TIMED_OUT = "timed out"
+ANSWERED_WITH_AN_ERROR = "answered with an error"
+UNREACHABLE = "unreachable"
+
+
 class WebhookTransport:
-    """POST the envelope, signed, to one subscription's endpoint."""
+    """POST the envelope, signed, to one subscription's endpoint, through the outbound
+    check (apps.core.outbound): only at an address it allows, resolved at each
+    connection."""
 
     name = "webhook"
 
     def __init__(self, client: httpx.Client | None = None):
         timeout = settings.STEWARD_EVENTING["WEBHOOK_TIMEOUT_SECONDS"]
-        self.client = client or httpx.Client(timeout=timeout, follow_redirects=False)
+        self.client = client or guarded_client(timeout=timeout)
 
     def publish(self, envelopes: Sequence[Envelope], *, subscription) -> None:
         # Resolved at each delivery, so a rotated secret is used at once
@@ -198,11 +212,25 @@ class WebhookTransport:
                 "webhook-signature": webhook_signature(secret, webhook_id, timestamp, body),
                 "user-agent": "Steward-Webhooks/1",
             }
-            try:
-                response = self.client.post(subscription.endpoint, content=body, headers=headers)
-            except httpx.TimeoutException as exc:
-                raise TransportError(f"timed out after {self.client.timeout.read}s") from exc
-            except httpx.HTTPError as exc:
-                raise TransportError(f"{type(exc).__name__}: {exc}") from exc
-            if not 200 <= response.status_code < 300:
-                raise TransportError(f"HTTP {response.status_code}")
+            self._post(subscription, body, headers)
+
+    def _post(self, subscription, body: bytes, headers: dict) -> None:
+        def failed(reason: str, detail) -> TransportError:
+            logger.warning("webhook of subscription %s: %s (%s)", subscription.pk, reason, detail)
+            return TransportError(reason)
+
+        try:
+            # Checked again here, not only when it was written: a row older than the
+            # check is not called either (the client checks each address it connects to).
+            check_url(subscription.endpoint)
+            response = self.client.post(subscription.endpoint, content=body, headers=headers)
+        except OutboundRefused as exc:
+            raise failed(REFUSED, exc) from exc
+        except httpx.TimeoutException as exc:
+            raise failed(TIMED_OUT, exc) from exc
+        except httpx.ConnectError as exc:
+            raise failed(REFUSED, exc) from exc
+        except httpx.HTTPError as exc:
+            raise failed(UNREACHABLE, exc) from exc
+        if not 200 <= response.status_code < 300:
+            raise failed(ANSWERED_WITH_AN_ERROR, f"HTTP {response.status_code}")

@@ -18,7 +18,8 @@ STEWARD_TOPICS = [
     (
         "registry.schema",
         "Schema registry, for observers: SchemaVersionPublished, "
-        "SchemaVersionAwaitingAcknowledgement, SchemaVersionWithdrawn, TopicCompatibilityLowered. "
+        "SchemaVersionAwaitingAcknowledgement, SchemaVersionWithdrawn, TopicCompatibilityLowered, "
+        "TopicProducersJoined. "
         "Each consumer gets its own copy of its topics' news on registry.news.<service>.",
     ),
     (

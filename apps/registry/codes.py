@@ -52,6 +52,11 @@ class RegistryCode(Codes):
         "secret_unavailable",
         "The webhook subscription's secret reference resolves to no secret.",
     )
+    ENDPOINT_NOT_ALLOWED = (
+        "endpoint_not_allowed",
+        "A webhook endpoint Steward does not call: not http(s), with user:password@, a "
+        "metadata service, or an address that is not public (unless an operator allowed it).",
+    )
     READ_ONLY_FIELD = "read_only_field", "Only endpoint, secret_ref and is_active change."
     EMPTY_RELEASE = (
         "empty",

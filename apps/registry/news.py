@@ -40,6 +40,7 @@ AWAITING = "SchemaVersionAwaitingAcknowledgement"
 PUBLISHED = "SchemaVersionPublished"
 WITHDRAWN = "SchemaVersionWithdrawn"
 LOWERED = "TopicCompatibilityLowered"
+PRODUCERS_JOINED = "TopicProducersJoined"
 
 
 def news_topic(service_name: str) -> str:

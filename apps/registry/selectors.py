@@ -117,6 +117,15 @@ def subscription_list() -> QuerySet[Subscription]:
     return Subscription.objects.select_related("consumer", "topic")
 
 
+def subscriptions_visible_to(actor) -> QuerySet[Subscription]:
+    """The subscriptions a caller may see: a service account, its own service's only (an
+    endpoint, a secret's reference and a delivery error are the consumer's business, and
+    another's is answered as one that does not exist); operators and Steward, all."""
+    found = subscription_list()
+    account = actor.service_account
+    return found if account is None else found.filter(consumer__name=account.name)
+
+
 def active_subscriptions(transport: str | None = None) -> list[Subscription]:
     qs = subscription_list().filter(is_active=True)
     if transport:

@@ -17,6 +17,7 @@ from django.utils import timezone
 from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import DomainError, ValidationFailed
+from apps.core.outbound import OutboundRefused, check_url
 from apps.registry.catalog import STEWARD_SERVICE
 from apps.registry.codes import RegistryCode
 from apps.registry.models import SchemaReference, Service, Subscription, Topic
@@ -61,6 +62,27 @@ def require_produces(actor: Actor, topic: Topic) -> None:
         raise NotPermitted(f"{account.name} does not produce {topic.name}.")
 
 
+def require_may_name_producers(
+    actor: Actor, topic_name: str, named: Iterable[str], producers: Iterable[str] | None
+) -> None:
+    """Who a service account may make a topic's producers: itself on a topic it creates
+    (`producers` None: the topic is new), others only on a topic it produces, as that
+    topic's producers' grant. Joining a topic others produce is an operator's act: a
+    producer may lower its level and publish, so joining is never self-service."""
+    account = actor.service_account
+    if account is None:
+        return
+    named = set(named)
+    owners = {account.name} if producers is None else set(producers)
+    if account.name not in owners:
+        raise NotPermitted(
+            f"{account.name} does not produce {topic_name}: an operator, or one of its "
+            "producers, makes a service its producer."
+        )
+    if producers is None and named and account.name not in named:
+        raise NotPermitted(f"{account.name} creates {topic_name} only as one of its producers.")
+
+
 def require_operator(actor: Actor) -> None:
     """What only operators (and Steward itself) may do: registry-wide settings."""
     user = actor.user
@@ -69,6 +91,13 @@ def require_operator(actor: Actor) -> None:
 
 
 # --------------------------------------------------------------------------- services
+
+
+def service_register(*, actor: Actor, name: str, description: str = "") -> Service:
+    """A service named in the catalog by a caller: a service account names only its own
+    (another's name is that service's to take), operators any."""
+    require_speaks_for(actor, name)
+    return service_ensure(actor=actor, name=name, description=description)
 
 
 def service_ensure(*, actor: Actor, name: str, description: str = "") -> Service:
@@ -109,6 +138,8 @@ def service_for_caller(*, actor: Actor, named: str | None = None) -> Service:
 
 
 def topic_create(*, actor: Actor, name: str, description: str = "", producers=()) -> Topic:
+    if producers:
+        require_may_name_producers(actor, name, [p.name for p in producers], None)
     topic = Topic(name=name, description=description)
     topic.full_clean()
     with transaction.atomic():
@@ -175,6 +206,14 @@ def _check_subscription(subscription: Subscription) -> None:
                 code=RegistryCode.WEBHOOK_INCOMPLETE,
             )
         try:
+            check_url(subscription.endpoint)
+        except OutboundRefused as exc:
+            raise ValidationFailed(
+                f"Steward does not call this endpoint: {exc}.",
+                code=RegistryCode.ENDPOINT_NOT_ALLOWED,
+                field="endpoint",
+            ) from None
+        try:
             resolve_secret(subscription.secret_ref)
         except SecretUnavailable as exc:
             raise ValidationFailed(str(exc), code=RegistryCode.SECRET_UNAVAILABLE) from None
@@ -198,13 +237,17 @@ def subscription_create(
     transport: str,
     endpoint: str = "",
     secret_ref: str = "",
+    is_active: bool = True,
 ) -> Subscription:
+    # A subscription belongs to its consumer: where its events go, signed with its secret.
+    require_speaks_for(actor, consumer.name)
     subscription = Subscription(
         consumer=consumer,
         topic=topic,
         transport=transport,
         endpoint=endpoint,
         secret_ref=secret_ref,
+        is_active=is_active,
     )
     _check_subscription(subscription)
     with transaction.atomic():
@@ -265,6 +308,7 @@ def subscription_ensure(
 
 
 def subscription_update(*, actor: Actor, subscription: Subscription, **fields) -> Subscription:
+    require_speaks_for(actor, subscription.consumer.name)
     unknown = set(fields) - {"endpoint", "secret_ref", "is_active"}
     if unknown:
         raise ValidationFailed(

@@ -202,3 +202,8 @@ def fresh(obj):
     with system_scope():
         obj.refresh_from_db()
     return obj
+
+
+@pytest.fixture(autouse=True)
+def _webhooks_reach_local_receivers(loopback_webhooks):
+    """This directory's webhooks are delivered to receivers on loopback."""

@@ -331,3 +331,8 @@ def celery_worker(transactional_db):
         app, pool="solo", perform_ping_check=False, queues=["default"], shutdown_timeout=30
     ) as worker:
         yield worker
+
+
+@pytest.fixture(autouse=True)
+def _webhooks_reach_local_receivers(loopback_webhooks):
+    """This directory's webhooks are delivered to receivers on loopback."""

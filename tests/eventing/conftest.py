@@ -44,3 +44,8 @@ def webhook_subscription(topic, monkeypatch):
         endpoint="http://127.0.0.1:9/unused",
         secret_ref="env:STEWARD_WEBHOOK_SECRET_HOOK",
     )
+
+
+@pytest.fixture(autouse=True)
+def _webhooks_reach_local_receivers(loopback_webhooks):
+    """This directory's webhooks are delivered to receivers on loopback."""

@@ -50,3 +50,8 @@ def live(live_server):
 
         http = stack.enter_context(httpx.Client(base_url=base, auth=issued, timeout=30))
         yield client, http
+
+
+@pytest.fixture(autouse=True)
+def _webhooks_reach_local_receivers(loopback_webhooks):
+    """This directory's webhooks are delivered to receivers on loopback."""

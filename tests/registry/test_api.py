@@ -1,6 +1,8 @@
 """The registry's REST API: the catalog (services, topics, subscriptions), ModelSync and
 schema versions (apps.registry.api.views)."""
 
+import json
+
 import pytest
 from django.test import Client
 from rest_framework.test import APIClient
@@ -8,8 +10,11 @@ from rest_framework.test import APIClient
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import InvalidTransition
 from apps.core.redis import get_redis
+from apps.core.scope import system_scope
+from apps.registry import services
 from apps.registry import versions as schemas
-from apps.registry.models import SchemaVersion, Subscription
+from apps.registry.models import SchemaVersion, Service, Subscription, Topic
+from apps.tenancy.models import AuditEvent
 from tests.conftest import bearer
 from tests.factories import service_token
 from tests.query_counts import assert_flat_query_count
@@ -25,6 +30,7 @@ from tests.registry.factories import (
     sync,
     waiting_version,
 )
+from tests.support import problem
 
 pytestmark = pytest.mark.django_db
 
@@ -211,3 +217,194 @@ def test_list_endpoints_query_count_does_not_grow(api, operator, url, add_rows):
     sync("r0", V1)  # orders.order, for the subject's versions
     api.force_login(operator)
     assert_flat_query_count(add_rows, lambda: api.get(url))
+
+
+@pytest.mark.parametrize("body", [[1], None, {"reason": "because\x00"}, "text"])
+def test_a_withdrawal_whose_body_is_not_an_object_or_holds_a_nul_is_bad_input(body):
+    # given a waiting version and its producer
+    waiting_version()
+    release = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
+    url = f"/api/v1/registry/schema-versions/{pending().pk}/withdraw/"
+    # when it sends a body that is no object, or a reason with a NUL
+    answer = release.generic("POST", url, json.dumps(body), content_type="application/json")
+    # then it is told so, and nothing changed
+    problem(answer, 400, "invalid")
+    assert pending().state == "awaiting_acknowledgement"
+
+
+def test_a_subscription_may_be_created_inactive(api, operator, topic):
+    api.force_login(operator)
+    api.post("/api/v1/registry/services/", {"name": "billing"})
+    body = {"consumer": "billing", "topic": topic.name, "transport": "redis_stream"}
+    created = api.post("/api/v1/registry/subscriptions/", {**body, "is_active": False})
+    assert created.status_code == 201, created.content
+    assert Subscription.objects.get(pk=created.json()["id"]).is_active is False
+
+
+@pytest.mark.parametrize("body", [[1], None, "text", {"consumer": "billing\x00"}])
+def test_a_subscription_body_that_is_not_an_object_or_holds_a_nul_is_bad_input(
+    api, operator, topic, body
+):
+    api.force_login(operator)
+    sent = json.dumps(body)
+    answer = api.generic(
+        "POST", "/api/v1/registry/subscriptions/", sent, content_type="application/json"
+    )
+    problem(answer, 400, "invalid")
+
+
+NUL_SCHEMA_TEXT = json.dumps({"type": "object", "title": "a\x00b"})
+
+
+@pytest.mark.parametrize(
+    "path, body, status",
+    [
+        (
+            "/api/schema-registry/subjects/nul.topic-value/versions",
+            {"schemaType": "JSON", "schema": NUL_SCHEMA_TEXT},
+            422,
+        ),
+        (
+            "/api/schema-registry/subjects/nul.topic-value/versions",
+            {"schemaType": "AVRO", "schema": json.dumps({"type": "string", "doc": "a\x00"})},
+            422,
+        ),
+        (
+            "/api/v1/registry/model-sync/",
+            {"release": "r1", "topics": [{"name": "nul.topic", "schema": NUL_SCHEMA_TEXT}]},
+            200,
+        ),
+    ],
+)
+def test_a_schema_sent_as_text_with_a_nul_is_refused_as_invalid(path, body, status):
+    # the body holds no NUL itself: the schema's text escapes it, so only parsing shows it
+    release = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
+    answer = release.generic("POST", path, json.dumps(body), content_type="application/json")
+    assert answer.status_code == status, answer.content
+    assert "NUL" in answer.content.decode()
+    assert not SchemaVersion.objects.filter(topic__name="nul.topic").exists()
+
+
+def _ledger_entries():
+    """ledger produces ledger.entries, read by billing: v1 published, v2 breaking waiting."""
+    ledger = Service.objects.get_or_create(name="ledger")[0]
+    for release, schema in (("l1", V1), ("l2", V2_BREAKING)):
+        topics = [{"name": "ledger.entries", "consumers": ["billing"], "schema": schema}]
+        schemas.model_sync(actor=SYSTEM_ACTOR, service=ledger, release=release, topics=topics)
+    return Topic.objects.get(name="ledger.entries")
+
+
+def test_a_model_sync_does_not_make_its_service_a_producer_of_anothers_topic():
+    # given ledger's topic, with a breaking version waiting for billing
+    topic = _ledger_entries()
+    waiting = SchemaVersion.objects.get(topic=topic, state="awaiting_acknowledgement")
+    orders = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
+    # when orders syncs a release that names it, with its current schema or a breaking one
+    for release, schema in (("x1", V1), ("x2", {**V2_BREAKING, "title": "mine"})):
+        body = {"release": release, "topics": [{"name": "ledger.entries", "schema": schema}]}
+        answer = orders.post("/api/v1/registry/model-sync/", body, format="json")
+        # then it is refused, and neither joins it nor pushes ledger's version aside
+        problem(answer, 403, "permission_denied")
+    assert [p.name for p in topic.producers.all()] == ["ledger"]
+    waiting.refresh_from_db()
+    assert waiting.state == "awaiting_acknowledgement"
+    # nor may it lower the topic's level through the Schema Registry API
+    level = orders.put(
+        "/api/schema-registry/config/ledger.entries-value", {"compatibility": "NONE"}, format="json"
+    )
+    assert (level.status_code, level.json()["error_code"]) == (403, 40301)
+
+
+def test_a_producer_grants_another_service_its_topic_audited_and_announced():
+    topic = _ledger_entries()
+    ledger = bearer(APIClient(), service_token(scopes=["registry:write"], name="ledger"))
+    body = {
+        "release": "l3",
+        "topics": [{"name": "ledger.entries", "producers": ["ledger", "orders"], "schema": V1}],
+    }
+    answer = ledger.post("/api/v1/registry/model-sync/", body, format="json")
+    assert answer.status_code == 200, answer.content
+    assert sorted(p.name for p in topic.producers.all()) == ["ledger", "orders"]
+    with system_scope():
+        audited = AuditEvent.objects.get(action="topic.producers_join")
+    assert audited.changes == {"producers": [["ledger"], ["ledger", "orders"]]}
+    [news] = events("TopicProducersJoined")
+    assert news["joined"] == ["orders"] and news["consumers"] == ["billing"]
+
+
+def test_an_operator_makes_a_service_a_producer_of_an_existing_topic(api, operator):
+    topic = _ledger_entries()
+    api.force_login(operator)
+    body = {
+        "release": "o1",
+        "service": "orders",
+        "topics": [{"name": "ledger.entries", "schema": V1}],
+    }
+    assert api.post("/api/v1/registry/model-sync/", body, format="json").status_code == 200
+    assert sorted(p.name for p in topic.producers.all()) == ["ledger", "orders"]
+    assert events("TopicProducersJoined")[0]["by"] == "op"
+
+
+def test_a_subscription_is_changed_only_by_its_consumer_and_operators(api, operator, topic):
+    # given billing's subscription
+    billing = services.service_ensure(actor=SYSTEM_ACTOR, name="billing")
+    mine = services.subscription_create(
+        actor=SYSTEM_ACTOR, consumer=billing, topic=topic, transport="redis_stream"
+    )
+    url = f"/api/v1/registry/subscriptions/{mine.pk}/"
+    orders = bearer(APIClient(), service_token(scopes=["registry:write"], name="orders"))
+    # another service neither sees nor changes it, nor makes one in billing's name
+    problem(orders.patch(url, {"is_active": False}, format="json"), 404, "not_found")
+    problem(orders.get(url), 404, "not_found")
+    body = {"consumer": "billing", "topic": topic.name, "transport": "webhook"}
+    created = orders.post("/api/v1/registry/subscriptions/", body, format="json")
+    problem(created, 403, "permission_denied")
+    mine.refresh_from_db()
+    assert mine.is_active is True
+    # billing and operators do
+    own = bearer(APIClient(), service_token(scopes=["registry:write"], name="billing"))
+    assert own.patch(url, {"is_active": False}, format="json").status_code == 200
+    api.force_login(operator)
+    assert api.patch(url, {"is_active": True}, format="json").status_code == 200
+
+
+def test_a_waiting_version_of_a_subject_no_one_produces_is_replaced_only_by_its_submitter():
+    # given a subject alpha registered through the Schema Registry API (its topic has no
+    # producer), read by billing, with alpha's breaking version waiting
+    alpha = bearer(APIClient(), service_token(scopes=["registry:write"], name="alpha"))
+    url = "/api/schema-registry/subjects/loose.t-value/versions"
+
+    def register(client, schema):
+        body = {"schemaType": "JSON", "schema": json.dumps(schema)}
+        return client.post(url, body, format="json")
+
+    assert register(alpha, V1).status_code == 200
+    Topic.objects.get(name="loose.t").consumers.add(
+        services.service_ensure(actor=SYSTEM_ACTOR, name="billing")
+    )
+    assert register(alpha, V2_BREAKING).status_code == 409
+    waiting = SchemaVersion.objects.get(topic__name="loose.t", state="awaiting_acknowledgement")
+    # when another service registers a breaking schema of its own there
+    bravo = bearer(APIClient(), service_token(scopes=["registry:write"], name="bravo"))
+    refused = register(bravo, {**V2_BREAKING, "title": "bravo's"})
+    # then alpha's version still waits, and no version of bravo's was made
+    assert refused.status_code == 409, refused.content
+    waiting.refresh_from_db()
+    assert waiting.state == "awaiting_acknowledgement"
+    assert SchemaVersion.objects.filter(topic__name="loose.t").count() == 2
+    # while alpha itself may replace it
+    assert register(alpha, {**V2_BREAKING, "title": "alpha's"}).status_code == 409
+    waiting.refresh_from_db()
+    assert waiting.state == "superseded"
+
+
+def test_on_a_subject_no_one_produces_a_service_deletes_only_what_it_registered():
+    alpha = bearer(APIClient(), service_token(scopes=["registry:write"], name="alpha"))
+    bravo = bearer(APIClient(), service_token(scopes=["registry:write"], name="bravo"))
+    url = "/api/schema-registry/subjects/loose.d-value"
+    body = {"schemaType": "JSON", "schema": json.dumps(V1)}
+    assert alpha.post(f"{url}/versions", body, format="json").status_code == 200
+    for attempt in (bravo.delete(f"{url}/versions/1"), bravo.delete(url)):
+        assert (attempt.status_code, attempt.json()["error_code"]) == (403, 40301)
+    assert SchemaVersion.objects.get(topic__name="loose.d").deleted_at is None
+    assert alpha.delete(url).json() == [1]

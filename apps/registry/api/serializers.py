@@ -208,3 +208,9 @@ class AcknowledgeSerializer(StrictSerializer):
 
 class OverrideSerializer(StrictSerializer):
     reason = serializers.CharField()
+
+
+class WithdrawSerializer(StrictSerializer):
+    """Why the producer takes its waiting version back (optional): told to its consumers."""
+
+    reason = serializers.CharField(required=False, allow_blank=True)

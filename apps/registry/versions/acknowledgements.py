@@ -172,7 +172,10 @@ def withdraw_version(*, actor: Actor, version: SchemaVersion, reason: str = "") 
 
 
 def remind(*, actor: Actor, version: SchemaVersion) -> list[str]:
-    """Announce the waiting version again to the consumers that have not acknowledged."""
+    """Announce the waiting version again to the consumers that have not acknowledged:
+    the producer's (or an operator's) nudge, not anyone's way to flood another
+    service's consumers with its news."""
+    require_produces(actor, version.topic)
     with system_scope(), transaction.atomic():
         version = lock_waiting(version)
         missing = missing_acknowledgements(version)

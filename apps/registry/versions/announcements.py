@@ -7,9 +7,10 @@ from __future__ import annotations
 from apps.core.context import Actor
 from apps.core.outbox import NewEvent, emit, emit_many
 from apps.registry.models import SchemaVersion, Topic
-from apps.registry.news import LOWERED, news_topic
+from apps.registry.news import LOWERED, PRODUCERS_JOINED, news_topic
 from apps.registry.selectors import news_hearers
 from apps.registry.versions.readers import NO_READER
+from apps.tenancy.audit import audit_record
 
 TOPIC = "registry.schema"
 
@@ -96,3 +97,27 @@ def announce_lowering(actor: Actor, topic: Topic, before: str, after: str, consu
         "by": actor.label,
     }
     _tell(topic, LOWERED, body, consumers)
+
+
+def producers_joined(actor: Actor, topic: Topic, before: list[str], joined: list[str]) -> None:
+    """Services that became producers of an existing topic (an operator's act, or its
+    producers' grant), audited and announced as TopicProducersJoined on the shared topic
+    and to each consumer: a producer may lower the topic's level and publish on it."""
+    after = sorted({*before, *joined})
+    audit_record(
+        actor=actor,
+        action="topic.producers_join",
+        instance=topic,
+        changes={"producers": [before, after]},
+    )
+    consumers = getattr(topic, "consumer_names", None)
+    if consumers is None:
+        consumers = sorted(topic.consumers.values_list("name", flat=True))
+    body = {
+        "topic": topic.name,
+        "joined": joined,
+        "producers": after,
+        "consumers": consumers,
+        "by": actor.label,
+    }
+    _tell(topic, PRODUCERS_JOINED, body, consumers)

@@ -15,6 +15,7 @@ from apps.registry.selectors import current_readers, missing_acknowledgements
 from apps.registry.services import require_speaks_for
 from apps.registry.versions.acknowledgements import lock_waiting, publish
 from apps.registry.versions.readers import NO_READER, reader_verdict
+from apps.registry.versions.texts import storable
 from apps.tenancy.audit import audit_record
 
 State = SchemaVersion.State
@@ -73,7 +74,7 @@ def reader_declare(
             field="schema_type",
         )
     try:
-        parsed = formats.parse(schema_type, schema)
+        parsed = storable(formats.parse(schema_type, schema))
     except formats.InvalidSchema as exc:
         raise ReaderRefused(
             f"The reader schema is invalid: {exc.reason}",

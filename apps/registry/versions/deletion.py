@@ -13,7 +13,7 @@ from apps.core.context import Actor
 from apps.core.scope import system_scope
 from apps.registry import selectors
 from apps.registry.models import SchemaVersion, Topic
-from apps.registry.services import require_produces
+from apps.registry.services import NotPermitted, require_produces
 from apps.registry.versions.errors import DeletionRefused
 from apps.registry.versions.modes import require_writable
 from apps.registry.versions.submitted import version_number
@@ -52,9 +52,24 @@ def _delete(actor: Actor, version: SchemaVersion, *, permanent: bool, subject: s
 
 def _require_may_delete(actor: Actor, topic: Topic) -> None:
     """As registering: on a topic that has producers, only they (and operators) delete;
-    on one that has none, whoever may register on it."""
+    on one that has none, whoever registered what is deleted (`_require_submitted`)."""
     if topic.producers.exists():
         require_produces(actor, topic)
+
+
+def _require_submitted(actor: Actor, topic: Topic, versions: list[SchemaVersion]) -> None:
+    """On a topic no one produces, a service deletes only versions it registered itself:
+    anyone may register there, but not take away what another service registered."""
+    account = actor.service_account
+    if account is None or topic.producers.exists():
+        return
+    others = [
+        v.version
+        for v in versions
+        if v.submitted_by_id is None or v.submitted_by.name != account.name
+    ]
+    if others:
+        raise NotPermitted(f"{account.name} did not register version(s) {others} of {topic.name}.")
 
 
 def _locked_versions(topic: Topic, role: str) -> list[SchemaVersion]:
@@ -158,6 +173,7 @@ def version_delete(
                 registry_code=40406,
                 status=404,
             )
+        _require_submitted(actor, topic, [version])
         readers = [] if permanent else _read_by(version, live)
         if readers:
             raise DeletionRefused(
@@ -207,6 +223,7 @@ def subject_delete(
                 registry_code=42206,
             )
         chosen = versions if permanent else live
+        _require_submitted(actor, topic, chosen)
         for version in chosen:
             _delete(actor, version, permanent=permanent, subject=subject)
         _step_back(topic, role)

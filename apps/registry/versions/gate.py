@@ -27,15 +27,17 @@ from apps.registry.selectors import (
     versions_answered_as,
 )
 from apps.registry.services import (
+    require_may_name_producers,
     service_ensure,
     subscribe_steward_consumers_on_commit,
     topic_consumers_add,
 )
 from apps.registry.subjects import TOPIC as TOPIC_NAME
 from apps.registry.versions.acknowledgements import make_current
-from apps.registry.versions.announcements import announce
+from apps.registry.versions.announcements import announce, producers_joined
 from apps.registry.versions.modes import mode_implies
 from apps.registry.versions.readers import judge_readers
+from apps.registry.versions.texts import storable
 from apps.tenancy.audit import audit_record
 
 State = SchemaVersion.State
@@ -97,15 +99,6 @@ class Sync:
         sync_conflict), as it is when it commits between the read here and the insert."""
         self.actor, self.service, self.release = actor, service, release
         self.catalog, self._defaults = catalog, defaults
-        names = set()
-        for entry in topics:
-            names.update(entry.get("producers", []), entry.get("consumers", []))
-        names.discard(service.name)
-        self.services = {service.name: service}
-        if names:
-            self.services.update((s.name, s) for s in Service.objects.filter(name__in=names))
-        for name in names - set(self.services):
-            self.services[name] = service_ensure(actor=actor, name=name)
         # Locked for this sync (one sync per topic at a time), in name order so that two
         # syncs of the same topics cannot wait on each other; read once, with their
         # producers and consumers.
@@ -120,6 +113,27 @@ class Sync:
                 .prefetch_related(*(("producers", "consumers") if catalog else ("consumers",)))
             }
         )
+        if catalog:
+            # A release declares its own roles: on a topic others produce it is no
+            # producer (nor names the topic's producers or consumers) until an operator
+            # or a producer says so. Asked of every entry before anything is written.
+            for entry in topics:
+                known = self.topics.get(entry["name"])
+                require_may_name_producers(
+                    actor,
+                    entry["name"],
+                    entry.get("producers", [service.name]),
+                    None if known is None else [p.name for p in known.producers.all()],
+                )
+        names = set()
+        for entry in topics:
+            names.update(entry.get("producers", []), entry.get("consumers", []))
+        names.discard(service.name)
+        self.services = {service.name: service}
+        if names:
+            self.services.update((s.name, s) for s in Service.objects.filter(name__in=names))
+        for name in names - set(self.services):
+            self.services[name] = service_ensure(actor=actor, name=name)
 
     def mode_of(self, topic: Topic) -> str:
         """The topic's compatibility level, the registry's read once for the whole sync
@@ -152,7 +166,8 @@ class Sync:
             producers = {p.name for p in known.producers.all()} if self.catalog else set()
             consumers = {c.name for c in known.consumers.all()}
         wanted = entry.get("producers", [self.service.name])
-        topic.producers.add(*[self.services[n] for n in wanted if n not in producers])
+        joining = [self.services[n] for n in wanted if n not in producers]
+        topic.producers.add(*joining)
         named_consumers = entry.get("consumers", [])
         if named_consumers:
             topic_consumers_add(
@@ -162,6 +177,8 @@ class Sync:
                 registered=consumers,
             )
         topic.consumer_names = sorted(consumers | set(named_consumers))
+        if joining and known is not None:
+            producers_joined(self.actor, topic, sorted(producers), [s.name for s in joining])
         # Reported, never removed: a release may just not mention everyone.
         topic.not_named = {
             "producers": sorted(producers - set(wanted)),
@@ -190,7 +207,7 @@ def _decide_entry(sync: Sync, entry: dict, parsed=None) -> TopicAnswer:
     name = entry["name"]
     if parsed is None:
         try:
-            parsed = formats.parse(entry.get("schema_type", "JSON"), entry["schema"])
+            parsed = storable(formats.parse(entry.get("schema_type", "JSON"), entry["schema"]))
         except formats.InvalidSchema as exc:
             return TopicAnswer(name, "rejected", reason=exc.reason)
     topic = sync.topic(entry)
@@ -262,6 +279,9 @@ def _decide(
         if refused is not None:
             return refused
     if pending is not None:  # a newer release replaces the version that was waiting
+        refused = _not_its_to_supersede(sync, topic, pending)
+        if refused is not None:
+            return refused
         TRANSITIONS.move(pending, State.SUPERSEDED)
     number = (history[-1].version if history else 0) + 1
     return _submit(sync, topic, parsed, role, references, verdict, number)
@@ -298,6 +318,23 @@ def _known(name: str, parsed, published, pending, references, any_version) -> To
             row=pending,
         )
     return None
+
+
+def _not_its_to_supersede(sync: Sync, topic: Topic, pending: SchemaVersion) -> TopicAnswer | None:
+    """A waiting version is its topic's producers' (and operators') to replace: another
+    service's schema must not push it aside, even on a topic no one produces yet (the
+    Schema Registry API's subjects), where only the one that submitted it may."""
+    account = sync.actor.service_account
+    if account is None or pending.submitted_by_id == sync.service.pk:
+        return None
+    if topic.producers.filter(pk=sync.service.pk).exists():
+        return None
+    return TopicAnswer(
+        topic.name,
+        "refused",
+        reason=f"Version {pending.version} of {topic.name} waits for acknowledgement; only "
+        "the topic's producers (or an operator) replace it.",
+    )
 
 
 def _held_by_waiting(sync: Sync, topic: Topic, parsed, published, pending) -> TopicAnswer | None:

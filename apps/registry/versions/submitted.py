@@ -8,6 +8,7 @@ from __future__ import annotations
 from apps.registry import formats, selectors, subjects
 from apps.registry.models import SchemaVersion, Topic
 from apps.registry.versions.errors import RegistryRefused
+from apps.registry.versions.texts import storable
 
 SCHEMA_TYPES = list(formats.TYPES)
 
@@ -103,8 +104,9 @@ def parse_submitted(
     resolved = resolve_references(references, kind, lock=lock)
     try:
         if not resolved:
-            return formats.parse(kind, text, normalize=normalize), resolved
-        return formats.parse_with_references(kind, text, resolved, normalize=normalize), resolved
+            return storable(formats.parse(kind, text, normalize=normalize)), resolved
+        bundled = formats.parse_with_references(kind, text, resolved, normalize=normalize)
+        return storable(bundled), resolved
     except formats.InvalidSchema as exc:
         raise _invalid(exc.reason) from None
 

@@ -1,6 +1,9 @@
-"""The string the Schema Registry API answers for a version's schema."""
+"""The string the Schema Registry API answers for a version's schema, and whether a
+parsed schema can be kept at all."""
 
 from __future__ import annotations
+
+import json
 
 from apps.registry import formats
 from apps.registry.models import SchemaReference, SchemaVersion
@@ -27,3 +30,13 @@ def registry_text(version: SchemaVersion, references: list[SchemaReference]) -> 
     kind = version.schema_type
     named = formats.named_types(kind, [stored for _, stored in _referenced(references)])
     return formats.stored_text(kind, _document(version, references), named=named)
+
+
+def storable(parsed: formats.Parsed) -> formats.Parsed:
+    """The parsed schema, refused (formats.InvalidSchema, as any invalid schema is) when
+    it holds a NUL character: PostgreSQL keeps none in text or JSON, so storing it would
+    fail in the database. A body's own strings are refused by its serializer; a schema
+    sent as text only shows its NULs (as \\u0000 escapes) once parsed."""
+    if "\\u0000" in json.dumps(parsed.document):
+        raise formats.InvalidSchema("the schema holds a NUL character")
+    return parsed
