@@ -201,7 +201,9 @@ def test_the_api_base_filtersets_are_narrowed_alike(query, tenant_a, store, prof
 
 def _assets_of_every_kind(*tenants) -> None:
     statuses = [Asset.Status.DRAFT, Asset.Status.REQUESTED, Asset.Status.APPROVED]
-    for tenant in tenants:
+    # One live link per workflow instance (asset_one_live_link_per_instance): each
+    # tenant's instances are its own.
+    for t, tenant in enumerate(tenants):
         for n in range(6):
             asset = assets.asset_create(
                 actor=SYSTEM_ACTOR, tenant=tenant, name=f"{tenant.slug} {n}"
@@ -209,7 +211,7 @@ def _assets_of_every_kind(*tenants) -> None:
             with tenant_scope(tenant):
                 Asset.objects.filter(pk=asset.pk).update(
                     status=statuses[n % 3],
-                    workflow_instance_id=uuid.UUID(int=n % 2) if n % 3 == 1 else None,
+                    workflow_instance_id=uuid.UUID(int=n % 2 + 2 * t) if n % 3 == 1 else None,
                     workflow_link_stale=n == 4,
                     delegation_failure="refused" if n == 1 else "",
                 )
