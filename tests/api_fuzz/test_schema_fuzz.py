@@ -256,13 +256,13 @@ def _seed_retention(tenant, operator) -> None:
 
 def _seed() -> dict[str, dict]:
     """The demo data (tenants, people, assets, batches, stores, bindings, topics…) and
-    what it lacks (a governance order, a schema version, a certification), and the
+    what it lacks (a governance order, a schema version, a certification, a pilot), and the
     two callers: the keyword arguments their requests are sent with."""
     from apps.governance.orders.services import order_request, owner_task_issue
     from apps.registry.models import Service
     from apps.registry.versions import model_sync
-    from apps.stores.models import StoreProfile
-    from apps.stores.services import certification_record
+    from apps.stores.models import Store, StoreProfile
+    from apps.stores.services import certification_record, pilot_record
     from apps.tenancy.models import Tenant, User
 
     setup.run_setup(demo=True)
@@ -296,6 +296,24 @@ def _seed() -> dict[str, dict]:
         profile=StoreProfile.objects.get(slug="postgres-dedicated"),
         workload_class="catalog",
         benchmark_reference="bench/stores --quick, 2026-11-30",
+    )
+    knowledge = Store.objects.get(slug="knowledge-sql")
+    instances = services.catalog_create(
+        actor=SYSTEM_ACTOR,
+        model=Store,
+        slug="workflow-instances",
+        name="Workflow instances",
+        owning_service=knowledge.owning_service,
+        data_class=knowledge.data_class,
+        category=Store.Category.DERIVED,
+        workload_class="instance_query",
+    )
+    pilot_record(
+        actor=SYSTEM_ACTOR,
+        store=instances,
+        profile=StoreProfile.objects.get(slug="postgres-dedicated"),
+        outcome="succeeded",
+        run_reference="fuzzing: a recorded pilot",
     )
 
     _seed_eventing(Tenant.objects.get(slug="acme"))
