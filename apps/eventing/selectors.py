@@ -364,6 +364,16 @@ def dead_letter_list() -> QuerySet[DeadLetter]:
     )
 
 
+def dead_letters_visible_to(actor) -> QuerySet[DeadLetter]:
+    """The dead letters a caller may see and act on: a service account, those of its
+    own service's subscriptions only (the envelopes and delivery errors are the
+    consumer's business, and another's is answered as one that does not exist);
+    operators and Steward, all."""
+    found = dead_letter_list()
+    account = actor.service_account
+    return found if account is None else found.filter(subscription__consumer__name=account.name)
+
+
 def dead_letters_waiting() -> QuerySet[DeadLetter]:
     """Dead letters no one has replayed or discarded yet: each waits on an operator."""
     return dead_letter_list().filter(state=DeadLetter.State.DEAD).order_by("created_at", "id")

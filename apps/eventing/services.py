@@ -284,6 +284,8 @@ def dead_letter_record(
 def _resolve_dead_letter(
     *, actor: Actor, dead_letter: DeadLetter, state: str, action: str
 ) -> DeadLetter:
+    # A dead letter is its consumer's: only that service's accounts and operators act.
+    registry_services.require_speaks_for(actor, dead_letter.subscription.consumer.name)
     tenant_id = dead_letter.tenant_id
     with owner_scope(tenant_id):
         # Conditional, along the table: of two operators pressing the button at once,

@@ -5,7 +5,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from apps.core.outbox import NewEvent, emit_many
-from apps.core.scope import tenant_scope
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing import dispatcher
 from tests.conftest import bearer
 from tests.eventing.factories import add_eventing_rows, make_dead_letter
@@ -88,3 +88,28 @@ def test_list_endpoints_query_count_does_not_grow(
         lambda n: add_eventing_rows(n, tenant_a, topic, webhook_subscription),
         lambda: api.get(url),
     )
+
+
+def test_a_service_sees_and_acts_on_its_own_dead_letters_only(
+    tenant_a, topic, webhook_subscription
+):
+    from apps.eventing.models import DeadLetter
+    from apps.tenancy.models import TOKEN_SCOPES
+
+    dead = make_dead_letter(tenant_a, topic, webhook_subscription)
+    other = bearer(APIClient(), service_token(name="other", scopes=TOKEN_SCOPES))
+    url = f"/api/v1/eventing/dead-letters/{dead.pk}/"
+    # another service: as if it did not exist, and nothing changes
+    assert other.get("/api/v1/eventing/dead-letters/").json()["results"] == []
+    assert other.get(url).status_code == 404
+    for action in ("replay", "discard"):
+        answer = other.post(f"{url}{action}/")
+        assert answer.status_code == 404, action
+    with system_scope():
+        assert DeadLetter.objects.get(pk=dead.pk).state == DeadLetter.State.DEAD
+    # its consumer's own account
+    owner = bearer(APIClient(), service_token(name="receiver", scopes=TOKEN_SCOPES))
+    assert [row["id"] for row in owner.get("/api/v1/eventing/dead-letters/").json()["results"]] == [
+        dead.pk
+    ]
+    assert owner.post(f"{url}replay/").json()["state"] == "replaying"

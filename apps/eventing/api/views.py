@@ -41,7 +41,7 @@ class DeadLetterViewSet(StewardReadOnlyViewSet):
     write_access = PLATFORM
 
     def get_queryset(self):
-        return selectors.dead_letter_list()
+        return selectors.dead_letters_visible_to(self.request.actor)
 
     @extend_schema(request=None, responses=serializers.DeadLetterSerializer)
     @action(detail=True, methods=["post"])
