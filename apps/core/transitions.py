@@ -109,19 +109,27 @@ class Transitions:
         by: str,
         where: Mapping | None = None,
         returning: Iterable[str] = (),
+        carry: Iterable[str] = (),
+        then: tuple[str, Sequence] | None = None,
         **changes,
     ) -> list[models.Model]:
         """Move a batch of rows, each to its own status, in one conditional UPDATE;
         returns the rows that moved.
 
         Each move names its row by the field `by` (one move a row) and its new status as
-        `"to"`; its other members are fields set on that row alone, `changes` fields set
-        on every row moved (plain values). A row moves only when it is in a status that
-        may move to its `"to"` and its fields equal `where`, so of racing batches and
-        moves each row moves once. A batch refuses nothing: the rows that did not move
-        are left as they are, and the caller learns which did. Those come back as
-        instances of `model` holding their key, `by`, the status and the `returning`
-        fields (the rest deferred).
+        `"to"`; its members named in `carry` are no fields but travel with the row, its
+        other members are fields set on that row alone, `changes` fields set on every
+        row moved (plain values). A row moves only when it is in a status that may move
+        to its `"to"` and its fields equal `where`, so of racing batches and moves each
+        row moves once. A batch refuses nothing: the rows that did not move are left as
+        they are, and the caller learns which did. Those come back as instances of
+        `model` holding their key, `by`, the status and the `returning` fields (the rest
+        deferred).
+
+        `then`, a data-modifying statement and its parameters, runs in the same
+        statement over `moved`: the rows as moved, by column, with the carried members
+        (as jsonb). That is how a batch's audit rows are written with it
+        (apps.tenancy.audit.audit_moved), never a second trip.
         """
         pairs = [
             (source, target)
@@ -134,19 +142,25 @@ class Transitions:
         connection = connections[alias]
         meta, quote = model._meta, connection.ops.quote_name
         key, status = meta.get_field(by), meta.get_field(self.field)
-        own = [meta.get_field(name) for name in moves[0] if name not in (by, "to")]
+        carry = list(carry)
+        own = [meta.get_field(name) for name in moves[0] if name not in (by, "to", *carry)]
         # The batch goes as one JSON document (one parameter, encoded in C), read as the
         # rows `d`: `k` the row's key, `s` its new status, `v0`… its own fields.
         record = [(key, by, "k"), (status, "to", "s")]
         record += [(field, field.name, f"v{n}") for n, field in enumerate(own)]
         assign = [f"{quote(field.column)} = d.{name}" for field, _, name in record[1:]]
+        carried = [(given, f"c{n}") for n, given in enumerate(carry)]
         params = []  # in the order of their places in the statement
         for name, value in changes.items():
             assign.append(f"{quote(meta.get_field(name).column)} = %s")
             params.append(_prep(meta.get_field(name), value, connection))
-        columns = ", ".join(f"{name} {field.cast_db_type(connection)}" for field, _, name in record)
+        columns = ", ".join(
+            [f"{name} {field.cast_db_type(connection)}" for field, _, name in record]
+            + [f"{name} jsonb" for _, name in carried]
+        )
         batch = [
             {name: _as_json(field, move[given], connection) for field, given, name in record}
+            | {name: move[given] for given, name in carried}
             for move in moves
         ]
         params.append(json.dumps(batch, default=str))
@@ -166,8 +180,17 @@ class Transitions:
             f"UPDATE {quote(meta.db_table)} AS t SET {', '.join(assign)}"  # noqa: S608
             f" FROM jsonb_to_recordset(%s::jsonb) AS d({columns})"
             f" WHERE {' AND '.join(conditions)}"
-            f" RETURNING {', '.join(f't.{quote(field.column)}' for field in back)}"
         )
+        if then is None:
+            sql += f" RETURNING {', '.join(f't.{quote(field.column)}' for field in back)}"
+        else:
+            moved = ", ".join(["t.*", *(f"d.{name} AS {quote(given)}" for given, name in carried)])
+            # The caller's statement: its own text, over `moved` only.
+            sql = (
+                f"WITH moved AS ({sql} RETURNING {moved}), followed AS ({then[0]})"  # noqa: S608
+                f" SELECT {', '.join(quote(field.column) for field in back)} FROM moved"
+            )
+            params += list(then[1])
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             names = [field.attname for field in back]

@@ -1,7 +1,7 @@
 """Writing the audit trail: the only code that inserts or redacts its rows.
 
-Services call `audit_record` inside their own transaction; a batch builds its rows with
-`audit_event` and writes them at once with `audit_record_many`. A tenant deletion or a
+Services call `audit_record` inside their own transaction; a batch of moves writes its
+rows in the statement that moves them, with `audit_moved`. A tenant deletion or a
 retention rule on the audit trail replaces the personal columns through
 `audit_redact_batch`, the one redaction door the table's trigger lets through
 (migration tenancy 0003); nothing ever deletes a row.
@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from string import Formatter
 
+from django.core.exceptions import FieldDoesNotExist
 from django.db import connection, models
 from django.utils import timezone
 
@@ -54,25 +58,22 @@ def audit_event(
     instance: models.Model,
     tenant=None,
     changes: dict | None = None,
-) -> dict:
-    """One audit event, built and not yet written (`audit_record` or
-    `audit_record_many` write it): its columns' values by attribute name, a plain dict
-    so that a batch of a thousand costs no model instances. It belongs to `tenant`, a
-    Tenant or its id, or is platform-wide when None."""
+) -> AuditEvent:
+    """One audit event, built and not yet written (`audit_record` writes it). It belongs
+    to `tenant`, a Tenant or its id, or is platform-wide when None."""
     actor = actor or SYSTEM_ACTOR
-    return {
-        "occurred_at": timezone.now(),
-        "tenant_id": getattr(tenant, "pk", tenant),
-        "actor_user_id": getattr(actor.user, "pk", None),
-        "actor_service_id": getattr(actor.service_account, "pk", None),
-        "actor_label": actor.label[:150],
-        "action": action,
-        "object_type": instance._meta.label_lower,
-        "object_id": str(instance.pk),
-        "object_repr": str(instance)[:200],
-        "changes": changes or {},
-        "request_id": request_id.get(),
-    }
+    return AuditEvent(
+        tenant_id=getattr(tenant, "pk", tenant),
+        actor_user=actor.user,
+        actor_service=actor.service_account,
+        actor_label=actor.label[:150],
+        action=action,
+        object_type=instance._meta.label_lower,
+        object_id=str(instance.pk),
+        object_repr=str(instance)[:200],
+        changes=changes or {},
+        request_id=request_id.get(),
+    )
 
 
 def audit_record(
@@ -89,8 +90,8 @@ def audit_record(
     is written in that tenant's scope, or in the system scope for platform-wide rows, as
     RLS requires.
     """
-    event = AuditEvent(
-        **audit_event(actor=actor, action=action, instance=instance, tenant=tenant, changes=changes)
+    event = audit_event(
+        actor=actor, action=action, instance=instance, tenant=tenant, changes=changes
     )
     tenant_id = event.tenant_id
     if connection.in_atomic_block and current_scope() == _owner(tenant_id):
@@ -113,32 +114,7 @@ def _owner(tenant_id) -> Scope:
     )
 
 
-def audit_record_many(events: list[dict]) -> int:
-    """Append events built by `audit_event` in one INSERT, in the current transaction
-    and scope (a batch's rows all belong to the scope it runs in, as RLS requires of
-    every insert); returns how many.
-
-    The batch goes as one JSON document, read back as rows by the database: a thousand
-    rows cost one parameter, not a model instance and a dozen parameters each.
-    """
-    if not events:
-        return 0
-    quote = connection.ops.quote_name
-    fields = [AuditEvent._meta.get_field(name) for name in _WRITTEN]
-    columns = ", ".join(quote(field.column) for field in fields)
-    # Read by the names the event's dict gives them (its keys), written to the columns.
-    record = ", ".join(f"{field.attname} {field.cast_db_type(connection)}" for field in fields)
-    values = ", ".join(f"r.{field.attname}" for field in fields)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {quote(AuditEvent._meta.db_table)} ({columns})"  # noqa: S608
-            f" SELECT {values} FROM jsonb_to_recordset(%s::jsonb) AS r({record})",
-            [json.dumps(events, default=str)],
-        )
-        return cursor.rowcount
-
-
-# The columns an event built by `audit_event` gives, by field name.
+# The columns `audit_moved` writes, by field name.
 _WRITTEN = (
     "occurred_at",
     "tenant",
@@ -152,6 +128,88 @@ _WRITTEN = (
     "changes",
     "request_id",
 )
+
+
+@dataclass(frozen=True)
+class Moved:
+    """In `audit_moved`, a value of the row as moved: a field, or a member the batch
+    carried, by name."""
+
+    name: str
+
+
+def audit_moved(
+    model: type[models.Model],
+    *,
+    actor: Actor | None,
+    action: str,
+    object_repr: str,
+    changes: Mapping[str, Sequence],
+) -> tuple[str, list]:
+    """The statement, with its parameters, that appends an audit event for each row a
+    batch moved: `Transitions.move_many(..., then=audit_moved(...))` writes them in the
+    very statement that moves the rows, in the scope it runs in (each row's tenant's,
+    as RLS requires of every insert).
+
+    `action` and `object_repr` are texts with the moved row's values named in braces
+    (`"asset.{status}"`); `changes` is `{field: [before, after]}` of plain values and
+    `Moved` values.
+    """
+    actor = actor or SYSTEM_ACTOR
+    meta, quote = model._meta, connection.ops.quote_name
+    params: list = []
+
+    def column(name: str) -> str:
+        try:
+            return f"moved.{quote(meta.get_field(name).column)}"
+        except FieldDoesNotExist:  # a member the batch carried
+            return f"moved.{quote(name)}"
+
+    def constant(value, cast: str = "text") -> str:
+        params.append(value)
+        return f"%s::{cast}"
+
+    def typed(name: str, value) -> str:
+        return constant(value, AuditEvent._meta.get_field(name).cast_db_type(connection))
+
+    def text(template: str) -> str:
+        parts = []
+        for literal, name, _, _ in Formatter().parse(template):
+            if literal:
+                parts.append(constant(literal))
+            if name:
+                parts.append(f"{column(name)}::text")
+        return f"concat({', '.join(parts)})"
+
+    def value(member) -> str:
+        if isinstance(member, Moved):
+            return f"to_jsonb({column(member.name)})"
+        return constant(json.dumps(member), "jsonb")
+
+    selected = [
+        typed("occurred_at", timezone.now()),
+        column("tenant"),
+        typed("actor_user", getattr(actor.user, "pk", None)),
+        typed("actor_service", getattr(actor.service_account, "pk", None)),
+        constant(actor.label[:150]),
+        text(action),
+        constant(meta.label_lower),
+        f"{column(meta.pk.name)}::text",
+        f"left({text(object_repr)}, 200)",
+        "jsonb_build_object({})".format(
+            ", ".join(
+                f"{constant(name)}, jsonb_build_array({', '.join(map(value, pair))})"
+                for name, pair in changes.items()
+            )
+        ),
+        constant(request_id.get()),
+    ]
+    columns = ", ".join(quote(AuditEvent._meta.get_field(name).column) for name in _WRITTEN)
+    sql = (
+        f"INSERT INTO {quote(AuditEvent._meta.db_table)} ({columns})"  # noqa: S608
+        f" SELECT {', '.join(selected)} FROM moved"
+    )
+    return sql, params
 
 
 REDACTED = "[redacted]"

@@ -169,6 +169,47 @@ def test_move_many_moves_each_row_that_may_move_once_and_tells_which(tenant_a):
     assert stored[retired.pk].status == "retired"
 
 
+def test_move_many_writes_what_then_says_over_the_moved_rows_alone(tenant_a):
+    from apps.assets.models import Asset
+    from apps.core.context import SYSTEM_ACTOR
+    from apps.core.scope import tenant_scope
+    from apps.tenancy.audit import Moved, audit_moved
+    from apps.tenancy.models import AuditEvent
+
+    draft, retired = _asset(tenant_a), _asset(tenant_a)
+    with tenant_scope(tenant_a):
+        Asset.objects.filter(pk=retired.pk).update(status=Asset.Status.RETIRED)
+        [moved] = Asset.TRANSITIONS.move_many(
+            Asset,
+            [
+                {"id": row.pk, "to": Asset.Status.REQUESTED, "n": n}
+                for n, row in enumerate((draft, retired))
+            ],
+            by="id",
+            carry=("n",),
+            then=audit_moved(
+                Asset,
+                actor=SYSTEM_ACTOR,
+                action="asset.{status}",
+                object_repr="{name}!",
+                changes={"status": ["draft", Moved("status")], "n": [None, Moved("n")]},
+            ),
+        )
+        [audit] = AuditEvent.objects.all()
+    assert (moved.pk, moved.status) == (draft.pk, "requested")
+    assert (audit.tenant_id, audit.actor_label, audit.action) == (
+        tenant_a.pk,
+        "steward",
+        "asset.requested",
+    )
+    assert (audit.object_type, audit.object_id, audit.object_repr) == (
+        "assets.asset",
+        str(draft.pk),
+        "ledger!",
+    )
+    assert audit.changes == {"status": ["draft", "requested"], "n": [None, 0]}
+
+
 def test_delete_ends_a_row_only_in_a_deletable_status(tenant_a):
     from apps.assets.models import Asset
     from apps.core.scope import tenant_scope
