@@ -16,8 +16,9 @@ conditional UPDATE on the statuses that may move to `to` (so of two racing moves
 one can win), which raises `InvalidTransition` (409 in the API) when the row was in no
 such status, or had moved on meanwhile. `move_many` is the same conditional UPDATE for a
 batch, each row to its own status, telling which moved; `delete` ends a row in a status
-the table declares `deletable`. `allows`/`targets` answer questions for pages and forms;
-they never move anything. `tests/core/test_transitions.py` reads every table and checks
+the table declares `deletable`; `from_` narrows either to fewer statuses than the table
+allows, for a use case that takes fewer. `allows`/`targets` answer questions for pages
+and forms; they never move anything. `tests/core/test_transitions.py` reads every table and checks
 each status is reachable from an initial one.
 """
 
@@ -66,6 +67,7 @@ class Transitions:
         row: models.Model,
         to: str,
         *,
+        from_: Iterable[str] | None = None,
         detail: str | Callable[[str], str] = "",
         code: str = "",
         extra: Mapping | Callable[[str], Mapping] | None = None,
@@ -74,16 +76,18 @@ class Transitions:
         """Move `row` to `to` with `changes`, in one conditional UPDATE; returns the row
         with the new values set on it.
 
-        Refused (the row is in no status that may move to `to`, or another move won the
-        race) it raises InvalidTransition naming the status the row is in now. `detail`
-        keeps a domain's own wording where clients rely on it: a text, or a function of
-        the status found; `extra` adds members to the refusal's problem body, or, as a
+        `from_` narrows the statuses the row may move from, for a use case that takes
+        fewer rows than the table allows: the row must be in one of them and in one the
+        table lets move to `to`. Refused (the row is in no such status, or another move
+        won the race) it raises InvalidTransition naming the status the row is in now.
+        `detail` keeps a domain's own wording where clients rely on it: a text, or a
+        function of the status found; `extra` adds members to the refusal's problem body, or, as a
         function of the status found, gives all of them (for a domain whose clients know
         its refusals by other members than `status`).
         """
         field = self.field
         manager = type(row)._base_manager
-        moved = manager.filter(pk=row.pk, **{f"{field}__in": self.sources(to)}).update(
+        moved = manager.filter(pk=row.pk, **{f"{field}__in": self._from(to, from_)}).update(
             **{field: to}, **changes
         )
         if not moved:
@@ -200,11 +204,13 @@ class Transitions:
         self,
         row: models.Model,
         *,
+        from_: Iterable[str] | None = None,
         detail: str | Callable[[str], str] = "",
         code: str = "",
         extra: Mapping | Callable[[str], Mapping] | None = None,
     ) -> models.Model:
-        """Delete `row` if its status is `deletable`; returns it as it was deleted (its
+        """Delete `row` if its status is `deletable` (and one of `from_`, when given, as
+        `move` narrows); returns it as it was deleted (its
         primary key kept, to name it in the audit trail and events).
 
         The row is read locked and deleted in one transaction, so a move racing it either
@@ -219,7 +225,7 @@ class Transitions:
         with transaction.atomic(using=manager.db, savepoint=False):
             current = manager.select_for_update().filter(pk=row.pk).first()
             found = getattr(current, field, None)
-            if found in self.deletable:
+            if found in self.deletable and (from_ is None or found in set(from_)):
                 pk = current.pk
                 current.delete()
                 current.pk = pk
@@ -235,17 +241,12 @@ class Transitions:
             text or f"This object is {found} and {cannot}.", code=code or None, **members
         )
 
-    def check(self, source: str, target: str, *, detail: str = "", code: str = "", **extra) -> None:
-        """Raise InvalidTransition unless `source` may move to `target`; `detail` and
-        `code` keep a domain's own wording where its clients already rely on it."""
-        if not self.allows(source, target):
-            raise InvalidTransition(
-                detail or f"This object is {source} and cannot become {target}.",
-                code=code or None,
-                status_from=source,
-                status_to=target,
-                **extra,
-            )
+    def _from(self, to: str, narrowed: Iterable[str] | None) -> list[str]:
+        sources = self.sources(to)
+        if narrowed is None:
+            return sources
+        narrowed = set(narrowed)
+        return [source for source in sources if source in narrowed]
 
 
 def _prep(field, value, connection):
