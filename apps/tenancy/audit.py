@@ -114,22 +114,6 @@ def _owner(tenant_id) -> Scope:
     )
 
 
-# The columns `audit_moved` writes, by field name.
-_WRITTEN = (
-    "occurred_at",
-    "tenant",
-    "actor_user",
-    "actor_service",
-    "actor_label",
-    "action",
-    "object_type",
-    "object_id",
-    "object_repr",
-    "changes",
-    "request_id",
-)
-
-
 @dataclass(frozen=True)
 class Moved:
     """In `audit_moved`, a value of the row as moved: a field, or a member the batch
@@ -186,28 +170,29 @@ def audit_moved(
             return f"to_jsonb({column(member.name)})"
         return constant(json.dumps(member), "jsonb")
 
-    selected = [
-        typed("occurred_at", timezone.now()),
-        column("tenant"),
-        typed("actor_user", getattr(actor.user, "pk", None)),
-        typed("actor_service", getattr(actor.service_account, "pk", None)),
-        constant(actor.label[:150]),
-        text(action),
-        constant(meta.label_lower),
-        f"{column(meta.pk.name)}::text",
-        f"left({text(object_repr)}, 200)",
-        "jsonb_build_object({})".format(
+    # Each column's expression, by field name, in the order of their parameters.
+    selected = {
+        "occurred_at": typed("occurred_at", timezone.now()),
+        "tenant": column("tenant"),
+        "actor_user": typed("actor_user", getattr(actor.user, "pk", None)),
+        "actor_service": typed("actor_service", getattr(actor.service_account, "pk", None)),
+        "actor_label": constant(actor.label[:150]),
+        "action": text(action),
+        "object_type": constant(meta.label_lower),
+        "object_id": f"{column(meta.pk.name)}::text",
+        "object_repr": f"left({text(object_repr)}, 200)",
+        "changes": "jsonb_build_object({})".format(
             ", ".join(
                 f"{constant(name)}, jsonb_build_array({', '.join(map(value, pair))})"
                 for name, pair in changes.items()
             )
         ),
-        constant(request_id.get()),
-    ]
-    columns = ", ".join(quote(AuditEvent._meta.get_field(name).column) for name in _WRITTEN)
+        "request_id": constant(request_id.get()),
+    }
+    columns = ", ".join(quote(AuditEvent._meta.get_field(name).column) for name in selected)
     sql = (
         f"INSERT INTO {quote(AuditEvent._meta.db_table)} ({columns})"  # noqa: S608
-        f" SELECT {', '.join(selected)} FROM moved"
+        f" SELECT {', '.join(selected.values())} FROM moved"
     )
     return sql, params
 
