@@ -18,8 +18,8 @@ such status, or had moved on meanwhile. `move_many` is the same conditional UPDA
 batch, each row to its own status, telling which moved; `delete` ends a row in a status
 the table declares `deletable`; `from_` narrows either to fewer statuses than the table
 allows, for a use case that takes fewer. `allows`/`targets` answer questions for pages
-and forms; they never move anything. `tests/core/test_transitions.py` reads every table and checks
-each status is reachable from an initial one.
+and forms; they never move anything. `tests/core/test_transitions.py` reads every table
+and checks each status is reachable from an initial one.
 """
 
 from __future__ import annotations
@@ -81,9 +81,9 @@ class Transitions:
         table lets move to `to`. Refused (the row is in no such status, or another move
         won the race) it raises InvalidTransition naming the status the row is in now.
         `detail` keeps a domain's own wording where clients rely on it: a text, or a
-        function of the status found; `extra` adds members to the refusal's problem body, or, as a
-        function of the status found, gives all of them (for a domain whose clients know
-        its refusals by other members than `status`).
+        function of the status found; `extra` adds members to the refusal's problem
+        body, or, as a function of the status found, gives all of them (for a domain
+        whose clients know its refusals by other members than `status`).
         """
         field = self.field
         manager = type(row)._base_manager
@@ -210,8 +210,8 @@ class Transitions:
         extra: Mapping | Callable[[str], Mapping] | None = None,
     ) -> models.Model:
         """Delete `row` if its status is `deletable` (and one of `from_`, when given, as
-        `move` narrows); returns it as it was deleted (its
-        primary key kept, to name it in the audit trail and events).
+        `move` narrows); returns it as it was deleted (its primary key kept, to name it
+        in the audit trail and events).
 
         The row is read locked and deleted in one transaction, so a move racing it either
         waits and then finds it gone, or wins and the deletion is refused; Django deletes
@@ -255,6 +255,6 @@ def _prep(field, value, connection):
 
 def _as_json(field, value, connection):
     # A text goes into the batch's document as it is: the record's column type reads it
-    # (and refuses a malformed one) in the database, a thousand times cheaper than a
-    # round through Python's value types and back to text.
+    # (and refuses a malformed one) in the database, sparing a thousand moves a round
+    # through Python's value types and back to text.
     return value if isinstance(value, str) else _prep(field, value, connection)
