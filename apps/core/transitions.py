@@ -26,11 +26,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 from django.db import connections, models, router, transaction
 from django.db.models.expressions import Combinable
 
 from apps.core.errors import InvalidTransition
+
+
+class FollowOn(NamedTuple):
+    """A data-modifying statement `move_many` runs over `moved`, the rows it moved: its
+    text and parameters, and the fields of those rows it reads."""
+
+    sql: str
+    params: Sequence
+    reads: Iterable[str]
 
 
 class Transitions:
@@ -114,7 +124,7 @@ class Transitions:
         where: Mapping | None = None,
         returning: Iterable[str] = (),
         carry: Iterable[str] = (),
-        then: tuple[str, Sequence] | None = None,
+        then: FollowOn | None = None,
         **changes,
     ) -> list[models.Model]:
         """Move a batch of rows, each to its own status, in one conditional UPDATE;
@@ -130,10 +140,10 @@ class Transitions:
         `model` holding their key, `by`, the status and the `returning` fields (the rest
         deferred).
 
-        `then`, a data-modifying statement and its parameters, runs in the same
-        statement over `moved`: the rows as moved, by column, with the carried members
-        (as jsonb). That is how a batch's audit rows are written with it
-        (apps.tenancy.audit.audit_moved), never a second trip.
+        `then`, a data-modifying statement, runs in the same statement over `moved`: the
+        rows as moved, with the columns it reads and the carried members (as jsonb). That
+        is how a batch's audit rows are written with it (apps.tenancy.audit.audit_moved),
+        never a second trip.
         """
         pairs = [
             (source, target)
@@ -168,12 +178,16 @@ class Transitions:
             for move in moves
         ]
         params.append(json.dumps(batch, default=str))
-        may_move = ", ".join(["(%s, %s)"] * len(pairs))
-        conditions = [
-            f"t.{quote(key.column)} = d.k",
-            f"(t.{quote(status.column)}, d.s) IN (VALUES {may_move})",
-        ]
-        params += [value for pair in pairs for value in pair]
+        conditions = [f"t.{quote(key.column)} = d.k"]
+        froms = {tuple(self.sources(move["to"])) for move in moves}
+        if len(froms) == 1:  # every move from the same statuses (a workflow's decisions)
+            [sources] = froms
+            conditions.append(f"t.{quote(status.column)} IN ({', '.join(['%s'] * len(sources))})")
+            params += sources
+        else:
+            may_move = ", ".join(["(%s, %s)"] * len(pairs))
+            conditions.append(f"(t.{quote(status.column)}, d.s) IN (VALUES {may_move})")
+            params += [value for pair in pairs for value in pair]
         for name, value in (where or {}).items():
             conditions.append(f"t.{quote(meta.get_field(name).column)} = %s")
             params.append(_prep(meta.get_field(name), value, connection))
@@ -188,13 +202,17 @@ class Transitions:
         if then is None:
             sql += f" RETURNING {', '.join(f't.{quote(field.column)}' for field in back)}"
         else:
-            moved = ", ".join(["t.*", *(f"d.{name} AS {quote(given)}" for given, name in carried)])
+            read = [field for field in meta.concrete_fields if field.name in {*wanted, *then.reads}]
+            moved = ", ".join(
+                [f"t.{quote(field.column)}" for field in read]
+                + [f"d.{name} AS {quote(given)}" for given, name in carried]
+            )
             # The caller's statement: its own text, over `moved` only.
             sql = (
-                f"WITH moved AS ({sql} RETURNING {moved}), followed AS ({then[0]})"  # noqa: S608
+                f"WITH moved AS ({sql} RETURNING {moved}), followed AS ({then.sql})"  # noqa: S608
                 f" SELECT {', '.join(quote(field.column) for field in back)} FROM moved"
             )
-            params += list(then[1])
+            params += list(then.params)
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             names = [field.attname for field in back]

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR, Actor, request_id
 from apps.core.scope import Scope, current_scope, owner_scope, system_scope, tenant_scope
+from apps.core.transitions import FollowOn
 from apps.tenancy.models import AuditEvent
 
 # Values that are never copied into an audit row.
@@ -129,11 +130,11 @@ def audit_moved(
     action: str,
     object_repr: str,
     changes: Mapping[str, Sequence],
-) -> tuple[str, list]:
-    """The statement, with its parameters, that appends an audit event for each row a
-    batch moved: `Transitions.move_many(..., then=audit_moved(...))` writes them in the
-    very statement that moves the rows, in the scope it runs in (each row's tenant's,
-    as RLS requires of every insert).
+) -> FollowOn:
+    """The statement that appends an audit event for each row a batch moved:
+    `Transitions.move_many(..., then=audit_moved(...))` writes them in the very statement
+    that moves the rows, in the scope it runs in (each row's tenant's, as RLS requires
+    of every insert).
 
     `action` and `object_repr` are texts with the moved row's values named in braces
     (`"asset.{status}"`); `changes` is `{field: [before, after]}` of plain values and
@@ -142,12 +143,15 @@ def audit_moved(
     actor = actor or SYSTEM_ACTOR
     meta, quote = model._meta, connection.ops.quote_name
     params: list = []
+    reads: set[str] = set()
 
     def column(name: str) -> str:
         try:
-            return f"moved.{quote(meta.get_field(name).column)}"
+            field = meta.get_field(name)
         except FieldDoesNotExist:  # a member the batch carried
             return f"moved.{quote(name)}"
+        reads.add(field.name)
+        return f"moved.{quote(field.column)}"
 
     def constant(value, cast: str = "text") -> str:
         params.append(value)
@@ -194,7 +198,7 @@ def audit_moved(
         f"INSERT INTO {quote(AuditEvent._meta.db_table)} ({columns})"  # noqa: S608
         f" SELECT {', '.join(selected.values())} FROM moved"
     )
-    return sql, params
+    return FollowOn(sql, params, reads)
 
 
 REDACTED = "[redacted]"
