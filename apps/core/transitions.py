@@ -168,26 +168,12 @@ class Transitions:
         for name, value in changes.items():
             assign.append(f"{quote(meta.get_field(name).column)} = %s")
             params.append(_prep(meta.get_field(name), value, connection))
-        columns = ", ".join(
-            [f"{name} {field.cast_db_type(connection)}" for field, _, name in record]
-            + [f"{name} jsonb" for _, name in carried]
-        )
-        batch = [
-            {name: _as_json(field, move[given], connection) for field, given, name in record}
-            | {name: move[given] for given, name in carried}
-            for move in moves
+        columns, document = _document(moves, record, carried, connection)
+        params.append(document)
+        conditions = [
+            f"t.{quote(key.column)} = d.k",
+            self._may_move(moves, pairs, params, f"t.{quote(status.column)}"),
         ]
-        params.append(json.dumps(batch, default=str))
-        conditions = [f"t.{quote(key.column)} = d.k"]
-        froms = {tuple(self.sources(move["to"])) for move in moves}
-        if len(froms) == 1:  # every move from the same statuses (a workflow's decisions)
-            [sources] = froms
-            conditions.append(f"t.{quote(status.column)} IN ({', '.join(['%s'] * len(sources))})")
-            params += sources
-        else:
-            may_move = ", ".join(["(%s, %s)"] * len(pairs))
-            conditions.append(f"(t.{quote(status.column)}, d.s) IN (VALUES {may_move})")
-            params += [value for pair in pairs for value in pair]
         for name, value in (where or {}).items():
             conditions.append(f"t.{quote(meta.get_field(name).column)} = %s")
             params.append(_prep(meta.get_field(name), value, connection))
@@ -202,17 +188,7 @@ class Transitions:
         if then is None:
             sql += f" RETURNING {', '.join(f't.{quote(field.column)}' for field in back)}"
         else:
-            read = [field for field in meta.concrete_fields if field.name in {*wanted, *then.reads}]
-            moved = ", ".join(
-                [f"t.{quote(field.column)}" for field in read]
-                + [f"d.{name} AS {quote(given)}" for given, name in carried]
-            )
-            # The caller's statement: its own text, over `moved` only.
-            sql = (
-                f"WITH moved AS ({sql} RETURNING {moved}), followed AS ({then.sql})"  # noqa: S608
-                f" SELECT {', '.join(quote(field.column) for field in back)} FROM moved"
-            )
-            params += list(then.params)
+            sql = _followed(sql, params, then, model, wanted, back, carried)
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             names = [field.attname for field in back]
@@ -259,12 +235,55 @@ class Transitions:
             text or f"This object is {found} and {cannot}.", code=code or None, **members
         )
 
+    def _may_move(self, moves, pairs, params: list, column: str) -> str:
+        """The batch's condition on a row's status `column` (its parameters added to
+        `params`)."""
+        froms = {tuple(self.sources(target)) for target in {move["to"] for move in moves}}
+        if len(froms) == 1:  # every move from the same statuses (a workflow's decisions)
+            [sources] = froms
+            params += sources
+            return f"{column} IN ({', '.join(['%s'] * len(sources))})"
+        params += [value for pair in pairs for value in pair]
+        return f"({column}, d.s) IN (VALUES {', '.join(['(%s, %s)'] * len(pairs))})"
+
     def _from(self, to: str, narrowed: Iterable[str] | None) -> list[str]:
         sources = self.sources(to)
         if narrowed is None:
             return sources
         narrowed = set(narrowed)
         return [source for source in sources if source in narrowed]
+
+
+def _document(moves, record, carried, connection) -> tuple[str, str]:
+    """The batch as one JSON document, and the columns that read it as rows."""
+    columns = ", ".join(
+        [f"{name} {field.cast_db_type(connection)}" for field, _, name in record]
+        + [f"{name} jsonb" for _, name in carried]
+    )
+    batch = [
+        {name: _as_json(field, move[given], connection) for field, given, name in record}
+        | {name: move[given] for given, name in carried}
+        for move in moves
+    ]
+    return columns, json.dumps(batch, default=str)
+
+
+def _followed(sql: str, params: list, then: FollowOn, model, wanted, back, carried) -> str:
+    """`sql`, a batch's UPDATE, as the statement that also runs `then` over the rows it
+    moved (`moved`: the columns asked for and the ones `then` reads, and the carried
+    members), answering the rows moved as the UPDATE alone would."""
+    meta, quote = model._meta, connections[router.db_for_write(model)].ops.quote_name
+    read = [field for field in meta.concrete_fields if field.name in {*wanted, *then.reads}]
+    moved = ", ".join(
+        [f"t.{quote(field.column)}" for field in read]
+        + [f"d.{name} AS {quote(given)}" for given, name in carried]
+    )
+    params += list(then.params)
+    # The caller's statement: its own text, over `moved` only.
+    return (
+        f"WITH moved AS ({sql} RETURNING {moved}), followed AS ({then.sql})"  # noqa: S608
+        f" SELECT {', '.join(quote(field.column) for field in back)} FROM moved"
+    )
 
 
 def _prep(field, value, connection):

@@ -200,6 +200,27 @@ def test_move_many_moves_each_row_that_may_move_once_and_tells_which(tenant_a):
     assert stored[retired.pk].status == "retired"
 
 
+def test_move_many_takes_each_move_from_its_own_target_s_sources(tenant_a):
+    from apps.assets.models import Asset
+    from apps.core.scope import tenant_scope
+
+    draft, requested, other = _asset(tenant_a), _asset(tenant_a), _asset(tenant_a)
+    with tenant_scope(tenant_a):
+        Asset.objects.filter(pk__in=[requested.pk, other.pk]).update(status="requested")
+        moved = Asset.TRANSITIONS.move_many(
+            Asset,
+            [
+                {"id": draft.pk, "to": Asset.Status.APPROVED},  # draft may not be approved
+                {"id": requested.pk, "to": Asset.Status.REQUESTED},  # nor requested again
+                {"id": other.pk, "to": Asset.Status.APPROVED},
+            ],
+            by="id",
+        )
+        stored = dict(Asset.objects.values_list("pk", "status"))
+    assert [row.pk for row in moved] == [other.pk]
+    assert stored == {draft.pk: "draft", requested.pk: "requested", other.pk: "approved"}
+
+
 def test_move_many_writes_what_then_says_over_the_moved_rows_alone(tenant_a):
     from apps.assets.models import Asset
     from apps.core.context import SYSTEM_ACTOR
