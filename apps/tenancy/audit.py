@@ -1,7 +1,7 @@
 """Writing the audit trail: the only code that inserts or redacts its rows.
 
-Services call `audit_record` inside their own transaction; a batch builds its rows with
-`audit_event` and writes them at once with `audit_record_many`. A tenant deletion or a
+Services call `audit_record` inside their own transaction; a batch of moves writes its
+rows in the statement that moves them, with `audit_moved`. A tenant deletion or a
 retention rule on the audit trail replaces the personal columns through
 `audit_redact_batch`, the one redaction door the table's trigger lets through
 (migration tenancy 0003); nothing ever deletes a row.
@@ -9,12 +9,19 @@ retention rule on the audit trail replaces the personal columns through
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from string import Formatter
 
+from django.core.exceptions import FieldDoesNotExist
 from django.db import connection, models
+from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR, Actor, request_id
 from apps.core.scope import Scope, current_scope, owner_scope, system_scope, tenant_scope
+from apps.core.transitions import FollowOn
 from apps.tenancy.models import AuditEvent
 
 # Values that are never copied into an audit row.
@@ -53,9 +60,8 @@ def audit_event(
     tenant=None,
     changes: dict | None = None,
 ) -> AuditEvent:
-    """One audit event, built and not yet written (`audit_record` or
-    `audit_record_many` write it). It belongs to `tenant`, a Tenant or its id, or is
-    platform-wide when None."""
+    """One audit event, built and not yet written (`audit_record` writes it). It belongs
+    to `tenant`, a Tenant or its id, or is platform-wide when None."""
     actor = actor or SYSTEM_ACTOR
     return AuditEvent(
         tenant_id=getattr(tenant, "pk", tenant),
@@ -109,10 +115,90 @@ def _owner(tenant_id) -> Scope:
     )
 
 
-def audit_record_many(events: list[AuditEvent]) -> list[AuditEvent]:
-    """Append built events in one INSERT, in the current transaction and scope: a
-    batch's rows all belong to the scope it runs in, as RLS requires of every insert."""
-    return AuditEvent.objects.bulk_create(events) if events else []
+@dataclass(frozen=True)
+class Moved:
+    """In `audit_moved`, a value of the row as moved: a field, or a member the batch
+    carried, by name."""
+
+    name: str
+
+
+def audit_moved(
+    model: type[models.Model],
+    *,
+    actor: Actor | None,
+    action: str,
+    object_repr: str,
+    changes: Mapping[str, Sequence],
+) -> FollowOn:
+    """The statement that appends an audit event for each row a batch moved:
+    `Transitions.move_many(..., then=audit_moved(...))` writes them in the very statement
+    that moves the rows, in the scope it runs in (each row's tenant's, as RLS requires
+    of every insert).
+
+    `action` and `object_repr` are texts with the moved row's values named in braces
+    (`"asset.{status}"`); `changes` is `{field: [before, after]}` of plain values and
+    `Moved` values.
+    """
+    actor = actor or SYSTEM_ACTOR
+    meta, quote = model._meta, connection.ops.quote_name
+    params: list = []
+    reads: set[str] = set()
+
+    def column(name: str) -> str:
+        try:
+            field = meta.get_field(name)
+        except FieldDoesNotExist:  # a member the batch carried
+            return f"moved.{quote(name)}"
+        reads.add(field.name)
+        return f"moved.{quote(field.column)}"
+
+    def constant(value, cast: str = "text") -> str:
+        params.append(value)
+        return f"%s::{cast}"
+
+    def typed(name: str, value) -> str:
+        return constant(value, AuditEvent._meta.get_field(name).cast_db_type(connection))
+
+    def text(template: str) -> str:
+        parts = []
+        for literal, name, _, _ in Formatter().parse(template):
+            if literal:
+                parts.append(constant(literal))
+            if name:
+                parts.append(f"{column(name)}::text")
+        return f"concat({', '.join(parts)})"
+
+    def value(member) -> str:
+        if isinstance(member, Moved):
+            return f"to_jsonb({column(member.name)})"
+        return constant(json.dumps(member), "jsonb")
+
+    # Each column's expression, by field name, in the order of their parameters.
+    selected = {
+        "occurred_at": typed("occurred_at", timezone.now()),
+        "tenant": column("tenant"),
+        "actor_user": typed("actor_user", getattr(actor.user, "pk", None)),
+        "actor_service": typed("actor_service", getattr(actor.service_account, "pk", None)),
+        "actor_label": constant(actor.label[:150]),
+        "action": text(action),
+        "object_type": constant(meta.label_lower),
+        "object_id": f"{column(meta.pk.name)}::text",
+        "object_repr": f"left({text(object_repr)}, 200)",
+        "changes": "jsonb_build_object({})".format(
+            ", ".join(
+                f"{constant(name)}, jsonb_build_array({', '.join(map(value, pair))})"
+                for name, pair in changes.items()
+            )
+        ),
+        "request_id": constant(request_id.get()),
+    }
+    columns = ", ".join(quote(AuditEvent._meta.get_field(name).column) for name in selected)
+    sql = (
+        f"INSERT INTO {quote(AuditEvent._meta.db_table)} ({columns})"  # noqa: S608
+        f" SELECT {', '.join(selected.values())} FROM moved"
+    )
+    return FollowOn(sql, params, reads)
 
 
 REDACTED = "[redacted]"

@@ -56,8 +56,19 @@ def test_a_callback_decides_and_the_reference_stays(tenant_a, approve, status, e
     assert payload["workflow_instance_id"] == str(instance) and payload["status"] == status
     with tenant_scope(tenant_a):
         audit = AuditEvent.objects.get(action=f"asset.{status}", object_id=str(asset.pk))
+        [receipt] = WorkflowCallback.objects.values_list("pk", flat=True)
     assert audit.actor_label == "workflow-service"
-    assert audit.changes["status"] == ["requested", status]
+    assert (audit.actor_user_id, audit.actor_service_id, audit.request_id) == (None, None, "")
+    assert (audit.tenant_id, audit.object_type, audit.object_repr) == (
+        tenant_a.pk,
+        "assets.asset",
+        asset.name,
+    )
+    assert audit.changes == {
+        "status": ["requested", status],
+        "decided_by": [None, "workflow-service"],
+        "callback": [None, receipt],
+    }
 
 
 @pytest.mark.django_db

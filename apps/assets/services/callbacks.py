@@ -18,7 +18,7 @@ from apps.core.kick import kick
 from apps.core.outbox import NewEvent, emit_many
 from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.services import aggregate_lock_key
-from apps.tenancy.audit import audit_event, audit_record_many
+from apps.tenancy.audit import Moved, audit_moved
 
 
 @dataclass(frozen=True)
@@ -146,9 +146,9 @@ def apply_pending_callbacks(tenant_id, *, limit: int | None = None) -> int | Non
 
 
 def _apply_decisions(claimed: list) -> dict[int, Asset]:
-    """Decide the assets the claimed receipts name, in one conditional UPDATE
-    (Asset.TRANSITIONS.move_many: still Requested, under this very instance), and audit
-    each one decided; {receipt id: the asset it decided}."""
+    """Decide the assets the claimed receipts name and audit each one decided, in one
+    statement (Asset.TRANSITIONS.move_many: still Requested, under this very instance,
+    its audit rows written over the rows it moved); {receipt id: the asset it decided}."""
     # Only the earliest callback per instance can decide; a later one in the same
     # batch finds the decision made, like a later batch would.
     candidates: dict = {}
@@ -158,35 +158,34 @@ def _apply_decisions(claimed: list) -> dict[int, Asset]:
     decided = Asset.TRANSITIONS.move_many(
         Asset,
         [
-            {"workflow_instance_id": instance, "to": DECIDED[decision], "decision_reason": reason}
-            for instance, (_, decision, reason) in candidates.items()
+            {
+                "workflow_instance_id": instance,
+                "to": DECIDED[decision],
+                "decision_reason": reason,
+                "callback": receipt_id,
+            }
+            for instance, (receipt_id, decision, reason) in candidates.items()
         ],
         by="workflow_instance_id",
         where={"workflow_link_stale": False},
-        returning=("tenant", "name"),
+        carry=("callback",),
+        then=audit_moved(
+            Asset,
+            actor=WORKFLOW_SERVICE,
+            action="asset.{status}",
+            object_repr="{name}",  # as str(asset)
+            changes={
+                # A workflow decides a Requested asset, as a person does (asset_decide).
+                "status": [Asset.Status.REQUESTED, Moved("status")],
+                "decided_by": [None, WORKFLOW_SERVICE.label],
+                "callback": [None, Moved("callback")],
+            },
+        ),
         decided_at=now,
         decided_by=WORKFLOW_SERVICE.label,
         updated_at=now,
     )
-    applied = {candidates[str(asset.workflow_instance_id)][0]: asset for asset in decided}
-    audit_record_many(
-        [
-            audit_event(
-                actor=WORKFLOW_SERVICE,
-                action=f"asset.{asset.status}",
-                instance=asset,
-                tenant=asset.tenant_id,
-                changes={
-                    # A workflow decides a Requested asset, as a person does (asset_decide).
-                    "status": [Asset.Status.REQUESTED, asset.status],
-                    "decided_by": [None, WORKFLOW_SERVICE.label],
-                    "callback": [None, receipt_id],
-                },
-            )
-            for receipt_id, asset in applied.items()
-        ]
-    )
-    return applied
+    return {candidates[str(asset.workflow_instance_id)][0]: asset for asset in decided}
 
 
 def _announce(tenant_id, claimed: list, applied: dict) -> tuple[list, list]:

@@ -155,18 +155,25 @@ class GovernanceTask(models.Model):
     OPEN = (Status.ISSUED, Status.ACKNOWLEDGED)
     # Moved by apps.governance.orders.services: an open task is settled once (a
     # receipt, a failure, or an export bundle declined); an operator issues a failed
-    # one again.
+    # one again (a retry), or an open one afresh to another owner (a reassignment):
+    # each takes only its own sources (`from_`).
     TRANSITIONS = Transitions(
         initial=[Status.ISSUED],
         moves={
             Status.ISSUED: {
+                Status.ISSUED,  # reassigned
                 Status.ACKNOWLEDGED,
                 Status.COMPLETED,
                 Status.FAILED,
                 Status.DECLINED,
             },
-            Status.ACKNOWLEDGED: {Status.COMPLETED, Status.FAILED, Status.DECLINED},
-            Status.FAILED: {Status.ISSUED},
+            Status.ACKNOWLEDGED: {
+                Status.ISSUED,  # reassigned
+                Status.COMPLETED,
+                Status.FAILED,
+                Status.DECLINED,
+            },
+            Status.FAILED: {Status.ISSUED},  # retried
             Status.COMPLETED: set(),
             Status.DECLINED: set(),
         },

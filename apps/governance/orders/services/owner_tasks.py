@@ -234,14 +234,17 @@ def owner_task_reassign(*, actor: Actor, task_id, owner: str, reason: str) -> Go
             raise Conflict(f"The task is {owner}'s already.", code=GovernanceCode.SAME_OWNER)
         before = task.owner
         _announce_to_owner(task, "GovernanceTaskReassigned", to=owner, reason=reason)
-        task.owner = owner
-        # Issued afresh to its new owner, from either open status. Not a move of the
-        # table: ACKNOWLEDGED -> ISSUED there would let a retry take an open task.
-        task.status = TaskStatus.ISSUED
-        task.acknowledged_at = task.overdue_at = None
-        task.issued_at = timezone.now()
-        task.due_at = _owner_task_due_at()
-        task.save()
+        # Issued afresh to its new owner, from either open status.
+        GovernanceTask.TRANSITIONS.move(
+            task,
+            TaskStatus.ISSUED,
+            from_=GovernanceTask.OPEN,
+            owner=owner,
+            acknowledged_at=None,
+            overdue_at=None,
+            issued_at=timezone.now(),
+            due_at=_owner_task_due_at(),
+        )
         if order is not None:
             evidence.append(
                 order,
@@ -312,6 +315,7 @@ def owner_task_retry(*, actor: Actor, task_id) -> GovernanceTask:
         GovernanceTask.TRANSITIONS.move(
             task,
             TaskStatus.ISSUED,
+            from_=[TaskStatus.FAILED],
             detail="Only a failed task can be retried.",
             attempt=task.attempt + 1,
             issued_at=timezone.now(),
