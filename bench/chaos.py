@@ -317,6 +317,8 @@ def set_up(stores: int) -> dict:
     ]
     platform = token("chaos-platform", ["registry:write", "stores:write"])
     releases = token("chaos-orders", ["registry:write"])
+    # A subscription is its consumer's: the receiver's own account registers it.
+    receiver = token("chaos-receiver", ["registry:write"])
     owner = Service.objects.get_or_create(name="chaos-knowledge")[0]
     data_class = DataClass.objects.get(slug="operational")
     profile = StoreProfile.objects.create(
@@ -350,6 +352,7 @@ def set_up(stores: int) -> dict:
         "tenant_tokens": tenant_tokens,
         "platform": platform,
         "releases": releases,
+        "receiver": receiver,
         "profile": profile.slug,
         "stores": store_slugs,
         "admins": admins,
@@ -687,11 +690,11 @@ def bring_up(stack: Stack, *, quick: bool, web_workers: int):
     api = Api(f"http://127.0.0.1:{port}", deadline=120)
     wait_until(lambda: _get_ok(api, "/healthz"), timeout=60, what="gunicorn serving", interval=0.2)
     expected = Expected(webhook_topics=WEBHOOK_TOPICS)
-    platform = bearer(secrets["platform"])
+    receiving = bearer(secrets["receiver"])
     api.call(
         "POST",
         "/api/v1/registry/services/",
-        auth=platform,
+        auth=receiving,
         body={"name": "chaos-receiver"},
         expect=(201,),
     )
@@ -699,7 +702,7 @@ def bring_up(stack: Stack, *, quick: bool, web_workers: int):
         made = api.call(
             "POST",
             "/api/v1/registry/subscriptions/",
-            auth=platform,
+            auth=receiving,
             body={
                 "consumer": "chaos-receiver",
                 "topic": topic,

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from apps.assets import services as asset_services
-from apps.assets.models import WorkflowCallback
+from apps.assets.models import Asset, WorkflowCallback
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.effects import (
@@ -26,7 +26,7 @@ from apps.registry.models import Service, Topic
 from apps.stores import services as stores
 from apps.stores.models import StoreBinding
 from apps.tenancy.models import Region
-from tests.assets.factories import requested
+from tests.assets.factories import delegated, requested
 from tests.assets.fakes import RefusingWorkflowService, served
 from tests.eventing.factories import make_dead_letter, webhook
 from tests.governance.factories import owner
@@ -175,6 +175,15 @@ def escalated_effect(tenant):
     return effect
 
 
+def overdue_decision(tenant):
+    """A delegation the Workflow Service took and never decided, past the week a
+    tenant's decision may take."""
+    asset, _ = delegated(tenant, "ledger-export")
+    with tenant_scope(tenant):
+        Asset.objects.filter(pk=asset.pk).update(updated_at=timezone.now() - timedelta(days=8))
+    return asset
+
+
 def unknown_callback():
     receipt = asset_services.callback_receive(
         workflow_instance_id=uuid.uuid4(), approve=True, reason="ok", callback_id="cb-stray"
@@ -188,6 +197,7 @@ def stalled(tenant_a, tenant_b, store, profile, regions, subscriber, workflow_se
     """One item of each kind Steward's apps raise here."""
     return {
         "failed-delegation": failed_delegation(tenant_a),
+        "overdue-decision": overdue_decision(tenant_b),
         "unknown-callback": unknown_callback(),
         "uncertain-effect": escalated_effect(tenant_b),
         "flagged-binding": flagged_binding(tenant_a, store, profile, regions),

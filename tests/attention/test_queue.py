@@ -103,6 +103,7 @@ def test_each_action_resolves_its_item_and_is_audited(stalled, api, operator, te
         ("stalled-order", "retry", {}),
         ("dead-letter", "replay", {}),
         ("failed-delegation", "decide", {"decision": "rejected", "reason": "no definition"}),
+        ("overdue-decision", "retire", {"reason": "no longer needed"}),
         ("unknown-callback", "dismiss", {"reason": "a test instance of the service"}),
         ("uncertain-effect", "settle-not-done", {"reason": "the other side has no record"}),
     ]
@@ -117,6 +118,7 @@ def test_each_action_resolves_its_item_and_is_audited(stalled, api, operator, te
     assert fresh(stalled["stalled-order"]).status == GovernanceTask.Status.ISSUED
     assert fresh(stalled["dead-letter"]).state == DeadLetter.State.REPLAYING
     assert fresh(stalled["failed-delegation"]).status == "rejected"
+    assert fresh(stalled["overdue-decision"]).status == "retired"
     assert fresh(stalled["unknown-callback"]).resolution == "dismissed"
     assert fresh(stalled["uncertain-effect"]).state == "failed"
     with system_scope():

@@ -97,6 +97,7 @@ def test_an_operator_clears_one_item_of_each_kind_from_the_attention_page(
         ("stalled-order", "Issue the task again", {}),
         ("dead-letter", "Replay", {}),
         ("failed-delegation", "Delegate again", {}),
+        ("overdue-decision", "Retire", {"reason": "The request is no longer needed"}),
         ("unknown-callback", "Dismiss", {"reason": "A test instance of the Workflow Service"}),
         ("uncertain-effect", "Settle as not done", {"reason": "The other side has no record"}),
         (

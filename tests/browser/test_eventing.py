@@ -45,7 +45,7 @@ def test_a_dead_letter_is_replayed_once_the_receiver_is_mended(
         expect(row).to_contain_text("billing")
         row.get_by_role("link").first.click()
         expect(page.locator("hgroup p")).to_contain_text("Dead")
-        expect(page.locator("pre").first).to_contain_text("HTTP 500")
+        expect(page.locator("pre").first).to_contain_text("answered with an error")
         expect(page.get_by_text(str(envelope.event_id)).first).to_be_visible()
         tab.screenshot("1-dead")
 
