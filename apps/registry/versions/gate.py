@@ -1,10 +1,12 @@
 """The compatibility gate: one subject's decision on a schema, shared by a release's
 ModelSync and the Schema Registry API's register.
 
-The same schema as a live version is `unchanged`; a compatible one is published at once;
-a breaking one waits, as the subject's one pending version, for every consumer whose
-reader schema does not read it to acknowledge it (or an operator to override, with a
-reason). A newer schema supersedes the version waiting.
+The same schema as a live version is `unchanged`; a compatible one is published at once
+unless a consumer's declared reader schema cannot read it; a breaking one waits, as the
+subject's one pending version, for every consumer whose reader schema does not read it
+to acknowledge it (or an operator to override, with a reason); one the level passes
+waits likewise, for the consumers whose declared reader cannot read it. A newer schema
+supersedes the version waiting.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition
 from apps.registry import formats
 from apps.registry.codes import RegistryCode
-from apps.registry.models import SchemaVersion, Service, Topic, schema_identity_key
+from apps.registry.models import (
+    SchemaVersion,
+    Service,
+    Topic,
+    held_by,
+    schema_identity_key,
+)
 from apps.registry.news import AWAITING
 from apps.registry.selectors import (
     missing_acknowledgements,
@@ -365,12 +373,14 @@ def _held_by_waiting(sync: Sync, topic: Topic, parsed, published, pending) -> To
 
 
 def _submit(sync: Sync, topic: Topic, parsed, role, references, verdict, number) -> TopicAnswer:
-    """The new version, published when compatible or read by every consumer's reader,
-    else waiting for the consumers whose reader does not read it (a new version has no
-    acknowledgement yet)."""
+    """The new version, judged by every declared reader of the topic's consumers
+    (whatever the level says: the level compares versions, a reader is what a consumer's
+    code reads), and published unless a consumer must acknowledge it first (held_by): on
+    a breaking version, each whose reader does not read it; on one the level passes,
+    each whose declared reader cannot. A new version has no acknowledgement yet."""
     judged = verdict.as_dict()
     readers = {}
-    if not verdict.compatible and topic.consumer_names:
+    if topic.consumer_names:
         readers = judge_readers(
             topic,
             role,
@@ -378,11 +388,13 @@ def _submit(sync: Sync, topic: Topic, parsed, role, references, verdict, number)
             parsed.document,
             topic.consumer_names,
             topic.compatibility_policy,
+            declared_only=verdict.compatible,
         )
-        judged["readers"] = readers
-    awaiting = [n for n in topic.consumer_names if not readers.get(n, {}).get("reads")]
+        if readers:
+            judged["readers"] = readers
+    awaiting = [n for n in topic.consumer_names if held_by(judged, n)]
     reads_it = [n for n in topic.consumer_names if readers.get(n, {}).get("reads")]
-    publish = verdict.compatible or not awaiting
+    publish = not awaiting
     version = SchemaVersion.objects.create(
         topic=topic,
         role=role,

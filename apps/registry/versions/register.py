@@ -2,7 +2,9 @@
 transaction, for a subject the caller has parsed and the schema and references as sent.
 
 The same gate as a release's ModelSync decides (apps.registry.versions.gate): a breaking
-schema is refused (409) and names the consumers that have not acknowledged it.
+schema is refused (409) and names the consumers that have not acknowledged it; so is one
+the level passes that a consumer's declared reader cannot read (the compatibility test
+still answers the level's verdict, as the reference registry does).
 Registering never makes the caller a producer of the topic (only a release or an
 operator does), and on a topic that has producers only they (and operators) register.
 A subject in IMPORT mode takes a migration's versions with the ids and numbers they had.
@@ -106,15 +108,36 @@ def _registered(answer: TopicAnswer, resolved) -> Registered:
     if answer.outcome != "unchanged":
         references = schema_references_record(answer.row, resolved)
     if answer.outcome == "awaiting_acknowledgement":
-        waiting = ", ".join(answer.awaiting)
-        breaking = "; ".join(
-            f"{d['kind']} at {d['path']}" for d in answer.verdict.get("breaking", [])
-        )
-        raise NotRegistered(
-            f"Schema being registered is incompatible with an earlier schema ({breaking}); "
-            f"it waits for acknowledgement from: {waiting}."
-        )
+        raise NotRegistered(_held(answer))
     return Registered(answer.row, references)
+
+
+def _held(answer: TopicAnswer) -> str:
+    """Why a registration waits: the level's breaking differences, or, for a schema the
+    level passes, the consumers' declared readers that cannot read it. Refused as a
+    breaking schema is (409): a client learns the version is not (yet) the subject's."""
+    waiting = ", ".join(answer.awaiting)
+    if answer.verdict.get("compatible") is True:
+        readers = answer.verdict.get("readers", {})
+        broken = "; ".join(
+            f"{name}: {_differences(readers[name]['breaking'])}"
+            for name in answer.awaiting
+            if name in readers
+        )
+        return (
+            "Schema being registered is compatible with an earlier schema, but the reader "
+            f"schema its consumers declared cannot read it ({broken}); it waits for "
+            f"acknowledgement from: {waiting}."
+        )
+    breaking = _differences(answer.verdict.get("breaking", []), "; ")
+    return (
+        f"Schema being registered is incompatible with an earlier schema ({breaking}); "
+        f"it waits for acknowledgement from: {waiting}."
+    )
+
+
+def _differences(differences: list[dict], separator: str = ", ") -> str:
+    return separator.join(f"{d['kind']} at {d['path']}" for d in differences)
 
 
 def _import(given: dict, subject: Subject, mode: str, schema_id, number) -> SchemaVersion:
