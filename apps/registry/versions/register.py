@@ -81,7 +81,7 @@ def subject_register(
             "topic_name": subject.topic,
             "role": subject.role,
             "parsed": parsed,
-            "references": reference_key(resolved),
+            "references": resolved,
         }
         if mode == "IMPORT" or schema_id is not None:
             version = _import(given, subject, mode, schema_id, number)
@@ -93,23 +93,20 @@ def subject_register(
             defaults=defaults,
             absent=topic is None,
         )
-        return _registered(answer, resolved)
+        return _registered(answer)
 
 
-def _registered(answer: TopicAnswer, resolved) -> Registered:
+def _registered(answer: TopicAnswer) -> Registered:
     """The gate's answer as a registration: the version, or refused as the reference
     registry refuses it."""
     if answer.outcome == "rejected":
         raise RegistryRefused(f"Invalid schema: {answer.reason}", registry_code=42201)
     if answer.outcome == "refused":
         raise NotRegistered(answer.reason)
-    # a waiting version holds its references too: it may yet be published
-    references = None
-    if answer.outcome != "unchanged":
-        references = schema_references_record(answer.row, resolved)
     if answer.outcome == "awaiting_acknowledgement":
         raise NotRegistered(_held(answer))
-    return Registered(answer.row, references)
+    # the reference rows the gate made with a new version (a waiting one holds them too)
+    return Registered(answer.row, answer.recorded)
 
 
 def _held(answer: TopicAnswer) -> str:
@@ -168,10 +165,11 @@ def schema_register(
 ) -> TopicAnswer:
     """ModelSync's decision for one subject (the topic's role), through the same gate,
     for a schema the caller has parsed (bundled with its references: (name, referenced
-    version id), which tell its id apart). Never replayed nor kept as a release's answer
-    (clients repeat a registration to learn an id), and it names no producer: only a
-    release or an operator does. The answer's `row` is the version it names. `absent`:
-    the caller read in this transaction that the topic does not exist (see Sync)."""
+    version), which tell its id apart and are kept with a new version). Never replayed
+    nor kept as a release's answer (clients repeat a registration to learn an id), and
+    it names no producer: only a release or an operator does. The answer's `row` is the
+    version it names. `absent`: the caller read in this transaction that the topic does
+    not exist (see Sync)."""
     entry = {
         "name": topic_name,
         "producers": [],
@@ -249,7 +247,7 @@ def version_import(
     it comes from (the subject in IMPORT mode): published as it is, without a check or the
     gate (it is history already in use), audited, not announced. The same import again
     answers the same version."""
-    key = schema_identity_key(parsed.kind, parsed.fingerprint, references)
+    key = schema_identity_key(parsed.kind, parsed.fingerprint, reference_key(references))
     with system_scope(), transaction.atomic():
         same = SchemaVersion.objects.filter(
             topic__name=topic_name, role=role, version=number, identity_id=schema_id
