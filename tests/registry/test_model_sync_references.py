@@ -195,7 +195,7 @@ def test_a_bad_reference_refuses_the_release_with_a_stable_code_and_writes_nothi
     assert refused.status_code == 400, refused.content
     assert refused["Content-Type"].startswith("application/problem+json")
     problem = refused.json()
-    assert problem["code"] == "invalid_reference"
+    assert problem["code"] == "invalid_schema_reference"
     assert problem["field"] == f"{where}.references"
     # the whole release is refused: not even the entry before it is written
     assert _nothing_written() == before

@@ -104,7 +104,7 @@ def _references(what: str):
         help_text=f"Other subjects' versions the {what}'s schema uses (an Avro named type, "
         "a JSON Schema $ref), resolved as the Schema Registry API resolves them: a "
         "reference naming no live version of a subject of the same schema type refuses the "
-        "release (400 invalid_reference).",
+        "release (400 invalid_schema_reference).",
     )
 
 

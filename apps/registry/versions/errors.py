@@ -48,4 +48,4 @@ class ReferenceRefused(DomainError):
     reference registry does."""
 
     status = 400
-    code = RegistryCode.INVALID_REFERENCE
+    code = RegistryCode.INVALID_SCHEMA_REFERENCE
