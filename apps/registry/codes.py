@@ -25,6 +25,11 @@ class RegistryCode(Codes):
     )
     INVALID_SCHEMA_TYPE = "invalid_schema_type", "The schema type is not one the registry keeps."
     INVALID_READER_SCHEMA = "invalid_reader_schema", "The declared reader schema is invalid."
+    INVALID_SCHEMA_REFERENCE = (
+        "invalid_schema_reference",
+        "A release's schema reference is malformed, or names no live version of a subject "
+        "of the schema's type.",
+    )
     UNKNOWN_TOPIC = (
         "unknown_topic",
         "The topic named (by a release's reader, or by an event emitted) is not in the catalog.",

@@ -186,6 +186,19 @@ class SchemaIdentity(models.Model):
         return f"schema id {self.pk}"
 
 
+def held_by(verdict: dict, consumer: str) -> bool:
+    """Whether the consumer must acknowledge a version before it is published, from the
+    version's verdict (its level's check, and `readers`, the consumers' reader verdicts):
+    a breaking version holds every consumer whose declared reader does not read it (one
+    that declared none included); a version the level passes holds only a consumer whose
+    declared reader cannot read it (the level compares versions with each other, never
+    with what a consumer's code reads)."""
+    mine = (verdict.get("readers") or {}).get(consumer)
+    if verdict.get("compatible") is True:
+        return mine is not None and mine.get("declared") is True and not mine.get("reads")
+    return not (mine or {}).get("reads")
+
+
 class SchemaVersion(models.Model):
     """One version of a topic's payload schema, as a release submitted it.
 
@@ -267,13 +280,15 @@ class SchemaVersion(models.Model):
 
     @property
     def awaiting_consumers(self) -> list[str]:
-        """The topic's consumers that have not acknowledged this version, by name: from
-        the list selectors' prefetch when there is one (no query per row), else read."""
+        """The topic's consumers that have not acknowledged this version and must
+        (`held_by`), by name: from the list selectors' prefetch when there is one (no
+        query per row), else read."""
         done = {ack.consumer_id for ack in self.acknowledgements.all() if ack.withdrawn_at is None}
-        # A consumer whose declared reader schema reads this version need not act on it.
-        reads = set(self.reads_it)
+        verdict = self.verdict if isinstance(self.verdict, dict) else {}
         return sorted(
-            c.name for c in self.topic.consumers.all() if c.pk not in done and c.name not in reads
+            c.name
+            for c in self.topic.consumers.all()
+            if c.pk not in done and held_by(verdict, c.name)
         )
 
     @property

@@ -69,20 +69,71 @@ class SubscriptionUpdateSerializer(StrictModelSerializer):
         fields = ["endpoint", "secret_ref", "is_active"]
 
 
+class SchemaReferenceSerializer(StrictSerializer):
+    """A reference to another subject's version, as the Schema Registry API takes it."""
+
+    name = serializers.CharField(
+        max_length=500,
+        help_text="The name the schema uses for it: an Avro type's full name, or a JSON "
+        "Schema $ref's URI.",
+    )
+    subject = serializers.CharField(
+        max_length=500,
+        help_text="The referenced subject: <topic>-value, <topic>-key, or a record's subject.",
+    )
+    version = serializers.IntegerField(
+        min_value=-1, max_value=2**31 - 1, help_text="The subject's version; -1 for its latest."
+    )
+
+
+# No defaults in what a release sends: its model is hashed as it was sent
+# (apps.registry.versions.sync), so a field added here must not change an older
+# release's model.
+def _schema_type(what: str):
+    return serializers.ChoiceField(
+        choices=SCHEMA_TYPES,
+        required=False,
+        help_text=f"JSON (JSON Schema, when absent) or AVRO: the {what}'s schema type.",
+    )
+
+
+def _references(what: str):
+    return SchemaReferenceSerializer(
+        many=True,
+        required=False,
+        help_text=f"Other subjects' versions the {what}'s schema uses (an Avro named type, "
+        "a JSON Schema $ref), resolved as the Schema Registry API resolves them: a "
+        "reference naming no live version of a subject of the same schema type refuses the "
+        "release (400 invalid_schema_reference).",
+    )
+
+
+class SyncKeySerializer(StrictSerializer):
+    """A topic's key schema in a release: the `<topic>-key` subject."""
+
+    schema_type = _schema_type("key")
+    schema = serializers.JSONField(
+        help_text="The key's schema (the topic's <topic>-key subject), as an object or as text."
+    )
+    references = _references("key")
+
+
 class SyncTopicSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
     description = serializers.CharField(required=False, allow_blank=True, max_length=255)
     producers = serializers.ListField(child=serializers.SlugField(max_length=100), required=False)
     consumers = serializers.ListField(child=serializers.SlugField(max_length=100), required=False)
-    schema_type = serializers.ChoiceField(
-        choices=SCHEMA_TYPES,
-        required=False,
-        # no default: the release's model is hashed as it was sent (apps.registry.versions.sync)
-        help_text="JSON (JSON Schema, when absent) or AVRO: the payload's schema type.",
-    )
+    schema_type = _schema_type("payload")
     schema = serializers.JSONField(
-        help_text="The payload's schema: a JSON Schema (Draft 4 to 2020-12; Draft 7 without "
-        "$schema) or, with schema_type AVRO, an Avro schema; as an object or as text."
+        help_text="The payload's schema (the topic's <topic>-value subject): a JSON Schema "
+        "(Draft 4 to 2020-12; Draft 7 without $schema) or, with schema_type AVRO, an Avro "
+        "schema; as an object or as text."
+    )
+    references = _references("payload")
+    key = SyncKeySerializer(
+        required=False,
+        help_text="The topic's key schema, decided as its own subject (<topic>-key) through "
+        "the same gate.",
     )
 
 

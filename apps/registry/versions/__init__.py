@@ -32,11 +32,12 @@ from apps.registry.versions.modes import (
     set_registry_mode,
     subject_mode_set,
 )
-from apps.registry.versions.readers import NO_READER
+from apps.registry.versions.readers import LEVEL_PASSES, NO_READER
 from apps.registry.versions.register import schema_register, subject_register, version_import
 from apps.registry.versions.sync import model_sync
 
 __all__ = [
+    "LEVEL_PASSES",
     "NO_READER",
     "DeletionRefused",
     "NotRegistered",

@@ -9,7 +9,7 @@ from apps.core.outbox import NewEvent, emit, emit_many
 from apps.registry.models import SchemaVersion, Topic
 from apps.registry.news import LOWERED, PRODUCERS_JOINED, news_topic
 from apps.registry.selectors import news_hearers
-from apps.registry.versions.readers import NO_READER
+from apps.registry.versions.readers import undeclared_verdict
 from apps.tenancy.audit import audit_record
 
 TOPIC = "registry.schema"
@@ -35,15 +35,25 @@ def announce(
         **({"role": version.role} if version.role != "value" else {}),
         **payload,
     }
-    readers = version.verdict.get("readers") if isinstance(version.verdict, dict) else None
+    verdict = version.verdict if isinstance(version.verdict, dict) else {}
+    readers = verdict.get("readers")
     if readers:
         # Who need not act, said outright: a consumer reading the news should not have to
         # dig through the verdict to learn that its reader reads the version.
         body["reads_it"] = version.reads_it
-    _tell(topic, event_type, body, consumers if addressees is None else addressees, readers)
+    _tell(
+        topic,
+        event_type,
+        body,
+        consumers if addressees is None else addressees,
+        readers,
+        undeclared_verdict(verdict),
+    )
 
 
-def _tell(topic: Topic, event_type: str, body: dict, addressees, readers=None) -> None:
+def _tell(
+    topic: Topic, event_type: str, body: dict, addressees, readers=None, undeclared=None
+) -> None:
     """The news once on the shared topic, then a copy to each addressee."""
     shared = emit(
         topic=TOPIC,
@@ -52,18 +62,26 @@ def _tell(topic: Topic, event_type: str, body: dict, addressees, readers=None) -
         aggregate_id=topic.name,
         payload=body,
     )
-    _address(topic, event_type, body, addressees, shared, readers=readers)
+    _address(topic, event_type, body, addressees, shared, readers=readers, undeclared=undeclared)
 
 
 def _address(
-    topic: Topic, event_type: str, body: dict, addressees, shared, *, readers: dict | None = None
+    topic: Topic,
+    event_type: str,
+    body: dict,
+    addressees,
+    shared,
+    *,
+    readers: dict | None = None,
+    undeclared: dict | None = None,
 ) -> None:
     """One copy of the announcement `shared` to each addressee that consumes the topic
     and has an active subscription on its own news topic to receive it there (made when
     it was registered as a consumer or subscribed: `services.news_delivery_sync`). With
-    `readers` (the per-consumer verdicts of a breaking version), each copy carries its
-    addressee's own verdict as `reader`, so the consumer learns at once whether it must
-    act."""
+    `readers` (the per-consumer verdicts of a version of a topic with declared readers),
+    each copy carries its addressee's own verdict as `reader` (`undeclared`, for one the
+    verdicts leave out: it declared no reader), so the consumer learns at once whether it
+    must act."""
     copies = [
         NewEvent(
             topic=news_topic(service),
@@ -75,7 +93,7 @@ def _address(
             payload={
                 **body,
                 "addressee": service,
-                **({"reader": readers.get(service, NO_READER)} if readers else {}),
+                **({"reader": readers.get(service, undeclared)} if readers else {}),
             },
             # Ties each copy to the one announcement observers saw.
             causation_id=str(shared.event_id),

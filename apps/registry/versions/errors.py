@@ -39,3 +39,13 @@ class NotRegistered(Conflict):
     waits for acknowledgement, or may not replace the version waiting."""
 
     code = RegistryCode.NOT_REGISTERED
+
+
+class ReferenceRefused(DomainError):
+    """A release's schema reference (ModelSync) that is malformed or names no live
+    version of a subject of the schema's type: the whole release is refused (400), before
+    anything is written. The Schema Registry API answers the same reference 42201, as the
+    reference registry does."""
+
+    status = 400
+    code = RegistryCode.INVALID_SCHEMA_REFERENCE

@@ -1,10 +1,12 @@
 """The compatibility gate: one subject's decision on a schema, shared by a release's
 ModelSync and the Schema Registry API's register.
 
-The same schema as a live version is `unchanged`; a compatible one is published at once;
-a breaking one waits, as the subject's one pending version, for every consumer whose
-reader schema does not read it to acknowledge it (or an operator to override, with a
-reason). A newer schema supersedes the version waiting.
+The same schema as a live version is `unchanged`; a compatible one is published at once
+unless a consumer's declared reader schema cannot read it; a breaking one waits, as the
+subject's one pending version, for every consumer whose reader schema does not read it
+to acknowledge it (or an operator to override, with a reason); one the level passes
+waits likewise, for the consumers whose declared reader cannot read it. A newer schema
+supersedes the version waiting.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from apps.core.context import Actor
 from apps.core.errors import Conflict, InvalidTransition
 from apps.registry import formats
 from apps.registry.codes import RegistryCode
-from apps.registry.models import SchemaVersion, Service, Topic, schema_identity_key
+from apps.registry.models import (
+    SchemaVersion,
+    Service,
+    Topic,
+    held_by,
+    schema_identity_key,
+)
 from apps.registry.news import AWAITING
 from apps.registry.selectors import (
     missing_acknowledgements,
@@ -28,16 +36,18 @@ from apps.registry.selectors import (
 )
 from apps.registry.services import (
     require_may_name_producers,
+    schema_references_record,
     service_ensure,
     subscribe_steward_consumers_on_commit,
     topic_consumers_add,
 )
+from apps.registry.subjects import KEY, subject_of
 from apps.registry.subjects import TOPIC as TOPIC_NAME
 from apps.registry.versions.acknowledgements import make_current
 from apps.registry.versions.announcements import announce, producers_joined
 from apps.registry.versions.modes import mode_implies
 from apps.registry.versions.readers import judge_readers
-from apps.registry.versions.texts import storable
+from apps.registry.versions.submitted import parse_referencing, reference_key
 from apps.tenancy.audit import audit_record
 
 State = SchemaVersion.State
@@ -55,8 +65,14 @@ class TopicAnswer:
     verdict: dict = field(default_factory=dict)
     not_named: dict = field(default_factory=dict)
     reads_it: list[str] = field(default_factory=list)
+    # The references the schema was sent with, resolved: {name, subject, version}.
+    references: list[dict] = field(default_factory=list)
+    # The answer for the topic's key schema, when the entry declares one.
+    key: TopicAnswer | None = None
     # The version the answer names, for callers in the process (never in the answer).
     row: SchemaVersion | None = field(default=None, compare=False, repr=False)
+    # The version's reference rows, when this decision created the version (else None).
+    recorded: list | None = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict:
         answer = {"topic": self.topic, "outcome": self.outcome}
@@ -67,11 +83,14 @@ class TopicAnswer:
             "awaiting",
             "reads_it",
             "verdict",
+            "references",
             "not_named",
         ):
             value = getattr(self, name)
             if value not in (None, "", [], {}):
                 answer[name] = value
+        if self.key is not None:
+            answer["key"] = {k: v for k, v in self.key.as_dict().items() if k != "topic"}
         return answer
 
 
@@ -189,7 +208,8 @@ class Sync:
 
 def sync_topic(sync: Sync, entry: dict, parsed=None) -> TopicAnswer:
     """One topic of a sync, all or nothing (its own savepoint); `parsed`, the entry's
-    schema when the caller parsed it already."""
+    schema when the caller parsed it already. The entry's `references` (and its `key`'s)
+    are resolved already: (name, referenced version) pairs (submitted.resolve_references)."""
     try:
         with transaction.atomic():
             return _decide_entry(sync, entry, parsed)
@@ -204,12 +224,19 @@ def sync_topic(sync: Sync, entry: dict, parsed=None) -> TopicAnswer:
 
 
 def _decide_entry(sync: Sync, entry: dict, parsed=None) -> TopicAnswer:
-    name = entry["name"]
-    if parsed is None:
-        try:
-            parsed = storable(formats.parse(entry.get("schema_type", "JSON"), entry["schema"]))
-        except formats.InvalidSchema as exc:
-            return TopicAnswer(name, "rejected", reason=exc.reason)
+    """The entry's payload (value) schema decided, and its key schema when it declares
+    one (`key`: {schema, schema_type?, references?}), each its own subject with its own
+    history and gate; an entry whose schemas are not both valid is rejected whole."""
+    name, key = entry["name"], entry.get("key")
+    try:
+        if parsed is None:
+            parsed = _parsed(entry)
+    except formats.InvalidSchema as exc:
+        return TopicAnswer(name, "rejected", reason=exc.reason)
+    try:
+        key_parsed = None if key is None else _parsed(key)
+    except formats.InvalidSchema as exc:
+        return TopicAnswer(name, "rejected", reason=f"key: {exc.reason}")
     topic = sync.topic(entry)
     answer = _decide(
         sync,
@@ -219,9 +246,18 @@ def _decide_entry(sync: Sync, entry: dict, parsed=None) -> TopicAnswer:
         entry.get("references", ()),
         any_version=entry.get("any_version", False),
     )
+    if key is not None:
+        answer.key = _decide(sync, topic, key_parsed, KEY, key.get("references", ()))
     if any(topic.not_named.values()):
         answer.not_named = topic.not_named
     return answer
+
+
+def _parsed(spec: dict):
+    """A release's schema (an object or its text) parsed, bundled with what its resolved
+    references name."""
+    kind = spec.get("schema_type", "JSON")
+    return parse_referencing(kind, spec["schema"], spec.get("references", ()))
 
 
 def schema_id_for(kind: str, fingerprint: str, references=()) -> int:
@@ -253,9 +289,24 @@ def schema_id_for(kind: str, fingerprint: str, references=()) -> int:
 def _decide(
     sync: Sync, topic: Topic, parsed, role: str = "value", references=(), *, any_version=False
 ) -> TopicAnswer:
-    """`any_version`: a schema equal to any live published version is that version
-    (the Schema Registry API's register); otherwise only the latest counts (a release's
-    ModelSync that goes back to an older schema publishes it again as the newest)."""
+    """`references`: the schema's, resolved ((name, referenced version) pairs), which tell
+    its id apart and are kept with a new version. `any_version`: a schema equal to any
+    live published version is that version (the Schema Registry API's register);
+    otherwise only the latest counts (a release's ModelSync that goes back to an older
+    schema publishes it again as the newest)."""
+    answer = _decided(sync, topic, parsed, role, references, any_version)
+    answer.references = [
+        {
+            "name": name,
+            "subject": subject_of(target.topic.name, target.role),
+            "version": target.version,
+        }
+        for name, target in references
+    ]
+    return answer
+
+
+def _decided(sync: Sync, topic: Topic, parsed, role, references, any_version) -> TopicAnswer:
     history = (
         []
         if getattr(topic, "is_new", False)
@@ -264,7 +315,7 @@ def _decide(
     # soft-deleted versions are out of the subject and of its checks
     published = [v for v in history if v.state == State.PUBLISHED and v.deleted_at is None]
     pending = next((v for v in history if v.state == State.AWAITING), None)
-    known = _known(topic.name, parsed, published, pending, references, any_version)
+    known = _known(topic.name, parsed, published, pending, reference_key(references), any_version)
     if known is not None:
         return known
     verdict = formats.check(
@@ -365,12 +416,14 @@ def _held_by_waiting(sync: Sync, topic: Topic, parsed, published, pending) -> To
 
 
 def _submit(sync: Sync, topic: Topic, parsed, role, references, verdict, number) -> TopicAnswer:
-    """The new version, published when compatible or read by every consumer's reader,
-    else waiting for the consumers whose reader does not read it (a new version has no
-    acknowledgement yet)."""
+    """The new version, judged by every declared reader of the topic's consumers
+    (whatever the level says: the level compares versions, a reader is what a consumer's
+    code reads), and published unless a consumer must acknowledge it first (held_by): on
+    a breaking version, each whose reader does not read it; on one the level passes,
+    each whose declared reader cannot. A new version has no acknowledgement yet."""
     judged = verdict.as_dict()
     readers = {}
-    if not verdict.compatible and topic.consumer_names:
+    if topic.consumer_names:
         readers = judge_readers(
             topic,
             role,
@@ -378,17 +431,19 @@ def _submit(sync: Sync, topic: Topic, parsed, role, references, verdict, number)
             parsed.document,
             topic.consumer_names,
             topic.compatibility_policy,
+            declared_only=verdict.compatible,
         )
-        judged["readers"] = readers
-    awaiting = [n for n in topic.consumer_names if not readers.get(n, {}).get("reads")]
+        if readers:
+            judged["readers"] = readers
+    awaiting = [n for n in topic.consumer_names if held_by(judged, n)]
     reads_it = [n for n in topic.consumer_names if readers.get(n, {}).get("reads")]
-    publish = verdict.compatible or not awaiting
+    publish = not awaiting
     version = SchemaVersion.objects.create(
         topic=topic,
         role=role,
         version=number,
         schema_type=parsed.kind,
-        identity_id=schema_id_for(parsed.kind, parsed.fingerprint, references),
+        identity_id=schema_id_for(parsed.kind, parsed.fingerprint, reference_key(references)),
         schema=parsed.document,
         canonical=parsed.canonical,
         text=parsed.text,
@@ -399,6 +454,8 @@ def _submit(sync: Sync, topic: Topic, parsed, role, references, verdict, number)
         submitted_by=sync.service,
         release=sync.release,
     )
+    # a waiting version holds its references too: it may yet be published
+    recorded = schema_references_record(version, references)
     if publish:
         make_current(version, topic)
         outcome, awaiting = "published", []
@@ -414,4 +471,5 @@ def _submit(sync: Sync, topic: Topic, parsed, role, references, verdict, number)
         reads_it=reads_it,
         verdict=version.verdict,
         row=version,
+        recorded=recorded,
     )

@@ -1,5 +1,8 @@
 """Consumers' reader schemas judged: whether the schema a consumer reads with reads a
-version, explained, so that a breaking version waits only for those it breaks."""
+version, explained. Every version of a topic with declared readers is judged (a level's
+check compares versions with each other, never with what a consumer's code reads): a
+breaking version waits only for those it breaks, and one the level passes still waits
+for a consumer whose declared reader cannot read it."""
 
 from __future__ import annotations
 
@@ -13,6 +16,15 @@ NO_READER = {
     "reads": False,
     "declared": False,
     "reason": "No reader schema declared: the consumer must acknowledge.",
+}
+# The verdict, in its news, of a consumer that declared no reader on a version the topic's
+# level passes: nothing checked what its code reads, and nothing is asked of it (`reads`
+# is None, not False: no reader was found unable to read the version).
+LEVEL_PASSES = {
+    "reads": None,
+    "declared": False,
+    "reason": "No reader schema declared: the version passes the topic's compatibility "
+    "level, and nothing is asked of the consumer.",
 }
 
 
@@ -57,9 +69,24 @@ def reader_verdict(reader: ReaderSchema | None, kind: str, writer, policy: str =
 
 
 def judge_readers(
-    topic: Topic, role: str, kind: str, writer, consumers: list[str], policy: str
+    topic: Topic,
+    role: str,
+    kind: str,
+    writer,
+    consumers: list[str],
+    policy: str,
+    *,
+    declared_only: bool = False,
 ) -> dict[str, dict]:
     """Each consumer's verdict on the writer schema, by name, from the reader schema in
-    force for it (the latest it declared for the topic and role)."""
+    force for it (the latest it declared for the topic and role). `declared_only`: only
+    the consumers that declared a reader (a version the level passes asks nothing of the
+    others)."""
     readers = current_readers(topic, role, consumers)
-    return {name: reader_verdict(readers.get(name), kind, writer, policy) for name in consumers}
+    named = [n for n in consumers if n in readers] if declared_only else consumers
+    return {name: reader_verdict(readers.get(name), kind, writer, policy) for name in named}
+
+
+def undeclared_verdict(verdict: dict) -> dict:
+    """What a consumer that declared no reader hears as its verdict on a version."""
+    return dict(LEVEL_PASSES if verdict.get("compatible") is True else NO_READER)

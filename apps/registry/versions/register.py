@@ -2,7 +2,9 @@
 transaction, for a subject the caller has parsed and the schema and references as sent.
 
 The same gate as a release's ModelSync decides (apps.registry.versions.gate): a breaking
-schema is refused (409) and names the consumers that have not acknowledged it.
+schema is refused (409) and names the consumers that have not acknowledged it; so is one
+the level passes that a consumer's declared reader cannot read (the compatibility test
+still answers the level's verdict, as the reference registry does).
 Registering never makes the caller a producer of the topic (only a release or an
 operator does), and on a topic that has producers only they (and operators) register.
 A subject in IMPORT mode takes a migration's versions with the ids and numbers they had.
@@ -79,7 +81,7 @@ def subject_register(
             "topic_name": subject.topic,
             "role": subject.role,
             "parsed": parsed,
-            "references": reference_key(resolved),
+            "references": resolved,
         }
         if mode == "IMPORT" or schema_id is not None:
             version = _import(given, subject, mode, schema_id, number)
@@ -91,30 +93,48 @@ def subject_register(
             defaults=defaults,
             absent=topic is None,
         )
-        return _registered(answer, resolved)
+        return _registered(answer)
 
 
-def _registered(answer: TopicAnswer, resolved) -> Registered:
+def _registered(answer: TopicAnswer) -> Registered:
     """The gate's answer as a registration: the version, or refused as the reference
     registry refuses it."""
     if answer.outcome == "rejected":
         raise RegistryRefused(f"Invalid schema: {answer.reason}", registry_code=42201)
     if answer.outcome == "refused":
         raise NotRegistered(answer.reason)
-    # a waiting version holds its references too: it may yet be published
-    references = None
-    if answer.outcome != "unchanged":
-        references = schema_references_record(answer.row, resolved)
     if answer.outcome == "awaiting_acknowledgement":
-        waiting = ", ".join(answer.awaiting)
-        breaking = "; ".join(
-            f"{d['kind']} at {d['path']}" for d in answer.verdict.get("breaking", [])
+        raise NotRegistered(_held(answer))
+    # the reference rows the gate made with a new version (a waiting one holds them too)
+    return Registered(answer.row, answer.recorded)
+
+
+def _held(answer: TopicAnswer) -> str:
+    """Why a registration waits: the level's breaking differences, or, for a schema the
+    level passes, the consumers' declared readers that cannot read it. Refused as a
+    breaking schema is (409): a client learns the version is not (yet) the subject's."""
+    waiting = ", ".join(answer.awaiting)
+    if answer.verdict.get("compatible") is True:
+        readers = answer.verdict.get("readers", {})
+        broken = "; ".join(
+            f"{name}: {_differences(readers[name]['breaking'])}"
+            for name in answer.awaiting
+            if name in readers
         )
-        raise NotRegistered(
-            f"Schema being registered is incompatible with an earlier schema ({breaking}); "
-            f"it waits for acknowledgement from: {waiting}."
+        return (
+            "Schema being registered is compatible with an earlier schema, but the reader "
+            f"schema its consumers declared cannot read it ({broken}); it waits for "
+            f"acknowledgement from: {waiting}."
         )
-    return Registered(answer.row, references)
+    breaking = _differences(answer.verdict.get("breaking", []), "; ")
+    return (
+        f"Schema being registered is incompatible with an earlier schema ({breaking}); "
+        f"it waits for acknowledgement from: {waiting}."
+    )
+
+
+def _differences(differences: list[dict], separator: str = ", ") -> str:
+    return separator.join(f"{d['kind']} at {d['path']}" for d in differences)
 
 
 def _import(given: dict, subject: Subject, mode: str, schema_id, number) -> SchemaVersion:
@@ -145,10 +165,11 @@ def schema_register(
 ) -> TopicAnswer:
     """ModelSync's decision for one subject (the topic's role), through the same gate,
     for a schema the caller has parsed (bundled with its references: (name, referenced
-    version id), which tell its id apart). Never replayed nor kept as a release's answer
-    (clients repeat a registration to learn an id), and it names no producer: only a
-    release or an operator does. The answer's `row` is the version it names. `absent`:
-    the caller read in this transaction that the topic does not exist (see Sync)."""
+    version), which tell its id apart and are kept with a new version). Never replayed
+    nor kept as a release's answer (clients repeat a registration to learn an id), and
+    it names no producer: only a release or an operator does. The answer's `row` is the
+    version it names. `absent`: the caller read in this transaction that the topic does
+    not exist (see Sync)."""
     entry = {
         "name": topic_name,
         "producers": [],
@@ -226,7 +247,7 @@ def version_import(
     it comes from (the subject in IMPORT mode): published as it is, without a check or the
     gate (it is history already in use), audited, not announced. The same import again
     answers the same version."""
-    key = schema_identity_key(parsed.kind, parsed.fingerprint, references)
+    key = schema_identity_key(parsed.kind, parsed.fingerprint, reference_key(references))
     with system_scope(), transaction.atomic():
         same = SchemaVersion.objects.filter(
             topic__name=topic_name, role=role, version=number, identity_id=schema_id

@@ -5,6 +5,8 @@ alike. Refusals are the reference registry's 42201 (invalid schema)."""
 
 from __future__ import annotations
 
+import json
+
 from apps.registry import formats, selectors, subjects
 from apps.registry.models import SchemaVersion, Topic
 from apps.registry.versions.errors import RegistryRefused
@@ -103,12 +105,19 @@ def parse_submitted(
         raise _invalid("'schema' is the schema as text.")
     resolved = resolve_references(references, kind, lock=lock)
     try:
-        if not resolved:
-            return storable(formats.parse(kind, text, normalize=normalize)), resolved
-        bundled = formats.parse_with_references(kind, text, resolved, normalize=normalize)
-        return storable(bundled), resolved
+        return parse_referencing(kind, text, resolved, normalize=normalize), resolved
     except formats.InvalidSchema as exc:
         raise _invalid(exc.reason) from None
+
+
+def parse_referencing(kind: str, schema, resolved, *, normalize: bool = False) -> formats.Parsed:
+    """The schema (its text, or, from a release's ModelSync, the decoded JSON) parsed and
+    bundled with the versions its resolved references name (resolve_references), ready to
+    store; formats.InvalidSchema when it is not valid."""
+    if not resolved:
+        return storable(formats.parse(kind, schema, normalize=normalize))
+    text = schema if isinstance(schema, str) else json.dumps(schema)
+    return storable(formats.parse_with_references(kind, text, resolved, normalize=normalize))
 
 
 def find_registered(topic: Topic, role: str, parsed, resolved) -> SchemaVersion | None:

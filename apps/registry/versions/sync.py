@@ -18,7 +18,9 @@ from apps.registry.catalog import STEWARD_TOPICS
 from apps.registry.codes import RegistryCode
 from apps.registry.models import ModelSync, Service
 from apps.registry.versions.declarations import sync_reader
+from apps.registry.versions.errors import ReferenceRefused, RegistryRefused
 from apps.registry.versions.gate import Sync, sync_topic
+from apps.registry.versions.submitted import resolve_references
 from apps.tenancy.audit import audit_record
 
 
@@ -38,6 +40,11 @@ def model_sync(
     `reads`, a consumer's release's reader schemas (`{topic, schema, schema_type?,
     role?}` per topic it consumes), are declared first, each all or nothing too, so the
     release's own readers are in force for what the rest of the sync decides.
+
+    A topic's entry may declare its key schema beside its payload's (`key`: {schema,
+    schema_type?, references?}), and each schema may name other subjects' versions in
+    `references` ({name, subject, version}, as the Schema Registry API takes them); a
+    reference that names none refuses the whole release (ReferenceRefused, 400).
     """
     # A release that declares no reader is its topics alone.
     model = {"topics": topics, "reads": reads} if reads else topics
@@ -53,9 +60,11 @@ def model_sync(
                 )
             return earlier.answer
         answers = []
+        # a reference that names nothing refuses the release before anything is written
+        entries = [_referencing(n, entry) for n, entry in enumerate(topics)]
         declared = [sync_reader(actor, service, release, entry) for entry in reads or ()]
-        sync = Sync(actor=actor, service=service, release=release, topics=topics)
-        for entry in topics:
+        sync = Sync(actor=actor, service=service, release=release, topics=entries)
+        for entry in entries:
             answers.append(sync_topic(sync, entry))
         named = {entry["name"] for entry in topics}
         not_named = sorted(
@@ -83,3 +92,30 @@ def model_sync(
             changes={"release": [None, release]},
         )
     return answer
+
+
+def _referencing(n: int, entry: dict) -> dict:
+    """The entry with its schemas' references resolved to the versions they name, in the
+    same way as the Schema Registry API resolves them (submitted.resolve_references: a
+    live version of a subject of the schema's type, locked until commit). Resolved before
+    the sync locks its topics, as a registration resolves them before it locks its
+    topic, so that the two never wait on each other's locks in opposite orders."""
+    resolved = {**entry, "references": _resolved(entry, f"topics[{n}]")}
+    if entry.get("key") is not None:
+        key = entry["key"]
+        resolved["key"] = {**key, "references": _resolved(key, f"topics[{n}].key")}
+    return resolved
+
+
+def _resolved(spec: dict, where: str) -> list:
+    try:
+        return resolve_references(
+            spec.get("references"), spec.get("schema_type", "JSON"), lock=True
+        )
+    except RegistryRefused as exc:
+        # The Schema Registry API words it as the reference registry's invalid schema;
+        # a release hears which of its references, with Steward's code.
+        reason = exc.detail.removeprefix("Invalid schema: ")
+        raise ReferenceRefused(
+            f"{where}.references: {reason}", field=f"{where}.references"
+        ) from None
