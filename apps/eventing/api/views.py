@@ -41,6 +41,8 @@ class DeadLetterViewSet(StewardReadOnlyViewSet):
     write_access = PLATFORM
 
     def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # the schema's generator asks, no caller
+            return selectors.dead_letter_list()
         return selectors.dead_letters_visible_to(self.request.actor)
 
     @extend_schema(request=None, responses=serializers.DeadLetterSerializer)
