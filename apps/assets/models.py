@@ -39,6 +39,10 @@ class AssetQuerySet(QuerySet):
         return self.filter(status=Asset.Status.REQUESTED).exclude(delegation_failure="")
 
 
+# One asset waits on a workflow instance at a time (the partial unique index's name).
+ONE_LIVE_LINK = "asset_one_live_link_per_instance"
+
+
 class Asset(models.Model):
     """Something a tenant owns whose use needs approval, decided by a person or by a
     workflow instance in the external Workflow Service."""
@@ -154,7 +158,7 @@ class Asset(models.Model):
                     status="requested",
                     workflow_link_stale=False,
                 ),
-                name="asset_one_live_link_per_instance",
+                name=ONE_LIVE_LINK,
             ),
         ]
         permissions = [("approve_asset", "Approve or reject the asset")]

@@ -244,3 +244,24 @@ def test_a_callback_goes_to_the_asset_waiting_on_its_instance_not_one_that_had_i
     assert receipt.tenant_id == tenant_b.pk
     services.drain_callbacks(tenant_b.pk)
     assert reload(waiting).status == "rejected" and reload(decided).status == "approved"
+
+
+def test_a_start_answered_with_an_instance_another_asset_waits_on_fails_visibly(tenant_a, tenant_b):
+    import uuid as _uuid
+
+    from apps.assets import services as asset_services
+    from tests.assets.factories import reload, requested
+
+    instance = _uuid.uuid4()
+    first, second = requested(tenant_a, "first"), requested(tenant_b, "second")
+    assert asset_services.asset_record_delegation(
+        asset=first, approval_request_id=first.approval_request_id, workflow_instance_id=instance
+    )
+    # the Workflow Service answers the second start with the same instance
+    assert not asset_services.asset_record_delegation(
+        asset=second, approval_request_id=second.approval_request_id, workflow_instance_id=instance
+    )
+    second = reload(second)
+    assert second.workflow_instance_id is None and second.delegation_failure == "failed"
+    assert str(instance) in second.status_reason
+    assert reload(first).workflow_instance_id == instance

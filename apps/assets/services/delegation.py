@@ -9,11 +9,12 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.assets import workflow
 from apps.assets.codes import AssetCode
-from apps.assets.models import Asset
+from apps.assets.models import ONE_LIVE_LINK, Asset
 from apps.assets.services.events import emit_asset_event
 from apps.assets.services.lifecycle import asset_decide
 from apps.core.context import Actor
@@ -130,14 +131,31 @@ def asset_record_delegation(
         previous = (
             Asset.objects.filter(pk=asset.pk).values_list("workflow_instance_id", flat=True).first()
         )
-        updated = _update_undelegated_request(
-            asset,
-            approval_request_id,
-            workflow_instance_id=workflow_instance_id,
-            workflow_link_stale=False,
-            delegation_failure="",
-            status_reason="",
-        )
+        try:
+            with transaction.atomic():
+                updated = _update_undelegated_request(
+                    asset,
+                    approval_request_id,
+                    workflow_instance_id=workflow_instance_id,
+                    workflow_link_stale=False,
+                    delegation_failure="",
+                    status_reason="",
+                )
+        except IntegrityError as exc:
+            if getattr(exc.__cause__, "diag", None) is None or (
+                exc.__cause__.diag.constraint_name != ONE_LIVE_LINK
+            ):
+                raise
+            # The Workflow Service answered with an instance another asset waits on: a
+            # fault on its side that a person must look at, never a second link.
+            asset_record_delegation_failure(
+                asset=asset,
+                approval_request_id=approval_request_id,
+                failure=Asset.DelegationFailure.FAILED,
+                reason=f"The Workflow Service answered with instance {workflow_instance_id}, "
+                "which another asset already waits on.",
+            )
+            return False
         if updated:
             asset.refresh_from_db()
             audit_record(
