@@ -49,8 +49,13 @@ def asset_new(request):
     if caller_kind(request) not in AssetListView.create[2]:
         raise PermissionDenied
     form = AssetForm(request.POST or None)
+    # In the all-tenants view no tenant is named to create in: the page says so, on the
+    # form once it is sent (an unbound form takes no errors).
+    notice = ""
     if request.tenant is None:
-        form.add_error(None, "Choose the tenant to act for before creating assets.")
+        notice = "Choose the tenant to act for before creating assets."
+    if notice and form.is_bound:
+        form.add_error(None, notice)
     asset = submit_form(
         request,
         form,
@@ -59,7 +64,8 @@ def asset_new(request):
     if asset is not None:
         messages.success(request, f"Asset {asset.name} created.")
         return redirect(asset)
-    return render(request, "console/form.html", {"form": form, "title": "New asset"})
+    context = {"form": form, "title": "New asset", "notice": "" if form.is_bound else notice}
+    return render(request, "console/form.html", context)
 
 
 class AssetDetailView(LoginRequiredMixin, DetailView):

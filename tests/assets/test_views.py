@@ -96,6 +96,9 @@ def test_a_member_creates_an_asset_in_the_tenant_they_act_for(client, tenant_a):
 
 def test_creating_an_asset_needs_a_tenant_and_a_name(client, tenant_a, operator):
     client.force_login(operator)  # acting for all tenants, no tenant chosen
+    asked = client.get("/assets/new/")
+    assert asked.status_code == 200
+    assert "Choose the tenant to act for" in asked.content.decode()
     page = client.post("/assets/new/", {"name": "orphan"}).content.decode()
     assert "Choose the tenant to act for" in page
     client.force_login(member(tenant_a, username="author"))
