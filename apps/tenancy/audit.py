@@ -52,31 +52,6 @@ def diff(before: dict, after: dict) -> dict:
     }
 
 
-def audit_event(
-    *,
-    actor: Actor | None,
-    action: str,
-    instance: models.Model,
-    tenant=None,
-    changes: dict | None = None,
-) -> AuditEvent:
-    """One audit event, built and not yet written (`audit_record` writes it). It belongs
-    to `tenant`, a Tenant or its id, or is platform-wide when None."""
-    actor = actor or SYSTEM_ACTOR
-    return AuditEvent(
-        tenant_id=getattr(tenant, "pk", tenant),
-        actor_user=actor.user,
-        actor_service=actor.service_account,
-        actor_label=actor.label[:150],
-        action=action,
-        object_type=instance._meta.label_lower,
-        object_id=str(instance.pk),
-        object_repr=str(instance)[:200],
-        changes=changes or {},
-        request_id=request_id.get(),
-    )
-
-
 def audit_record(
     *,
     actor: Actor | None,
@@ -91,10 +66,20 @@ def audit_record(
     is written in that tenant's scope, or in the system scope for platform-wide rows, as
     RLS requires.
     """
-    event = audit_event(
-        actor=actor, action=action, instance=instance, tenant=tenant, changes=changes
+    actor = actor or SYSTEM_ACTOR
+    tenant_id = getattr(tenant, "pk", tenant)
+    event = AuditEvent(
+        tenant_id=tenant_id,
+        actor_user=actor.user,
+        actor_service=actor.service_account,
+        actor_label=actor.label[:150],
+        action=action,
+        object_type=instance._meta.label_lower,
+        object_id=str(instance.pk),
+        object_repr=str(instance)[:200],
+        changes=changes or {},
+        request_id=request_id.get(),
     )
-    tenant_id = event.tenant_id
     if connection.in_atomic_block and current_scope() == _owner(tenant_id):
         # In the owner's scope already (a service's own transaction): the row needs no
         # scope of its own, nor the savepoint entering one costs. It must not outlive a
