@@ -19,6 +19,15 @@ class _ArrayRules:
                 path.append("items")
                 self.walk(o_rest, u_rest)
                 path.pop()
+            # The reference registry compares additionalItems as written, beside an items
+            # schema or none as much as after a tuple.
+            if "additionalItems" in o or "additionalItems" in u:
+                self._additional(
+                    "additionalItems",
+                    "ADDITIONAL_ITEMS",
+                    o.get("additionalItems", True),
+                    u.get("additionalItems", True),
+                )
         else:
             self._tuple(o_tuple or (), u_tuple or (), u_tuple_kw or o_tuple_kw, o_rest, u_rest)
             rest_kw = u_rest_kw if u_tuple is not None else o_rest_kw
