@@ -320,8 +320,44 @@ DRAFT7_ONLY = [
     ),
 ]
 
-# In 2020-12 `items` beside no `prefixItems` is every item's schema.
+# In 2020-12 `items` beside no `prefixItems` is every item's schema; where `items` says
+# nothing, `unevaluatedItems` is the tuple's content model.
 DRAFT2020_ONLY = [
+    (
+        "item added to a tuple unevaluatedItems closes",
+        {"type": "array", "prefixItems": [STR], "unevaluatedItems": False},
+        {"type": "array", "prefixItems": [STR, NUM], "unevaluatedItems": False},
+        True,
+        True,
+    ),
+    (
+        "item removed from a tuple unevaluatedItems closes",
+        {"type": "array", "prefixItems": [STR, NUM], "unevaluatedItems": False},
+        {"type": "array", "prefixItems": [STR], "unevaluatedItems": False},
+        False,
+        False,
+    ),
+    (
+        "item added, covered by unevaluatedItems",
+        {"type": "array", "prefixItems": [STR], "unevaluatedItems": NUM},
+        {"type": "array", "prefixItems": [STR, NUM], "unevaluatedItems": NUM},
+        True,
+        True,
+    ),
+    (
+        "item added of another type than unevaluatedItems",
+        {"type": "array", "prefixItems": [STR], "unevaluatedItems": NUM},
+        {"type": "array", "prefixItems": [STR, STR], "unevaluatedItems": NUM},
+        False,
+        False,
+    ),
+    (
+        "item added with an empty schema where unevaluatedItems is true",
+        {"type": "array", "prefixItems": [STR], "unevaluatedItems": True},
+        {"type": "array", "prefixItems": [STR, True], "unevaluatedItems": True},
+        True,
+        True,
+    ),
     ("items true to false", {"items": True}, {"items": False}, False, False),
     ("items schema changed type", {"items": STR}, {"items": NUM}, False, False),
 ]
