@@ -197,6 +197,13 @@ BOTH_DIALECTS = [
     ("maxProperties decreased", {"maxProperties": 2}, {"maxProperties": 1}, False, False),
     ("minProperties increased", {"minProperties": 1}, {"minProperties": 2}, False, False),
     ("minProperties decreased", {"minProperties": 2}, {"minProperties": 1}, True, True),
+    # ------------------------------------------------------------ combinators
+    ("singleton oneOf to singleton allOf", {"oneOf": [STR]}, {"allOf": [STR]}, True, True),
+    ("oneOf of two to allOf", {"oneOf": [STR, INT]}, {"allOf": [STR]}, False, False),
+    ("plain to oneOf", {"type": "string", "maxLength": 3}, {"oneOf": [NUM, STR]}, True, True),
+    ("oneOf loses a branch", {"oneOf": [NUM, STR]}, {"oneOf": [STR]}, False, False),
+    ("const changed", props(foo={"const": "red"}), props(foo={"const": "blue"}), False, False),
+    ("anything to the empty schema", {"properties": {}}, {}, True, True),
     # ------------------------------------------------------------ arrays
     ("items schema added", {"type": "array"}, {"type": "array", "items": STR}, False, False),
     ("items schema removed", {"type": "array", "items": STR}, {"type": "array"}, True, True),
@@ -398,3 +405,38 @@ def test_backward_verdict_is_the_reference_verdict(old, new, strict, lenient):
     for policy, expected in (("STRICT", strict), ("LENIENT", lenient)):
         verdict = check(new, [old], mode="BACKWARD", policy=policy)
         assert verdict.compatible is expected, (policy, [d.as_dict() for d in verdict.breaking])
+
+
+def test_lenient_names_the_type_change_inside_an_uncovered_property():
+    # given a property added whose type the partially open model does not accept
+    old = {**props(foo=STR), "additionalProperties": STR}
+    new = {**props(foo=STR, bar=NUM), "additionalProperties": STR}
+
+    # when
+    verdict = check(new, [old], mode="BACKWARD", policy="LENIENT")
+
+    # then the type change is what breaks, where it is; not being covered is allowed
+    assert [(d.kind, d.path) for d in verdict.breaking] == [("TYPE_CHANGED", "#/properties/bar")]
+    assert ("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "#/properties/bar") in [
+        (d.kind, d.path) for d in verdict.differences
+    ]
+
+
+def test_additional_items_beside_an_items_schema_is_explained_where_it_is():
+    old = {"type": "array", "items": STR, "additionalItems": STR}
+    new = {"type": "array", "items": STR, "additionalItems": NUM}
+
+    verdict = check(new, [old], mode="BACKWARD")
+
+    assert [(d.kind, d.path) for d in verdict.breaking] == [("TYPE_CHANGED", "#/additionalItems")]
+
+
+def test_forward_reads_the_required_change_the_other_way():
+    # a required flag added to a declared property breaks BACKWARD; FORWARD reads the new
+    # schema's data with the old one, where dropping it is allowed
+    old = props(foo=STR)
+    new = {**props(foo=STR), "required": ["foo"]}
+
+    assert not check(new, [old], mode="BACKWARD").compatible
+    assert check(new, [old], mode="FORWARD").compatible
+    assert not check(new, [old], mode="FULL").compatible
