@@ -13,9 +13,13 @@ holds it, so a property the partially open model does not cover still breaks LEN
 its schema changed type.
 """
 
+import json
+
 import pytest
+from confluent_kafka.schema_registry import Schema
 
 from apps.registry.formats.json_schema import check
+from apps.registry.models import Topic
 
 DRAFT2020 = "https://json-schema.org/draft/2020-12/schema"
 
@@ -440,3 +444,51 @@ def test_forward_reads_the_required_change_the_other_way():
     assert not check(new, [old], mode="BACKWARD").compatible
     assert check(new, [old], mode="FORWARD").compatible
     assert not check(new, [old], mode="FULL").compatible
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_confluent_client_hears_the_reference_verdicts_under_each_policy(live):
+    new_client, _ = live
+
+    def send(document):
+        return Schema(json.dumps(document), "JSON")
+
+    # given: one subject per case class, each with its first version
+    firsts = {
+        "items-value": {"type": "array", "items": STR, "additionalItems": True},
+        "required-value": {**props(foo=STR), "required": ["foo"]},
+        "extra-value": {"additionalProperties": STR},
+        "open-value": {"additionalProperties": True},
+    }
+    client = new_client()
+    for subject, document in firsts.items():
+        client.register_schema(subject, send(document))
+    seconds = {
+        "items-value": {"type": "array", "items": STR, "additionalItems": False},
+        "required-value": {**props(foo=STR), "required": ["bar"]},
+        "extra-value": {"additionalProperties": NUM},
+        "open-value": {"additionalProperties": False},
+    }
+
+    def answers():
+        client = new_client()
+        return {s: client.test_compatibility(s, send(d)) for s, d in seconds.items()}
+
+    # then: STRICT (the default) answers as the reference's strict verdicts
+    assert answers() == {
+        "items-value": False,
+        "required-value": True,
+        "extra-value": False,
+        "open-value": False,
+    }
+    # and LENIENT lets the closed content model pass, never the type change under it
+    lenient = Topic.objects.filter(name__in=["items", "required", "extra", "open"]).update(
+        compatibility_policy="LENIENT"
+    )
+    assert lenient == 4
+    assert answers() == {
+        "items-value": False,
+        "required-value": True,
+        "extra-value": False,
+        "open-value": True,
+    }
