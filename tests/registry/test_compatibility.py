@@ -396,12 +396,21 @@ RULES = [
         {"REQUIRED_ATTRIBUTE_ADDED"},
     ),
     (
-        "required entry added, no property schema",
+        "required entry added for a property only the old schema declares",
+        obj(a=STR),
+        {"type": "object", "required": ["a"]},
+        {"REQUIRED_ATTRIBUTE_ADDED", "PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL"},
+        {"REQUIRED_ATTRIBUTE_ADDED"},
+        {"REQUIRED_ATTRIBUTE_ADDED"},
+    ),
+    (
+        # the reference registry compares required names of declared properties only
+        "required entry added for a name no property declares",
         obj(a=STR),
         obj(["b"], a=STR),
-        {"REQUIRED_ATTRIBUTE_ADDED"},
-        {"REQUIRED_ATTRIBUTE_ADDED"},
-        {"REQUIRED_ATTRIBUTE_ADDED"},
+        set(),
+        set(),
+        set(),
     ),
     # ---------------------------------------------------------------- dependencies
     (
@@ -591,12 +600,13 @@ RULES = [
         set(),
     ),
     (
-        "additionalProperties narrowed",
+        # a schema against a schema is compared as any two schemas are, as the reference does
+        "additionalProperties schema narrowed",
         partial({"type": ["string", "null"]}),
         partial(STR),
-        {"ADDITIONAL_PROPERTIES_NARROWED"},
-        {"ADDITIONAL_PROPERTIES_NARROWED"},
-        set(),
+        {"TYPE_NARROWED"},
+        {"TYPE_NARROWED"},
+        {"TYPE_NARROWED"},
     ),
     (
         "unevaluatedProperties false to true",
@@ -718,10 +728,26 @@ RULES = [
         partial(STR, a=INT),
         partial(STR, a=INT, b=string(maxLength=3)),
         {
+            "MAX_LENGTH_ADDED",
             "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
             "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL",
         },
-        {"PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"MAX_LENGTH_ADDED", "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"MAX_LENGTH_ADDED"},
+    ),
+    (
+        "property added, narrower than additionalProperties only in LENIENT's terms",
+        partial({"type": "object"}, a=INT),
+        partial({"type": "object"}, a=INT, b=obj(c=STR)),
+        {
+            "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL",
+            "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+            "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL",
+        },
+        {
+            "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL",
+            "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+        },
         set(),
     ),
     (
@@ -752,11 +778,12 @@ RULES = [
         partial(STR, a=INT),
         partial(STR, a=INT, b=INT),
         {
+            "TYPE_CHANGED",
             "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
             "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL",
         },
-        {"PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
-        set(),
+        {"TYPE_CHANGED", "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED"},
     ),
     (
         "required property added to partially open model",
@@ -781,9 +808,9 @@ RULES = [
         "property removed, not covered by additionalProperties",
         partial(STR, a=INT, b=INT),
         partial(STR, a=INT),
-        {"PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
-        {"PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
-        set(),
+        {"TYPE_CHANGED", "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED", "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED"},
     ),
     (
         "property added, covered by patternProperties",
@@ -801,11 +828,12 @@ RULES = [
         patterned(a=INT),
         patterned(a=INT, x_b=INT),
         {
+            "TYPE_CHANGED",
             "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
             "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL",
         },
-        {"PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
-        set(),
+        {"TYPE_CHANGED", "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED"},
     ),
     (
         "property added outside patternProperties, additionalProperties false",
@@ -827,9 +855,9 @@ RULES = [
         "property removed, not covered by patternProperties",
         patterned(a=INT, x_b=INT),
         patterned(a=INT),
-        {"PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
-        {"PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
-        set(),
+        {"TYPE_CHANGED", "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED", "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED"},
     ),
     # ---------------------------------------------------------------- array bounds
     (
@@ -1114,9 +1142,9 @@ RULES = [
         "item added, not covered by the rest schema",
         array(prefixItems=[STR], items=INT),
         array(prefixItems=[STR, STR], items=INT),
-        {"ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
-        {"ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
-        {"ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED", "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED", "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED", "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
     ),
     (
         "item removed, covered by the rest schema",
@@ -1130,9 +1158,9 @@ RULES = [
         "item removed, not covered by the rest schema",
         array(prefixItems=[STR, STR], items=INT),
         array(prefixItems=[STR], items=INT),
-        {"ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
-        {"ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
-        {"ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED", "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED", "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+        {"TYPE_CHANGED", "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
     ),
     (
         "tuple item changed",

@@ -19,8 +19,23 @@ class _ArrayRules:
                 path.append("items")
                 self.walk(o_rest, u_rest)
                 path.pop()
+            # The reference registry compares additionalItems as written, beside an items
+            # schema or none as much as after a tuple.
+            if "additionalItems" in o or "additionalItems" in u:
+                self._additional(
+                    "additionalItems",
+                    "ADDITIONAL_ITEMS",
+                    o.get("additionalItems", True),
+                    u.get("additionalItems", True),
+                )
         else:
-            self._tuple(o_tuple or (), u_tuple or (), u_tuple_kw or o_tuple_kw, o_rest, u_rest)
+            self._tuple(
+                o_tuple or (),
+                u_tuple or (),
+                u_tuple_kw or o_tuple_kw,
+                self._model_rest(o, o_rest, 0),
+                self._model_rest(u, u_rest, 1),
+            )
             rest_kw = u_rest_kw if u_tuple is not None else o_rest_kw
             self._additional(rest_kw, "ADDITIONAL_ITEMS", o_rest, u_rest)
         if "unevaluatedItems" in o or "unevaluatedItems" in u:
@@ -45,6 +60,16 @@ class _ArrayRules:
         b = u.get("uniqueItems") is True
         if a != b:
             self._emit("UNIQUE_ITEMS_REMOVED" if a else "UNIQUE_ITEMS_ADDED", "uniqueItems")
+
+    def _model_rest(self, node, rest, side):
+        """What the tuple's content model accepts past its items: the items/additionalItems
+        schema, or, where that says nothing, unevaluatedItems, as the reference reads it
+        (so `unevaluatedItems: false` closes a tuple as `items: false` does)."""
+        if "unevaluatedItems" in node:
+            resolved = self._res(rest, side)
+            if type(resolved) is dict and _VALIDATING.isdisjoint(resolved):
+                return node["unevaluatedItems"]
+        return rest
 
     def _tuple(self, ot, ut, keyword, o_rest, u_rest):
         path = self.path

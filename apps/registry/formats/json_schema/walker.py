@@ -215,12 +215,13 @@ class _Walker(_ObjectRules, _ArrayRules, _CombinatorRules):
         return None
 
     def _keep_or_report(self, o, u, kind, segment=None, **emit) -> bool:
-        """Compare aside: when the policy allows all the differences found they stand,
-        else `kind` is reported instead, naming the first it does not. Whether allowed."""
+        """Compare aside: the differences found stand either way, as the reference's do, so
+        LENIENT still refuses a type change inside what it would otherwise let pass; when
+        the policy does not allow them all, `kind` is reported too, naming the first it
+        does not. Whether allowed."""
         ok, found = self._try(o, u)
-        if ok:
-            self.out.extend(found)
-        else:
+        self.out.extend(found)
+        if not ok:
             self._emit(kind, segment, detail=self._detail(found), **emit)
         return ok
 
