@@ -14,7 +14,7 @@ administrator URL (DATABASE_ADMIN_URL) may be given for the same purpose.
 
 This module deliberately imports nothing from Django at its top: it runs before Django
 is configured and hands the resulting environment to the processes it starts. Only
-`serve`, the web process those start, imports Django.
+`runserver`, the web process those start, imports Django.
 """
 
 from __future__ import annotations
@@ -506,16 +506,16 @@ def command_test(stack: Stack, pytest_args: list[str]) -> int:
 
 # Seconds `make run`'s processes get to finish after SIGTERM before SIGKILL; with the
 # servers' own few seconds after them, everything is gone within 10 s of Ctrl-C.
-STOP_GRACE = 4.0
+STOP_GRACE = 3.0
 
 
 def web_command(host: str, port: str, *, reload: bool = True) -> list[str]:
     """The web process of `make run`, and of the tests that serve as it does."""
-    command = [sys.executable, "-m", "portal.devstack", "serve", f"{host}:{port}"]
+    command = [sys.executable, "-m", "portal.devstack", "runserver", f"{host}:{port}"]
     return command if reload else [*command, "--noreload"]
 
 
-def command_serve(args: list[str]) -> int:
+def command_runserver(args: list[str]) -> int:
     """Django's development server (runserver, reloading on change) with TCP_NODELAY on
     every connection it accepts.
 
@@ -631,11 +631,12 @@ def command_run(stack: Stack) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m portal.devstack")
-    parser.add_argument("command", choices=["run", "test", "bench", "check", "env", "serve"])
+    parser.add_argument("command", choices=["run", "test", "bench", "check", "env", "runserver"])
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
-    if args.command == "serve":  # run's web process, inside the stack run started
-        return command_serve(args.rest)
+    if args.command == "runserver":  # run's web process, inside the stack run started
+        # Named as Django's command: settings.py knows a web process by that argument.
+        return command_runserver(args.rest)
     # Explicit handlers: a shell that starts us in the background ignores SIGINT, and a
     # container or supervisor stops us with SIGTERM; either way the servers are stopped.
     signal.signal(signal.SIGINT, _stop_on_signal)

@@ -72,7 +72,7 @@ def test_make_run_serves_carries_events_and_stops_on_ctrl_c(scratch_database):
                 "-s",
                 str(os.getpgid(stack.pid)),
                 "-f",
-                "devstack serve|celery|run_consumers",
+                "devstack runserver|celery|run_consumers",
             ],
             capture_output=True,
             text=True,
