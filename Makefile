@@ -8,7 +8,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test bench lint format clean install openapi errors
 
+# Steward runs on Python 3.11 to 3.13 (portal/devstack.py's PYTHON_VERSIONS checks the
+# same each time); say so in one line before building a virtualenv on another.
 $(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(None if (3, 11) <= v <= (3, 13) else "steward: Steward runs on Python 3.11 to 3.13, and $(PYTHON) is %d.%d; make PYTHON=python3.12 names another." % v)'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,embedded]'

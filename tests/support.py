@@ -10,7 +10,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ from pathlib import Path
 from django.db import connection
 
 from portal.dburl import url_from_settings
+from portal.devstack import web_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -151,11 +151,12 @@ def free_port() -> int:
 @contextlib.contextmanager
 def web_process(**env: str) -> Iterator[int]:
     """`manage.py runserver` as `make run` starts it (a thread per request, its database
-    connections pooled), on the test database with `env` over the test's environment.
-    Yields its port once it answers /readyz; stopped after."""
+    connections pooled, TCP_NODELAY), without the reloader, on the test database with
+    `env` over the test's environment. Yields its port once it answers /readyz; stopped
+    after."""
     port = free_port()
     server = subprocess.Popen(  # noqa: S603
-        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        web_command("127.0.0.1", str(port), reload=False),
         cwd=ROOT,
         env={**os.environ, "DATABASE_URL": database_url(), **env},
         stdout=subprocess.DEVNULL,

@@ -67,7 +67,13 @@ def test_make_run_serves_carries_events_and_stops_on_ctrl_c(scratch_database):
 
         wait_for(ready, timeout=120, interval=0.5)
         children = subprocess.run(
-            ["pgrep", "-s", str(os.getpgid(stack.pid)), "-f", "runserver|celery|run_consumers"],
+            [
+                "pgrep",
+                "-s",
+                str(os.getpgid(stack.pid)),
+                "-f",
+                "devstack runserver|celery|run_consumers",
+            ],
             capture_output=True,
             text=True,
         ).stdout.split()
