@@ -1,0 +1,128 @@
+"""The containers' health checks (deploy/healthcheck.py) against real processes: web
+under gunicorn with production settings, a real Celery beat, PostgreSQL and Redis."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+import redis
+from django.conf import settings
+from django.utils import timezone
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+from tests.core.deployment import ROOT, healthcheck, production_web
+from tests.support import database_url, free_port, wait_for
+
+PROBE_QUEUE = "deployment-probe"  # no worker reads it
+
+
+def _get(port: int, path: str, headers: dict) -> int:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.putrequest("GET", path, skip_host="Host" in headers)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_web_check_asks_as_the_proxy_does_and_passes_only_when_ready():
+    environ = {"STEWARD_ALLOWED_HOSTS": "steward.example.com,localhost"}
+    with production_web(**environ) as port:
+        # given production settings, a bare probe is refused (foreign Host) or redirected
+        assert _get(port, "/readyz", {}) == 400
+        assert _get(port, "/readyz", {"Host": "steward.example.com"}) == 301
+        # when the check asks with the allowed host and the proxy's scheme
+        answer = healthcheck.check_http("/readyz", environ, f"http://127.0.0.1:{port}")
+        # then readiness (database, Redis, migrations) is reported healthy
+        assert answer == "/readyz: 200"
+    with pytest.raises(healthcheck.Unhealthy, match="/readyz"):
+        healthcheck.check_http("/readyz", environ, f"http://127.0.0.1:{port}")
+
+
+def test_the_probe_takes_a_host_steward_allows():
+    assert healthcheck.probe_headers({"STEWARD_ALLOWED_HOSTS": ".example.com,x"}) == {
+        "Host": "example.com",
+        "X-Forwarded-Proto": "https",
+    }
+    assert healthcheck.probe_headers({})["Host"] == "localhost"
+    assert healthcheck.probe_headers({"STEWARD_ALLOWED_HOSTS": "*"})["Host"] == "localhost"
+
+
+def _probe_schedule(last_run_at) -> PeriodicTask:
+    every_second, _ = IntervalSchedule.objects.get_or_create(
+        every=1, period=IntervalSchedule.SECONDS
+    )
+    return PeriodicTask.objects.create(
+        name="deployment probe",
+        task="deployment.probe",
+        interval=every_second,
+        queue=PROBE_QUEUE,
+        last_run_at=last_run_at,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_beat_check_fails_on_a_stale_schedule_and_passes_once_beat_runs():
+    PeriodicTask.objects.exclude(name="deployment probe").update(enabled=False)
+    environ = {"DATABASE_URL": database_url()}
+    with pytest.raises(healthcheck.Unhealthy, match="last never"):
+        healthcheck.check_beat(environ)
+    _probe_schedule(timezone.now() - timedelta(minutes=10))
+    with pytest.raises(healthcheck.Unhealthy, match="no schedule sent in 300 s"):
+        healthcheck.check_beat(environ)
+
+    # when a real beat runs with the database scheduler, as compose starts it
+    beat = subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "celery", "-A", "portal", "beat", "-l", "WARNING"]
+        + ["--scheduler", "django_celery_beat.schedulers:DatabaseScheduler"]
+        + ["--pidfile", ""],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": database_url()},
+    )
+
+    def healthy() -> bool:
+        try:
+            healthcheck.check_beat(environ)
+        except healthcheck.Unhealthy:
+            return False
+        return True
+
+    try:
+        # then the schedule it sent is written back, and the check passes
+        wait_for(healthy, timeout=60, interval=0.5)
+    finally:
+        beat.terminate()
+        beat.wait(timeout=30)
+        redis.Redis.from_url(settings.REDIS_URL).delete(PROBE_QUEUE)
+
+
+@pytest.mark.django_db
+def test_the_reach_check_needs_both_postgresql_and_redis():
+    environ = {"DATABASE_URL": database_url(), "REDIS_URL": settings.REDIS_URL}
+    assert healthcheck.check_reach(environ) == "reach: PostgreSQL and Redis answer"
+    nowhere = {**environ, "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0"}
+    with pytest.raises(healthcheck.Unhealthy, match="redis"):
+        healthcheck.check_reach(nowhere)
+    no_database = {**environ, "DATABASE_URL": f"postgresql://steward@127.0.0.1:{free_port()}/x"}
+    with pytest.raises(healthcheck.Unhealthy, match="database"):
+        healthcheck.check_reach(no_database)
+
+
+def test_the_script_answers_with_its_exit_status(capsys):
+    assert healthcheck.main(["nothing"]) == 2
+    port = free_port()
+    healthcheck.WEB, before = f"http://127.0.0.1:{port}", healthcheck.WEB
+    try:
+        assert healthcheck.main(["http", "/healthz"]) == 1
+    finally:
+        healthcheck.WEB = before
+    assert "/healthz" in capsys.readouterr().out
