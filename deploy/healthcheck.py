@@ -5,6 +5,7 @@ library, psycopg and redis-py, never Django's start-up.
 
     python deploy/healthcheck.py http /readyz   web: the probe answers 200
     python deploy/healthcheck.py beat           beat: schedules are being sent
+    python deploy/healthcheck.py consumers      consumers: runner threads are at work
     python deploy/healthcheck.py reach          the container reaches PostgreSQL and Redis
 
 Exit status 0 when healthy, 1 otherwise, with one line saying why (Docker keeps it in
@@ -23,6 +24,11 @@ WEB = "http://127.0.0.1:8000"
 # minutes (its sync interval), and Steward's own run every few seconds, so a beat that
 # ticks has written within five.
 BEAT_STALE_SECONDS = 300
+# Every runner thread of run_consumers, holding its group or standing by, renews its
+# lease (a script) or reads its streams (XREADGROUP, blocking at most a second) every
+# second; nothing else in that container asks Redis this.
+RUNNER_COMMANDS = {"eval", "evalsha", "xreadgroup"}
+CONSUMERS_IDLE_SECONDS = 30
 TIMEOUT_SECONDS = 5
 
 
@@ -91,10 +97,43 @@ def check_reach(environ=os.environ) -> str:
     return "reach: PostgreSQL and Redis answer"
 
 
+def _host(address: str) -> str:
+    return address.rsplit(":", 1)[0]
+
+
+def check_consumers(environ=os.environ) -> str:
+    """A connection of this container's, other than the check's own, sent Redis a
+    runner's command within CONSUMERS_IDLE_SECONDS: the runners are not stuck or gone."""
+    import redis
+
+    check_reach(environ)
+    client = redis.Redis.from_url(environ["REDIS_URL"], socket_timeout=TIMEOUT_SECONDS)
+    try:
+        own_id = client.client_id()
+        clients = client.client_list()
+    except redis.RedisError as exc:
+        raise Unhealthy(f"redis: {exc}") from None
+    finally:
+        client.close()
+    host = _host(next(c["addr"] for c in clients if int(c["id"]) == own_id))
+    working = [
+        c
+        for c in clients
+        if int(c["id"]) != own_id
+        and _host(c["addr"]) == host
+        and c["cmd"] in RUNNER_COMMANDS
+        and int(c["idle"]) <= CONSUMERS_IDLE_SECONDS
+    ]
+    if not working:
+        raise Unhealthy(f"consumers: no runner asked Redis in {CONSUMERS_IDLE_SECONDS} s")
+    return f"consumers: {len(working)} runner connection(s) at work"
+
+
 def main(argv: list[str]) -> int:
     checks = {
         "http": lambda: check_http(argv[1] if len(argv) > 1 else "/healthz"),
         "beat": check_beat,
+        "consumers": check_consumers,
         "reach": check_reach,
     }
     if not argv or argv[0] not in checks:

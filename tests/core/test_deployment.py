@@ -67,7 +67,7 @@ def test_every_long_running_service_has_a_health_check_and_waits_on_health(name)
     assert test[0] in ("CMD", "CMD-SHELL")
     if "/app/deploy/healthcheck.py" in test:
         mode = test[test.index("/app/deploy/healthcheck.py") + 1]
-        assert mode in ("http", "beat", "reach")  # the script's checks
+        assert mode in ("http", "beat", "consumers")  # the script's checks
     for needed, condition in service["depends_on"].items():
         wanted = "service_completed_successfully" if needed == "migrate" else "service_healthy"
         assert condition == {"condition": wanted}, needed
@@ -77,6 +77,7 @@ def test_each_service_s_check_is_the_one_its_role_needs():
     assert SERVICES["web"]["healthcheck"]["test"][-2:] == ["http", "/readyz"]
     assert "inspect ping -d celery@$$HOSTNAME" in SERVICES["worker"]["healthcheck"]["test"][1]
     assert SERVICES["beat"]["healthcheck"]["test"][-1] == "beat"
+    assert SERVICES["consumers"]["healthcheck"]["test"][-1] == "consumers"
     assert SERVICES["migrate"]["healthcheck"] == {"disable": True}
 
 

@@ -126,3 +126,38 @@ def test_the_script_answers_with_its_exit_status(capsys):
     finally:
         healthcheck.WEB = before
     assert "/healthz" in capsys.readouterr().out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_consumers_check_passes_while_runners_work_and_fails_once_they_stop(monkeypatch):
+    # Seconds, not the shipped 30: other tests' Redis connections from this address go
+    # quiet long before that.
+    monkeypatch.setattr(healthcheck, "CONSUMERS_IDLE_SECONDS", 2)
+    environ = {"DATABASE_URL": database_url(), "REDIS_URL": settings.REDIS_URL}
+
+    def healthy() -> bool:
+        try:
+            healthcheck.check_consumers(environ)
+        except healthcheck.Unhealthy:
+            return False
+        return True
+
+    wait_for(lambda: not healthy(), timeout=20, interval=0.5)
+    # when run_consumers runs, as compose starts it (Steward's own consumer subscribes
+    # to every topic, so there is always a runner)
+    consumers = subprocess.Popen(  # noqa: S603
+        [sys.executable, "manage.py", "run_consumers"],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": database_url()},
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(healthy, timeout=60, interval=0.5)
+        assert "runner connection(s) at work" in healthcheck.check_consumers(environ)
+    finally:
+        consumers.terminate()
+        consumers.wait(timeout=30)
+    # then, with the process gone, the check fails again
+    wait_for(lambda: not healthy(), timeout=20, interval=0.5)
+    with pytest.raises(healthcheck.Unhealthy, match="no runner asked Redis in 2 s"):
+        healthcheck.check_consumers(environ)
