@@ -6,7 +6,6 @@ library, psycopg and redis-py, never Django's start-up.
     python deploy/healthcheck.py http /readyz   web: the probe answers 200
     python deploy/healthcheck.py beat           beat: schedules are being sent
     python deploy/healthcheck.py consumers      consumers: runner threads are at work
-    python deploy/healthcheck.py reach          the container reaches PostgreSQL and Redis
 
 Exit status 0 when healthy, 1 otherwise, with one line saying why (Docker keeps it in
 `docker inspect`'s health log).
@@ -134,7 +133,6 @@ def main(argv: list[str]) -> int:
         "http": lambda: check_http(argv[1] if len(argv) > 1 else "/healthz"),
         "beat": check_beat,
         "consumers": check_consumers,
-        "reach": check_reach,
     }
     if not argv or argv[0] not in checks:
         print(f"usage: healthcheck.py {{{'|'.join(checks)}}} [path]", file=sys.stderr)
