@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import http.client
 import os
+import socket
 import subprocess
 import sys
 from datetime import timedelta
 
 import pytest
 import redis
+import yaml
 from django.conf import settings
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
@@ -161,3 +163,44 @@ def test_the_consumers_check_passes_while_runners_work_and_fails_once_they_stop(
     wait_for(lambda: not healthy(), timeout=20, interval=0.5)
     with pytest.raises(healthcheck.Unhealthy, match="no runner asked Redis in 2 s"):
         healthcheck.check_consumers(environ)
+
+
+def _compose_check(service: str) -> str:
+    """The shell line of a compose CMD-SHELL health check, `$$` unescaped as compose does."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    kind, line = compose["services"][service]["healthcheck"]["test"]
+    assert kind == "CMD-SHELL"
+    return line.replace("$$", "$")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_check_passes_while_the_worker_runs():
+    node = socket.gethostname()  # a worker's default name is celery@ its host name
+    bin_dir = os.path.dirname(sys.executable)
+    env = {**os.environ, "HOSTNAME": node, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    check = _compose_check("worker")
+    # A shorter wait for the answer than compose's, or each refusal below costs 10 s.
+    assert "--timeout 10" in check
+    check = check.replace("--timeout 10", "--timeout 3")
+
+    def answered() -> bool:
+        run = subprocess.run(  # noqa: S602, S603 - compose's own line, as its shell runs it
+            ["sh", "-c", check], cwd=ROOT, env=env, capture_output=True, timeout=60
+        )
+        return run.returncode == 0
+
+    assert not answered()
+    # when a worker runs as compose starts it (a queue of its own, so it takes no
+    # other test's tasks)
+    worker = subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", "deployment-probe"]
+        + ["--pool", "solo", "-l", "WARNING"],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": database_url()},
+    )
+    try:
+        wait_for(answered, timeout=90, interval=1)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    assert not answered()
