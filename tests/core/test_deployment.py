@@ -6,7 +6,11 @@ lock file on a pinned base."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 import tomllib
 
 import pytest
@@ -120,3 +124,50 @@ def test_env_example_parses_as_compose_reads_it():
     for line in (ROOT / ".env.example").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             assert re.fullmatch(r"[A-Z][A-Z0-9_]*=\S*", line), line
+
+
+# Values docker-compose.yml gives itself; .env.example shows them for information.
+COMPOSE_SETS = {"STEWARD_ENV", "DATABASE_URL", "REDIS_URL", "STEWARD_TRUSTED_PROXIES"}
+SETTINGS_DUMP = (
+    "import json, portal.settings as s; "
+    "print(json.dumps({k: repr(getattr(s, k)) for k in dir(s) if k.isupper()}))"
+)
+
+
+def _production_settings(**env: str) -> dict:
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("STEWARD_", "DATABASE_", "REDIS_", "EMAIL_"))
+    }
+    base |= {
+        "STEWARD_ENV": "production",
+        "STEWARD_SECRET_KEY": "defaults-test",
+        "DATABASE_URL": "postgresql://steward:p@postgres:5432/steward",
+        "REDIS_URL": "redis://redis:6379/0",
+    }
+    run = subprocess.run(  # noqa: S603
+        [sys.executable, "-c", SETTINGS_DUMP],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_the_defaults_env_example_shows_are_steward_s_own():
+    # given every commented `NAME=value` line of .env.example uncommented, as an
+    # operator copying a default would
+    shown = {}
+    for line in (ROOT / ".env.example").read_text().splitlines():
+        found = re.fullmatch(r"# ([A-Z][A-Z0-9_]*)=(\S.*?)(?:\s+#.*)?", line)
+        if found and found[1] not in COMPOSE_SETS:
+            shown[found[1]] = found[2].strip("'")
+    assert len(shown) > 60
+    # then production's settings are exactly those without them
+    defaults = _production_settings()
+    differing = {k: v for k, v in _production_settings(**shown).items() if v != defaults[k]}
+    assert differing == {}
