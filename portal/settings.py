@@ -571,6 +571,17 @@ EMAIL_BACKEND = env(
 EMAIL_HOST = env("STEWARD_EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("STEWARD_EMAIL_PORT", 25)
 DEFAULT_FROM_EMAIL = env("STEWARD_EMAIL_FROM", "steward@localhost")
+# A relay that wants a login gets one; no user means none is attempted.
+EMAIL_HOST_USER = env("STEWARD_EMAIL_USER", "")
+EMAIL_HOST_PASSWORD = env("STEWARD_EMAIL_PASSWORD", "")
+# STARTTLS after connecting (the submission port, 587), or TLS from the first byte (465).
+EMAIL_USE_TLS = env_bool("STEWARD_EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("STEWARD_EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    # Django would refuse only when the first notice is sent, in a worker's log.
+    raise ImproperlyConfigured("Set STEWARD_EMAIL_USE_TLS or STEWARD_EMAIL_USE_SSL, not both.")
+# Django waits for an unanswering relay forever, and with it the task sending the notice.
+EMAIL_TIMEOUT = env_int("STEWARD_EMAIL_TIMEOUT_SECONDS", 10)
 
 # The longest URL (path and query) Steward serves; longer ones are refused with 414 in
 # the caller's shape (apps.core.middleware). gunicorn's own limit is above it
