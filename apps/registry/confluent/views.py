@@ -202,7 +202,8 @@ class SubjectVersion(ConfluentView):
     def get(self, request, subject, version):
         deleted = _flag(request, "deleted")
         topic, role = _topic(subject, deleted=deleted)
-        return Response(wire.registered(_version(topic, version, role, deleted=deleted), subject))
+        found = _version(topic, version, role, deleted=deleted)
+        return Response(wire.registered(found, subject, fmt=request.query_params.get("format")))
 
     @extend_schema(tags=TAG, responses={200: OpenApiTypes.INT, **ERRORS})
     def delete(self, request, subject, version):
@@ -256,7 +257,7 @@ class SchemaList(ConfluentView):
 class SchemaById(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.SchemaText, **ERRORS})
     def get(self, request, schema_id):
-        answer = wire.registered(_by_id(schema_id))
+        answer = wire.registered(_by_id(schema_id), fmt=request.query_params.get("format"))
         return Response(
             {k: answer[k] for k in ("schema", "schemaType", "references") if k in answer}
         )
