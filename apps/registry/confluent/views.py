@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -30,8 +31,18 @@ class SchemaRegistryJSONParser(JSONParser):
     media_type = "application/vnd.schemaregistry.v1+json"
 
 
+class SchemaRegistryNegotiation(DefaultContentNegotiation):
+    """`?format=` is the Schema Registry API's own parameter (the form a schema is
+    answered in: `serialized` for a Protobuf descriptor), not DRF's choice of renderer,
+    which would answer 404 for a format it has no renderer for."""
+
+    def filter_renderers(self, renderers, format):  # noqa: A002 (DRF's signature)
+        return renderers
+
+
 class ConfluentView(StewardAccessMixin, APIView):
     parser_classes = [JSONParser, SchemaRegistryJSONParser]
+    content_negotiation_class = SchemaRegistryNegotiation
     problem_responses = False  # the registry's own error shape, documented in ERRORS
     scope_app = "registry"
     steward_scope = "system"

@@ -100,8 +100,8 @@ def parse_schema(value, dependencies: dict[str, str] | None = None) -> ProtobufS
     `dependencies`: the text of each file it imports, by import name."""
     if isinstance(value, ProtobufSchema):
         return value
-    if isinstance(value, dict):
-        text, stored = value.get("schema"), value.get("dependencies")
+    if isinstance(value, dict) and value.keys() == {"schema", "dependencies"}:
+        text, stored = value["schema"], value["dependencies"]
         if not isinstance(text, str) or not isinstance(stored, dict):
             raise InvalidSchema("a stored Protobuf schema is {schema, dependencies}")
         dependencies = {**stored, **(dependencies or {})}
