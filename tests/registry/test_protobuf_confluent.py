@@ -220,3 +220,24 @@ def test_a_protobuf_reader_that_is_not_a_proto_file_is_refused():
     answer = declare("alpha", {"type": "object"})
     assert (answer["outcome"], answer["code"]) == ("rejected", RegistryCode.INVALID_READER_SCHEMA)
     assert ".proto" in answer["reason"]
+
+
+# --------------------------------------------------------------------------- the console
+
+
+@pytest.mark.django_db
+def test_the_console_shows_a_protobuf_version_as_its_text_beside_the_one_before(client, operator):
+    release("r1", V1)
+    release("r2", V2_BREAKING)
+    version = pending()
+    client.force_login(operator)
+    page = client.get(version.get_absolute_url())
+    text = page.content.decode()
+    assert "Protobuf · Awaiting acknowledgement" in text
+    assert "FIELD_SCALAR_KIND_CHANGED" in text
+    # the two files line by line, not as JSON strings; only the changed field marked
+    lines = page.context["lines"]
+    assert ("  string id = 1;", "  int64 id = 1;", True) in lines
+    assert ("message Payment {", "message Payment {", False) in lines
+    listed = client.get("/registry/versions/").content.decode()
+    assert "<th" in listed and "Type" in listed and "Protobuf" in listed

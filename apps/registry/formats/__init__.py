@@ -83,6 +83,9 @@ def parse(kind: str, text_or_obj, *, sent=None, named=None, normalize: bool = Fa
         digest = hashlib.sha256(normal.encode("utf-8")).hexdigest()
         return Parsed(kind, document, normal, digest, parsed, written, named, normalize)
     if kind == "PROTOBUF":
+        if not isinstance(text_or_obj, str):
+            # a stored document's dependencies come from its references, never from a sender
+            raise InvalidSchema("a Protobuf schema is the text of a .proto file")
         return _protobuf(protobuf.parse_schema(text_or_obj), normalize)
     if kind != "JSON":
         raise InvalidSchema(f"unknown schema type {kind!r}; supported: {', '.join(TYPES)}")
