@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 TYPES = ("AVRO", "JSON", "PROTOBUF")
-LABELS = {"AVRO": "Avro", "JSON": "JSON Schema", "PROTOBUF": "Protobuf"}
+LABELS = {"JSON": "JSON Schema", "AVRO": "Avro", "PROTOBUF": "Protobuf"}
 
 
 @dataclass(frozen=True)
