@@ -4,20 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('registry', '0016_schema_version_text'),
+        ("registry", "0016_schema_version_text"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='readerschema',
-            name='schema_type',
-            field=models.CharField(choices=[('JSON', 'JSON Schema'), ('AVRO', 'Avro'), ('PROTOBUF', 'Protobuf')], default='JSON', max_length=8),
+            model_name="readerschema",
+            name="schema_type",
+            field=models.CharField(
+                choices=[("JSON", "JSON Schema"), ("AVRO", "Avro"), ("PROTOBUF", "Protobuf")],
+                default="JSON",
+                max_length=8,
+            ),
         ),
         migrations.AlterField(
-            model_name='schemaversion',
-            name='schema_type',
-            field=models.CharField(choices=[('JSON', 'JSON Schema'), ('AVRO', 'Avro'), ('PROTOBUF', 'Protobuf')], default='JSON', max_length=8),
+            model_name="schemaversion",
+            name="schema_type",
+            field=models.CharField(
+                choices=[("JSON", "JSON Schema"), ("AVRO", "Avro"), ("PROTOBUF", "Protobuf")],
+                default="JSON",
+                max_length=8,
+            ),
         ),
     ]
