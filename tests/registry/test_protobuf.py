@@ -240,6 +240,13 @@ def test_a_label_counts_where_both_schemas_write_one():
     assert verdict(changed("string id = 1;", "optional string id = 1;"), strings).compatible
 
 
+def test_a_proto2_field_moved_into_a_oneof_has_no_label_to_compare():
+    old = order("optional int64 a = 1;\n  optional int64 b = 2;", syntax="proto2")
+    new = order("optional int64 b = 2;\n  oneof pick {\n    int64 a = 1;\n  }", syntax="proto2")
+    assert verdict(old, new).compatible
+    assert verdict(new, old).compatible
+
+
 def test_oneof_changes_follow_the_reference():
     old = order("string a = 1;\n  string b = 2;\n  oneof pick {\n    string c = 3;\n  }")
     # one field moved into a new oneof: compatible

@@ -232,7 +232,7 @@ class _File:
 
     def _member(self, message, element, depth, optional, oneof) -> None:
         if isinstance(element, ast.Field):
-            field = _field(message.field.add(), element, self.syntax)
+            field = _field(message.field.add(), element, self.syntax, oneof is not None)
             if oneof is not None:
                 field.oneof_index = oneof
             elif field.proto3_optional:
@@ -288,14 +288,14 @@ def _synthetic_oneof(message, name: str) -> str:
     return chosen
 
 
-def _field(field, tree: ast.Field, syntax: str):
+def _field(field, tree: ast.Field, syntax: str, in_oneof: bool = False):
     field.name, field.number = tree.name, tree.number
     if tree.type in SCALARS:
         field.type = SCALARS[tree.type]
     else:
         field.type_name = tree.type  # resolved by the pool, as protoc resolves it
     if tree.cardinality is None:
-        if syntax == "proto2":
+        if syntax == "proto2" and not in_oneof:
             raise InvalidSchema(f"field {tree.name!r}: a proto2 field needs a label")
         field.label = FIELD.LABEL_OPTIONAL
     else:

@@ -327,8 +327,8 @@ def _label(types: Types, field) -> str | None:
         return "repeated"
     if field.label == FIELD.LABEL_REQUIRED:
         return "required"
-    if types.main.syntax == "proto3" and not field.proto3_optional:
-        return None
+    if _in_oneof(field) or (types.main.syntax == "proto3" and not field.proto3_optional):
+        return None  # a oneof's fields are written without one in proto2 too
     return "optional"
 
 
