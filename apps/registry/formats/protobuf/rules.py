@@ -121,14 +121,28 @@ class Found:
         return words.format(path=self.path, a=a, b=b)
 
 
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """A message's fields as the rules read them, built once per parsed schema: reading
+    protobuf's descriptor messages is most of a check's cost."""
+
+    plain: dict  # number: field, outside any oneof
+    oneofs: dict  # oneof name: {number: field}
+    signatures: dict  # number: (name, label, type, type name), of every field
+
+
+_NAMED_TYPES = frozenset({FIELD.TYPE_MESSAGE, FIELD.TYPE_GROUP})
+
+
 class Types:
     """Every message and enum of a schema and the files it imports, by full name."""
 
-    __slots__ = ("main", "by_name", "package")
+    __slots__ = ("main", "by_name", "package", "shapes")
 
     def __init__(self, files: dict[str, FDP], main: FDP):
         self.main = main
         self.package = main.package
+        self.shapes: dict[str, _Shape] = {}
         self.by_name: dict[str, tuple] = {}
         for file in files.values():
             prefix = f".{file.package}" if file.package else ""
@@ -145,6 +159,22 @@ class Types:
         for enum in message.enum_type:
             self.by_name[f"{name}.{enum.name}"] = ("enum", enum, package)
 
+    def shape(self, name: str, message) -> _Shape:
+        found = self.shapes.get(name)
+        if found is None:
+            plain, oneofs, signatures = {}, {}, {}
+            for field in message.field:
+                number = field.number
+                if _in_oneof(field):
+                    oneofs.setdefault(message.oneof_decl[field.oneof_index].name, {})[number] = (
+                        field
+                    )
+                else:
+                    plain[number] = field
+                signatures[number] = (field.name, _label(self, field), field.type, field.type_name)
+            found = self.shapes[name] = _Shape(plain, oneofs, signatures)
+        return found
+
 
 class _Walk:
     def __init__(self, original: Types, update: Types):
@@ -156,8 +186,8 @@ class _Walk:
     def add(self, kind: str, path: str) -> None:
         self.found.append(Found(kind, path))
 
-    def spend(self) -> None:
-        self.work += 1
+    def spend(self, steps: int = 1) -> None:
+        self.work += steps
         if self.work > MAX_WORK:
             raise SchemaTooComplex(f"comparing the schemas takes more than {MAX_WORK} steps")
 
@@ -237,13 +267,20 @@ def _message(walk: _Walk, path: str, original, update) -> None:
     if (o_name, u_name) in walk.seen:
         return  # a recursive type: compared once
     walk.seen.add((o_name, u_name))
-    o_fields = {f.number: f for f in o_message.field if not _in_oneof(f)}
-    u_fields = {f.number: f for f in u_message.field if not _in_oneof(f)}
-    _oneofs(walk, path, (o_message, o_fields), u_message)
-    for number in sorted(o_fields.keys() | u_fields.keys()):
-        walk.spend()
-        where = f"{path}/{number}"
+    o_shape = walk.original.shape(o_name, o_message)
+    u_shape = walk.update.shape(u_name, u_message)
+    o_fields, u_fields = dict(o_shape.plain), u_shape.plain
+    _oneofs(walk, path, (o_shape.oneofs, o_fields), u_shape)
+    o_signatures, u_signatures = o_shape.signatures, u_shape.signatures
+    numbers = sorted(o_fields.keys() | u_fields.keys())
+    walk.spend(len(numbers) + 1)
+    for number in numbers:
         o_field, u_field = o_fields.get(number), u_fields.get(number)
+        if o_field is not None and u_field is not None:
+            signature = o_signatures[number]
+            if signature == u_signatures[number] and signature[2] not in _NAMED_TYPES:
+                continue  # the same scalar field: nothing to tell
+        where = f"{path}/{number}"
         if u_field is None:
             required = o_field.label == FIELD.LABEL_REQUIRED
             walk.add("REQUIRED_FIELD_REMOVED" if required else "FIELD_REMOVED", where)
@@ -266,19 +303,11 @@ def _in_oneof(field) -> bool:
     return field.HasField("oneof_index") and not field.proto3_optional
 
 
-def _members(message) -> dict[str, dict[int, object]]:
-    found: dict[str, dict[int, object]] = {}
-    for field in message.field:
-        if _in_oneof(field):
-            found.setdefault(message.oneof_decl[field.oneof_index].name, {})[field.number] = field
-    return found
-
-
-def _oneofs(walk: _Walk, path: str, original, u_message) -> None:
+def _oneofs(walk: _Walk, path: str, original, u_shape: _Shape) -> None:
     """The reference's oneof rules; a field moved into a new oneof leaves `o_fields`,
     so that it is not also reported removed."""
-    o_message, o_fields = original
-    o_oneofs, u_oneofs = _members(o_message), _members(u_message)
+    o_oneofs, o_fields = original
+    u_oneofs = u_shape.oneofs
     in_original_oneof = {n for members in o_oneofs.values() for n in members}
     for name, members in sorted(u_oneofs.items()):
         moved = sum(1 for number in members if o_fields.pop(number, None) is not None)
