@@ -138,6 +138,8 @@ def test_a_well_known_type_is_imported_without_a_reference():
         ('edition = "2023";\nmessage M {}', "editions"),
         (order("int32 a = 1 [no_such_option = true];"), "unknown option"),
         ("AAAA+w==", "not a .proto file"),  # base64, of no descriptor
+        (order("int32 a = 9999999999;"), "out of range"),
+        (order("reserved 5 to 99999999999;"), "out of range"),
     ],
 )
 def test_a_schema_protoc_would_refuse_is_invalid(text, reason):

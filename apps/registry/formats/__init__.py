@@ -7,8 +7,11 @@ identity text and fingerprint, and what the type's `check()` takes. An Avro sche
 identity is its normal form (the Parsing Canonical Form's full names, and the defaults,
 aliases and logical types that form drops, kept): the same schema re-sent with other
 whitespace, attribute order or namespace spelling is the same schema, while a default
-added is a new version, as a reader needs it. `schema_text()` is the string the Schema
-Registry API answers for a schema, as the reference registry writes it.
+added is a new version, as a reader needs it. A Protobuf schema's identity is its
+normalized text with the files it imports (`formats.protobuf`): the same .proto file sent
+with other spacing, type names spelt otherwise, or as a serialized descriptor, is the
+same schema. `schema_text()` is the string the Schema Registry API answers for a schema,
+as the reference registry writes it.
 """
 
 from __future__ import annotations
@@ -192,7 +195,7 @@ def schema_text(
     named: Mapping[str, object] | None = None,
     normalize: bool = False,
 ) -> str:
-    """The canonical string of a schema of `kind` ("AVRO" or "JSON") as sent (its text, or
+    """The canonical string of a schema of `kind` (one of TYPES) as sent (its text, or
     the decoded JSON), already known to be valid, as the reference registry stores it when
     the schema is registered and answers it by id, by subject-version and under
     `.../schema` (`ParsedSchema.canonicalString()`). `named`: for an Avro schema with

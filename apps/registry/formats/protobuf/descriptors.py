@@ -119,7 +119,10 @@ def file_proto(text: str) -> FDP:
         raise
     except Exception as exc:  # the parser's own refusals of what its grammar took
         raise InvalidSchema(f"not a .proto file: {exc}") from None
-    return _File(tree).proto
+    try:
+        return _File(tree).proto
+    except (ValueError, TypeError, OverflowError) as exc:  # a number past protobuf's range
+        raise InvalidSchema(f"not a valid .proto file: {str(exc)[:200]}") from None
 
 
 def _from_base64(text: str) -> FDP | None:

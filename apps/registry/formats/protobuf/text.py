@@ -258,7 +258,9 @@ def _camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def _quoted(text: str) -> str:
+def _quoted(text: str | bytes) -> str:
+    if isinstance(text, bytes):  # a bytes option of a descriptor sent serialized
+        text = text.decode("utf-8", "backslashreplace")
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
