@@ -13,11 +13,14 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message_factory import GetMessageClass
 from grpc_tools import protoc
+from rest_framework.test import APIClient
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.registry import versions as schemas
 from apps.registry.codes import RegistryCode
 from apps.registry.models import SchemaVersion, Service
+from tests.conftest import bearer
+from tests.factories import service_token
 from tests.registry.factories import consumer, outcome, pending
 
 MONEY = """syntax = "proto3";
@@ -241,3 +244,52 @@ def test_the_console_shows_a_protobuf_version_as_its_text_beside_the_one_before(
     assert ("message Payment {", "message Payment {", False) in lines
     listed = client.get("/registry/versions/").content.decode()
     assert "<th" in listed and "Type" in listed and "Protobuf" in listed
+
+
+# --------------------------------------------------------------------------- imports in a release
+
+SYNC_URL = "/api/v1/registry/model-sync/"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_release_s_protobuf_schema_imports_another_subject_and_clients_read_it(live, tmp_path):
+    new_client, http = live
+    client = bearer(
+        APIClient(), service_token(scopes=["registry:read", "registry:write"], name="shop")
+    )
+
+    def model_sync(name, *topics):
+        answer = client.post(SYNC_URL, {"release": name, "topics": list(topics)}, format="json")
+        assert answer.status_code == 200, answer.content
+        return answer.json()["topics"]
+
+    # given the money file published as acme.money's payload
+    [money] = model_sync("m1", {"name": "acme.money", "schema_type": "PROTOBUF", "schema": MONEY})
+    assert money["outcome"] == "published"
+    # when a release's Order schema imports it through a reference
+    reference = {"name": "money.proto", "subject": "acme.money-value", "version": 1}
+    entry = {
+        "name": "orders",
+        "schema_type": "PROTOBUF",
+        "schema": ORDER,
+        "references": [reference],
+    }
+    [order] = model_sync("o1", entry)
+    # then it is published with its reference, and served with it
+    assert (order["outcome"], order["references"]) == ("published", [reference])
+    served = http.get("/subjects/orders-value/versions/latest").json()
+    assert served["references"] == [reference]
+    # the same schema in the next release is the same version
+    again = model_sync("o1-next", entry)[0]
+    assert (again["outcome"], again["version"]) == ("unchanged", 1)
+    # and confluent-kafka's deserializer reads what protoc's classes write with that id
+    pool = compiled(tmp_path, {"money.proto": MONEY, "order.proto": ORDER})
+    order_class = message_class(pool, "acme.orders.Order")
+    sent = order_class(id="o-9")
+    sent.total.cents = 5
+    framed = b"\x00" + served["id"].to_bytes(4, "big") + b"\x00" + sent.SerializeToString()
+    context = SerializationContext("orders", MessageField.VALUE)
+    assert ProtobufDeserializer(order_class, {}, new_client())(framed, context) == sent
+    # a release whose import no reference names is rejected, naming it
+    [refused] = model_sync("o2", {**entry, "references": []})
+    assert refused["outcome"] == "rejected" and "money.proto" in refused["reason"]
