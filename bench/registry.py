@@ -27,6 +27,13 @@
   registrations through the service alone (no HTTP), to tell the two costs apart.
 - avro_median_check_ms: one FULL check of a 50-field Avro record with nested types
   against its previous version (bench_check_ms below).
+- protobuf_median_check_ms: one FULL check of a 50-field Protobuf message (scalars of
+  every group, repeated fields, a map, a oneof, an enum and a nested message) against its
+  previous version, a compatible evolution, both parsed before the clock starts, the old
+  one given as its stored document, as the gate gives it (bench_protobuf_check_ms below).
+  `protobuf_baseline_median_ms`: the floor of any diff, both messages' fields matched by
+  number and their types and names compared, nothing explained; `protobuf_ratio` is the
+  check over that floor.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ import psycopg
 
 from apps.core.context import SYSTEM_ACTOR
 from apps.registry import formats, versions
-from apps.registry.formats import avro, json_schema
+from apps.registry.formats import avro, json_schema, protobuf
 from apps.registry.models import Service
 from apps.tenancy import services as tenancy
 from bench.harness import database_url, dsn
@@ -219,6 +226,7 @@ def run(*, quick: bool) -> dict:
         "register_service_new_subject_ms": round(statistics.median(new_subject), 3),
         "register_service_new_version_ms": round(statistics.median(new_version), 3),
         "avro_median_check_ms": round(bench_check_ms(pairs=60 if quick else 300), 3),
+        **bench_protobuf_check_ms(pairs=60 if quick else 300),
     }
 
 
@@ -464,3 +472,86 @@ def _parsed(text: str):
     """An Avro schema parsed from its own text, past the parser's cache (which keeps
     schemas given as text, never decoded JSON)."""
     return avro.parse_schema(json.loads(text))
+
+
+_PROTO_SCALARS = (
+    "int32",
+    "int64",
+    "uint64",
+    "bool",
+    "sint64",
+    "string",
+    "bytes",
+    "fixed32",
+    "sfixed64",
+    "float",
+    "double",
+)
+
+
+def _proto_message(rng: random.Random, n: int, added: int = 0) -> str:
+    """A 50-field proto3 message (a nested message's and the oneof's fields counted),
+    `added` more fields at the end: each added field is a compatible evolution."""
+    fields = []
+    for number in range(1, 40):
+        label = "repeated " if rng.random() < 0.2 else ""
+        fields.append(f"  {label}{rng.choice(_PROTO_SCALARS)} f{number} = {number};")
+    fields.append("  map<string, int64> counts = 40;")
+    fields.append("  Kind kind = 41;")
+    fields.append("  Line line = 42;")
+    fields.append("  oneof payment {\n    string card = 43;\n    string iban = 44;\n  }")
+    fields.extend(f"  string added{k} = {100 + k};" for k in range(added))
+    return (
+        f'syntax = "proto3";\npackage bench.proto{n};\n\nmessage Event {{\n'
+        + "\n".join(fields)
+        + "\n  enum Kind {\n    A = 0;\n    B = 1;\n  }\n"
+        + "  message Line {\n"
+        + "\n".join(f"    int64 l{k} = {k};" for k in range(1, 7))
+        + "\n  }\n}\n"
+    )
+
+
+def _proto_walk(old, new) -> None:
+    """The baseline: both messages' fields matched by number, type and name compared."""
+    for a, b in ((old, new), (new, old)):
+        by_number = {f.number: f for f in b.field}
+        for field in a.field:
+            other = by_number.get(field.number)
+            _ = other is not None and (other.type, other.name) == (field.type, field.name)
+        for nested in a.nested_type:
+            _ = [f.number for f in nested.field]
+
+
+def bench_protobuf_check_ms(*, pairs: int = 300, seed: int = 11) -> dict:
+    """Median milliseconds of one FULL check of a 50-field message against its previous
+    version over `pairs` distinct pairs, and of the baseline walk of the same pairs."""
+    rng = random.Random(seed)  # noqa: S311 - a reproducible corpus, not a secret
+    corpus = []
+    for n in range(pairs):
+        state = rng.getstate()
+        old_text = _proto_message(rng, n)
+        rng.setstate(state)
+        new = protobuf.parse_schema(_proto_message(rng, n, added=1))
+        stored = protobuf.parse_schema(old_text).document
+        protobuf.parse_schema(stored)  # kept parsed by the cache the gate's checks read
+        corpus.append((stored, new))
+    for old, new in corpus[:20]:  # warm-up
+        protobuf.check(new, [old], mode="FULL")
+    timings, baseline = [], []
+    for old, new in corpus:
+        started = time.perf_counter()
+        verdict = protobuf.check(new, [old], mode="FULL")
+        timings.append((time.perf_counter() - started) * 1000)
+        if not verdict.compatible:
+            raise AssertionError(verdict.as_dict())
+        old_message = protobuf.parse_schema(old).types.main.message_type[0]
+        new_message = new.types.main.message_type[0]
+        started = time.perf_counter()
+        _proto_walk(old_message, new_message)
+        baseline.append((time.perf_counter() - started) * 1000)
+    median, floor = statistics.median(timings), statistics.median(baseline)
+    return {
+        "protobuf_median_check_ms": round(median, 3),
+        "protobuf_baseline_median_ms": round(floor, 4),
+        "protobuf_ratio": round(median / floor, 1),
+    }

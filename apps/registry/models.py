@@ -15,8 +15,10 @@ from django.utils import timezone
 
 from apps.core.transitions import Transitions
 from apps.core.urls import reverse_pk
-from apps.registry.formats import MODES
+from apps.registry.formats import LABELS, MODES
 
+# the schema types, as the console names them
+SCHEMA_TYPES = list(LABELS.items())
 REGISTRY_MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 
 
@@ -231,9 +233,7 @@ class SchemaVersion(models.Model):
     # Each role has its own history, numbered from 1, and its own gate.
     role = models.CharField(max_length=255, default="value")
     version = models.PositiveIntegerField()
-    schema_type = models.CharField(
-        max_length=8, choices=[("JSON", "JSON Schema"), ("AVRO", "Avro")], default="JSON"
-    )
+    schema_type = models.CharField(max_length=8, choices=SCHEMA_TYPES, default="JSON")
     # The Schema Registry API's id of the version's schema (shared across subjects).
     identity = models.ForeignKey(SchemaIdentity, on_delete=models.PROTECT, related_name="versions")
     schema = models.JSONField(help_text="The schema as submitted.")
@@ -346,9 +346,7 @@ class ReaderSchema(models.Model):
     topic = models.ForeignKey(Topic, on_delete=models.PROTECT, related_name="readers")
     role = models.CharField(max_length=255, default="value")
     release = models.CharField(max_length=200)
-    schema_type = models.CharField(
-        max_length=8, choices=[("JSON", "JSON Schema"), ("AVRO", "Avro")], default="JSON"
-    )
+    schema_type = models.CharField(max_length=8, choices=SCHEMA_TYPES, default="JSON")
     schema = models.JSONField(help_text="The reader schema as declared.")
     fingerprint = models.CharField(max_length=64)
     declared_at = models.DateTimeField(default=timezone.now)

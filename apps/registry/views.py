@@ -1,7 +1,6 @@
 """The registry's console pages: topics, subscriptions, schema versions and approvals."""
 
 import difflib
-import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,7 +15,7 @@ from apps.console.confirm import confirmed
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin
 from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
-from apps.registry import charts, selectors, versions
+from apps.registry import charts, formats, selectors, versions
 from apps.registry.filters import SchemaVersionFilterSet, SubscriptionFilterSet, TopicFilterSet
 from apps.registry.services import NotPermitted
 
@@ -110,6 +109,7 @@ class VersionListView(ListPage):
     columns = (
         Column("Version", "__str__", link=True),
         Column("State", "get_state_display", sort="state"),
+        Column("Type", "get_schema_type_display", sort="schema_type"),
         Column("Fingerprint", "fingerprint"),
         Column("Release", "release"),
         Column("Created", "created_at", sort="created_at"),
@@ -134,7 +134,9 @@ class VersionDetailView(LoginRequiredMixin, DetailView):
         version = self.object
         before = selectors.published_before(version)
         context["before"] = before
-        context["lines"] = side_by_side(before.schema if before else None, version.schema)
+        context["lines"] = side_by_side(
+            before.schema if before else None, version.schema, version.schema_type
+        )
         context["missing"] = (
             selectors.missing_acknowledgements(version)
             if version.state == "awaiting_acknowledgement"
@@ -146,11 +148,12 @@ class VersionDetailView(LoginRequiredMixin, DetailView):
         return context
 
 
-def side_by_side(old, new) -> list[tuple[str, str, bool]]:
-    """Rows of (old line, new line, changed) of the two schemas pretty-printed with
-    sorted keys; a row is marked when its lines differ."""
-    left = json.dumps(old, indent=2, sort_keys=True).splitlines() if old is not None else []
-    right = json.dumps(new, indent=2, sort_keys=True).splitlines()
+def side_by_side(old, new, kind: str = "JSON") -> list[tuple[str, str, bool]]:
+    """Rows of (old line, new line, changed) of the two schemas as the console shows them
+    (formats.schema_lines: JSON pretty-printed with sorted keys, a .proto file as text); a
+    row is marked when its lines differ."""
+    left = formats.schema_lines(kind, old) if old is not None else []
+    right = formats.schema_lines(kind, new)
     rows = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=left, b=right).get_opcodes():
         for k in range(max(i2 - i1, j2 - j1)):

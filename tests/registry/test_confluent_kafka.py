@@ -129,7 +129,7 @@ def test_the_reference_registrys_other_endpoints(live):
     client = new_client()
     first = client.register_schema("payments-value", schema(V1))
     second = client.register_schema("payments-value", schema(V2_COMPATIBLE))
-    assert client.get_schema_types() == ["AVRO", "JSON"]
+    assert client.get_schema_types() == ["AVRO", "JSON", "PROTOBUF"]
     assert client.get_global_mode() == "READWRITE"
     assert client.get_mode("payments-value") == "READWRITE"
     assert client.get_contexts() == ["."]
@@ -188,14 +188,14 @@ def test_every_path_answers_the_registrys_json(live, method, path, status, code)
 
 
 @pytestmark_db
-def test_protobuf_is_answered_42201_naming_what_is_supported(live):
+def test_an_unknown_schema_type_is_answered_42201_naming_what_is_supported(live):
     new_client, http, _ = live
     answer = http.post(
         "/subjects/payments-value/versions",
-        json={"schema": 'syntax = "proto3"; message M {}', "schemaType": "PROTOBUF"},
+        json={"schema": "<xs:schema/>", "schemaType": "XSD"},
     )
     assert (answer.status_code, answer.json()["error_code"]) == (422, 42201)
-    assert "JSON" in answer.json()["message"]
+    assert "AVRO, JSON, PROTOBUF" in answer.json()["message"]
 
 
 # --------------------------------------------------------------------------- the gate (#19)
@@ -358,7 +358,7 @@ def test_avro_registers_serializes_and_is_fetched_by_id(live):
     assert int.from_bytes(data[1:5], "big") == second
     deserializer = AvroDeserializer(new_client())
     assert deserializer(data, context) == {"id": "p1", "amount": 12, "note": "n"}
-    assert http.get("/schemas/types").json() == ["AVRO", "JSON"]
+    assert http.get("/schemas/types").json() == ["AVRO", "JSON", "PROTOBUF"]
 
 
 @pytestmark_db

@@ -334,12 +334,13 @@ def test_an_avro_schema_uses_a_named_type_a_reference_defines(live):
     assert address_id != order_id
 
 
-def test_protobuf_stays_refused_with_references_too(live):
+def test_a_protobuf_import_no_reference_names_is_an_invalid_schema(live):
     _, http = live
-    body = {"schema": "syntax = 'proto3';", "schemaType": "PROTOBUF", "references": []}
+    schema = 'syntax = "proto3";\nimport "money.proto";\nmessage M { Money m = 1; }'
+    body = {"schema": schema, "schemaType": "PROTOBUF", "references": []}
     answer = http.post("/subjects/orders-value/versions", json=body)
     assert (answer.status_code, answer.json()["error_code"]) == (422, 42201)
-    assert "AVRO, JSON" in answer.json()["message"]
+    assert "money.proto" in answer.json()["message"]
 
 
 # --------------------------------------------------------------------------- bundling

@@ -327,7 +327,13 @@ def _nothing_changed(before):
         ),
         ("outsider", {"release": "a", "schema": TOLERANT}, 422, "not_a_consumer"),
         ("alpha", {"release": "a", "schema": TOLERANT, "service": "bravo"}, 403, None),
-        ("alpha", {"release": "a", "schema": TOLERANT, "schema_type": "PROTOBUF"}, 400, None),
+        (
+            "alpha",
+            {"release": "a", "schema": TOLERANT, "schema_type": "PROTOBUF"},
+            422,
+            "invalid_reader_schema",
+        ),
+        ("alpha", {"release": "a", "schema": TOLERANT, "schema_type": "XSD"}, 400, None),
         ("alpha", {"schema": TOLERANT}, 400, None),
     ],
 )

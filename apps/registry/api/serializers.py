@@ -93,7 +93,7 @@ def _schema_type(what: str):
     return serializers.ChoiceField(
         choices=SCHEMA_TYPES,
         required=False,
-        help_text=f"JSON (JSON Schema, when absent) or AVRO: the {what}'s schema type.",
+        help_text=f"JSON (JSON Schema, when absent), AVRO or PROTOBUF: the {what}'s schema type.",
     )
 
 
@@ -126,8 +126,8 @@ class SyncTopicSerializer(StrictSerializer):
     schema_type = _schema_type("payload")
     schema = serializers.JSONField(
         help_text="The payload's schema (the topic's <topic>-value subject): a JSON Schema "
-        "(Draft 4 to 2020-12; Draft 7 without $schema) or, with schema_type AVRO, an Avro "
-        "schema; as an object or as text."
+        "(Draft 4 to 2020-12; Draft 7 without $schema), with schema_type AVRO an Avro "
+        "schema, as an object or as text; with schema_type PROTOBUF a .proto file's text."
     )
     references = _references("payload")
     key = SyncKeySerializer(

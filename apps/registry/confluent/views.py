@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -30,8 +31,18 @@ class SchemaRegistryJSONParser(JSONParser):
     media_type = "application/vnd.schemaregistry.v1+json"
 
 
+class SchemaRegistryNegotiation(DefaultContentNegotiation):
+    """`?format=` is the Schema Registry API's own parameter (the form a schema is
+    answered in: `serialized` for a Protobuf descriptor), not DRF's choice of renderer,
+    which would answer 404 for a format it has no renderer for."""
+
+    def filter_renderers(self, renderers, format):  # noqa: A002 (DRF's signature)
+        return renderers
+
+
 class ConfluentView(StewardAccessMixin, APIView):
     parser_classes = [JSONParser, SchemaRegistryJSONParser]
+    content_negotiation_class = SchemaRegistryNegotiation
     problem_responses = False  # the registry's own error shape, documented in ERRORS
     scope_app = "registry"
     steward_scope = "system"
@@ -202,7 +213,8 @@ class SubjectVersion(ConfluentView):
     def get(self, request, subject, version):
         deleted = _flag(request, "deleted")
         topic, role = _topic(subject, deleted=deleted)
-        return Response(wire.registered(_version(topic, version, role, deleted=deleted), subject))
+        found = _version(topic, version, role, deleted=deleted)
+        return Response(wire.registered(found, subject, fmt=request.query_params.get("format")))
 
     @extend_schema(tags=TAG, responses={200: OpenApiTypes.INT, **ERRORS})
     def delete(self, request, subject, version):
@@ -256,7 +268,7 @@ class SchemaList(ConfluentView):
 class SchemaById(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.SchemaText, **ERRORS})
     def get(self, request, schema_id):
-        answer = wire.registered(_by_id(schema_id))
+        answer = wire.registered(_by_id(schema_id), fmt=request.query_params.get("format"))
         return Response(
             {k: answer[k] for k in ("schema", "schemaType", "references") if k in answer}
         )

@@ -107,15 +107,20 @@ def registered(
     version: SchemaVersion,
     subject: str | None = None,
     references: list[SchemaReference] | None = None,
+    *,
+    fmt: str | None = None,
 ) -> dict:
     """A version as the reference answers it; `references` (read for the version when not
-    given) only when it has any, as the reference leaves an empty list out."""
+    given) only when it has any, as the reference leaves an empty list out. `fmt`: the
+    `format` asked for; `serialized` answers a Protobuf schema as the base64 of its
+    descriptor (formats.serialized), as confluent-kafka's deserializer asks for it."""
     if references is None:
         references = selectors.references_of([version.pk]).get(version.pk, [])
+    text = formats.serialized(version.schema_type, version.schema) if fmt == "serialized" else None
     answer = {
         "id": version.identity_id,
         "version": version.version,
-        "schema": registry_text(version, references),
+        "schema": text or registry_text(version, references),
         "schemaType": version.schema_type,
     }
     if subject is not None:

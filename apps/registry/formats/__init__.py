@@ -1,14 +1,17 @@
-"""The schema types the registry keeps, behind one shape: JSON Schema (`json_schema`) and
-Avro (`avro`), with room for another beside them. This module is the only place in the
-registry that branches on the schema type.
+"""The schema types the registry keeps, behind one shape: JSON Schema (`json_schema`),
+Avro (`avro`) and Protobuf (`protobuf`). This module is the only place in the registry
+that branches on the schema type.
 
 `parse(kind, text_or_obj)` validates and answers a `Parsed`: the document to store, its
 identity text and fingerprint, and what the type's `check()` takes. An Avro schema's
 identity is its normal form (the Parsing Canonical Form's full names, and the defaults,
 aliases and logical types that form drops, kept): the same schema re-sent with other
 whitespace, attribute order or namespace spelling is the same schema, while a default
-added is a new version, as a reader needs it. `schema_text()` is the string the Schema
-Registry API answers for a schema, as the reference registry writes it.
+added is a new version, as a reader needs it. A Protobuf schema's identity is its
+normalized text with the files it imports (`formats.protobuf`): the same .proto file sent
+with other spacing, type names spelt otherwise, or as a serialized descriptor, is the
+same schema. `schema_text()` is the string the Schema Registry API answers for a schema,
+as the reference registry writes it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from apps.registry.formats import avro, json_schema
+from apps.registry.formats import avro, json_schema, protobuf
 from apps.registry.formats.avro.text import avro_text
 from apps.registry.formats.errors import InvalidSchema, SchemaTooComplex
 from apps.registry.formats.json_schema.text import json_text
@@ -31,6 +34,7 @@ __all__ = [
     "TYPES",
     "Difference",
     "InvalidSchema",
+    "LABELS",
     "Parsed",
     "SchemaTooComplex",
     "Verdict",
@@ -38,13 +42,16 @@ __all__ = [
     "named_types",
     "parse",
     "parse_with_references",
+    "schema_lines",
     "schema_text",
+    "serialized",
     "stored_document",
     "stored_text",
     "unbundled",
 ]
 
-TYPES = ("AVRO", "JSON")
+TYPES = ("AVRO", "JSON", "PROTOBUF")
+LABELS = {"JSON": "JSON Schema", "AVRO": "Avro", "PROTOBUF": "Protobuf"}
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,11 @@ def parse(kind: str, text_or_obj, *, sent=None, named=None, normalize: bool = Fa
         document = json.loads(text_or_obj) if isinstance(text_or_obj, str) else text_or_obj
         digest = hashlib.sha256(normal.encode("utf-8")).hexdigest()
         return Parsed(kind, document, normal, digest, parsed, written, named, normalize)
+    if kind == "PROTOBUF":
+        if not isinstance(text_or_obj, str):
+            # a stored document's dependencies come from its references, never from a sender
+            raise InvalidSchema("a Protobuf schema is the text of a .proto file")
+        return _protobuf(protobuf.parse_schema(text_or_obj), normalize)
     if kind != "JSON":
         raise InvalidSchema(f"unknown schema type {kind!r}; supported: {', '.join(TYPES)}")
     schema = json_schema.parse_schema(text_or_obj)
@@ -93,8 +105,25 @@ def parse(kind: str, text_or_obj, *, sent=None, named=None, normalize: bool = Fa
     )
 
 
+def _protobuf(parsed: protobuf.ProtobufSchema, normalize: bool) -> Parsed:
+    """A Protobuf schema's Parsed: its text is already written (the parsed schema is
+    what `schema_text` writes it from)."""
+    return Parsed(
+        "PROTOBUF",
+        parsed.document,
+        parsed.canonical,
+        parsed.fingerprint,
+        parsed,
+        parsed,
+        None,
+        normalize,
+    )
+
+
 def check(kind: str, new, previous: list, *, mode: str, policy: str):
     """The type's verdict on `new` against the published `previous` (oldest first)."""
+    if kind == "PROTOBUF":
+        return protobuf.check(new, previous, mode=mode, policy=policy)
     if kind == "AVRO":
         previous = [stored_document(kind, p) for p in previous]
         return avro.check(new, previous, mode=mode, policy=policy)
@@ -126,6 +155,9 @@ def parse_with_references(kind: str, text: str, referenced, *, normalize: bool =
         bundled = avro.bundle(text, [(name, stored.canonical) for name, stored in referenced])
         named = named_types(kind, [stored for _, stored in referenced])
         return parse(kind, bundled.normal_form(), sent=text, named=named, normalize=normalize)
+    if kind == "PROTOBUF":
+        files = protobuf.dependencies_of([(name, stored.schema) for name, stored in referenced])
+        return _protobuf(protobuf.parse_schema(text, files), normalize)
     try:
         document = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -141,6 +173,8 @@ def unbundled(kind: str, stored, referenced):
     if kind == "AVRO":
         named = named_types(kind, [version for _, version in referenced])
         return avro.unbundle(stored.canonical, named)
+    if kind == "PROTOBUF":
+        return protobuf.main_text(stored.schema)
     return json_schema.unbundle(stored.schema, [name for name, _ in referenced])
 
 
@@ -149,6 +183,8 @@ def stored_text(kind: str, document, *, named=None) -> str:
     schema written as the reference writes it, a JSON Schema with its keys sorted."""
     if kind == "AVRO":
         return schema_text(kind, document, named=named)
+    if kind == "PROTOBUF":
+        return protobuf.main_text(document)
     return json_schema.canonical(document)
 
 
@@ -159,11 +195,29 @@ def schema_text(
     named: Mapping[str, object] | None = None,
     normalize: bool = False,
 ) -> str:
-    """The canonical string of a schema of `kind` ("AVRO" or "JSON") as sent (its text, or
+    """The canonical string of a schema of `kind` (one of TYPES) as sent (its text, or
     the decoded JSON), already known to be valid, as the reference registry stores it when
     the schema is registered and answers it by id, by subject-version and under
     `.../schema` (`ParsedSchema.canonicalString()`). `named`: for an Avro schema with
     references, the named types they define (full name: its definition, in normal form)."""
     if kind == "AVRO":
         return avro_text(sent, named=named, normalize=normalize)
+    if kind == "PROTOBUF":
+        return protobuf.parse_schema(sent).text(normalize=normalize)
     return json_text(sent, normalize=normalize)
+
+
+def serialized(kind: str, document) -> str | None:
+    """A stored Protobuf schema as the Schema Registry API's `format=serialized` answers
+    it (the base64 of its FileDescriptorProto); None for a type without that format."""
+    if kind != "PROTOBUF":
+        return None
+    return protobuf.parse_schema(document).serialized()
+
+
+def schema_lines(kind: str, document) -> list[str]:
+    """A stored schema as the console shows it, line by line: a Protobuf schema's text,
+    a JSON document pretty-printed with its keys sorted."""
+    if kind == "PROTOBUF":
+        return protobuf.main_text(document).splitlines()
+    return json.dumps(document, indent=2, sort_keys=True).splitlines()

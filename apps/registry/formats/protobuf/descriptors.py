@@ -1,0 +1,419 @@
+"""A `.proto` file as protobuf's own `FileDescriptorProto`: read from its text (through
+`proto-schema-parser`, a pure-Python parser of proto2 and proto3) or from the base64 of a
+serialized descriptor (what `confluent-kafka`'s ProtobufSerializer registers), then built
+in a descriptor pool of its own with the files it imports, which resolves every type name
+and refuses what protoc refuses (an unknown type, a number used twice, a name defined
+twice). Nothing is fetched: an import is one of the schema's references, or one of the
+well-known types protobuf ships."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+from antlr4.error.ErrorListener import ErrorListener
+from google.protobuf import (
+    any_pb2,
+    api_pb2,
+    descriptor_pb2,
+    descriptor_pool,
+    duration_pb2,
+    empty_pb2,
+    field_mask_pb2,
+    source_context_pb2,
+    struct_pb2,
+    timestamp_pb2,
+    type_pb2,
+    wrappers_pb2,
+)
+from google.protobuf.message import DecodeError
+from proto_schema_parser import ast
+from proto_schema_parser.parser import Parser
+
+from apps.registry.formats.errors import InvalidSchema, SchemaTooComplex
+
+FDP = descriptor_pb2.FileDescriptorProto
+FIELD = descriptor_pb2.FieldDescriptorProto
+MAIN = "default"  # the name confluent-kafka gives the file of the schema itself
+MAX_TEXT = 1_000_000  # characters of one schema's text
+MAX_DEPTH = 64  # nested message declarations
+
+# The files protobuf ships: a schema imports them without a reference, as the reference
+# registry and confluent-kafka's serializers take them as given.
+WELL_KNOWN = {
+    module.DESCRIPTOR.name: module.DESCRIPTOR.serialized_pb
+    for module in (
+        any_pb2,
+        api_pb2,
+        descriptor_pb2,
+        duration_pb2,
+        empty_pb2,
+        field_mask_pb2,
+        source_context_pb2,
+        struct_pb2,
+        timestamp_pb2,
+        type_pb2,
+        wrappers_pb2,
+    )
+}
+SCALARS = {
+    "double": FIELD.TYPE_DOUBLE,
+    "float": FIELD.TYPE_FLOAT,
+    "int64": FIELD.TYPE_INT64,
+    "uint64": FIELD.TYPE_UINT64,
+    "int32": FIELD.TYPE_INT32,
+    "fixed64": FIELD.TYPE_FIXED64,
+    "fixed32": FIELD.TYPE_FIXED32,
+    "bool": FIELD.TYPE_BOOL,
+    "string": FIELD.TYPE_STRING,
+    "bytes": FIELD.TYPE_BYTES,
+    "uint32": FIELD.TYPE_UINT32,
+    "sfixed32": FIELD.TYPE_SFIXED32,
+    "sfixed64": FIELD.TYPE_SFIXED64,
+    "sint32": FIELD.TYPE_SINT32,
+    "sint64": FIELD.TYPE_SINT64,
+}
+_LABELS = {
+    ast.FieldCardinality.REQUIRED: FIELD.LABEL_REQUIRED,
+    ast.FieldCardinality.OPTIONAL: FIELD.LABEL_OPTIONAL,
+    ast.FieldCardinality.REPEATED: FIELD.LABEL_REPEATED,
+}
+_FIELD_MAX = 536_870_911  # the largest field number: `max` in a reserved range
+_ENUM_MAX = 2_147_483_647
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]+\Z")
+
+
+class _Raise(ErrorListener):
+    """proto-schema-parser reports syntax errors to stderr and goes on: the first one
+    refuses the schema instead."""
+
+    def syntaxError(self, recognizer, offendingSymbol, line, column, msg, e):  # noqa: N802
+        raise InvalidSchema(f"not a .proto file: line {line}:{column}: {msg}")
+
+
+def _quiet(target):
+    target.removeErrorListeners()
+    target.addErrorListener(_Raise())
+
+
+_PARSER = Parser(setup_lexer=_quiet, setup_parser=_quiet)
+
+
+def file_proto(text: str) -> FDP:
+    """The schema's text (a .proto file, or the base64 of a serialized
+    FileDescriptorProto) as a descriptor named MAIN, its type names as written."""
+    if not isinstance(text, str):
+        raise InvalidSchema("a Protobuf schema is the text of a .proto file")
+    if len(text) > MAX_TEXT:
+        raise SchemaTooComplex(f"the schema is longer than {MAX_TEXT} characters")
+    decoded = _from_base64(text)
+    if decoded is not None:
+        decoded.name = MAIN
+        return decoded
+    try:
+        tree = _PARSER.parse(text)
+    except RecursionError:
+        raise SchemaTooComplex("the .proto file nests too deeply") from None
+    except InvalidSchema:
+        raise
+    except Exception as exc:  # the parser's own refusals of what its grammar took
+        raise InvalidSchema(f"not a .proto file: {exc}") from None
+    try:
+        return _File(tree).proto
+    except (ValueError, TypeError, OverflowError) as exc:  # a number past protobuf's range
+        raise InvalidSchema(f"not a valid .proto file: {str(exc)[:200]}") from None
+
+
+def _from_base64(text: str) -> FDP | None:
+    """The descriptor a base64 text holds, or None when the text is not one: a .proto
+    file always holds a character base64 does not (a space, `;` or `"`)."""
+    stripped = text.strip()
+    if not stripped or not _BASE64.match(stripped) or " " in stripped:
+        return None
+    try:
+        raw = base64.b64decode(stripped, validate=False)
+        proto = FDP()
+        proto.ParseFromString(raw)
+    except (binascii.Error, DecodeError, ValueError):
+        return None
+    if not (proto.message_type or proto.enum_type or proto.service or proto.package):
+        return None
+    return proto
+
+
+def resolved(proto: FDP, dependencies: dict[str, FDP]) -> dict[str, FDP]:
+    """The descriptor built with the files it imports (`dependencies`: name: descriptor,
+    transitively, the well-known types aside), every type name resolved in full: each
+    file by name, the schema's own as MAIN. A schema protoc would refuse is an
+    InvalidSchema."""
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+
+    def add(name: str, chain: tuple = ()) -> None:
+        if name in added:
+            return
+        if name in chain:
+            raise InvalidSchema(f"the imports of {name!r} go round in a circle")
+        if name in WELL_KNOWN:
+            pool.AddSerializedFile(WELL_KNOWN[name])
+            added.add(name)
+            return
+        file = proto if name == MAIN else dependencies.get(name)
+        if file is None:
+            raise InvalidSchema(f'import "{name}" is not one of the schema\'s references')
+        for imported in file.dependency:
+            add(imported, (*chain, name))
+        try:
+            pool.Add(file)
+        except (TypeError, ValueError) as exc:
+            where = "the schema" if name == MAIN else f"the reference {name!r}"
+            raise InvalidSchema(f"{where} is not valid: {_reason(exc)}") from None
+        added.add(name)
+
+    add(MAIN)
+    files = {}
+    for name in added:
+        files[name] = FDP()
+        pool.FindFileByName(name).CopyToProto(files[name])
+    return files
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc).replace("Couldn't build proto file into descriptor pool: ", "")[:500]
+
+
+class _File:
+    """One parsed file's tree, written into a FileDescriptorProto."""
+
+    def __init__(self, tree: ast.File):
+        self.proto = FDP(name=MAIN)
+        if tree.edition is not None:
+            raise InvalidSchema("Protobuf editions are not supported; use proto2 or proto3")
+        self.syntax = tree.syntax or "proto2"
+        if self.syntax not in ("proto2", "proto3"):
+            raise InvalidSchema(f"unknown syntax {self.syntax!r}")
+        # protoc leaves a proto2 file's syntax out of its descriptor
+        if self.syntax == "proto3":
+            self.proto.syntax = "proto3"
+        for element in tree.file_elements:
+            self._element(element)
+
+    def _element(self, element) -> None:
+        proto = self.proto
+        if isinstance(element, ast.Package):
+            if proto.package:
+                raise InvalidSchema("the file declares two packages")
+            proto.package = element.name
+        elif isinstance(element, ast.Import):
+            if element.public:
+                proto.public_dependency.append(len(proto.dependency))
+            if element.weak:
+                proto.weak_dependency.append(len(proto.dependency))
+            proto.dependency.append(element.name)
+        elif isinstance(element, ast.Option):
+            _option(proto.options, element)
+        elif isinstance(element, ast.Message):
+            self._message(proto.message_type.add(), element, 1)
+        elif isinstance(element, ast.Enum):
+            _enum(proto.enum_type.add(), element)
+        elif isinstance(element, ast.Service):
+            _service(proto.service.add(), element)
+        elif isinstance(element, ast.Extension):
+            raise InvalidSchema("extensions (`extend`) are not supported by Steward's registry")
+
+    def _message(self, message, tree: ast.Message, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise SchemaTooComplex(f"messages nest deeper than {MAX_DEPTH}")
+        message.name = tree.name
+        optional: list = []  # proto3 `optional` fields, each with its synthetic oneof
+        for element in tree.elements:
+            self._member(message, element, depth, optional, None)
+        for field in optional:
+            field.oneof_index = len(message.oneof_decl)
+            message.oneof_decl.add(name=_synthetic_oneof(message, field.name))
+
+    def _member(self, message, element, depth, optional, oneof) -> None:
+        if isinstance(element, ast.Field):
+            field = _field(message.field.add(), element, self.syntax, oneof is not None)
+            if oneof is not None:
+                field.oneof_index = oneof
+            elif field.proto3_optional:
+                optional.append(field)
+        elif isinstance(element, ast.MapField):
+            _map_field(message, element)
+        elif isinstance(element, ast.Group):
+            self._group(message, element, depth, oneof)
+        elif isinstance(element, ast.OneOf):
+            index = len(message.oneof_decl)
+            message.oneof_decl.add(name=element.name)
+            for member in element.elements:
+                if isinstance(member, ast.Option):
+                    _option(message.oneof_decl[index].options, member)
+                else:
+                    self._member(message, member, depth, optional, index)
+        elif isinstance(element, ast.Message):
+            self._message(message.nested_type.add(), element, depth + 1)
+        elif isinstance(element, ast.Enum):
+            _enum(message.enum_type.add(), element)
+        elif isinstance(element, ast.Reserved):
+            _reserved(message.reserved_range, message.reserved_name, element, _FIELD_MAX, 1)
+        elif isinstance(element, ast.ExtensionRange):
+            for start, end in _ranges(element.ranges, _FIELD_MAX, 1):
+                message.extension_range.add(start=start, end=end)
+        elif isinstance(element, ast.Option):
+            _option(message.options, element)
+        elif isinstance(element, ast.Extension):
+            raise InvalidSchema("extensions (`extend`) are not supported by Steward's registry")
+
+    def _group(self, message, group: ast.Group, depth: int, oneof) -> None:
+        if self.syntax == "proto3":
+            raise InvalidSchema("groups are proto2 only")
+        field = message.field.add(
+            name=group.name.lower(),
+            number=group.number,
+            type=FIELD.TYPE_GROUP,
+            type_name=group.name,
+            label=_LABELS.get(group.cardinality, FIELD.LABEL_OPTIONAL),
+        )
+        if oneof is not None:
+            field.oneof_index = oneof
+        self._message(message.nested_type.add(), ast.Message(group.name, group.elements), depth + 1)
+
+
+def _synthetic_oneof(message, name: str) -> str:
+    """protoc's name for a proto3 optional field's oneof: `_name`, prefixed with `X`
+    until no other oneof has it."""
+    taken = {oneof.name for oneof in message.oneof_decl}
+    chosen = f"_{name}"
+    while chosen in taken:
+        chosen = f"X{chosen}"
+    return chosen
+
+
+def _field(field, tree: ast.Field, syntax: str, in_oneof: bool = False):
+    field.name, field.number = tree.name, tree.number
+    if tree.type in SCALARS:
+        field.type = SCALARS[tree.type]
+    else:
+        field.type_name = tree.type  # resolved by the pool, as protoc resolves it
+    if tree.cardinality is None:
+        if syntax == "proto2" and not in_oneof:
+            raise InvalidSchema(f"field {tree.name!r}: a proto2 field needs a label")
+        field.label = FIELD.LABEL_OPTIONAL
+    else:
+        if syntax == "proto3" and tree.cardinality == ast.FieldCardinality.REQUIRED:
+            raise InvalidSchema(f"field {tree.name!r}: required fields are proto2 only")
+        field.label = _LABELS[tree.cardinality]
+        if syntax == "proto3" and tree.cardinality == ast.FieldCardinality.OPTIONAL:
+            field.proto3_optional = True
+    for option in tree.options:
+        if option.name == "default":
+            field.default_value = _default_text(option.value)
+        elif option.name == "json_name":
+            field.json_name = str(option.value)
+        else:
+            _option(field.options, option)
+    return field
+
+
+def _default_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, ast.Identifier):
+        return value.name
+    return str(value)
+
+
+def _map_field(message, tree: ast.MapField) -> None:
+    entry_name = "".join(part[:1].upper() + part[1:] for part in tree.name.split("_")) + "Entry"
+    entry = message.nested_type.add(name=entry_name)
+    entry.options.map_entry = True
+    for number, (name, kind) in enumerate((("key", tree.key_type), ("value", tree.value_type)), 1):
+        field = entry.field.add(name=name, number=number, label=FIELD.LABEL_OPTIONAL)
+        if kind in SCALARS:
+            field.type = SCALARS[kind]
+        else:
+            field.type_name = kind
+    field = message.field.add(
+        name=tree.name, number=tree.number, label=FIELD.LABEL_REPEATED, type_name=entry_name
+    )
+    field.type = FIELD.TYPE_MESSAGE
+    for option in tree.options:
+        _option(field.options, option)
+
+
+def _enum(enum, tree: ast.Enum) -> None:
+    enum.name = tree.name
+    for element in tree.elements:
+        if isinstance(element, ast.EnumValue):
+            value = enum.value.add(name=element.name, number=element.number)
+            for option in element.options:
+                _option(value.options, option)
+        elif isinstance(element, ast.EnumReserved):
+            _reserved(enum.reserved_range, enum.reserved_name, element, _ENUM_MAX, 0)
+        elif isinstance(element, ast.Option):
+            _option(enum.options, element)
+
+
+def _service(service, tree: ast.Service) -> None:
+    service.name = tree.name
+    for element in tree.elements:
+        if isinstance(element, ast.Method):
+            method = service.method.add(
+                name=element.name,
+                input_type=element.input_type.type,
+                output_type=element.output_type.type,
+            )
+            if element.input_type.stream:
+                method.client_streaming = True
+            if element.output_type.stream:
+                method.server_streaming = True
+            for option in element.elements:
+                if isinstance(option, ast.Option):
+                    _option(method.options, option)
+        elif isinstance(element, ast.Option):
+            _option(service.options, element)
+
+
+def _reserved(ranges, names, tree, largest: int, end_extra: int) -> None:
+    """`end_extra`: a message's reserved range ends past its last number in a descriptor,
+    an enum's on it."""
+    for start, end in _ranges(tree.ranges, largest, end_extra):
+        ranges.add(start=start, end=end)
+    names.extend(tree.names)
+
+
+def _ranges(ranges: list[str], largest: int, end_extra: int):
+    for text in ranges:
+        low, _, high = (part.strip() for part in str(text).partition(" to "))
+        try:
+            start = int(low, 0)
+            end = largest if high == "max" else int(high or low, 0)
+        except ValueError:
+            raise InvalidSchema(f"not a number range: {text!r}") from None
+        if end < start:
+            raise InvalidSchema(f"range {text!r} ends before it starts")
+        yield start, end + end_extra
+
+
+def _option(options, option: ast.Option) -> None:
+    """A standard option set on its options message; a custom one (`(name)`), which
+    needs its extension's definition, is left out (docs/registry-protobuf.md)."""
+    name = option.name
+    if name.startswith("("):
+        return
+    field = options.DESCRIPTOR.fields_by_name.get(name)
+    if field is None:
+        raise InvalidSchema(f"unknown option {name!r}")
+    value = option.value
+    try:
+        if field.enum_type is not None:
+            label = value.name if isinstance(value, ast.Identifier) else str(value)
+            setattr(options, name, field.enum_type.values_by_name[label].number)
+        elif field.type == field.TYPE_BOOL and not isinstance(value, bool):
+            raise TypeError
+        else:
+            setattr(options, name, value)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise InvalidSchema(f"option {name!r} cannot be {value!r}") from None
