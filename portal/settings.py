@@ -66,7 +66,16 @@ def prepare_threshold(value: str) -> int | None:
     return int(value)
 
 
-DB_PREPARE_THRESHOLD = prepare_threshold(env("STEWARD_DB_PREPARE_THRESHOLD", "5"))
+# A pooler between Steward and PostgreSQL (docs/operations.md, Connection pooler). In
+# transaction mode a statement prepared on one server connection is not there on the
+# next, so preparing is off unless STEWARD_DB_PREPARE_THRESHOLD says otherwise (PgBouncer
+# 1.21 and later keeps prepared statements with max_prepared_statements set).
+DB_POOLER = env("STEWARD_DB_POOLER", "none")
+if DB_POOLER not in {"none", "session", "transaction"}:
+    raise ImproperlyConfigured("STEWARD_DB_POOLER must be 'none', 'session' or 'transaction'.")
+DB_PREPARE_THRESHOLD = prepare_threshold(
+    env("STEWARD_DB_PREPARE_THRESHOLD", "off" if DB_POOLER == "transaction" else "5")
+)
 
 
 def database_from_url(url: str) -> dict:

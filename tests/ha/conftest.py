@@ -1,0 +1,114 @@
+"""The engines operators run in front of and beside Steward, started for real: Debian's
+PgBouncer in transaction mode in front of the test database, and Redis with three
+Sentinels. A machine without them stops the run with one sentence (portal.debian_packages)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.db import connection
+
+from portal.debian_packages import ensure_binary
+from portal.devstack import StackError
+from portal.settings import prepare_threshold
+from tests.eventing.conftest import topic  # noqa: F401 - the eventing paths' fixture
+from tests.support import free_port, wait_for
+
+
+def _needed(binary: str, package: str, needed_for: str) -> str:
+    try:
+        return ensure_binary(binary, package=package, needed_for=needed_for)
+    except StackError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def _world_readable_dir(prefix: str) -> Path:
+    # The servers may run as the database's owner (PgBouncer refuses to run as root).
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    directory.chmod(0o755)
+    return directory
+
+
+@dataclass
+class PgBouncer:
+    port: int
+    user: str
+    process: subprocess.Popen
+
+    def admin(self, command: str) -> list[dict]:
+        """A SHOW command on PgBouncer's admin console, its rows as dicts."""
+        with psycopg.connect(
+            host="127.0.0.1", port=self.port, dbname="pgbouncer", user=self.user, autocommit=True
+        ) as admin:
+            cursor = psycopg.ClientCursor(admin)
+            cursor.execute(command)
+            names = [column.name for column in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(django_db_setup, django_db_blocker):
+    """Debian's PgBouncer in transaction mode in front of the test database, with fewer
+    server connections (3) than the tests' clients, so clients share them."""
+    binary = _needed("/usr/sbin/pgbouncer", "pgbouncer", "the connection pooler's tests")
+    db = connection.settings_dict
+    here = _world_readable_dir("steward-pgbouncer-")
+    port = free_port()
+    server = f"host={db['HOST']} port={db['PORT'] or 5432}"
+    (here / "userlist.txt").write_text(f'"{db["USER"]}" ""\n')
+    (here / "pgbouncer.ini").write_text(
+        "[databases]\n"
+        f"* = {server}\n"
+        "[pgbouncer]\n"
+        f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
+        f"auth_type = trust\nauth_file = {here / 'userlist.txt'}\n"
+        f"admin_users = {db['USER']}\n"
+        "pool_mode = transaction\ndefault_pool_size = 3\nmax_client_conn = 200\n"
+        "ignore_startup_parameters = extra_float_digits\n"
+    )
+    for path in here.iterdir():
+        path.chmod(0o644)
+    command = [binary, str(here / "pgbouncer.ini")]
+    if os.geteuid() == 0:
+        socket_owner = Path(db["HOST"]).stat().st_uid if db["HOST"].startswith("/") else 0
+        command[1:1] = ["-u", pwd.getpwuid(socket_owner).pw_name]
+    log = (here / "pgbouncer.log").open("w")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
+    bouncer = PgBouncer(port=port, user=db["USER"], process=process)
+
+    def answers() -> bool:
+        assert process.poll() is None, (here / "pgbouncer.log").read_text()
+        try:
+            bouncer.admin("SHOW VERSION")
+        except psycopg.OperationalError:
+            return False
+        return True
+
+    wait_for(answers, timeout=20)
+    yield bouncer
+    process.terminate()
+    process.wait(timeout=20)
+    log.close()
+
+
+@pytest.fixture
+def through_pgbouncer(pgbouncer, transactional_db):
+    """Every connection the test's threads open goes through PgBouncer, with the settings
+    STEWARD_DB_POOLER=transaction gives (no prepared statements)."""
+    db = connection.settings_dict
+    saved = db["HOST"], db["PORT"], db["OPTIONS"]
+    connection.close()
+    db["HOST"], db["PORT"] = "127.0.0.1", str(pgbouncer.port)
+    db["OPTIONS"] = {**saved[2], "prepare_threshold": prepare_threshold("off")}
+    try:
+        yield pgbouncer
+    finally:
+        connection.close()
+        db["HOST"], db["PORT"], db["OPTIONS"] = saved
