@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import redis
 from django.db import connection
 
 from portal.debian_packages import ensure_binary
@@ -112,3 +114,98 @@ def through_pgbouncer(pgbouncer, transactional_db):
     finally:
         connection.close()
         db["HOST"], db["PORT"], db["OPTIONS"] = saved
+
+
+@dataclass
+class SentinelSet:
+    """A Redis primary, its replica and three Sentinels watching them as one service."""
+
+    directory: Path
+    password: str
+    ports: dict[str, int]
+    processes: dict[str, subprocess.Popen]
+    service: str = "steward"
+
+    @property
+    def url(self) -> str:
+        sentinels = ",".join(f"127.0.0.1:{self.ports[f'sentinel{n}']}" for n in range(3))
+        return f"redis+sentinel://:{self.password}@{sentinels}/{self.service}/0"
+
+    def server(self, name: str) -> redis.Redis:
+        return redis.Redis(port=self.ports[name], password=self.password, socket_timeout=5)
+
+    def sentinel(self, n: int) -> redis.Redis:
+        return redis.Redis(port=self.ports[f"sentinel{n}"], socket_timeout=5, decode_responses=True)
+
+    def primary_port(self) -> int:
+        return int(self.sentinel(0).sentinel_get_master_addr_by_name(self.service)[1])
+
+    def kill(self, name: str) -> None:
+        self.processes[name].send_signal(signal.SIGKILL)
+        self.processes[name].wait(timeout=20)
+
+
+def _start(command: list[str], log: Path) -> subprocess.Popen:
+    with log.open("w") as out:
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
+
+
+def _answers(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except (redis.RedisError, OSError):
+        return False
+
+
+def _sentinels_ready(found: SentinelSet) -> bool:
+    """Each Sentinel knows the primary, its replica in sync, and the other two."""
+    try:
+        if found.server("replica").info("replication")["master_link_status"] != "up":
+            return False
+        for n in range(3):
+            replicas = found.sentinel(n).sentinel_slaves(found.service)
+            if not replicas or "s_down" in replicas[0]["flags"]:
+                return False
+            if len(found.sentinel(n).sentinel_sentinels(found.service)) < 2:
+                return False
+    except (redis.RedisError, OSError, KeyError):
+        return False
+    return True
+
+
+@pytest.fixture
+def sentinel_redis():
+    """Debian's redis-server as a primary and its replica, and three redis-sentinel
+    processes watching them (quorum 2, a primary down after 1 s), each on its own port."""
+    server = _needed("redis-server", "redis-server", "the Redis Sentinel tests")
+    sentinel = _needed("redis-sentinel", "redis-sentinel", "the Redis Sentinel tests")
+    here = _world_readable_dir("steward-sentinel-")
+    password = "sentinel-test-secret"  # noqa: S105 - a throwaway server's
+    names = ["primary", "replica", "sentinel0", "sentinel1", "sentinel2"]
+    found = SentinelSet(here, password, {name: free_port() for name in names}, {})
+    base = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(here)]
+    auth = ["--requirepass", password, "--masterauth", password]
+    for name in ("primary", "replica"):
+        follows = ["--replicaof", "127.0.0.1", str(found.ports["primary"])]
+        command = [server, "--port", str(found.ports[name]), *base, *auth]
+        command += follows if name == "replica" else []
+        found.processes[name] = _start(command, here / f"{name}.log")
+    for n in range(3):
+        conf = here / f"sentinel{n}.conf"
+        conf.write_text(
+            f"port {found.ports[f'sentinel{n}']}\nbind 127.0.0.1\ndir {here}\n"
+            f"sentinel monitor {found.service} 127.0.0.1 {found.ports['primary']} 2\n"
+            f"sentinel auth-pass {found.service} {password}\n"
+            f"sentinel down-after-milliseconds {found.service} 1000\n"
+            f"sentinel failover-timeout {found.service} 10000\n"
+        )
+        found.processes[f"sentinel{n}"] = _start([sentinel, str(conf)], here / f"sentinel{n}.log")
+    try:
+        wait_for(lambda: all(_answers(found.server(n)) for n in ("primary", "replica")))
+        wait_for(lambda: _sentinels_ready(found), timeout=60)
+        yield found
+    finally:
+        for process in found.processes.values():
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=20)
