@@ -4,6 +4,7 @@ Sentinels. A machine without them stops the run with one sentence (portal.debian
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pwd
 import signal
@@ -209,3 +210,90 @@ def sentinel_redis():
             if process.poll() is None:
                 process.terminate()
                 process.wait(timeout=20)
+
+
+SUPERUSER = "postgres"  # the embedded server's (pgserver's)
+
+
+@dataclass
+class PostgresPair:
+    """Two PostgreSQL servers on loopback: a primary copied from the test database's
+    server, and a streaming standby of it."""
+
+    bin: Path
+    directory: Path
+    user: str
+    ports: dict[str, int]
+    processes: dict[str, subprocess.Popen]
+
+    def url(self, *order: str, name: str, user: str) -> str:
+        servers = ",".join(f"127.0.0.1:{self.ports[n]}" for n in order)
+        return f"postgresql://{user}@{servers}/{name}?target_session_attrs=read-write"
+
+    def admin(self, which: str) -> psycopg.Connection:
+        return psycopg.connect(
+            host="127.0.0.1",
+            port=self.ports[which],
+            dbname="postgres",
+            user=SUPERUSER,
+            autocommit=True,
+        )
+
+    def as_owner(self, *command: str) -> None:
+        prefix = ["runuser", "-u", self.user, "--"] if os.geteuid() == 0 else []
+        subprocess.run([*prefix, *command], check=True, capture_output=True)  # noqa: S603
+
+    def start(self, which: str) -> None:
+        prefix = ["runuser", "-u", self.user, "--"] if os.geteuid() == 0 else []
+        command = [str(self.bin / "postgres"), "-D", str(self.directory / which)]
+        command += ["-p", str(self.ports[which]), "-c", "listen_addresses=127.0.0.1"]
+        command += ["-k", str(self.directory)]
+        self.processes[which] = _start([*prefix, *command], self.directory / f"{which}.log")
+        wait_for(lambda: self._answers(which), timeout=60)
+
+    def _answers(self, which: str) -> bool:
+        assert self.processes[which].poll() is None, (self.directory / f"{which}.log").read_text()
+        try:
+            self.admin(which).close()
+        except psycopg.OperationalError:
+            return False
+        return True
+
+    def crash(self, which: str) -> None:
+        """SIGKILL the server's postmaster, as a host's sudden loss would."""
+        pid = int((self.directory / which / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, signal.SIGKILL)
+        self.processes[which].wait(timeout=20)
+
+
+@pytest.fixture
+def postgres_pair(transactional_db):
+    """Steward's test database on a primary of its own and a streaming standby of it,
+    both copied with pg_basebackup (the rows committed so far included)."""
+    db = connection.settings_dict
+    if not db["HOST"].startswith("/"):
+        pytest.fail("The failover test copies the embedded PostgreSQL; unset DATABASE_URL.")
+    here = _world_readable_dir("steward-pg-pair-")
+    owner = pwd.getpwuid(Path(db["HOST"]).stat().st_uid).pw_name
+    os.chown(here, Path(db["HOST"]).stat().st_uid, -1)
+    pair = PostgresPair(
+        # pgserver's own PostgreSQL, found without importing it (its import warns).
+        Path(importlib.util.find_spec("pgserver").origin).parent / "pginstall" / "bin",
+        here,
+        owner,
+        {"primary": free_port(), "standby": free_port()},
+        {},
+    )
+    backup = [str(pair.bin / "pg_basebackup"), "-U", SUPERUSER, "-X", "stream", "-c", "fast"]
+    try:
+        pair.as_owner(*backup, "-h", db["HOST"], "-D", str(here / "primary"))
+        pair.start("primary")
+        from_primary = ["-h", "127.0.0.1", "-p", str(pair.ports["primary"])]
+        pair.as_owner(*backup, *from_primary, "-R", "-D", str(here / "standby"))
+        pair.start("standby")
+        yield pair
+    finally:
+        for process in pair.processes.values():
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=30)
