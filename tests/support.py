@@ -178,3 +178,36 @@ def web_process(**env: str) -> Iterator[int]:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def gunicorn_process(*, workers: int = 2, **env: str) -> Iterator[int]:
+    """gunicorn with `workers` sync processes, as a web replica runs Steward, on the test
+    database with `env` over the test's environment. Yields its port once it answers
+    /healthz; stopped after."""
+    port = free_port()
+    gunicorn = str(Path(sys.executable).parent / "gunicorn")
+    server = subprocess.Popen(  # noqa: S603
+        # Sync workers: one request at a time each, so a stalled one pins its process.
+        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}"]
+        + ["--workers", str(workers), "--worker-class", "sync"],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": database_url(), "STEWARD_LOG_LEVEL": "WARNING", **env},
+    )
+
+    def up():
+        probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            probe.request("GET", "/healthz")
+            return probe.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            probe.close()
+
+    try:
+        wait_for(up, timeout=60)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
