@@ -154,30 +154,10 @@ def web_process(**env: str) -> Iterator[int]:
     connections pooled), on the test database with `env` over the test's environment.
     Yields its port once it answers /readyz; stopped after."""
     port = free_port()
-    server = subprocess.Popen(  # noqa: S603
-        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-        cwd=ROOT,
-        env={**os.environ, "DATABASE_URL": database_url(), **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-    def up():
-        probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        try:
-            probe.request("GET", "/readyz")
-            return probe.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            probe.close()
-
-    try:
-        wait_for(up, timeout=60)
+    command = [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    with _serving(command, port, "/readyz", env, **quiet):
         yield port
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 @contextlib.contextmanager
@@ -187,27 +167,33 @@ def gunicorn_process(*, workers: int = 2, **env: str) -> Iterator[int]:
     /healthz; stopped after."""
     port = free_port()
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
+    # Sync workers: one request at a time each, so a stalled one pins its process.
+    command = [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}"]
+    command += ["--workers", str(workers), "--worker-class", "sync"]
+    with _serving(command, port, "/healthz", {"STEWARD_LOG_LEVEL": "WARNING", **env}):
+        yield port
+
+
+@contextlib.contextmanager
+def _serving(command: list[str], port: int, probe: str, env: dict, **popen):
+    """The web server `command` on the test database, until it answers `probe` with 200."""
     server = subprocess.Popen(  # noqa: S603
-        # Sync workers: one request at a time each, so a stalled one pins its process.
-        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}"]
-        + ["--workers", str(workers), "--worker-class", "sync"],
-        cwd=ROOT,
-        env={**os.environ, "DATABASE_URL": database_url(), "STEWARD_LOG_LEVEL": "WARNING", **env},
+        command, cwd=ROOT, env={**os.environ, "DATABASE_URL": database_url(), **env}, **popen
     )
 
     def up():
-        probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        asking = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         try:
-            probe.request("GET", "/healthz")
-            return probe.getresponse().status == 200
+            asking.request("GET", probe)
+            return asking.getresponse().status == 200
         except OSError:
             return False
         finally:
-            probe.close()
+            asking.close()
 
     try:
         wait_for(up, timeout=60)
-        yield port
+        yield
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -151,6 +151,13 @@ def _start(command: list[str], log: Path) -> subprocess.Popen:
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603
 
 
+def _stop(processes: dict[str, subprocess.Popen]) -> None:
+    for process in processes.values():
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=30)
+
+
 def _answers(client: redis.Redis) -> bool:
     try:
         return bool(client.ping())
@@ -206,10 +213,7 @@ def sentinel_redis():
         wait_for(lambda: _sentinels_ready(found), timeout=60)
         yield found
     finally:
-        for process in found.processes.values():
-            if process.poll() is None:
-                process.terminate()
-                process.wait(timeout=20)
+        _stop(found.processes)
 
 
 SUPERUSER = "postgres"  # the embedded server's (pgserver's)
@@ -293,7 +297,4 @@ def postgres_pair(transactional_db):
         pair.start("standby")
         yield pair
     finally:
-        for process in pair.processes.values():
-            if process.poll() is None:
-                process.terminate()
-                process.wait(timeout=30)
+        _stop(pair.processes)
