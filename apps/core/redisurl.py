@@ -116,7 +116,8 @@ def celery_broker(url: str) -> tuple[str, dict]:
     if found.username or found.password:
         auth = f"{quote(found.username or '')}:{quote(found.password or '')}@"
     broker = ";".join(
-        f"sentinel://{auth}{host}:{port}/{found.db}" for host, port in found.sentinels
+        f"sentinel://{auth}{f'[{host}]' if ':' in host else host}:{port}/{found.db}"
+        for host, port in found.sentinels
     )
     options: dict = {"master_name": found.service}
     if found.sentinel_password:

@@ -31,7 +31,7 @@ def test_a_sentinel_url_names_the_sentinels_the_service_the_database_and_the_pas
     assert sentinel_service("redis://127.0.0.1:6379/0") is None
     assert celery_broker(url) == (
         "sentinel://:pa%40ss@h1:26379/2;sentinel://:pa%40ss@h2:26379/2;"
-        "sentinel://:pa%40ss@::1:26380/2",
+        "sentinel://:pa%40ss@[::1]:26380/2",
         {"master_name": "mymaster", "sentinel_kwargs": {"password": "sp"}},
     )
     assert celery_broker("unix:///run/redis.sock?db=0") == (
