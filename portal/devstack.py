@@ -294,8 +294,12 @@ def _redis_socket_path() -> Path:
 def _redis_ping(url: str) -> bool:
     import redis
 
+    from apps.core.redisurl import connection_pool
+
+    # REDIS_URL may name Sentinels (redis+sentinel://…), which only Steward's parser reads.
+    pool = connection_pool(url, socket_timeout=2, socket_connect_timeout=2)
     try:
-        return bool(redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2).ping())
+        return bool(redis.Redis(connection_pool=pool).ping())
     except (redis.ConnectionError, redis.TimeoutError, OSError):
         return False
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from apps.core.redisurl import cache_settings, celery_broker, sentinel_service
 from portal.dburl import settings_from_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -66,7 +67,16 @@ def prepare_threshold(value: str) -> int | None:
     return int(value)
 
 
-DB_PREPARE_THRESHOLD = prepare_threshold(env("STEWARD_DB_PREPARE_THRESHOLD", "5"))
+# A pooler between Steward and PostgreSQL (docs/operations.md, Connection pooler). In
+# transaction mode a statement prepared on one server connection is not there on the
+# next, so preparing is off unless STEWARD_DB_PREPARE_THRESHOLD says otherwise (PgBouncer
+# 1.21 and later keeps prepared statements with max_prepared_statements set).
+DB_POOLER = env("STEWARD_DB_POOLER", "none")
+if DB_POOLER not in {"none", "session", "transaction"}:
+    raise ImproperlyConfigured("STEWARD_DB_POOLER must be 'none', 'session' or 'transaction'.")
+DB_PREPARE_THRESHOLD = prepare_threshold(
+    env("STEWARD_DB_PREPARE_THRESHOLD", "off" if DB_POOLER == "transaction" else "5")
+)
 
 
 def database_from_url(url: str) -> dict:
@@ -102,13 +112,6 @@ def database_from_url(url: str) -> dict:
     }
 
 
-def celery_url(redis_url: str) -> str:
-    # redis-py names Unix sockets unix://, kombu names them redis+socket://.
-    if redis_url.startswith("unix://"):
-        return "redis+socket://" + redis_url[len("unix://") :]
-    return redis_url
-
-
 STEWARD_ENV = env("STEWARD_ENV", "development")
 if STEWARD_ENV not in {"development", "production"}:
     raise ImproperlyConfigured("STEWARD_ENV must be 'development' or 'production'.")
@@ -135,6 +138,10 @@ if PRODUCTION and not (DATABASE_URL and REDIS_URL):
 # URLs the embedded stack uses, so commands fail with a connection error, not a KeyError.
 DATABASE_URL = DATABASE_URL or "postgresql://steward@/steward?host=/tmp"  # noqa: S108
 REDIS_URL = REDIS_URL or "redis://127.0.0.1:6379/0"
+try:
+    sentinel_service(REDIS_URL)
+except ValueError as _exc:
+    raise ImproperlyConfigured(str(_exc)) from None
 
 ALLOWED_HOSTS = [
     h.strip()
@@ -235,13 +242,7 @@ TEMPLATES = [
 DATABASES = {"default": database_from_url(DATABASE_URL)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": REDIS_URL,
-        "KEY_PREFIX": "steward",
-    }
-}
+CACHES = {"default": {**cache_settings(REDIS_URL), "KEY_PREFIX": "steward"}}
 
 AUTH_USER_MODEL = "tenancy.User"
 AUTHENTICATION_BACKENDS = [
@@ -513,7 +514,7 @@ STEWARD_TRACE_RETENTION_DAYS = env_int("STEWARD_TRACE_RETENTION_DAYS", 30)
 
 # ----------------------------------------------------------------------------- Celery
 
-CELERY_BROKER_URL = celery_url(REDIS_URL)
+CELERY_BROKER_URL, _broker_options = celery_broker(REDIS_URL)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -529,7 +530,10 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {"*.periodic_*": {"queue": "periodic"}}
 # With acks_late, a message is redelivered when unacknowledged for this long: keep it
 # well above the longest task (CELERY_TASK_TIME_LIMIT) so no task runs twice by accident.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 4}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    **_broker_options,
+    "visibility_timeout": CELERY_TASK_TIME_LIMIT * 4,
+}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -155,27 +156,46 @@ def web_process(**env: str) -> Iterator[int]:
     `env` over the test's environment. Yields its port once it answers /readyz; stopped
     after."""
     port = free_port()
+    command = web_command("127.0.0.1", str(port), reload=False)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    with _serving(command, port, "/readyz", env, **quiet):
+        yield port
+
+
+@contextlib.contextmanager
+def gunicorn_process(*, workers: int = 2, **env: str) -> Iterator[int]:
+    """gunicorn with `workers` sync processes, as a web replica runs Steward, on the test
+    database with `env` over the test's environment. Yields its port once it answers
+    /healthz; stopped after."""
+    port = free_port()
+    gunicorn = str(Path(sys.executable).parent / "gunicorn")
+    # Sync workers: one request at a time each, so a stalled one pins its process.
+    command = [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}"]
+    command += ["--workers", str(workers), "--worker-class", "sync"]
+    with _serving(command, port, "/healthz", {"STEWARD_LOG_LEVEL": "WARNING", **env}):
+        yield port
+
+
+@contextlib.contextmanager
+def _serving(command: list[str], port: int, probe: str, env: dict, **popen):
+    """The web server `command` on the test database, until it answers `probe` with 200."""
     server = subprocess.Popen(  # noqa: S603
-        web_command("127.0.0.1", str(port), reload=False),
-        cwd=ROOT,
-        env={**os.environ, "DATABASE_URL": database_url(), **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        command, cwd=ROOT, env={**os.environ, "DATABASE_URL": database_url(), **env}, **popen
     )
 
     def up():
-        probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        asking = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         try:
-            probe.request("GET", "/readyz")
-            return probe.getresponse().status == 200
+            asking.request("GET", probe)
+            return asking.getresponse().status == 200
         except OSError:
             return False
         finally:
-            probe.close()
+            asking.close()
 
     try:
         wait_for(up, timeout=60)
-        yield port
+        yield
     finally:
         server.terminate()
         server.wait(timeout=30)

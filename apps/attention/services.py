@@ -15,7 +15,7 @@ from apps.core.attention import Item, kinds
 from apps.core.codes import CoreCode
 from apps.core.context import Actor
 from apps.core.errors import NotFound, ValidationFailed
-from apps.core.locks import session_lock
+from apps.core.locks import advisory_lock
 from apps.core.outbox import emit
 from apps.core.scope import owner_scope, system_scope
 from apps.governance.permissions import require_operator
@@ -68,10 +68,10 @@ def scan(kind: str | None = None) -> dict:
     """Compare the kinds' items now with the queue's open entries: an item new to the
     queue gets an entry and AttentionItemRaised on `steward.attention` (a pager or a
     chat bridge subscribes there); an entry whose item is gone is closed with
-    AttentionItemCleared. Scans take turns (a session lock), so an item is announced
+    AttentionItemCleared. Scans take turns (an advisory lock), so an item is announced
     once however many run."""
     raised = cleared = 0
-    with session_lock("attention.scan"):
+    with advisory_lock("attention.scan"):
         with system_scope():
             attention_topic_ensure()
         for group in selectors.queue(kind):

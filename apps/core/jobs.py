@@ -5,12 +5,13 @@ on one ScheduledJob row: last start, last success, duration and error, for the
 dashboard and monitoring (apps.core.schedules).
 
 `periodic_job(name)` wraps a job that must not run twice at once, so that each run
-first takes the job's session advisory lock and claims the job's row: only one run
-may hold it at a time (a second beat's duplicate, or an overlapping slow run, is
-skipped and says so). The lock goes with the runner's database connection, so the
-claim of a run that died (a SIGKILLed worker, a PostgreSQL crash that broke the
-connection before the claim could be released) is taken over by the next run at
-once; a run still alive but stuck past `stale_after` is taken over too.
+first takes the job's advisory lock (apps.core.locks, which works behind a pooler in
+transaction mode) and claims the job's row: only one run may hold it at a time (a
+second beat's duplicate, or an overlapping slow run, is skipped and says so). The lock
+goes with the runner's database connection, so the claim of a run that died (a
+SIGKILLed worker, a PostgreSQL crash that broke the connection before the claim could
+be released) is taken over by the next run at once; a run still alive but stuck past
+`stale_after` is taken over too.
 
 The job's row is then the run's record: a beat task whose body runs a periodic job is
 recorded on the job's row (named for the job, which a kicked task may share, and
@@ -31,7 +32,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.core.locks import session_lock
+from apps.core.locks import advisory_lock
 from apps.core.models import ScheduledJob
 
 logger = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ def periodic_job(name: str, *, stale_after: timedelta = timedelta(minutes=15)):
             task = ""
             if beat_run is not None and not beat_run.recorded_by_job:
                 beat_run.recorded_by_job, task = True, beat_run.task
-            with session_lock(f"steward.job:{name}", wait=False) as locked:
+            with advisory_lock(f"steward.job:{name}", wait=False) as locked:
                 claimed_at = claim_job(name, stale_after=stale_after, locked=locked, task=task)
                 if claimed_at is None:
                     logger.info("periodic job %s is already running elsewhere; skipped", name)

@@ -4,7 +4,13 @@ gauges, read from the database at scrape time.
 Request figures are counted in each web process; with several processes (gunicorn
 workers) set `PROMETHEUS_MULTIPROC_DIR` to a directory they share, emptied at start,
 and the scrape sums them (`make run` and docker-compose do). The gauges come from the
-database, so any web process answers for every worker and beat. The endpoint answers
+database, so any web process answers for every worker and beat.
+
+With several web replicas each is scraped for its own processes' figures
+(`?part=process`, one target per replica, each with a directory of its own), and the
+gauges are scraped once, through the replicas' shared address (`?part=state`): were
+every replica scraped for them, a sum across replicas would count each figure once per
+replica. Without `part`, both (one replica). The endpoint answers
 a bearer token (`STEWARD_METRICS_TOKEN`) or, without one, only the networks in
 `STEWARD_METRICS_ALLOW` (loopback by default in development, none in production).
 
@@ -34,6 +40,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 
 from apps.core.addresses import client_address
+from apps.core.api.exceptions import problem_response
+from apps.core.codes import CoreCode
 from apps.core.hooks import app_modules
 from apps.core.schedules import schedule_health
 from apps.core.scope import system_scope
@@ -139,12 +147,31 @@ def _allowed(request) -> bool:
 def metrics(request):
     if not _allowed(request):
         return HttpResponseForbidden("Metrics need the metrics token or an allowed network.\n")
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        processes = CollectorRegistry()
-        multiprocess.MultiProcessCollector(processes)
-    else:
-        processes = REGISTRY
-    steward = CollectorRegistry()
-    steward.register(StewardCollector())
-    body = generate_latest(processes) + generate_latest(steward)
+    part = request.GET.get("part", "")
+    if part not in PARTS:
+        return problem_response(
+            status_code=400,
+            code=CoreCode.INVALID,
+            title="Unknown part",
+            detail="part is process (this replica's figures) or state (Steward's gauges).",
+        )
+    body = b""
+    if part in ("", "process"):
+        body += generate_latest(_process_registry())
+    if part in ("", "state"):
+        steward = CollectorRegistry()
+        steward.register(StewardCollector())
+        body += generate_latest(steward)
     return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
+
+
+PARTS = {"", "process", "state"}
+
+
+def _process_registry() -> CollectorRegistry:
+    """This replica's processes' figures: the workers' files summed, or this process's."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return REGISTRY
+    processes = CollectorRegistry()
+    multiprocess.MultiProcessCollector(processes)
+    return processes

@@ -12,10 +12,14 @@ import functools
 import redis
 from django.conf import settings
 
+from apps.core.redisurl import connection_pool
+
 
 @functools.cache
 def _pool(url: str) -> redis.ConnectionPool:
-    return redis.ConnectionPool.from_url(
+    # A Sentinel URL gives a pool that asks the Sentinels for the primary on connecting
+    # (apps.core.redisurl), so after a failover the next connection finds the new one.
+    return connection_pool(
         url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=30
     )
 

@@ -101,7 +101,11 @@ def test_a_run_whose_connection_died_is_taken_over_at_once_not_after_it_goes_sta
     assert inside.wait(timeout=30)
     fire_alone().join(timeout=30)  # the next beat, while the run is alive
     assert outcomes == [SKIPPED]
-    with connection.cursor() as cursor:  # the runner dies: its backend goes, and its lock
+    with connection.cursor() as cursor:  # the runner dies: its backends go, and its lock
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks"
+            " WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()"
+        )
         cursor.execute("SELECT pg_terminate_backend(%s)", [backends[0]])
     release.set()
     dying.join(timeout=30)

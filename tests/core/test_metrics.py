@@ -1,10 +1,7 @@
 """/metrics: Steward's gauges from every app, the request figures, and who may read them."""
 
 import http.client
-import os
 import socket
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -15,7 +12,7 @@ from django_celery_beat.models import PeriodicTask
 from apps.assets.models import Asset
 from apps.core.outbox import emit
 from apps.core.scope import tenant_scope
-from tests.support import database_url, wait_for
+from tests.support import gunicorn_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,35 +59,13 @@ def test_metrics_need_the_token_or_an_allowed_network(settings, scrape):
 @pytest.mark.django_db(transaction=True)
 def test_request_figures_add_up_across_several_web_processes(tmp_path):
     """Two gunicorn workers count their own requests; one scrape sums them."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "STEWARD_LOG_LEVEL": "WARNING"}
-    env["DATABASE_URL"] = database_url()
-    gunicorn = str(Path(sys.executable).parent / "gunicorn")
-    proc = subprocess.Popen(  # noqa: S603
-        # Sync workers: one request at a time each, so a stalled one pins its process.
-        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}"]
-        + ["--workers", "2", "--worker-class", "sync"],
-        cwd=ROOT,
-        env=env,
-    )
+    with gunicorn_process(PROMETHEUS_MULTIPROC_DIR=str(tmp_path)) as port:
 
-    def get(path):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        conn.request("GET", path)
-        answer = conn.getresponse()
-        return answer.status, answer.read()
-
-    try:
-
-        def up():
-            try:
-                return get("/healthz")[0] == 200
-            except OSError:
-                return False
-
-        wait_for(up, timeout=60)
+        def get(path):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", path)
+            answer = conn.getresponse()
+            return answer.status, answer.read()
 
         def healthz_count() -> float:
             return sum(
@@ -114,9 +89,6 @@ def test_request_figures_add_up_across_several_web_processes(tmp_path):
         stalled.close()
         assert healthz_count() - before == 40
         assert len(list(tmp_path.glob("histogram_*.db"))) == 2  # both workers counted
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_production_lists_no_network_for_metrics_unless_an_operator_does():

@@ -102,6 +102,12 @@ def test_the_database_settings_carry_the_threshold_and_server_side_binding():
         return done.stdout.strip() or done.stderr
 
     env.pop("STEWARD_DB_PREPARE_THRESHOLD", None)
+    env.pop("STEWARD_DB_POOLER", None)
     assert options() == "5 True"
     # Bound by the server whatever the threshold: every statement is written for that.
     assert options(STEWARD_DB_PREPARE_THRESHOLD="off") == "None True"
+    # Behind a pooler in transaction mode preparing is off, unless the operator's
+    # pooler keeps prepared statements and says so.
+    assert options(STEWARD_DB_POOLER="transaction") == "None True"
+    assert options(STEWARD_DB_POOLER="transaction", STEWARD_DB_PREPARE_THRESHOLD="5") == "5 True"
+    assert "STEWARD_DB_POOLER" in options(STEWARD_DB_POOLER="statement")

@@ -147,7 +147,7 @@ class RetentionSweep(models.Model):
         FAILED = "failed", "Failed"
 
     # A run of the night (again) takes the sweep whatever the last one left: a run that
-    # died with its worker left it running, and the session lock lets one run at a time.
+    # died with its worker left it running, and the advisory lock lets one run at a time.
     TRANSITIONS = Transitions(
         initial=[Status.RUNNING],
         moves={

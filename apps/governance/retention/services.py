@@ -22,7 +22,7 @@ from django.utils import timezone
 from apps.core.codes import CoreCode
 from apps.core.context import SYSTEM_ACTOR, Actor
 from apps.core.errors import Conflict, NotFound, ValidationFailed
-from apps.core.locks import session_lock
+from apps.core.locks import advisory_lock
 from apps.core.scope import system_scope, tenant_scope
 from apps.governance.codes import GovernanceCode
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
@@ -489,7 +489,7 @@ def sweep_run(*, now: datetime | None = None) -> RetentionSweep:
     issued, and finds nothing more expired in Steward's tables."""
     # A second sweep started meanwhile waits, then finds the night's tasks issued and
     # its rows gone.
-    with session_lock("governance.retention_sweep"):
+    with advisory_lock("governance.retention_sweep"):
         return _sweep_night(now or timezone.now())
 
 

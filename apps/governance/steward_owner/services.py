@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from apps.core.context import SYSTEM_ACTOR
-from apps.core.locks import session_lock
+from apps.core.locks import advisory_lock
 from apps.core.scope import system_scope
 from apps.governance.models import GovernanceTask
 from apps.governance.orders import services as orders
@@ -28,7 +28,7 @@ def owner_task_run(*, task_id) -> str:
     the second time: a settled task is left alone, and deleting is idempotent. Two
     runs at once (a redelivery, or the sweep behind a lost one) never overlap: the
     second finds the task claimed and leaves it."""
-    with session_lock(f"governance.task:{task_id}", wait=False) as claimed:
+    with advisory_lock(f"governance.task:{task_id}", wait=False) as claimed:
         return _owner_task_run_claimed(task_id) if claimed else "running elsewhere"
 
 
