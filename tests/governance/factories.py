@@ -2,7 +2,9 @@
 approved by others, owners answering their tasks, stores and live bindings, rows for
 the sweeper."""
 
+import io
 import uuid
+import zipfile
 from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
@@ -16,12 +18,22 @@ from apps.governance.models import (
     GovernanceTask,
     OrderApproval,
 )
-from apps.governance.orders import services
+from apps.governance.orders import archive_store, services
 from apps.governance.steward_owner import services as steward_owner
 from apps.registry.models import Service, Subscription, Topic
 from apps.stores.models import Store, StoreBinding
 from apps.tenancy.models import ServiceAccount
 from tests.factories import member
+
+
+def stored_archive(order) -> zipfile.ZipFile:
+    """The order's archive as the export store holds it."""
+    with system_scope():
+        artifact = ExportArtifact.objects.get(order_id=order.pk)
+    data = b"".join(archive_store.chunks(tenant_id=artifact.tenant_id, key=artifact.path))
+    assert len(data) == artifact.size
+    return zipfile.ZipFile(io.BytesIO(data))
+
 
 OWNED = [
     ("search", "search-index", Store.Category.DERIVED),

@@ -4,7 +4,6 @@ import hashlib
 import io
 import json
 import zipfile
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,14 +11,20 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.core.scope import system_scope, tenant_scope
-from apps.governance.models import GovernanceOrder, GovernanceTask
+from apps.governance.models import ExportChunk, GovernanceOrder, GovernanceTask
 from apps.governance.orders import evidence, exports
 from apps.governance.steward_owner import services as steward_owner
 from apps.registry.models import Service
 from apps.stores.models import Store, StoreBinding
 from apps.tenancy.models import AuditEvent
 from tests.factories import member, service_token
-from tests.governance.factories import approved, fresh, open_tasks, running_exports
+from tests.governance.factories import (
+    approved,
+    fresh,
+    open_tasks,
+    running_exports,
+    stored_archive,
+)
 from tests.query_counts import assert_flat_query_count
 
 pytestmark = pytest.mark.django_db
@@ -206,9 +211,7 @@ def test_owners_not_included_are_listed_with_the_reason(export_order, tenant_a):
     steward_owner.owner_task_run(task_id=tasks["steward"].pk)
     assert exports.export_archive_assemble(order_id=export_order["id"]) == "assembled"
     order = fresh_order(export_order["id"])
-    with system_scope():
-        path = Path(exports.export_root()) / order.artifact.path
-    manifest = json.loads(zipfile.ZipFile(path).read("manifest.json"))
+    manifest = json.loads(stored_archive(order).read("manifest.json"))
     # what was left out by design follows (apps/governance/orders/test_export_coverage.py)
     assert [e for e in manifest["not_included"] if e["reason"] != "by_design"] == [
         {
@@ -252,8 +255,8 @@ def test_bad_bundles_are_refused_and_leave_nothing(export_order, settings, tmp_p
         assert (answer.status_code, answer.json()["code"]) == (status, code), answer.json()
     fresh(tasks["orders"])
     assert tasks["orders"].status == "issued"
-    leftovers = [p for p in Path(settings.STEWARD_EXPORT_DIR).rglob("*") if p.is_file()]
-    assert leftovers == []
+    with system_scope():
+        assert not ExportChunk.objects.exists()
 
 
 def test_owners_see_and_answer_only_their_own_tasks(bound, tenant_a, operator, settings):
