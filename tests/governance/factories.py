@@ -35,6 +35,28 @@ def stored_archive(order) -> zipfile.ZipFile:
     return zipfile.ZipFile(io.BytesIO(data))
 
 
+def export_row(tenant, status: str = "running", requester=None) -> GovernanceOrder:
+    """An export order's row in `status`, written as it stands (no services)."""
+    with tenant_scope(tenant):
+        return GovernanceOrder.objects.create(
+            tenant=tenant,
+            kind=GovernanceOrder.Kind.EXPORT,
+            reason="asked",
+            requested_by=requester or member(tenant, role="admin"),
+            approvals_needed=1,
+            status=status,
+        )
+
+
+def store_file(order, key: str, data: bytes, piece: int = 7_000) -> archive_store.FileWriter:
+    """`data` written to the export store under `key`, `piece` bytes a write."""
+    with tenant_scope(order.tenant_id):
+        with archive_store.FileWriter(tenant_id=order.tenant_id, order_id=order.pk, key=key) as out:
+            for start in range(0, len(data), piece):
+                out.write(data[start : start + piece])
+    return out
+
+
 OWNED = [
     ("search", "search-index", Store.Category.DERIVED),
     ("orders", "orders-sql", Store.Category.AUTHORITATIVE),

@@ -8,9 +8,9 @@ import zipfile
 import pytest
 
 from apps.core.scope import tenant_scope
-from apps.governance.models import ExportChunk, GovernanceOrder
+from apps.governance.models import ExportChunk
 from apps.governance.orders import archive_store, exports
-from tests.factories import member
+from tests.governance.factories import export_row, store_file
 
 pytestmark = pytest.mark.django_db
 CHUNK = archive_store.CHUNK
@@ -18,28 +18,12 @@ CHUNK = archive_store.CHUNK
 
 @pytest.fixture
 def order(tenant_a):
-    with tenant_scope(tenant_a):
-        return GovernanceOrder.objects.create(
-            tenant=tenant_a,
-            kind="export",
-            reason="asked",
-            requested_by=member(tenant_a, role="admin"),
-            approvals_needed=1,
-            status="running",
-        )
-
-
-def store(order, key: str, data: bytes, piece: int = 7_000) -> archive_store.FileWriter:
-    with tenant_scope(order.tenant_id):
-        with archive_store.FileWriter(tenant_id=order.tenant_id, order_id=order.pk, key=key) as out:
-            for start in range(0, len(data), piece):
-                out.write(data[start : start + piece])
-    return out
+    return export_row(tenant_a)
 
 
 def test_a_file_is_fixed_size_chunks_that_read_back_whole_and_from_anywhere(order):
     data = os.urandom(2 * CHUNK + 12_345)
-    out = store(order, "bundles/x.bin", data)
+    out = store_file(order, "bundles/x.bin", data)
     with tenant_scope(order.tenant_id):
         sizes = list(
             ExportChunk.objects.filter(key="bundles/x.bin")
@@ -64,7 +48,7 @@ def test_a_zip_written_through_the_store_reads_back(order):
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED) as reference:
         for name, data in members.items():
             reference.writestr(name, data)
-    out = store(order, "archives/z.zip", sink.getvalue(), piece=CHUNK // 3)
+    out = store_file(order, "archives/z.zip", sink.getvalue(), piece=CHUNK // 3)
     reader = archive_store.FileReader(
         tenant_id=order.tenant_id, key="archives/z.zip", size=out.size
     )
@@ -73,7 +57,7 @@ def test_a_zip_written_through_the_store_reads_back(order):
 
 
 def test_a_download_whose_chunks_went_meanwhile_breaks_off(order):
-    out = store(order, "archives/gone.zip", os.urandom(CHUNK + 10))
+    out = store_file(order, "archives/gone.zip", os.urandom(CHUNK + 10))
     artifact = exports.ExportArtifact(
         tenant_id=order.tenant_id, order=order, path="archives/gone.zip", size=out.size
     )

@@ -18,13 +18,13 @@ from apps.core.scope import system_scope, tenant_scope
 from apps.core.setup import SetupReport
 from apps.eventing.models import DeadLetter, InboxEntry, RecentEvent
 from apps.governance import install
-from apps.governance.models import ExportArtifact, ExportChunk, GovernanceOrder, RetentionRule
+from apps.governance.models import ExportArtifact, ExportChunk, RetentionRule
 from apps.governance.orders import archive_store
 from apps.governance.retention import selectors, services, sweeper
 from apps.tenancy.models import AuditEvent, DataClass
 from portal.celery import app
 from tests.assets.factories import new_asset
-from tests.governance.factories import NIGHT, dead_letter, inbox
+from tests.governance.factories import NIGHT, dead_letter, export_row, inbox, store_file
 from tests.support import run_concurrently, wait_for
 
 pytestmark = pytest.mark.django_db
@@ -275,12 +275,9 @@ def test_a_rule_deletes_decided_assets_with_their_permissions(op, own_rules, ten
 
 def export_artifact(tenant, requester, *, days_old: int, name: str):
     """An archive of `days_old` days with its bytes in the export store."""
+    order = export_row(tenant, "completed", requester)
+    store_file(order, name, b"archive")
     with tenant_scope(tenant):
-        order = GovernanceOrder.objects.create(
-            tenant=tenant, kind="export", reason="r", requested_by=requester, approvals_needed=1
-        )
-        with archive_store.FileWriter(tenant_id=tenant.pk, order_id=order.pk, key=name) as out:
-            out.write(b"archive")
         return ExportArtifact.objects.create(
             tenant=tenant,
             order=order,
@@ -323,22 +320,10 @@ def test_old_export_archives_lose_their_bytes_and_keep_their_record(
 
 def test_bundles_an_order_left_behind_expire_and_a_running_orders_wait(op, own_rules, tenant_a):
     kept_days = own_rules["steward-export-archives"].period_days
+    orders = {status: export_row(tenant_a, status, op.user) for status in ("cancelled", "running")}
+    for status, order in orders.items():
+        store_file(order, archive_store.bundle_key(order.pk, f"{status}.jsonl"), b'{"a": 1}\n')
     with tenant_scope(tenant_a):
-        orders = {
-            status: GovernanceOrder.objects.create(
-                tenant=tenant_a,
-                kind="export",
-                reason="r",
-                requested_by=op.user,
-                approvals_needed=1,
-                status=status,
-            )
-            for status in ("cancelled", "running")
-        }
-        for status, order in orders.items():
-            key = archive_store.bundle_key(order.pk, f"{status}.jsonl")
-            with archive_store.FileWriter(tenant_id=tenant_a.pk, order_id=order.pk, key=key) as out:
-                out.write(b'{"a": 1}\n')
         ExportChunk.objects.update(created_at=NIGHT - timedelta(days=kept_days + 1))
 
     sweep = services.sweep_run(now=NIGHT)

@@ -8,12 +8,12 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from apps.core.scope import system_scope, tenant_scope
-from apps.governance.models import ExportArtifact, ExportChunk, GovernanceOrder
+from apps.governance.models import ExportArtifact, ExportChunk
 from apps.governance.orders import archive_store
 from apps.governance.steward_owner import deletion
 from apps.tenancy.models import AuditEvent
 from tests.factories import member
-from tests.governance.factories import approved, complete, open_tasks
+from tests.governance.factories import approved, complete, export_row, open_tasks, store_file
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_cooling_off")]
 
@@ -41,28 +41,13 @@ def test_audit_redaction_keeps_every_entry_and_replaces_personal_data(bound, ten
         cursor.execute("DELETE FROM tenancy_auditevent")
 
 
-def stored(order, key: str, data: bytes) -> None:
-    with archive_store.FileWriter(tenant_id=order.tenant_id, order_id=order.pk, key=key) as out:
-        out.write(data)
-
-
 def exported(tenant):
     """An export of `tenant` with its archive stored, and a second still running with a
     bundle stored."""
     requester = member(tenant, role="admin")
+    done, running = (export_row(tenant, status, requester) for status in ("completed", "running"))
+    store_file(done, f"archives/{tenant.slug}.zip", b"PK archive " * 200_000)  # 2 chunks
     with tenant_scope(tenant):
-        done, running = (
-            GovernanceOrder.objects.create(
-                tenant=tenant,
-                kind="export",
-                reason="asked",
-                requested_by=requester,
-                approvals_needed=1,
-                status=status,
-            )
-            for status in ("completed", "running")
-        )
-        stored(done, f"archives/{tenant.slug}.zip", b"PK archive " * 200_000)  # 2 chunks
         ExportArtifact.objects.create(
             tenant=tenant,
             order=done,
@@ -71,7 +56,7 @@ def exported(tenant):
             sha256="0" * 64,
             expires_at=timezone.now() + timedelta(days=1),
         )
-        stored(running, archive_store.bundle_key(running.pk, "orders.jsonl"), b'{"a": 1}\n')
+    store_file(running, archive_store.bundle_key(running.pk, "orders.jsonl"), b'{"a": 1}\n')
     return done
 
 
