@@ -406,3 +406,19 @@ def test_an_offboarding_tenant_s_evidence_may_still_be_checked(tenant_a, operato
     _set_status(tenant_a, "offboarding")
     answer = admin.post("/api/v1/governance/evidence/verify/", document, format="json")
     assert answer.status_code == 200 and answer.json()["valid"] is True
+
+
+def test_a_bundle_is_bounded_by_its_own_limit_not_the_body_limit(export_order, settings):
+    """A bundle streams into the export store; the limit on bodies read whole into
+    memory (DATA_UPLOAD_MAX_MEMORY_SIZE) is not its limit, and still holds elsewhere."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    tasks = {t.owner: t for t in open_tasks(export_order["id"])}
+    body = b"".join(b'{"n": %d}\n' % n for n in range(1000))
+    assert len(body) > 1000
+    answer = put_bundle(as_owner("orders"), tasks["orders"].pk, body, "jsonl")
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["receipt"]["bundles"][0]["rows"] == 1000
+    refused = as_owner("search").post(
+        f"{TASKS}{tasks['search'].pk}/decline/", {"reason": "x" * 2000}, format="json"
+    )
+    assert (refused.status_code, refused.json()["code"]) == (413, "body_too_large")

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.test import Client
 from django.utils.crypto import get_random_string
 
+from apps.governance.orders.archive_store import CHUNK
 from portal.celery import app
 from tests.factories import member, service_token
 from tests.governance.factories import open_tasks
@@ -114,9 +115,10 @@ def test_an_export_built_by_a_worker_is_served_by_another_web_process(bound, ten
             "STEWARD_DATA_DIR": str(tmp_path / name / "data"),
             "STEWARD_LOG_LEVEL": "WARNING",
         }
-    # two chunks of the export store and more, lines cut across them (under the
-    # request body limit, DATA_UPLOAD_MAX_MEMORY_SIZE)
-    audit = b"".join(b'{"n": %d, "what": "%s"}\n' % (n, b"x" * 60) for n in range(25_000))
+    # three chunks of the export store and more, lines cut across them, and more than
+    # a body read whole may be (DATA_UPLOAD_MAX_MEMORY_SIZE)
+    audit = b"".join(b'{"n": %d, "what": "%s"}\n' % (n, b"x" * 60) for n in range(40_000))
+    assert len(audit) > max(3 * CHUNK, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
     orders = parquet_bytes()
     app.control.purge()
     with (
@@ -160,7 +162,7 @@ def test_an_export_built_by_a_worker_is_served_by_another_web_process(bound, ten
     manifest = json.loads(archive.read("manifest.json"))
     included = {e["owner"]: e for e in manifest["included"] if e["owner"] != "steward"}
     assert archive.read(included["audit-log"]["file"]) == audit
-    assert included["audit-log"]["rows"] == 25_000
+    assert included["audit-log"]["rows"] == 40_000
     assert archive.read(included["orders"]["file"]) == orders
     assert included["orders"]["rows"] == 3
     assert {e["name"] for e in manifest["included"] if e["owner"] == "steward"}

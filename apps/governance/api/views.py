@@ -16,6 +16,7 @@ from apps.core.api.views import (
     tenant_for_write,
 )
 from apps.core.errors import NotFound
+from apps.core.middleware import bounds_its_own_body
 from apps.core.view_scope import governance_work
 from apps.governance.api import serializers
 from apps.governance.orders import evidence, exports, selectors, services
@@ -241,6 +242,7 @@ class OwnerTaskViewSet(
         responses=serializers.TaskSerializer,
     )
     @action(detail=True, methods=["put"])
+    @bounds_its_own_body  # STEWARD_EXPORT_BUNDLE_MAX_BYTES, as it streams in
     def bundle(self, request, pk=None):
         """An export bundle as the request body, its format the Content-Type (JSON Lines,
         Parquet or Markdown): streamed, size-limited, checked against the declared
