@@ -20,7 +20,7 @@ EXEMPT = {
 }
 # A bundle of an export still running waits for its archive, however old. Archives'
 # chunks go with their records (sweeper.EXPORTS); the chunk table's own rule takes the
-# bundles an order left behind (cancelled, or failed).
+# bundles an order left behind (cancelled before its archive was built).
 OPEN_WORK = {
     "governance.ExportChunk": (
         "order_id IN (SELECT id FROM governance_governanceorder"

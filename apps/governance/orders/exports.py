@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import itertools
 import json
 import zipfile
 from collections.abc import Iterator
@@ -311,9 +312,19 @@ class ArchiveIncomplete(RuntimeError):
 
 def export_archive_stream(artifact: ExportArtifact) -> Iterator[bytes]:
     """The archive's bytes from the export store, a chunk at a time, for any web process
-    to serve."""
+    to serve. Its first chunk is read at once: an archive whose bytes are gone (one
+    kept on disk before Steward stored archives in PostgreSQL) is not found, before any
+    answer has begun."""
+    pieces = archive_store.chunks(tenant_id=artifact.tenant_id, key=artifact.path)
+    first = next(pieces, None)
+    if first is None:
+        raise NotFound("This order's archive is no longer stored.")
+    return _whole(artifact, itertools.chain([first], pieces))
+
+
+def _whole(artifact: ExportArtifact, pieces: Iterator[bytes]) -> Iterator[bytes]:
     sent = 0
-    for piece in archive_store.chunks(tenant_id=artifact.tenant_id, key=artifact.path):
+    for piece in pieces:
         sent += len(piece)
         yield piece
     if sent != artifact.size:

@@ -7,6 +7,7 @@ import zipfile
 
 import pytest
 
+from apps.core.errors import NotFound
 from apps.core.scope import tenant_scope
 from apps.governance.models import ExportChunk
 from apps.governance.orders import archive_store, exports
@@ -67,3 +68,11 @@ def test_a_download_whose_chunks_went_meanwhile_breaks_off(order):
         archive_store.delete_files(["archives/gone.zip"])
     with pytest.raises(exports.ArchiveIncomplete):
         next(stream)
+
+
+def test_an_archive_whose_bytes_are_not_stored_is_not_found_before_any_answer(order):
+    artifact = exports.ExportArtifact(
+        tenant_id=order.tenant_id, order=order, path="archives/on-an-old-disk.zip", size=10
+    )
+    with pytest.raises(NotFound):
+        exports.export_archive_stream(artifact)
