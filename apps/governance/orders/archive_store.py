@@ -43,6 +43,7 @@ class FileWriter(io.RawIOBase):
         self.size, self._seq = 0, 0
         self._digest = hashlib.sha256()
         self._pending = bytearray()
+        self._abandoned = False
 
     def writable(self) -> bool:
         return True
@@ -60,8 +61,17 @@ class FileWriter(io.RawIOBase):
     def tell(self) -> int:
         return self.size
 
+    def __exit__(self, kind, *details):
+        if kind is not None:
+            # The caller's transaction is rolled back; a last write would only bury the
+            # error in another (a broken connection's, or an aborted transaction's).
+            self._abandoned = True
+        return super().__exit__(kind, *details)
+
     def close(self) -> None:
-        if not self.closed and (self._pending or self._seq == 0):
+        if self._abandoned:
+            self._pending.clear()
+        elif not self.closed and (self._pending or self._seq == 0):
             self._store(bytes(self._pending))  # an empty file is one empty chunk
             self._pending.clear()
         super().close()
