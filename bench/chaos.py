@@ -578,7 +578,6 @@ def configure(servers: Servers, root: Path, workflow_url: str) -> dict:
         WEBHOOK_SECRET_VAR: WEBHOOK_SECRET,
         # The drill's webhook receiver listens on loopback, which an operator must allow.
         "STEWARD_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
-        "STEWARD_EXPORT_DIR": str(root / "exports"),
         "STEWARD_SECRET_BROKER_DIR": str(root / "secrets"),
         # Entries a consumer read but never acknowledged (cut off by a restart) are
         # claimed again after this long; the default minute would only slow the drill.

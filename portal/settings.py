@@ -474,9 +474,16 @@ STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS_BY_TENANT = days_by_tenant(
 # Schema registry: the compatibility mode of topics that set none.
 STEWARD_REGISTRY_DEFAULT_MODE = env("STEWARD_REGISTRY_DEFAULT_MODE", "BACKWARD")
 
-# Store bindings: the secret broker (a class implementing apps.stores.brokers.SecretBroker)
-# and, for the local development broker, where it keeps secrets (never the database).
-STEWARD_SECRET_BROKER = env("STEWARD_SECRET_BROKER", "apps.stores.brokers.LocalFileBroker")
+# Store bindings: the secret broker (a class implementing apps.stores.brokers.SecretBroker).
+# Production's names credentials in every process's environment, so no replica needs a
+# folder of its own; development's makes secrets up and keeps them in files (never the
+# database) under STEWARD_SECRET_BROKER_DIR.
+STEWARD_SECRET_BROKER = env(
+    "STEWARD_SECRET_BROKER",
+    "apps.stores.brokers.EnvironmentBroker"
+    if PRODUCTION
+    else "apps.stores.brokers.LocalFileBroker",
+)
 STEWARD_SECRET_BROKER_DIR = env("STEWARD_SECRET_BROKER_DIR", str(BASE_DIR / ".data" / "secrets"))
 
 # Webhook signing secrets are referenced as env:NAME, NAME starting with this prefix.
@@ -563,7 +570,6 @@ STEWARD_GOVERNANCE_TASK_DUE_HOURS = env_int("STEWARD_GOVERNANCE_TASK_DUE_HOURS",
 STEWARD_DELETION_GRACE_HOURS = env_int("STEWARD_DELETION_GRACE_HOURS", 24)
 # The service that closes a deleted tenant's subscription (the last deletion phase).
 STEWARD_COMMERCIAL_SERVICE = env("STEWARD_COMMERCIAL_SERVICE", "commercial")
-STEWARD_EXPORT_DIR = env("STEWARD_EXPORT_DIR", str(BASE_DIR / ".data" / "exports"))
 STEWARD_EXPORT_TTL_HOURS = env_int("STEWARD_EXPORT_TTL_HOURS", 7 * 24)
 STEWARD_EXPORT_BUNDLE_MAX_BYTES = env_int("STEWARD_EXPORT_BUNDLE_MAX_BYTES", 1 << 30)
 EMAIL_BACKEND = env(

@@ -4,6 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.urls import Resolver404, resolve
 
 from apps.core.codes import CoreCode
 from apps.core.context import request_id
@@ -69,7 +70,26 @@ def content_security_policy(policy_setting: str):
 
 # The names other modules import from here: refusals are written in apps.core.views,
 # beside the error handlers that answer in the same shapes.
-__all__ = ["bad_input_response"]
+__all__ = ["bad_input_response", "bounds_its_own_body"]
+
+
+def bounds_its_own_body(view):
+    """Mark a view, or a viewset's action, that reads its request body as a stream and
+    limits it itself (an export bundle, up to its own setting): the body limit of
+    BadInputMiddleware, meant for bodies read whole into memory, leaves it alone."""
+    view.bounds_its_own_body = True
+    return view
+
+
+def _bounds_its_own_body(request) -> bool:
+    try:
+        view = resolve(request.path_info).func
+    except Resolver404:
+        return False
+    actions = getattr(view, "actions", None)  # a viewset's route: method -> action
+    if actions:
+        view = getattr(view.cls, actions.get(request.method.lower(), ""), None)
+    return getattr(view, "bounds_its_own_body", False)
 
 
 def body_too_large(request):
@@ -88,9 +108,10 @@ class BadInputMiddleware:
     query string (PostgreSQL's text cannot hold one, so it would reach the database as
     an error), a URL over STEWARD_MAX_URL_LENGTH (414: gunicorn's own limit is set above
     it, so Steward rather than the server answers, in the caller's shape), and a body
-    over DATA_UPLOAD_MAX_MEMORY_SIZE (413, before it is read; file uploads are bounded by
-    their own views). An API URL that no route matches, or a 404 rendered as a page
-    (DEBUG's technical page), is answered in the API's shape."""
+    over DATA_UPLOAD_MAX_MEMORY_SIZE (413, before it is read; file uploads, and views
+    marked `bounds_its_own_body`, are bounded by the views). An API URL that no route
+    matches, or a 404 rendered as a page (DEBUG's technical page), is answered in the
+    API's shape."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -122,6 +143,7 @@ class BadInputMiddleware:
             and length.isdigit()
             and int(length) > limit
             and not meta.get("CONTENT_TYPE", "").startswith("multipart/form-data")
+            and not _bounds_its_own_body(request)
         ):
             return body_too_large(request)
         response = self.get_response(request)

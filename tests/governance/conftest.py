@@ -13,7 +13,6 @@ from tests.governance.factories import OWNED, live_binding, make_store
 
 @pytest.fixture(autouse=True)
 def governance_settings(settings, tmp_path):
-    settings.STEWARD_EXPORT_DIR = str(tmp_path / "exports")
     settings.STEWARD_SECRET_BROKER_DIR = str(tmp_path / "secrets")
 
 

@@ -2,7 +2,9 @@
 approved by others, owners answering their tasks, stores and live bindings, rows for
 the sweeper."""
 
+import io
 import uuid
+import zipfile
 from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
@@ -16,12 +18,44 @@ from apps.governance.models import (
     GovernanceTask,
     OrderApproval,
 )
-from apps.governance.orders import services
+from apps.governance.orders import archive_store, services
 from apps.governance.steward_owner import services as steward_owner
 from apps.registry.models import Service, Subscription, Topic
 from apps.stores.models import Store, StoreBinding
 from apps.tenancy.models import ServiceAccount
 from tests.factories import member
+
+
+def stored_archive(order) -> zipfile.ZipFile:
+    """The order's archive as the export store holds it."""
+    with system_scope():
+        artifact = ExportArtifact.objects.get(order_id=order.pk)
+    data = b"".join(archive_store.chunks(tenant_id=artifact.tenant_id, key=artifact.path))
+    assert len(data) == artifact.size
+    return zipfile.ZipFile(io.BytesIO(data))
+
+
+def export_row(tenant, status: str = "running", requester=None) -> GovernanceOrder:
+    """An export order's row in `status`, written as it stands (no services)."""
+    with tenant_scope(tenant):
+        return GovernanceOrder.objects.create(
+            tenant=tenant,
+            kind=GovernanceOrder.Kind.EXPORT,
+            reason="asked",
+            requested_by=requester or member(tenant, role="admin"),
+            approvals_needed=1,
+            status=status,
+        )
+
+
+def store_file(order, key: str, data: bytes, piece: int = 7_000) -> archive_store.FileWriter:
+    """`data` written to the export store under `key`, `piece` bytes a write."""
+    with tenant_scope(order.tenant_id):
+        with archive_store.FileWriter(tenant_id=order.tenant_id, order_id=order.pk, key=key) as out:
+            for start in range(0, len(data), piece):
+                out.write(data[start : start + piece])
+    return out
+
 
 OWNED = [
     ("search", "search-index", Store.Category.DERIVED),

@@ -2,6 +2,7 @@
 Steward's database, API answers, events or logs."""
 
 import logging
+import os
 
 import pytest
 from django.db import connection
@@ -46,3 +47,74 @@ def test_no_secret_material_reaches_the_database_api_events_or_logs(
     # nor the password inside the connection string, on its own
     password = secrets[1].split("://", 1)[1].split("@", 1)[0].split(":", 1)[1]
     assert len(password) > 20 and password not in everything
+
+
+KEY = "STEWARD_STORE_SECRET_KNOWLEDGE_SQL__ISRAELCENTRAL__KEY"
+CONNECTION = "STEWARD_STORE_SECRET_KNOWLEDGE_SQL__ISRAELCENTRAL__CONNECTION"
+
+
+@pytest.fixture
+def environment_broker(settings):
+    settings.STEWARD_SECRET_BROKER = "apps.stores.brokers.EnvironmentBroker"
+    return brokers.EnvironmentBroker()
+
+
+def test_the_environment_broker_names_the_variables_that_hold_a_stores_credentials(
+    tenant_a, store, profile, regions, environment_broker, monkeypatch
+):
+    monkeypatch.setenv(KEY, "key-from-the-environment-0123456789")
+    monkeypatch.setenv(CONNECTION, "postgresql://knowledge:pw-0123456789@db.internal/knowledge")
+    rule("allow", geographies=["IL"])
+    binding = bind(tenant_a, store, profile, regions["israelcentral"])
+
+    services.binding_provision(binding_id=binding.pk)
+
+    binding = reload(binding)
+    assert binding.status == "provisioned"
+    assert (binding.key_reference, binding.connection_reference) == (
+        f"env:{KEY}",
+        f"env:{CONNECTION}",
+    )
+    assert environment_broker.read(binding.key_reference) == os.environ[KEY]
+    assert environment_broker.find(str(binding.pk)) == (f"env:{KEY}", f"env:{CONNECTION}")
+    environment_broker.revoke(binding.key_reference)  # the operator's to rotate: no error
+    assert os.environ[KEY]
+
+
+def test_a_binding_whose_variables_are_missing_fails_naming_them(
+    tenant_a, store, profile, regions, environment_broker, monkeypatch
+):
+    monkeypatch.setenv(KEY, "key-from-the-environment-0123456789")
+    monkeypatch.delenv(CONNECTION, raising=False)
+    rule("allow", geographies=["IL"])
+    binding = bind(tenant_a, store, profile, regions["israelcentral"])
+
+    services.binding_provision(binding_id=binding.pk)
+
+    binding = reload(binding)
+    assert binding.status == "failed"
+    assert CONNECTION in binding.status_reason and KEY not in binding.status_reason
+    assert "0123456789" not in binding.status_reason
+    assert environment_broker.find(str(binding.pk)) is None
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "env:STEWARD_SECRET_KEY",  # Steward's own secret is never a store's
+        "env:DATABASE_URL",
+        "env:STEWARD_STORE_SECRET_X__Y__PASSWORD",
+        "local:abc/key",
+    ],
+)
+def test_the_environment_broker_reads_only_store_credentials(reference, monkeypatch):
+    monkeypatch.setenv("STEWARD_SECRET_KEY", "steward's own")
+    with pytest.raises(ValueError):
+        brokers.EnvironmentBroker().read(reference)
+
+
+def test_production_takes_credentials_from_the_environment_by_default():
+    from tests.console.test_security_headers import production_settings
+
+    chosen = production_settings("STEWARD_SECRET_BROKER")["STEWARD_SECRET_BROKER"]
+    assert chosen == "apps.stores.brokers.EnvironmentBroker"

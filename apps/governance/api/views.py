@@ -1,4 +1,5 @@
-from django.http import FileResponse
+from django.http import StreamingHttpResponse
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, viewsets
@@ -15,6 +16,7 @@ from apps.core.api.views import (
     tenant_for_write,
 )
 from apps.core.errors import NotFound
+from apps.core.middleware import bounds_its_own_body
 from apps.core.view_scope import governance_work
 from apps.governance.api import serializers
 from apps.governance.orders import evidence, exports, selectors, services
@@ -114,12 +116,15 @@ class OrderViewSet(
         artifact = selectors.export_artifact_of(order)
         if artifact is None or not artifact.available:
             raise NotFound("This order has no archive to download (none yet, or expired).")
-        return FileResponse(
-            exports.export_archive_open(artifact),
-            as_attachment=True,
-            filename=artifact.path.rsplit("/", 1)[-1],
-            content_type="application/zip",
+        # From PostgreSQL a chunk at a time: whichever web process answers serves it.
+        response = StreamingHttpResponse(
+            exports.export_archive_stream(artifact), content_type="application/zip"
         )
+        response["Content-Length"] = str(artifact.size)
+        response["Content-Disposition"] = content_disposition_header(
+            True, artifact.path.rsplit("/", 1)[-1]
+        )
+        return response
 
 
 @governance_work  # changes nothing: open whatever the caller's tenant's status
@@ -237,6 +242,7 @@ class OwnerTaskViewSet(
         responses=serializers.TaskSerializer,
     )
     @action(detail=True, methods=["put"])
+    @bounds_its_own_body  # STEWARD_EXPORT_BUNDLE_MAX_BYTES, as it streams in
     def bundle(self, request, pk=None):
         """An export bundle as the request body, its format the Content-Type (JSON Lines,
         Parquet or Markdown): streamed, size-limited, checked against the declared

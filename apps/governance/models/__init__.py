@@ -4,6 +4,7 @@ moves): orders and their owner tasks, and retention."""
 from apps.governance.models.orders import (
     EvidenceEntry,
     ExportArtifact,
+    ExportChunk,
     GovernanceOrder,
     GovernanceTask,
     OrderApproval,
@@ -13,6 +14,7 @@ from apps.governance.models.retention import LegalHold, RetentionRule, Retention
 __all__ = [
     "EvidenceEntry",
     "ExportArtifact",
+    "ExportChunk",
     "GovernanceOrder",
     "GovernanceTask",
     "LegalHold",

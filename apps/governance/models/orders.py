@@ -245,13 +245,14 @@ class GovernanceTask(models.Model):
 
 
 class ExportArtifact(models.Model):
-    """The archive an export order produced; its file is deleted when it expires and
-    by the tenant's deletion, the row stays as the record of it."""
+    """The archive an export order produced; its bytes (ExportChunk rows under `path`)
+    are deleted when it expires and by the tenant's deletion, the row stays as the
+    record of it."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
     order = models.OneToOneField(GovernanceOrder, on_delete=models.PROTECT, related_name="artifact")
-    path = models.CharField(max_length=500, help_text="Under STEWARD_EXPORT_DIR.")
+    path = models.CharField(max_length=500, help_text="The archive's key in the export store.")
     size = models.BigIntegerField()
     sha256 = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
@@ -267,3 +268,26 @@ class ExportArtifact(models.Model):
     @property
     def available(self) -> bool:
         return self.deleted_at is None and self.expires_at > timezone.now()
+
+
+class ExportChunk(models.Model):
+    """One piece of an export bundle or archive, stored in PostgreSQL so that every web
+    process and worker reaches it: the file under `key` is its chunks in `seq` order,
+    each the store's chunk size but the last (apps.governance.orders.archive_store)."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    order = models.ForeignKey(GovernanceOrder, on_delete=models.PROTECT, related_name="+")
+    key = models.CharField(max_length=500)
+    seq = models.PositiveIntegerField()
+    data = models.BinaryField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["key", "seq"], name="one_export_chunk_per_place")
+        ]
+        indexes = [models.Index(fields=["created_at"], name="governance_chunk_created")]
+
+    def __str__(self) -> str:
+        return f"{self.key} #{self.seq}"

@@ -1,8 +1,9 @@
 """Export orders: the owners' bundles in, one archive out.
 
 Owners upload their bundle (JSON Lines, Parquet or Markdown) as the request body,
-streamed to disk with its size capped and its SHA-256 checked against the one they
-declare; Steward checks the format reads and counts its rows. When no task of the
+streamed into the export store (PostgreSQL, apps.governance.orders.archive_store) with
+its size capped and its SHA-256 checked against the one they declare; Steward checks
+the format reads and counts its rows. When no task of the
 order is still awaited, the archive is assembled: one ZIP with every bundle and a
 `manifest.json` listing what was included (owner, store, format, rows, bytes,
 SHA-256) and what was not (owner, reason: declined, overdue, failed; or `by_design`: a
@@ -12,13 +13,13 @@ export leaves out, each with the reason).
 
 from __future__ import annotations
 
-import hashlib
+import codecs
 import io
+import itertools
 import json
-import shutil
 import zipfile
+from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -30,7 +31,7 @@ from apps.core.governed import AUTHORITATIVE, DERIVED, exempt_tables, governed_t
 from apps.core.scope import system_scope, tenant_scope
 from apps.governance.codes import GovernanceCode
 from apps.governance.models import ExportArtifact, GovernanceOrder, GovernanceTask
-from apps.governance.orders import evidence, services
+from apps.governance.orders import archive_store, evidence, services
 from apps.registry.catalog import STEWARD_SERVICE
 from apps.stores.selectors import binding_erasure_coverage
 
@@ -42,7 +43,7 @@ MEDIA_TYPES = {
     "application/vnd.apache.parquet": "parquet",
     "text/markdown": "markdown",
 }
-CHUNK = 1 << 16
+CHUNK = archive_store.CHUNK
 BY_DESIGN = "by_design"
 # Why a table of Steward's own, registered as not exported, is left out, by its
 # deletion phase (apps.core.governed).
@@ -60,38 +61,36 @@ class BundleTooLarge(DomainError):
     title = "Bundle too large"
 
 
-def export_root() -> Path:
-    return Path(settings.STEWARD_EXPORT_DIR)
-
-
-def _rows(path: Path, fmt: str) -> int | None:
+def _rows(stored: archive_store.FileReader, fmt: str) -> int | None:
     """The bundle's rows, proving it reads as its format; None for Markdown."""
     if fmt == "jsonl":
         rows = 0
-        with path.open("rb") as lines:
-            for number, line in enumerate(lines, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    json.loads(line)
-                except ValueError:
-                    raise ValidationFailed(
-                        f"Line {number} of the bundle is not JSON.",
-                        code=GovernanceCode.BUNDLE_UNREADABLE,
-                    ) from None
-                rows += 1
+        for number, line in enumerate(io.BufferedReader(stored, CHUNK), start=1):
+            if not line.strip():
+                continue
+            try:
+                json.loads(line)
+            except ValueError:
+                raise ValidationFailed(
+                    f"Line {number} of the bundle is not JSON.",
+                    code=GovernanceCode.BUNDLE_UNREADABLE,
+                ) from None
+            rows += 1
         return rows
     if fmt == "parquet":
         import pyarrow.parquet as pq  # heavy: loaded by the processes that read Parquet
 
         try:
-            return pq.ParquetFile(path).metadata.num_rows
+            return pq.ParquetFile(io.BufferedReader(stored, CHUNK)).metadata.num_rows
         except Exception:  # noqa: BLE001 - pyarrow raises several kinds for a bad file
             raise ValidationFailed(
                 "The bundle is not a readable Parquet file.", code=GovernanceCode.BUNDLE_UNREADABLE
             ) from None
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        path.read_text(encoding="utf-8")
+        while piece := stored.read(CHUNK):
+            decoder.decode(piece)
+        decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         raise ValidationFailed(
             "The Markdown bundle is not UTF-8.", code=GovernanceCode.BUNDLE_UNREADABLE
@@ -122,54 +121,40 @@ def export_bundle_receive(
     if length is not None and length > limit:
         raise BundleTooLarge(f"A bundle may be at most {limit} bytes.", limit=limit)
     tenant_id = services.owner_task_tenant(task_id)
+    # One transaction from the task's check to its completion: a bundle refused, broken
+    # off or outraced leaves no chunk behind, and a completed task's bundle is stored.
+    # The task is not locked meanwhile; owner_task_complete refuses a race lost.
     with tenant_scope(tenant_id), transaction.atomic():
         task = services.owner_task_for_caller(actor, task_id, for_update=False)
-        # Asked before the body is read, so a refused bundle is never stored; the task
-        # moves when owner_task_complete settles it, and a race lost meanwhile is
-        # refused there.
         waits = GovernanceTask.TRANSITIONS.allows(task.status, GovernanceTask.Status.COMPLETED)
         if task.kind != GovernanceTask.Kind.EXPORT or not waits:
             raise InvalidTransition("This task does not wait for a bundle.", status=task.status)
-    directory = export_root() / "bundles" / str(task.order_id)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{task.owner}-{task.pk}{FORMATS[fmt]}"
-    partial = path.with_suffix(path.suffix + ".part")
-    digest, size = hashlib.sha256(), 0
-    try:
-        with partial.open("wb") as out:
+        key = archive_store.bundle_key(task.order_id, f"{task.owner}-{task.pk}{FORMATS[fmt]}")
+        with archive_store.FileWriter(tenant_id=tenant_id, order_id=task.order_id, key=key) as out:
             while chunk := stream.read(CHUNK):
-                size += len(chunk)
-                if size > limit:
+                if out.size + len(chunk) > limit:
                     raise BundleTooLarge(f"A bundle may be at most {limit} bytes.", limit=limit)
-                digest.update(chunk)
                 out.write(chunk)
-        if digest.hexdigest() != sha256:
+        if out.sha256 != sha256:
             raise ValidationFailed(
                 "The bundle's SHA-256 is not the one declared.",
                 code=GovernanceCode.CHECKSUM_MISMATCH,
-                received=digest.hexdigest(),
+                received=out.sha256,
             )
-        rows = _rows(partial, fmt)
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
-    bundle = {
-        "owner": task.owner,
-        "store": task.detail.get("store") or task.owner,
-        "name": task.detail.get("store") or task.owner,
-        "format": fmt,
-        "path": str(path.relative_to(export_root())),
-        "rows": rows,
-        "bytes": size,
-        "sha256": sha256,
-    }
-    try:
+        stored = archive_store.FileReader(tenant_id=tenant_id, key=key, size=out.size)
+        bundle = {
+            "owner": task.owner,
+            "store": task.detail.get("store") or task.owner,
+            "name": task.detail.get("store") or task.owner,
+            "format": fmt,
+            "path": key,
+            "rows": _rows(stored, fmt),
+            "bytes": out.size,
+            "sha256": sha256,
+        }
         return services.owner_task_complete(
             actor=actor, task_id=task.pk, receipt={"bundles": [bundle]}
         )
-    except Exception:
-        path.unlink(missing_ok=True)
-        raise
 
 
 def _member(bundle: dict) -> str:
@@ -267,32 +252,18 @@ def export_archive_assemble(*, order_id) -> str:
         if any(t.is_open and t.overdue_at is None for t in tasks):
             return "waiting"
         content = export_manifest(order, tasks)
-        relative = Path("archives") / f"{order.tenant.slug}-export-{order.pk}.zip"
-        path = export_root() / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".zip.part")
-        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            archive.writestr("manifest.json", json.dumps(content, indent=2, sort_keys=True) + "\n")
-            for task in tasks:
-                if task.status != GovernanceTask.Status.COMPLETED:
-                    continue
-                for bundle in task.receipt.get("bundles", []):
-                    archive.write(export_root() / bundle["path"], _member(bundle))
-        partial.replace(path)
-        digest = hashlib.sha256()
-        with path.open("rb") as data:
-            while chunk := data.read(CHUNK):
-                digest.update(chunk)
+        key = f"archives/{order.tenant.slug}-export-{order.pk}.zip"
+        with archive_store.FileWriter(tenant_id=order.tenant_id, order_id=order.pk, key=key) as out:
+            _write_archive(out, order, tasks, content)
         artifact = ExportArtifact.objects.create(
             tenant_id=order.tenant_id,
             order=order,
-            path=str(relative),
-            size=path.stat().st_size,
-            sha256=digest.hexdigest(),
+            path=key,
+            size=out.size,
+            sha256=out.sha256,
             expires_at=timezone.now() + timedelta(hours=settings.STEWARD_EXPORT_TTL_HOURS),
         )
-        bundles = export_root() / "bundles" / str(order.pk)
-        transaction.on_commit(lambda: shutil.rmtree(bundles, ignore_errors=True))
+        archive_store.delete_bundles(order.pk)  # the archive holds them now
         evidence.append(
             order,
             "archive_assembled",
@@ -315,5 +286,46 @@ def export_archive_assemble(*, order_id) -> str:
     return "assembled"
 
 
-def export_archive_open(artifact: ExportArtifact) -> io.BufferedReader:
-    return (export_root() / artifact.path).open("rb")
+def _write_archive(out, order: GovernanceOrder, tasks: list[GovernanceTask], content: dict):
+    """The ZIP: the manifest, then each completed task's bundles, copied a chunk at a
+    time from the export store."""
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("manifest.json", json.dumps(content, indent=2, sort_keys=True) + "\n")
+        for task in tasks:
+            if task.status != GovernanceTask.Status.COMPLETED:
+                continue
+            for bundle in task.receipt.get("bundles", []):
+                member = zipfile.ZipInfo(_member(bundle), timezone.now().timetuple()[:6])
+                member.compress_type = zipfile.ZIP_DEFLATED
+                member.file_size = bundle["bytes"]  # a member past 2 GiB gets ZIP64 sizes
+                with archive.open(member, "w") as copy:
+                    for piece in archive_store.chunks(
+                        tenant_id=order.tenant_id, key=bundle["path"]
+                    ):
+                        copy.write(piece)
+
+
+class ArchiveIncomplete(RuntimeError):
+    """The archive's chunks went (it expired, or its tenant was deleted) while it was
+    being sent: the download breaks off short of its Content-Length."""
+
+
+def export_archive_stream(artifact: ExportArtifact) -> Iterator[bytes]:
+    """The archive's bytes from the export store, a chunk at a time, for any web process
+    to serve. Its first chunk is read at once: an archive whose bytes are gone (one
+    kept on disk before Steward stored archives in PostgreSQL) is not found, before any
+    answer has begun."""
+    pieces = archive_store.chunks(tenant_id=artifact.tenant_id, key=artifact.path)
+    first = next(pieces, None)
+    if first is None:
+        raise NotFound("This order's archive is no longer stored.")
+    return _whole(artifact, itertools.chain([first], pieces))
+
+
+def _whole(artifact: ExportArtifact, pieces: Iterator[bytes]) -> Iterator[bytes]:
+    sent = 0
+    for piece in pieces:
+        sent += len(piece)
+        yield piece
+    if sent != artifact.size:
+        raise ArchiveIncomplete(f"archive {artifact.pk}: {sent} of {artifact.size} bytes found")

@@ -27,7 +27,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 from django.apps import apps
 from django.conf import settings
@@ -38,6 +37,7 @@ from apps.core import bulk
 from apps.core.hooks import app_modules
 from apps.core.scope import owner_scope, system_scope
 from apps.governance.models import ExportArtifact
+from apps.governance.orders import archive_store
 from apps.governance.retention.policy import OwnDecision
 from apps.governance.steward_owner.deletion import redact_audit_before
 
@@ -201,6 +201,13 @@ OWN_TABLES: tuple[OwnTable, ...] = (
     OwnTable(
         "steward-export-archives", "governance.ExportArtifact", "created_at", "deleted_at IS NULL"
     ),
+    # Bundles an order left behind; an archive's chunks go with its record, above.
+    OwnTable(
+        "steward-export-archives",
+        "governance.ExportChunk",
+        "created_at",
+        f"starts_with(key, '{archive_store.BUNDLES}')",
+    ),
     OwnTable("steward-idempotency-answers", "core.IdempotencyRecord", "created_at"),
 )
 EXPORTS = "governance.ExportArtifact"
@@ -307,8 +314,8 @@ def _delete_batch(table: OwnTable, owner, cutoff: datetime, size: int) -> tuple[
 
 
 def _export_batch(owner, cutoff: datetime, size: int) -> tuple[int, int]:
-    """Expired export archives: the file is removed and the row marked deleted (it stays
-    as the record of the export)."""
+    """Expired export archives: the bytes are removed from the export store and the row
+    marked deleted (it stays as the record of the export)."""
     table = ExportArtifact._meta.db_table
     now = timezone.now()
     with owner_scope(owner), connection.cursor() as cursor:
@@ -321,7 +328,7 @@ def _export_batch(owner, cutoff: datetime, size: int) -> tuple[int, int]:
             [cutoff, owner, now],
         )
         paths = [row[0] for row in cursor.fetchall()]
-        return len(paths), sum(_remove_export_file(path) for path in paths)
+        return len(paths), archive_store.delete_files(paths)
 
 
 def _batch(table: OwnTable, action: str, owner, cutoff: datetime, size: int) -> tuple[int, int]:
@@ -377,20 +384,6 @@ def expired_counts(table: OwnTable, decision: OwnDecision) -> int:
             params,
         )
         return cursor.fetchone()[0]
-
-
-def _remove_export_file(path: str) -> bool:
-    """Remove an artifact's file if it lies under the export directory; False when it
-    was already gone or points elsewhere (never followed)."""
-    root = Path(settings.STEWARD_EXPORT_DIR).resolve()
-    file = (root / path).resolve()
-    if root not in file.parents:
-        return False
-    try:
-        file.unlink()
-    except FileNotFoundError:
-        return False
-    return True
 
 
 def sweep_own_tables(decisions: dict[str, OwnDecision]) -> dict:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 from django.apps import apps
-from django.conf import settings
 from django.utils import timezone
 
 from apps.core.context import SYSTEM_ACTOR
@@ -22,7 +20,7 @@ from apps.core.governed import RELEASE
 from apps.core.scope import tenant_scope
 from apps.governance import coverage
 from apps.governance.models import ExportArtifact, GovernanceTask
-from apps.governance.orders import phases
+from apps.governance.orders import archive_store, phases
 from apps.stores import services as stores
 from apps.stores.models import LIVE_STATUSES, StoreBinding
 from apps.stores.selectors import live_binding_list
@@ -97,18 +95,13 @@ def _redact_all(**which) -> int:
 
 
 def delete_export_files(tenant_id) -> int:
-    """Delete the files of the tenant's export archives; their records stay."""
+    """Delete the tenant's export bundles and archives from the export store and mark
+    the archives' records deleted (the records stay); the archives marked."""
+    archive_store.delete_tenant_files(tenant_id)
     with tenant_scope(tenant_id):
-        artifacts = list(ExportArtifact.objects.filter(tenant_id=tenant_id, deleted_at=None))
-        for artifact in artifacts:
-            delete_artifact_file(artifact)
-    return len(artifacts)
-
-
-def delete_artifact_file(artifact: ExportArtifact) -> None:
-    """Remove an archive's file and mark its record (the caller's tenant scope)."""
-    (Path(settings.STEWARD_EXPORT_DIR) / artifact.path).unlink(missing_ok=True)
-    ExportArtifact.objects.filter(pk=artifact.pk).update(deleted_at=timezone.now())
+        return ExportArtifact.objects.filter(tenant_id=tenant_id, deleted_at=None).update(
+            deleted_at=timezone.now()
+        )
 
 
 def retire_bindings(tenant_id, order=None) -> int:

@@ -5,10 +5,7 @@ or reports it failed."""
 from __future__ import annotations
 
 import logging
-import shutil
-from pathlib import Path
 
-from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from apps.core.context import SYSTEM_ACTOR
@@ -45,10 +42,7 @@ def _owner_task_run_claimed(task_id) -> str:
         orders.owner_task_acknowledge(actor=SYSTEM_ACTOR, task_id=task.pk)
     try:
         if task.kind == GovernanceTask.Kind.EXPORT:
-            directory = Path(settings.STEWARD_EXPORT_DIR) / "bundles" / str(task.order_id)
-            shutil.rmtree(directory / "steward", ignore_errors=True)
-            (directory / "steward").mkdir(parents=True)
-            receipt = {"bundles": bundles.write_export_bundles(task, directory / "steward")}
+            receipt = {"bundles": bundles.write_export_bundles(task)}
         else:
             items = deletion.carry_out_deletion_phase(task)
             receipt = {"items": items, "digest": deletion.receipt_digest(items)}

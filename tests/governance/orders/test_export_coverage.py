@@ -3,16 +3,19 @@ derived stores included, and its manifest lists what it left out by design: each
 of the tenant not asked and each of Steward's own tables not exported, with the reason."""
 
 import json
-import zipfile
-from pathlib import Path
 
 import pytest
 
 from apps.core.governed import exempt_tables, governed_tables
-from apps.core.scope import system_scope
 from apps.governance.orders import exports
 from apps.stores.models import Store, StoreProfile
-from tests.governance.factories import approved, complete, fresh, live_binding, open_tasks
+from tests.governance.factories import (
+    approved,
+    complete,
+    live_binding,
+    open_tasks,
+    stored_archive,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -38,10 +41,7 @@ def test_a_derived_stores_owner_is_asked_and_the_manifest_says_what_was_left_out
         complete(task)
     assert exports.export_archive_assemble(order_id=order.pk) == "assembled"
 
-    order = fresh(order)
-    with system_scope():
-        path = Path(exports.export_root()) / order.artifact.path
-    manifest = json.loads(zipfile.ZipFile(path).read("manifest.json"))
+    manifest = json.loads(stored_archive(order).read("manifest.json"))
     left_out = manifest["not_included"]
     assert left_out and {e["reason"] for e in left_out} == {"by_design"}
     stores = [e for e in left_out if e["owner"] != "steward"]

@@ -18,12 +18,13 @@ from apps.core.scope import system_scope, tenant_scope
 from apps.core.setup import SetupReport
 from apps.eventing.models import DeadLetter, InboxEntry, RecentEvent
 from apps.governance import install
-from apps.governance.models import ExportArtifact, GovernanceOrder, RetentionRule
+from apps.governance.models import ExportArtifact, ExportChunk, RetentionRule
+from apps.governance.orders import archive_store
 from apps.governance.retention import selectors, services, sweeper
 from apps.tenancy.models import AuditEvent, DataClass
 from portal.celery import app
 from tests.assets.factories import new_asset
-from tests.governance.factories import NIGHT, dead_letter, inbox
+from tests.governance.factories import NIGHT, dead_letter, export_row, inbox, store_file
 from tests.support import run_concurrently, wait_for
 
 pytestmark = pytest.mark.django_db
@@ -272,12 +273,11 @@ def test_a_rule_deletes_decided_assets_with_their_permissions(op, own_rules, ten
         assert not AssetUserObjectPermission.objects.filter(content_object_id=old_rejected.pk)
 
 
-def export_artifact(tenant, requester, export_dir, *, days_old: int, name: str):
-    (export_dir / name).write_bytes(b"archive")
+def export_artifact(tenant, requester, *, days_old: int, name: str):
+    """An archive of `days_old` days with its bytes in the export store."""
+    order = export_row(tenant, "completed", requester)
+    store_file(order, name, b"archive")
     with tenant_scope(tenant):
-        order = GovernanceOrder.objects.create(
-            tenant=tenant, kind="export", reason="r", requested_by=requester, approvals_needed=1
-        )
         return ExportArtifact.objects.create(
             tenant=tenant,
             order=order,
@@ -289,33 +289,47 @@ def export_artifact(tenant, requester, export_dir, *, days_old: int, name: str):
         )
 
 
-def test_old_export_archives_lose_their_file_and_keep_their_record(
-    op, own_rules, tenant_a, tenant_b, tmp_path, settings
+def stored_keys() -> set[str]:
+    with system_scope():
+        return set(ExportChunk.objects.values_list("key", flat=True))
+
+
+def test_old_export_archives_lose_their_bytes_and_keep_their_record(
+    op, own_rules, tenant_a, tenant_b
 ):
-    exports = tmp_path / "exports"
-    exports.mkdir(exist_ok=True)
-    settings.STEWARD_EXPORT_DIR = str(exports)
     kept_days = own_rules["steward-export-archives"].period_days
-    old = export_artifact(tenant_a, op.user, exports, days_old=kept_days + 1, name="a-old.tgz")
-    fresh = export_artifact(tenant_a, op.user, exports, days_old=kept_days - 1, name="a-new.tgz")
-    held = export_artifact(tenant_b, op.user, exports, days_old=kept_days + 1, name="b-old.tgz")
-    # a record pointing outside the export directory never deletes what it points at
-    (tmp_path / "elsewhere.txt").write_bytes(b"not an export")
-    outside = export_artifact(tenant_a, op.user, exports, days_old=kept_days + 2, name="a-2.tgz")
+    old = export_artifact(tenant_a, op.user, days_old=kept_days + 1, name="archives/a-old.zip")
+    fresh = export_artifact(tenant_a, op.user, days_old=kept_days - 1, name="archives/a-new.zip")
+    held = export_artifact(tenant_b, op.user, days_old=kept_days + 1, name="archives/b-old.zip")
+    # a record whose bytes are gone already is marked all the same
+    gone = export_artifact(tenant_a, op.user, days_old=kept_days + 2, name="archives/a-2.zip")
     with tenant_scope(tenant_a):
-        ExportArtifact.objects.filter(pk=outside.pk).update(path="../elsewhere.txt")
+        archive_store.delete_files([gone.path])
     services.hold_place(actor=op, tenant=tenant_b, reason="b is in litigation")
 
     sweep = services.sweep_run(now=NIGHT)
 
     result = sweep.results["tables"]["governance.ExportArtifact"]
     assert (result["rows"], result["files_removed"], result["held_tenants"]) == (2, 1, 1)
-    assert sorted(p.name for p in exports.iterdir()) == ["a-2.tgz", "a-new.tgz", "b-old.tgz"]
-    assert (tmp_path / "elsewhere.txt").exists()
+    assert stored_keys() == {"archives/a-new.zip", "archives/b-old.zip"}
     with system_scope():
         marked = dict(ExportArtifact.objects.values_list("pk", "deleted_at"))
-    assert marked[old.pk] is not None and marked[outside.pk] is not None
+    assert marked[old.pk] is not None and marked[gone.pk] is not None
     assert marked[fresh.pk] is None and marked[held.pk] is None
+
+
+def test_bundles_an_order_left_behind_expire_and_a_running_orders_wait(op, own_rules, tenant_a):
+    kept_days = own_rules["steward-export-archives"].period_days
+    orders = {status: export_row(tenant_a, status, op.user) for status in ("cancelled", "running")}
+    for status, order in orders.items():
+        store_file(order, archive_store.bundle_key(order.pk, f"{status}.jsonl"), b'{"a": 1}\n')
+    with tenant_scope(tenant_a):
+        ExportChunk.objects.update(created_at=NIGHT - timedelta(days=kept_days + 1))
+
+    sweep = services.sweep_run(now=NIGHT)
+
+    assert sweep.results["tables"]["governance.ExportChunk"]["rows"] == 1
+    assert stored_keys() == {archive_store.bundle_key(orders["running"].pk, "running.jsonl")}
 
 
 def test_the_preview_names_the_rule_deciding_each_steward_table(own_rules, tenant_a):

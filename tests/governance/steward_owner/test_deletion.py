@@ -1,11 +1,19 @@
-"""Steward's part of a deletion: the audit trail redacted, every entry kept."""
+"""Steward's part of a deletion: the audit trail redacted, every entry kept; the
+tenant's export bundles and archives gone from the export store."""
+
+from datetime import timedelta
 
 import pytest
 from django.db import DatabaseError, connection
+from django.utils import timezone
 
-from apps.core.scope import tenant_scope
+from apps.core.scope import system_scope, tenant_scope
+from apps.governance.models import ExportArtifact, ExportChunk
+from apps.governance.orders import archive_store
+from apps.governance.steward_owner import deletion
 from apps.tenancy.models import AuditEvent
-from tests.governance.factories import approved, complete, open_tasks
+from tests.factories import member
+from tests.governance.factories import approved, complete, export_row, open_tasks, store_file
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_cooling_off")]
 
@@ -31,3 +39,56 @@ def test_audit_redaction_keeps_every_entry_and_replaces_personal_data(bound, ten
     with pytest.raises(DatabaseError), tenant_scope(tenant_a), connection.cursor() as cursor:
         cursor.execute("SELECT set_config('steward.audit_redaction', 'on', true)")
         cursor.execute("DELETE FROM tenancy_auditevent")
+
+
+def exported(tenant):
+    """An export of `tenant` with its archive stored, and a second still running with a
+    bundle stored."""
+    requester = member(tenant, role="admin")
+    done, running = (export_row(tenant, status, requester) for status in ("completed", "running"))
+    store_file(done, f"archives/{tenant.slug}.zip", b"PK archive " * 200_000)  # 2 chunks
+    with tenant_scope(tenant):
+        ExportArtifact.objects.create(
+            tenant=tenant,
+            order=done,
+            path=f"archives/{tenant.slug}.zip",
+            size=2_200_000,
+            sha256="0" * 64,
+            expires_at=timezone.now() + timedelta(days=1),
+        )
+    store_file(running, archive_store.bundle_key(running.pk, "orders.jsonl"), b'{"a": 1}\n')
+    return done
+
+
+def chunk_tenants() -> set:
+    with system_scope():
+        return set(ExportChunk.objects.values_list("tenant_id", flat=True))
+
+
+def test_a_tenants_deletion_removes_its_export_bytes_and_keeps_the_record(tenant_a, tenant_b):
+    kept = exported(tenant_b)
+    exported(tenant_a)
+    assert chunk_tenants() == {tenant_a.pk, tenant_b.pk}
+
+    assert deletion.delete_export_files(tenant_a.pk) == 1
+
+    assert chunk_tenants() == {tenant_b.pk}
+    with system_scope():
+        records = {a.tenant_id: a for a in ExportArtifact.objects.all()}
+    assert records[tenant_a.pk].deleted_at is not None and not records[tenant_a.pk].available
+    assert records[tenant_b.pk].deleted_at is None and records[tenant_b.pk].order_id == kept.pk
+
+
+def test_one_tenants_scope_never_reaches_anothers_export_bytes(tenant_a, tenant_b):
+    exported(tenant_b)
+    with tenant_scope(tenant_a):
+        assert not ExportChunk.objects.exists()
+        assert (
+            archive_store.delete_files(ExportArtifact.objects.values_list("path", flat=True)) == 0
+        )
+    with system_scope():
+        order_id = ExportChunk.objects.values_list("order_id", flat=True).first()
+    # the store writes in the caller's scope: another tenant's chunk is refused there
+    with pytest.raises(DatabaseError), tenant_scope(tenant_a):
+        archive_store.FileWriter(tenant_id=tenant_b.pk, order_id=order_id, key="x").close()
+    assert chunk_tenants() == {tenant_b.pk}
