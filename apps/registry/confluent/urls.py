@@ -6,17 +6,19 @@ from apps.registry.confluent import views as confluent
 
 app_name = "schema-registry"
 
-SUBJECT = "subjects/<str:subject>"
+# A subject may hold a `/` (sent as %2F, which the server decodes), as the reference
+# registry accepts it: the longer paths of a subject are matched first.
+SUBJECT = "subjects/<path:subject>"
 VERSION = f"{SUBJECT}/versions/<str:version>"
 SCHEMA = "schemas/ids/<int:schema_id>"
 
 urlpatterns = [
     path("subjects", confluent.Subjects.as_view(), name="subjects"),
-    path(SUBJECT, confluent.Subject.as_view(), name="subject"),
-    path(f"{SUBJECT}/versions", confluent.SubjectVersions.as_view(), name="versions"),
-    path(VERSION, confluent.SubjectVersion.as_view(), name="version"),
     path(f"{VERSION}/schema", confluent.SubjectVersionSchema.as_view(), name="version-schema"),
     path(f"{VERSION}/referencedby", confluent.ReferencedBy.as_view(), name="referencedby"),
+    path(VERSION, confluent.SubjectVersion.as_view(), name="version"),
+    path(f"{SUBJECT}/versions", confluent.SubjectVersions.as_view(), name="versions"),
+    path(SUBJECT, confluent.Subject.as_view(), name="subject"),
     path("schemas", confluent.SchemaList.as_view(), name="schemas"),
     path("schemas/types", confluent.SchemaTypes.as_view(), name="schema-types"),
     path(SCHEMA, confluent.SchemaById.as_view(), name="schema"),
@@ -34,9 +36,9 @@ urlpatterns = [
         name="compatibility-all",
     ),
     path("config", confluent.Config.as_view(), name="config"),
-    path("config/<str:subject>", confluent.SubjectConfig.as_view(), name="subject-config"),
+    path("config/<path:subject>", confluent.SubjectConfig.as_view(), name="subject-config"),
     path("mode", confluent.Mode.as_view(), name="mode"),
-    path("mode/<str:subject>", confluent.SubjectMode.as_view(), name="subject-mode"),
+    path("mode/<path:subject>", confluent.SubjectMode.as_view(), name="subject-mode"),
     path("contexts", confluent.Contexts.as_view(), name="contexts"),
     re_path(r"^.*$", confluent.UnknownPath.as_view(), name="unknown"),
 ]
