@@ -1,14 +1,29 @@
 """URLs of the Confluent-compatible Schema Registry API (apps.registry.confluent)."""
 
-from django.urls import path, re_path
+from django.urls import path, re_path, register_converter
 
 from apps.registry.confluent import views as confluent
 
 app_name = "schema-registry"
 
-# A subject may hold a `/` (sent as %2F, which the server decodes), as the reference
-# registry accepts it: the longer paths of a subject are matched first.
-SUBJECT = "subjects/<path:subject>"
+
+class SubjectName:
+    """A subject in a path: it may hold a `/` (sent as %2F, which the server decodes
+    before routing), as the reference registry accepts it, but no `/versions` segment,
+    so that a path under a subject's versions that the API does not have stays unknown."""
+
+    regex = r"[^/]+(?:/(?!versions(?:/|$))[^/]+)*"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(SubjectName, "subject")
+
+SUBJECT = "subjects/<subject:subject>"
 VERSION = f"{SUBJECT}/versions/<str:version>"
 SCHEMA = "schemas/ids/<int:schema_id>"
 
@@ -36,9 +51,9 @@ urlpatterns = [
         name="compatibility-all",
     ),
     path("config", confluent.Config.as_view(), name="config"),
-    path("config/<path:subject>", confluent.SubjectConfig.as_view(), name="subject-config"),
+    path("config/<subject:subject>", confluent.SubjectConfig.as_view(), name="subject-config"),
     path("mode", confluent.Mode.as_view(), name="mode"),
-    path("mode/<path:subject>", confluent.SubjectMode.as_view(), name="subject-mode"),
+    path("mode/<subject:subject>", confluent.SubjectMode.as_view(), name="subject-mode"),
     path("contexts", confluent.Contexts.as_view(), name="contexts"),
     re_path(r"^.*$", confluent.UnknownPath.as_view(), name="unknown"),
 ]
