@@ -576,14 +576,17 @@ class Config(ConfluentView):
         responses={200: wire.Level, **ERRORS},
     )
     def delete(self, request):
-        before = _config_out(selectors.default_mode(), selectors.registry_contract())
+        """Back to Steward's configured level, without data-contract settings."""
+        settings = selectors.registry_contract()
+        before = _config_out(selectors.default_mode(), settings)
         admin = _admin(request)
         versions.set_registry_default(
             actor=request.actor, key="compatibility", value=None, registry_admin=admin
         )
-        versions.set_contract_config(
-            actor=request.actor, topic=None, values=None, registry_admin=admin
-        )
+        if settings:
+            versions.set_contract_config(
+                actor=request.actor, topic=None, values=None, registry_admin=admin
+            )
         return Response(before)
 
 
