@@ -372,6 +372,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # The Schema Registry API's subject converter (apps.registry.confluent.urls) routes
+    # with a look-ahead; its parameter is documented as the string it is.
+    "PATH_CONVERTER_OVERRIDES": {"subject": str},
     # Several models have a `status`: name each choice set after its model.
     "ENUM_NAME_OVERRIDES": {
         "TenantStatusEnum": "apps.tenancy.models.Tenant.Status",

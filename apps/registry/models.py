@@ -60,6 +60,14 @@ class Topic(models.Model):
     # The Schema Registry API's mode of each of the topic's subjects that has one of its
     # own, by role ({"value": "IMPORT"}); a role not in it follows the registry's.
     subject_modes = models.JSONField(default=dict, blank=True)
+    # The compatibility level of each of the topic's other subjects that has one of its
+    # own, by role ({"key": "FULL"}); the payload's (value) is `compatibility_mode`. A
+    # role not in it follows the registry's level, never the payload's.
+    subject_levels = models.JSONField(default=dict, blank=True)
+    # The data-contract settings of each subject that has any, by role: the Schema
+    # Registry API's defaultMetadata, overrideMetadata, defaultRuleSet, overrideRuleSet
+    # (apps.registry.versions.contracts).
+    subject_contracts = models.JSONField(default=dict, blank=True)
     compatibility_policy = models.CharField(
         max_length=8, choices=[("STRICT", "STRICT"), ("LENIENT", "LENIENT")], default="STRICT"
     )
@@ -90,13 +98,17 @@ class Topic(models.Model):
 
 class RegistryDefault(models.Model):
     """A registry-wide setting of the Schema Registry API, set by an operator: the default
-    compatibility level (`compatibility`, over STEWARD_REGISTRY_DEFAULT_MODE) or the mode
-    (`mode`). No row: the configured default."""
+    compatibility level (`compatibility`, over STEWARD_REGISTRY_DEFAULT_MODE), the mode
+    (`mode`), or the data-contract defaults and overrides (`contract`, in `document`).
+    No row: the configured default."""
 
     key = models.CharField(
-        max_length=16, unique=True, choices=[("compatibility", "compatibility"), ("mode", "mode")]
+        max_length=16,
+        unique=True,
+        choices=[("compatibility", "compatibility"), ("mode", "mode"), ("contract", "contract")],
     )
-    value = models.CharField(max_length=24)
+    value = models.CharField(max_length=24, blank=True)
+    document = models.JSONField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
@@ -156,11 +168,15 @@ class Subscription(models.Model):
         return self.consumer.name
 
 
-def schema_identity_key(kind: str, fingerprint: str, references=()) -> str:
+def schema_identity_key(kind: str, fingerprint: str, references=(), contract=None) -> str:
     """What makes two registrations the same schema, and so one schema id, as the
-    reference registry has it: the schema type, the schema (its fingerprint) and its
-    references, each (name, the referenced version's row id) in order."""
-    body = json.dumps([kind, fingerprint, [list(r) for r in references]], separators=(",", ":"))
+    reference registry has it: the schema type, the schema (its fingerprint), its
+    references, each (name, the referenced version's row id) in order, and its data
+    contract ((metadata, ruleSet), when it has either)."""
+    parts = [kind, fingerprint, [list(r) for r in references]]
+    if contract is not None and any(part is not None for part in contract):
+        parts.append(list(contract))
+    body = json.dumps(parts, separators=(",", ":"), sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -244,6 +260,10 @@ class SchemaVersion(models.Model):
     # from the schema as sent (apps.registry.formats.schema_text); a version kept without it is
     # answered from `schema` (apps.registry.versions.texts).
     text = models.TextField(blank=True, default="")
+    # The data contract registered with the schema (the Schema Registry API's `metadata`
+    # and `ruleSet`): kept and answered, never executed (clients run the rules).
+    metadata = models.JSONField(null=True, blank=True)
+    rule_set = models.JSONField(null=True, blank=True)
     fingerprint = models.CharField(max_length=64, db_index=True)
     state = models.CharField(max_length=32, choices=State.choices)
     verdict = models.JSONField(default=dict, help_text="The compatibility verdict, explained.")
@@ -290,6 +310,11 @@ class SchemaVersion(models.Model):
             for c in self.topic.consumers.all()
             if c.pk not in done and held_by(verdict, c.name)
         )
+
+    @property
+    def contract(self) -> tuple:
+        """(metadata, ruleSet) as the schema's identity counts them."""
+        return (self.metadata, self.rule_set)
 
     @property
     def reader_verdicts(self) -> list[dict]:

@@ -140,10 +140,13 @@ def registry_default(key: str) -> str | None:
     return RegistryDefault.objects.filter(key=key).values_list("value", flat=True).first()
 
 
-def registry_defaults() -> dict[str, str]:
+def registry_defaults() -> dict:
     """Every registry-wide setting an operator made, by key, in one query: for a caller
-    that needs both the mode and the level (registering does)."""
-    return dict(RegistryDefault.objects.values_list("key", "value"))
+    that needs the mode, the level and the data-contract settings (registering does)."""
+    return {
+        key: document if key == "contract" else value
+        for key, value, document in RegistryDefault.objects.values_list("key", "value", "document")
+    }
 
 
 def _setting(key: str, defaults: dict[str, str] | None) -> str | None:
@@ -175,9 +178,35 @@ def registry_mode_of(topic: Topic | None, role: str, defaults: dict | None = Non
     return own
 
 
-def mode_of(topic: Topic, defaults: dict[str, str] | None = None) -> str:
-    """The compatibility mode the topic's next version is checked in."""
-    return topic.compatibility_mode or default_mode(defaults)
+def own_level(topic: Topic | None, role: str = "value") -> str:
+    """The compatibility level the subject (the topic's role) was given itself; blank
+    when none. The payload's is the topic's own level; each other role has its own."""
+    if topic is None:
+        return ""
+    if role == "value":
+        return topic.compatibility_mode
+    return (topic.subject_levels or {}).get(role, "")
+
+
+def mode_of(topic: Topic, defaults: dict[str, str] | None = None, role: str = "value") -> str:
+    """The compatibility mode the subject's (the topic's role's) next version is checked
+    in: its own, else the registry's."""
+    return own_level(topic, role) or default_mode(defaults)
+
+
+def registry_contract(defaults: dict | None = None) -> dict:
+    """The registry-wide data-contract settings (defaultMetadata, overrideMetadata,
+    defaultRuleSet, overrideRuleSet) an operator set; {} when none (`defaults`:
+    registry_defaults() read already)."""
+    if defaults is not None:
+        return defaults.get("contract") or {}
+    found = RegistryDefault.objects.filter(key="contract").values_list("document", flat=True)
+    return found.first() or {}
+
+
+def subject_contract(topic: Topic | None, role: str) -> dict:
+    """The subject's own data-contract settings; {} when none."""
+    return (topic.subject_contracts or {}).get(role, {}) if topic is not None else {}
 
 
 def schema_version_list() -> QuerySet[SchemaVersion]:
@@ -231,12 +260,14 @@ def missing_acknowledgements(version: SchemaVersion) -> list[str]:
 
 
 def published_versions(
-    topic: Topic, role: str = "value", *, deleted: bool = False
+    topic: Topic, role: str = "value", *, deleted: bool = False, deleted_only: bool = False
 ) -> QuerySet[SchemaVersion]:
     """The topic's published versions of one role (its payload by default), oldest first;
-    soft-deleted ones only with `deleted`."""
+    soft-deleted ones only with `deleted`, and no others with `deleted_only`."""
     versions = topic.schema_versions.filter(state=SchemaVersion.State.PUBLISHED, role=role)
-    if not deleted:
+    if deleted_only:
+        versions = versions.filter(deleted_at__isnull=False)
+    elif not deleted:
         versions = versions.filter(deleted_at__isnull=True)
     return versions.order_by("version")
 
@@ -280,17 +311,26 @@ def versions_answered_as(
     if not candidates:
         return []
     wanted = {
-        v.identity_id: schema_identity_key(kind, v.fingerprint, references) for v in candidates
+        v.identity_id: schema_identity_key(kind, v.fingerprint, references, v.contract)
+        for v in candidates
     }
     keys = dict(SchemaIdentity.objects.filter(pk__in=wanted).values_list("pk", "key"))
     return [v for v in candidates if keys.get(v.identity_id) == wanted[v.identity_id]]
 
 
-def subjects_with_published_versions(*, deleted: bool = False) -> list[tuple[str, str]]:
+def subjects_with_published_versions(
+    *, deleted: bool = False, deleted_only: bool = False
+) -> list[tuple[str, str]]:
     """(topic name, role) of every subject with a published version (soft-deleted ones
-    count with `deleted`), in name order."""
+    count with `deleted`), in name order; `deleted_only`: the subjects whose every
+    published version is soft-deleted."""
     versions = SchemaVersion.objects.filter(state=SchemaVersion.State.PUBLISHED)
-    if not deleted:
+    if deleted_only:
+        live = versions.filter(
+            deleted_at__isnull=True, topic_id=OuterRef("topic_id"), role=OuterRef("role")
+        )
+        versions = versions.filter(deleted_at__isnull=False).exclude(Exists(live))
+    elif not deleted:
         versions = versions.filter(deleted_at__isnull=True)
     return list(
         versions.order_by("topic__name", "role").values_list("topic__name", "role").distinct()
@@ -453,12 +493,12 @@ def references_of(version_ids: Iterable[int]) -> dict[int, list]:
 
 
 def referencing_ids(version: SchemaVersion) -> list[int]:
-    """The ids of the schemas that reference the version (soft-deleted ones included:
-    they are still served by id, and reading their data needs it)."""
+    """The ids of the live schemas that reference the version: a soft-deleted referrer is
+    out of its subject, as the reference registry leaves it out."""
     return sorted(
         set(
             SchemaReference.objects.filter(
-                referenced=version, version__state__in=_HOLDING
+                referenced=version, version__state__in=_HOLDING, version__deleted_at__isnull=True
             ).values_list("version__identity_id", flat=True)
         )
     )
@@ -473,7 +513,7 @@ def referenced_among(version_ids: Iterable[int], *, lock: bool = False) -> dict[
         list(SchemaVersion.objects.select_for_update().filter(pk__in=ids).values_list("pk"))
     found: dict[int, list[int]] = {}
     rows = SchemaReference.objects.filter(
-        referenced_id__in=ids, version__state__in=_HOLDING
+        referenced_id__in=ids, version__state__in=_HOLDING, version__deleted_at__isnull=True
     ).values_list("referenced_id", "version__identity_id")
     for referenced, referencing in rows.order_by("referenced_id", "version__identity_id"):
         if referencing not in found.get(referenced, []):

@@ -18,6 +18,7 @@ from apps.core.view_scope import platform_scope
 from apps.registry import charts, formats, selectors, versions
 from apps.registry.filters import SchemaVersionFilterSet, SubscriptionFilterSet, TopicFilterSet
 from apps.registry.services import NotPermitted
+from apps.registry.versions import contracts
 
 
 class OverviewView(LoginRequiredMixin, TemplateView):
@@ -145,6 +146,12 @@ class VersionDetailView(LoginRequiredMixin, DetailView):
         context["may_override"] = self.request.user.is_operator and self.request.user.has_perm(
             "registry.override_schemaversion"
         )
+        context["rules_changed"] = contracts.rules_changed(version, before)
+        context["contract_rules"] = [
+            (group, rule)
+            for group in contracts.RULE_LISTS
+            for rule in (version.rule_set or {}).get(group) or []
+        ]
         return context
 
 

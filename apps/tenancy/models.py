@@ -24,7 +24,16 @@ TOKEN_SCOPE_APPS = (
     "compute",
     "attention",
 )
-TOKEN_SCOPES = tuple(f"{app}:{level}" for app in TOKEN_SCOPE_APPS for level in ("read", "write"))
+# `registry:admin` lets a service account manage the Schema Registry API's settings
+# (compatibility levels, modes, data-contract defaults) as schema tooling does with the
+# reference registry's role-based access; an operator grants it, like any scope, on a
+# token (audited). It implies `registry:write`.
+TOKEN_SCOPES = (
+    *(f"{app}:{level}" for app in TOKEN_SCOPE_APPS for level in ("read", "write")),
+    "registry:admin",
+)
+# What a scope's level implies of the same app's other levels.
+IMPLIED_LEVELS = {"write": ("read",), "admin": ("read", "write")}
 
 
 class Region(models.Model):
@@ -259,7 +268,11 @@ class ApiToken(models.Model):
 
     def allows(self, scope: str) -> bool:
         app, _, level = scope.partition(":")
-        return scope in self.scopes or (level == "read" and f"{app}:write" in self.scopes)
+        return scope in self.scopes or any(
+            f"{app}:{higher}" in self.scopes
+            for higher, lower in IMPLIED_LEVELS.items()
+            if level in lower
+        )
 
 
 class AuditEvent(models.Model):

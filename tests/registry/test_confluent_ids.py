@@ -179,8 +179,9 @@ def test_each_subject_has_its_own_mode(live):
     assert client.update_mode("payments-value", "READONLY") == "READONLY"
     # then: the key subject of the same topic is not
     assert new_client().get_mode("payments-value") == "READONLY"
-    assert new_client().get_mode("payments-key") == "READWRITE"
-    own = http.get("/mode/payments-key", params={"defaultToGlobal": "false"})
+    in_force = http.get("/mode/payments-key", params={"defaultToGlobal": "true"})
+    assert in_force.json() == {"mode": "READWRITE"}
+    own = http.get("/mode/payments-key")  # its own only, as the reference answers by default
     assert (own.status_code, own.json()["error_code"]) == (404, 40409)
     with pytest.raises(SchemaRegistryError) as refused:
         new_client().register_schema("payments-value", schema(V2_COMPATIBLE))
@@ -251,9 +252,13 @@ def test_a_registration_costs_the_same_statements_however_many_subjects_exist():
 def test_compatibility_against_all_versions_checks_as_registering_would(live):
     new_client, http = live
     client = new_client()
-    # given: v2 broke v1, published since the topic has no consumers to wait for
+    # given: v2 broke v1, registered under level NONE
+    orders = services.service_ensure(actor=SYSTEM_ACTOR, name="orders")
+    services.topic_create(actor=SYSTEM_ACTOR, name="payments", producers=[orders])
     client.register_schema("payments-value", schema(V1))
+    client.set_compatibility("payments-value", "NONE")
     client.register_schema("payments-value", schema(V2_BREAKING))
+    client.set_compatibility("payments-value", "BACKWARD")
     candidate = {**V2_BREAKING, "properties": {**V2_BREAKING["properties"], "n": {}}}
     body = {"schema": json.dumps(candidate), "schemaType": "JSON"}
 
@@ -272,10 +277,17 @@ def test_compatibility_against_all_versions_checks_as_registering_would(live):
     assert verbose["is_compatible"] is False
     assert any(m.startswith("REQUIRED_ATTRIBUTE_ADDED") for m in verbose["messages"])
     # a subject with no version has nothing to be incompatible with; a bad schema is 42201
+    # (verbose: an incompatible one, with why, as the reference answers it)
     fresh = http.post("/compatibility/subjects/fresh-value/versions", json=body)
     assert fresh.json() == {"is_compatible": True}
     bad = http.post("/compatibility/subjects/payments-value/versions", json={"schema": "{"})
     assert (bad.status_code, bad.json()["error_code"]) == (422, 42201)
+    bad = http.post(
+        "/compatibility/subjects/payments-value/versions",
+        json={"schema": "{"},
+        params={"verbose": "true"},
+    )
+    assert bad.json()["is_compatible"] is False and bad.json()["messages"]
 
 
 # --------------------------------------------------------------------------- serializers

@@ -249,7 +249,7 @@ def test_a_soft_deleted_version_cannot_be_referenced(live):
     assert "not local" in answer.json()["message"]
 
 
-def test_a_referenced_version_cannot_be_deleted_until_its_referrer_is_hard_deleted(live):
+def test_a_referenced_version_cannot_be_deleted_until_its_referrer_is_deleted(live):
     new_client, http = live
     client = new_client()
     client.register_schema("address-value", json_schema(ADDRESS))
@@ -267,14 +267,18 @@ def test_a_referenced_version_cannot_be_deleted_until_its_referrer_is_hard_delet
     assert answer.json()["error_code"] == 42206
     assert SchemaVersion.objects.get(topic__name="address").deleted_at is None
 
-    # a soft-deleted referrer is still served by id: it still holds the version
+    # a soft-deleted referrer is out of its subject, as the reference has it: it is no
+    # longer listed, nor does it keep the version from being soft-deleted
     assert client.delete_version("orders-value", 1) == 1
     assert http.get(f"/schemas/ids/{order_id}").json()["references"][0]["version"] == 1
-    assert http.delete("/subjects/address-value/versions/1").json()["error_code"] == 42206
+    assert http.get("/subjects/address-value/versions/1/referencedby").json() == []
+    assert client.delete_version("address-value", 1) == 1
+    # still served by id, it keeps what it references from being deleted permanently
+    answer = http.delete("/subjects/address-value/versions/1", params={"permanent": "true"})
+    assert (answer.status_code, answer.json()["error_code"]) == (422, 42206)
     # hard-deleted, it lets go
     assert client.delete_version("orders-value", 1, permanent=True) == 1
     assert not StoredReference.objects.exists()
-    assert client.delete_version("address-value", 1) == 1
     assert client.delete_version("address-value", 1, permanent=True) == 1
     assert not SchemaVersion.objects.exists()
 

@@ -72,7 +72,7 @@ def _served(http, schema_id: int, subject: str, version: int) -> set[str]:
     by_version = http.get(f"/subjects/{subject}/versions/{version}")
     raw_by_version = http.get(f"/subjects/{subject}/versions/{version}/schema")
     listed = [s for s in http.get("/schemas").json() if s["subject"] == subject]
-    assert raw_by_id.headers["content-type"].startswith("application/json")
+    assert raw_by_id.headers["content-type"] == "application/vnd.schemaregistry.v1+json"
     return {
         by_id.json()["schema"],
         raw_by_id.text,

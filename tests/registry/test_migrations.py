@@ -9,7 +9,7 @@ from apps.registry.models import SchemaIdentity, SchemaVersion, Topic
 BEFORE = [("registry", "0013_merge_references_and_readers")]
 # the latest: the models the assertions use are the latest's, and so is what the test
 # leaves the database at for the tests after it
-AFTER = [("registry", "0016_schema_version_text")]
+AFTER = [("registry", "0018_data_contracts_and_subject_levels")]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -147,8 +147,10 @@ OPERATIONS = {
     "GET /api/schema-registry/config": [({}, None, "read")],
     "PUT /api/schema-registry/config": [({}, {"compatibility": "NONE"}, "refused")],
     "DELETE /api/schema-registry/config": [({}, None, "refused")],
+    # the level in force: without defaultToGlobal, a subject with no level of its own
+    # answers 40408, as the reference does
     "GET /api/schema-registry/config/{subject}": [
-        ({"subject": "alpha.orders-value"}, None, "read")
+        ({"subject": "alpha.orders-value?defaultToGlobal=true"}, None, "read")
     ],
     "PUT /api/schema-registry/config/{subject}": [
         ({"subject": "alpha.orders-value"}, {"compatibility": "NONE"}, "refused"),

@@ -2,10 +2,11 @@
 `{"error_code": …, "message": …}`, on every path, unknown ones included.
 
 The numeric error codes are the reference registry's (40401 subject not found, 40402
-version not found, 40403 schema not found, 42201 invalid schema, 42202 invalid version,
-42203 invalid compatibility level, 42204 invalid mode, 42205 operation not permitted,
-42206 referenced, 40301 forbidden, 409 incompatible): clients branch on them. Steward's
-refusals carry theirs (`registry_code`); this module maps everything else once.
+version not found, 40403 schema not found, 40408/40409 no subject-level level/mode,
+42201 invalid schema, 42202 invalid version, 42203 invalid compatibility level, 42204
+invalid mode, 42205 operation not permitted, 42206 referenced, 42208 invalid subject,
+40301 forbidden, 40901 incompatible): clients branch on them. Steward's refusals carry
+theirs (`registry_code`); this module maps everything else once.
 """
 
 from __future__ import annotations

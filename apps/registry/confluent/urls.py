@@ -1,22 +1,39 @@
 """URLs of the Confluent-compatible Schema Registry API (apps.registry.confluent)."""
 
-from django.urls import path, re_path
+from django.urls import path, re_path, register_converter
 
 from apps.registry.confluent import views as confluent
 
 app_name = "schema-registry"
 
-SUBJECT = "subjects/<str:subject>"
+
+class SubjectName:
+    """A subject in a path: it may hold a `/` (sent as %2F, which the server decodes
+    before routing), as the reference registry accepts it, but no `/versions` segment,
+    so that a path under a subject's versions that the API does not have stays unknown."""
+
+    regex = r"[^/]+(?:/(?!versions(?:/|$))[^/]+)*"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(SubjectName, "subject")
+
+SUBJECT = "subjects/<subject:subject>"
 VERSION = f"{SUBJECT}/versions/<str:version>"
 SCHEMA = "schemas/ids/<int:schema_id>"
 
 urlpatterns = [
     path("subjects", confluent.Subjects.as_view(), name="subjects"),
-    path(SUBJECT, confluent.Subject.as_view(), name="subject"),
-    path(f"{SUBJECT}/versions", confluent.SubjectVersions.as_view(), name="versions"),
-    path(VERSION, confluent.SubjectVersion.as_view(), name="version"),
     path(f"{VERSION}/schema", confluent.SubjectVersionSchema.as_view(), name="version-schema"),
     path(f"{VERSION}/referencedby", confluent.ReferencedBy.as_view(), name="referencedby"),
+    path(VERSION, confluent.SubjectVersion.as_view(), name="version"),
+    path(f"{SUBJECT}/versions", confluent.SubjectVersions.as_view(), name="versions"),
+    path(SUBJECT, confluent.Subject.as_view(), name="subject"),
     path("schemas", confluent.SchemaList.as_view(), name="schemas"),
     path("schemas/types", confluent.SchemaTypes.as_view(), name="schema-types"),
     path(SCHEMA, confluent.SchemaById.as_view(), name="schema"),
@@ -34,9 +51,9 @@ urlpatterns = [
         name="compatibility-all",
     ),
     path("config", confluent.Config.as_view(), name="config"),
-    path("config/<str:subject>", confluent.SubjectConfig.as_view(), name="subject-config"),
+    path("config/<subject:subject>", confluent.SubjectConfig.as_view(), name="subject-config"),
     path("mode", confluent.Mode.as_view(), name="mode"),
-    path("mode/<str:subject>", confluent.SubjectMode.as_view(), name="subject-mode"),
+    path("mode/<subject:subject>", confluent.SubjectMode.as_view(), name="subject-mode"),
     path("contexts", confluent.Contexts.as_view(), name="contexts"),
     re_path(r"^.*$", confluent.UnknownPath.as_view(), name="unknown"),
 ]

@@ -7,7 +7,6 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -21,14 +20,11 @@ from apps.registry.confluent.errors import (
     subject_not_found,
 )
 from apps.registry.models import REGISTRY_MODES, SchemaVersion, Topic
-from apps.registry.versions import submitted
+from apps.registry.versions import contracts, submitted
 from apps.registry.versions.submitted import SCHEMA_TYPES
 
 ERRORS, TAG, STRINGS, INTS = wire.ERRORS, wire.TAG, wire.STRINGS, wire.INTS
-
-
-class SchemaRegistryJSONParser(JSONParser):
-    media_type = "application/vnd.schemaregistry.v1+json"
+ADMIN_SCOPE = "registry:admin"
 
 
 class SchemaRegistryNegotiation(DefaultContentNegotiation):
@@ -41,7 +37,8 @@ class SchemaRegistryNegotiation(DefaultContentNegotiation):
 
 
 class ConfluentView(StewardAccessMixin, APIView):
-    parser_classes = [JSONParser, SchemaRegistryJSONParser]
+    parser_classes = wire.PARSERS
+    renderer_classes = wire.RENDERERS
     content_negotiation_class = SchemaRegistryNegotiation
     problem_responses = False  # the registry's own error shape, documented in ERRORS
     scope_app = "registry"
@@ -64,11 +61,32 @@ def _flag(request, name: str) -> bool:
     return request.query_params.get(name, "").lower() == "true"
 
 
+def _deleted_only(request) -> bool:
+    """`deletedOnly`, as the reference names it (confluent-kafka sends `deleted_only`)."""
+    return _flag(request, "deletedOnly") or _flag(request, "deleted_only")
+
+
 def _subject(subject: str) -> subjects.Subject:
+    """The subject a path names, to read: one that cannot exist is not found."""
     try:
         return subjects.parse(subject)
     except subjects.InvalidSubject:
         raise subject_not_found(subject) from None
+
+
+def _named(subject: str) -> subjects.Subject:
+    """The subject a path names, to write: refused (42208) when it is not a valid name."""
+    try:
+        return subjects.parse(subject)
+    except subjects.InvalidSubject as exc:
+        raise RegistryError(422, 42208, str(exc)) from None
+
+
+def _admin(request) -> bool:
+    """Whether the caller's token carries the operator's grant to manage the registry's
+    settings (apps.registry.versions.modes)."""
+    token = getattr(request, "api_token", None)
+    return token is not None and ADMIN_SCOPE in token.scopes
 
 
 def _topic(subject: str, *, deleted: bool = False) -> tuple[Topic, str]:
@@ -116,19 +134,35 @@ def _parsed(request):
 class Subjects(ConfluentView):
     @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
     def get(self, request):
-        """Every subject with a published version (`deleted=true`: soft-deleted ones too)."""
-        found = selectors.subjects_with_published_versions(deleted=_flag(request, "deleted"))
-        return Response(sorted(subjects.subject_of(topic, role) for topic, role in found))
+        """Every subject with a published version (`deleted=true`: soft-deleted ones too;
+        `deletedOnly=true`: only those), those whose name starts with `subjectPrefix`."""
+        found = selectors.subjects_with_published_versions(
+            deleted=_flag(request, "deleted"), deleted_only=_deleted_only(request)
+        )
+        prefix = request.query_params.get("subjectPrefix", "")
+        names = (subjects.subject_of(topic, role) for topic, role in found)
+        return Response(sorted(name for name in names if name.startswith(prefix)))
 
 
 class Subject(ConfluentView):
     @extend_schema(tags=TAG, request=wire.SchemaIn, responses={200: wire.Registered, **ERRORS})
     def post(self, request, subject):
-        """Look a schema up under the subject."""
-        topic, role = _topic(subject)
+        """Look a schema up under the subject (`deleted=true`: its soft-deleted versions
+        too); with `metadata` or `ruleSet`, a version with that data contract only."""
+        deleted = _flag(request, "deleted")
+        topic, role = _topic(subject, deleted=deleted)
         # with its references: bundled as registering bundles
         parsed, resolved = _parsed(request)
-        found = submitted.find_registered(topic, role, parsed, resolved)
+        body = _body(request)
+        found = submitted.find_registered(
+            topic,
+            role,
+            parsed,
+            resolved,
+            deleted=deleted,
+            metadata=contracts.valid_metadata(body.get("metadata")),
+            rule_set=contracts.valid_rule_set(body.get("ruleSet")),
+        )
         if found is None:
             raise RegistryError(404, 40403, "Schema not found")
         answer = wire.registered(found, subject)
@@ -162,9 +196,14 @@ class SubjectVersions(ConfluentView):
         responses={200: INTS, **ERRORS},
     )
     def get(self, request, subject):
-        deleted = _flag(request, "deleted")
+        """The subject's version numbers (`deleted=true`: soft-deleted ones too;
+        `deletedOnly=true`: only those)."""
+        deleted_only = _deleted_only(request)
+        deleted = _flag(request, "deleted") or deleted_only
         topic, role = _topic(subject, deleted=deleted)
-        found = selectors.published_versions(topic, role, deleted=deleted)
+        found = selectors.published_versions(
+            topic, role, deleted=deleted, deleted_only=deleted_only
+        )
         return Response(list(found.values_list("version", flat=True)))
 
     @extend_schema(
@@ -177,18 +216,18 @@ class SubjectVersions(ConfluentView):
         },
     )
     def post(self, request, subject):
-        """Register a schema: its id when it is (or becomes) published; 409 naming the
-        consumers still to acknowledge when it is breaking. With `normalize=true` the schema
+        """Register a schema: its id when it is (or becomes) published; 409 (40901) when
+        it is breaking, naming the consumers still to acknowledge when any must (once they
+        have, registering it again succeeds). `metadata` and `ruleSet` (data contracts)
+        are kept with the version, laid over the config's defaults and under its
+        overrides; without them, the subject's latest version's. With `normalize=true` the schema
         answered afterwards is its normalized string, as the reference writes it (sorted
         keys for JSON Schema; Avro's normalized form); a schema's id does not depend on
         it. `references` name other
         subjects' versions the schema uses; the same schema with the same references is the
         same version."""
         body = _body(request)
-        try:
-            named = subjects.parse(subject)
-        except subjects.InvalidSubject as exc:
-            raise RegistryError(422, 42201, str(exc)) from None
+        named = _named(subject)
         account = request.service_account
         done = versions.subject_register(
             actor=request.actor,
@@ -200,6 +239,8 @@ class SubjectVersions(ConfluentView):
             normalize=_flag(request, "normalize"),
             schema_id=body.get("id"),
             number=body.get("version"),
+            metadata=body.get("metadata"),
+            rule_set=body.get("ruleSet"),
         )
         return Response(wire.registered(done.version, subject, done.references))
 
@@ -269,9 +310,8 @@ class SchemaById(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.SchemaText, **ERRORS})
     def get(self, request, schema_id):
         answer = wire.registered(_by_id(schema_id), fmt=request.query_params.get("format"))
-        return Response(
-            {k: answer[k] for k in ("schema", "schemaType", "references") if k in answer}
-        )
+        shown = ("schema", "schemaType", "references", "metadata", "ruleSet")
+        return Response({k: answer[k] for k in shown if k in answer})
 
 
 class SchemaByIdText(ConfluentView):
@@ -317,8 +357,11 @@ class SchemaTypes(ConfluentView):
 class Contexts(ConfluentView):
     @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
     def get(self, request):
-        """The contexts: only the default one."""
-        return Response(["."])
+        """The contexts of the subjects: the default one, and each a subject's `:.ctx:`
+        qualifier names."""
+        found = selectors.subjects_with_published_versions(deleted=True)
+        named = {subjects.context_of(subjects.subject_of(topic, role)) for topic, role in found}
+        return Response(sorted(named | {"."}))
 
 
 def _mode_in(request) -> str:
@@ -332,11 +375,23 @@ def _mode_in(request) -> str:
     return mode
 
 
-def _level_in(request) -> str:
-    level = str(_body(request).get("compatibility", "")).upper()
+def _config_in(request) -> tuple[str | None, dict]:
+    """The level (None: not sent) and the data-contract settings a config body sends; a
+    body that sends neither is an invalid level, as the reference answers it."""
+    body = _body(request)
+    given = contracts.valid_config(body)
+    sent = body.get("compatibility", body.get("compatibilityLevel"))
+    if sent is None and given:
+        return None, given
+    level = str(sent or "").upper()
     if level not in formats.MODES:
         raise RegistryError(422, 42203, f"Invalid compatibility level '{level[:50]}'.")
-    return level
+    return level, given
+
+
+def _config_out(level: str | None, settings: dict, key: str = "compatibilityLevel") -> dict:
+    answer = {key: level} if level else {}
+    return {**answer, **{k: v for k, v in settings.items() if v is not None}}
 
 
 class Mode(ConfluentView):
@@ -352,9 +407,11 @@ class Mode(ConfluentView):
         responses={200: wire.ModeIn, **ERRORS},
     )
     def put(self, request):
-        """The registry's mode: operators only."""
+        """The registry's mode: operators (and `registry:admin` tokens) only."""
         mode = _mode_in(request)
-        versions.set_registry_default(actor=request.actor, key="mode", value=mode)
+        versions.set_registry_default(
+            actor=request.actor, key="mode", value=mode, registry_admin=_admin(request)
+        )
         return Response({"mode": mode})
 
     @extend_schema(
@@ -364,19 +421,22 @@ class Mode(ConfluentView):
     )
     def delete(self, request):
         before = selectors.global_registry_mode()
-        versions.set_registry_default(actor=request.actor, key="mode", value=None)
+        versions.set_registry_default(
+            actor=request.actor, key="mode", value=None, registry_admin=_admin(request)
+        )
         return Response({"mode": before})
 
 
 class SubjectMode(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.ModeIn, **ERRORS})
     def get(self, request, subject):
-        """The mode the subject is in; with `defaultToGlobal=false`, only its own (40409
-        when it has none)."""
+        """The subject's own mode (40409 when it has none); with `defaultToGlobal=true`,
+        the mode it is in (its own, else the registry's)."""
         named = _subject(subject)
         topic = selectors.topic_by_name(named.topic)
-        own = request.query_params.get("defaultToGlobal", "").lower() == "false"
-        if own and not selectors.own_registry_mode(topic, named.role):
+        if not _flag(request, "defaultToGlobal") and not selectors.own_registry_mode(
+            topic, named.role
+        ):
             raise RegistryError(
                 404, 40409, f"Subject '{subject[:300]}' does not have subject-level mode configured"
             )
@@ -385,11 +445,15 @@ class SubjectMode(ConfluentView):
     @extend_schema(tags=TAG, request=wire.ModeIn, responses={200: wire.ModeIn, **ERRORS})
     def put(self, request, subject):
         """The subject's own mode (its topic's other subjects keep theirs): the topic's
-        producers and operators. IMPORT only on a subject with no version yet, unless
-        `force=true`."""
+        producers, operators and `registry:admin` tokens. IMPORT only on a subject with
+        no version yet, unless `force=true`."""
         mode = _mode_in(request)
         versions.subject_mode_set(
-            actor=request.actor, subject=_subject(subject), mode=mode, force=_flag(request, "force")
+            actor=request.actor,
+            subject=_named(subject),
+            mode=mode,
+            force=_flag(request, "force"),
+            registry_admin=_admin(request),
         )
         return Response({"mode": mode})
 
@@ -402,19 +466,43 @@ class SubjectMode(ConfluentView):
         before = selectors.own_registry_mode(topic, named.role)
         if not before:
             raise subject_not_found(subject)
-        versions.set_registry_mode(actor=request.actor, topic=topic, role=named.role, mode="")
+        versions.set_registry_mode(
+            actor=request.actor,
+            topic=topic,
+            role=named.role,
+            mode="",
+            registry_admin=_admin(request),
+        )
         return Response({"mode": before})
 
 
 def _compatibility(request, against: list[SchemaVersion], *, mode: str, policy: str):
     """`{is_compatible}` of the body's schema against `against` (published versions,
-    oldest first), `messages` with `verbose=true`."""
-    parsed, _ = _parsed(request)
+    oldest first; none: compatible, as the reference answers), `messages` with
+    `verbose=true`, where an invalid schema is an incompatible one with the reason."""
+    verbose = _flag(request, "verbose")
+    try:
+        parsed, _ = _parsed(request)
+    except versions.RegistryRefused as exc:
+        if not verbose or exc.registry_code != 42201:
+            raise
+        return Response({"is_compatible": False, "messages": [exc.detail]})
+    if not against:
+        return Response({"is_compatible": True, **({"messages": []} if verbose else {})})
     verdict = submitted.compatibility_verdict(parsed, against, mode=mode, policy=policy)
     answer = {"is_compatible": verdict.compatible}
-    if _flag(request, "verbose"):
+    if verbose:
         answer["messages"] = [f"{d.kind} at {d.path}: {d.message}" for d in verdict.breaking]
     return Response(answer)
+
+
+def _checked_subject(subject: str) -> tuple[Topic | None, str, list[SchemaVersion]]:
+    """The subject's topic, role and live versions, to test a schema against: a subject
+    that does not exist has none."""
+    named = _subject(subject)
+    topic = selectors.topic_by_name(named.topic)
+    found = list(selectors.published_versions(topic, named.role)) if topic else []
+    return topic, named.role, found
 
 
 class Compatibility(ConfluentView):
@@ -425,14 +513,17 @@ class Compatibility(ConfluentView):
         responses={200: OpenApiTypes.OBJECT, **ERRORS},
     )
     def post(self, request, subject, version):
-        """The schema against one version, in the topic's level's direction."""
-        topic, role = _topic(subject)
-        against = _version(topic, version, role)
+        """The schema against one version (`latest`: the latest, if the subject has any),
+        in the subject's level's direction."""
+        number = submitted.version_number(version)
+        topic, role, found = _checked_subject(subject)
+        against = found[-1:] if number is None else [v for v in found if v.version == number]
+        if number is not None and not against:
+            raise RegistryError(404, 40402, f"Version {version} not found.")
+        level = selectors.mode_of(topic, role=role) if topic else selectors.default_mode()
+        policy = topic.compatibility_policy if topic else "STRICT"
         return _compatibility(
-            request,
-            [against],
-            mode=selectors.mode_of(topic).removesuffix("_TRANSITIVE"),
-            policy=topic.compatibility_policy,
+            request, against, mode=level.removesuffix("_TRANSITIVE"), policy=policy
         )
 
 
@@ -447,22 +538,20 @@ class CompatibilityAll(ConfluentView):
         """The schema against the subject's versions as registering would check it: the
         latest, or every one under a transitive level. A subject with no version has
         nothing to be incompatible with, as the reference answers."""
-        named = _subject(subject)
-        topic = selectors.topic_by_name(named.topic)
-        found = list(selectors.published_versions(topic, named.role)) if topic else []
+        topic, role, found = _checked_subject(subject)
         if not found:
-            _parsed(request)  # still a valid schema, or 42201
-            return Response(
-                {"is_compatible": True, **({"messages": []} if _flag(request, "verbose") else {})}
-            )
+            return _compatibility(request, [], mode="NONE", policy="STRICT")
         return _compatibility(
-            request, found, mode=selectors.mode_of(topic), policy=topic.compatibility_policy
+            request,
+            found,
+            mode=selectors.mode_of(topic, role=role),
+            policy=topic.compatibility_policy,
         )
 
 
 class Config(ConfluentView):
-    """The registry's default compatibility level: an operator's, else Steward's
-    configuration (STEWARD_REGISTRY_DEFAULT_MODE)."""
+    """The registry's default compatibility level (an operator's, else Steward's
+    configuration, STEWARD_REGISTRY_DEFAULT_MODE) and data-contract settings."""
 
     @extend_schema(
         tags=TAG,
@@ -470,7 +559,7 @@ class Config(ConfluentView):
         responses={200: wire.Level, **ERRORS},
     )
     def get(self, request):
-        return Response({"compatibilityLevel": selectors.default_mode()})
+        return Response(_config_out(selectors.default_mode(), selectors.registry_contract()))
 
     @extend_schema(
         tags=TAG,
@@ -479,10 +568,19 @@ class Config(ConfluentView):
         responses={200: wire.LevelIn, **ERRORS},
     )
     def put(self, request):
-        """Operators only; a lowered level is announced on every topic that follows it."""
-        level = _level_in(request)
-        versions.set_registry_default(actor=request.actor, key="compatibility", value=level)
-        return Response({"compatibility": level})
+        """Operators (and `registry:admin` tokens) only; a lowered level is announced on
+        every topic that follows it. Fields left out keep their value."""
+        level, given = _config_in(request)
+        admin = _admin(request)
+        if level is not None:
+            versions.set_registry_default(
+                actor=request.actor, key="compatibility", value=level, registry_admin=admin
+            )
+        if given:
+            versions.set_contract_config(
+                actor=request.actor, topic=None, values=given, registry_admin=admin
+            )
+        return Response(_config_out(level, given, key="compatibility"))
 
     @extend_schema(
         tags=TAG,
@@ -490,41 +588,90 @@ class Config(ConfluentView):
         responses={200: wire.Level, **ERRORS},
     )
     def delete(self, request):
-        before = selectors.default_mode()
-        versions.set_registry_default(actor=request.actor, key="compatibility", value=None)
-        return Response({"compatibilityLevel": before})
+        """Back to Steward's configured level, without data-contract settings."""
+        settings = selectors.registry_contract()
+        before = _config_out(selectors.default_mode(), settings)
+        admin = _admin(request)
+        versions.set_registry_default(
+            actor=request.actor, key="compatibility", value=None, registry_admin=admin
+        )
+        if settings:
+            versions.set_contract_config(
+                actor=request.actor, topic=None, values=None, registry_admin=admin
+            )
+        return Response(before)
 
 
 class SubjectConfig(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.Level, **ERRORS})
     def get(self, request, subject):
-        """The subject's level; the default where it has none, unless
-        `defaultToGlobal=false` asks for its own only (40408 when it has none)."""
-        topic, _ = _topic(subject)
-        own = request.query_params.get("defaultToGlobal", "").lower() == "false"
-        if own and not topic.compatibility_mode:
+        """The subject's own level and data-contract settings (40408 when it has
+        neither); with `defaultToGlobal=true`, those in force (the registry's where it
+        has none)."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        own = selectors.own_level(topic, named.role)
+        settings = selectors.subject_contract(topic, named.role)
+        if _flag(request, "defaultToGlobal"):
+            registry = selectors.registry_contract()
+            level = own or selectors.default_mode()
+            return Response(_config_out(level, contracts.config_in_force(settings, registry)))
+        if not own and not settings:
             raise RegistryError(
                 404,
                 40408,
                 f"Subject '{subject[:300]}' does not have subject-level compatibility configured",
             )
-        return Response({"compatibilityLevel": selectors.mode_of(topic)})
+        return Response(_config_out(own, settings))
 
     @extend_schema(tags=TAG, responses={200: wire.Level, **ERRORS})
     def delete(self, request, subject):
-        """Back to the default level (audited, and announced if that lowers it)."""
-        topic, _ = _topic(subject)
-        before = selectors.mode_of(topic)
-        versions.set_mode(actor=request.actor, topic=topic, mode="")
-        return Response({"compatibilityLevel": before})
+        """Back to the registry's level and settings (audited, and announced if that
+        lowers the level): the level and settings it had answered; 40401 when it had
+        none, as the reference answers."""
+        named = _subject(subject)
+        topic = selectors.topic_by_name(named.topic)
+        own = selectors.own_level(topic, named.role)
+        settings = selectors.subject_contract(topic, named.role)
+        if not own and not settings:
+            raise subject_not_found(subject)
+        admin = _admin(request)
+        if own:
+            versions.set_mode(
+                actor=request.actor, topic=topic, mode="", role=named.role, registry_admin=admin
+            )
+        if settings:
+            versions.set_contract_config(
+                actor=request.actor,
+                topic=topic,
+                role=named.role,
+                values=None,
+                registry_admin=admin,
+            )
+        return Response(_config_out(own, settings))
 
     @extend_schema(tags=TAG, request=wire.LevelIn, responses={200: wire.LevelIn, **ERRORS})
     def put(self, request, subject):
-        """A topic's compatibility level: its producers' and operators' to change."""
-        level = _level_in(request)
-        topic, _ = _topic(subject)
-        versions.set_mode(actor=request.actor, topic=topic, mode=level)
-        return Response({"compatibility": level})
+        """The subject's own level and data-contract settings (its topic's other subjects
+        keep theirs), a subject with no schema yet's too: the topic's producers,
+        operators and `registry:admin` tokens. Fields left out keep their value."""
+        level, given = _config_in(request)
+        admin = _admin(request)
+        named = _named(subject)
+        topic = versions.subject_topic(actor=request.actor, subject=named, registry_admin=admin)
+        if level is not None:
+            versions.set_mode(
+                actor=request.actor, topic=topic, mode=level, role=named.role, registry_admin=admin
+            )
+        if given:
+            versions.set_contract_config(
+                actor=request.actor,
+                topic=topic,
+                role=named.role,
+                values=given,
+                registry_admin=admin,
+            )
+        return Response(_config_out(level, given, key="compatibility"))
 
 
 class UnknownPath(ConfluentView):

@@ -8,10 +8,36 @@ from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import JSONRenderer
 
 from apps.registry import formats, selectors, subjects
 from apps.registry.models import REGISTRY_MODES, SchemaReference, SchemaVersion
 from apps.registry.versions.texts import registry_text
+
+# The reference registry answers in its own media type and reads it, its unversioned
+# one and plain JSON; a client that asks for none of them in particular gets the first.
+MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+class RegistryV1Renderer(JSONRenderer):
+    media_type = MEDIA_TYPE
+
+
+class RegistryRenderer(JSONRenderer):
+    media_type = "application/vnd.schemaregistry+json"
+
+
+class RegistryV1Parser(JSONParser):
+    media_type = MEDIA_TYPE
+
+
+class RegistryParser(JSONParser):
+    media_type = "application/vnd.schemaregistry+json"
+
+
+RENDERERS = [RegistryV1Renderer, RegistryRenderer, JSONRenderer]
+PARSERS = [RegistryV1Parser, RegistryParser, JSONParser]
 
 
 class ReferenceIn(serializers.Serializer):
@@ -27,6 +53,12 @@ class SchemaIn(serializers.Serializer):
     schema = serializers.CharField(help_text="The schema (JSON Schema or Avro), as text.")
     schemaType = serializers.CharField(required=False, default="AVRO")  # noqa: N815
     references = ReferenceIn(many=True, required=False)
+    metadata = serializers.JSONField(
+        required=False, help_text="Data contract: {tags, properties, sensitive}."
+    )
+    ruleSet = serializers.JSONField(  # noqa: N815
+        required=False, help_text="Data contract: {migrationRules, domainRules, encodingRules}."
+    )
 
 
 class Registered(serializers.Serializer):
@@ -36,12 +68,16 @@ class Registered(serializers.Serializer):
     schema = serializers.CharField()
     schemaType = serializers.CharField()  # noqa: N815
     references = ReferenceIn(many=True, required=False, help_text="Only when it has any.")
+    metadata = serializers.JSONField(required=False, help_text="Only when it has any.")
+    ruleSet = serializers.JSONField(required=False, help_text="Only when it has any.")  # noqa: N815
 
 
 class SchemaText(serializers.Serializer):
     schema = serializers.CharField()
     schemaType = serializers.CharField()  # noqa: N815
     references = ReferenceIn(many=True, required=False, help_text="Only when it has any.")
+    metadata = serializers.JSONField(required=False, help_text="Only when it has any.")
+    ruleSet = serializers.JSONField(required=False, help_text="Only when it has any.")  # noqa: N815
 
 
 class SubjectVersionOut(serializers.Serializer):
@@ -49,12 +85,19 @@ class SubjectVersionOut(serializers.Serializer):
     version = serializers.IntegerField()
 
 
-class Level(serializers.Serializer):
+class Contract(serializers.Serializer):
+    defaultMetadata = serializers.JSONField(required=False)  # noqa: N815
+    overrideMetadata = serializers.JSONField(required=False)  # noqa: N815
+    defaultRuleSet = serializers.JSONField(required=False)  # noqa: N815
+    overrideRuleSet = serializers.JSONField(required=False)  # noqa: N815
+
+
+class Level(Contract):
     compatibilityLevel = serializers.CharField()  # noqa: N815
 
 
-class LevelIn(serializers.Serializer):
-    compatibility = serializers.ChoiceField(choices=formats.MODES)
+class LevelIn(Contract):
+    compatibility = serializers.ChoiceField(choices=formats.MODES, required=False)
 
 
 class ModeIn(serializers.Serializer):
@@ -76,8 +119,8 @@ ERRORS = {
     403: error("The caller may not use the registry (error_code 40301)."),
     404: error("Subject (40401), version (40402) or schema (40403) not found."),
     422: error(
-        "Invalid schema (42201; an unknown reference too), compatibility level (42203) or "
-        "a referenced schema's deletion (42206)."
+        "Invalid schema (42201; an unknown reference too), compatibility level (42203), "
+        "a referenced schema's deletion (42206) or subject name (42208)."
     ),
     429: error("Too many requests (error_code 429); `Retry-After` says when to retry."),
 }
@@ -100,7 +143,7 @@ def references_out(references: list[SchemaReference]) -> list[dict]:
 def schema_string(version: SchemaVersion) -> HttpResponse:
     """`…/schema`: the schema's string itself as the body, as the reference answers it."""
     references = selectors.references_of([version.pk]).get(version.pk, [])
-    return HttpResponse(registry_text(version, references), content_type="application/json")
+    return HttpResponse(registry_text(version, references), content_type=MEDIA_TYPE)
 
 
 def registered(
@@ -127,4 +170,10 @@ def registered(
         answer["subject"] = subject
     if references:
         answer["references"] = references_out(references)
-    return answer
+    return {**answer, **contract_out(version)}
+
+
+def contract_out(version: SchemaVersion) -> dict:
+    """The version's data contract, as the reference answers it: only what it has."""
+    found = {"metadata": version.metadata, "ruleSet": version.rule_set}
+    return {k: v for k, v in found.items() if v is not None}

@@ -27,10 +27,12 @@ from apps.registry.versions.deletion import subject_delete, version_delete
 from apps.registry.versions.errors import DeletionRefused, NotRegistered, RegistryRefused
 from apps.registry.versions.modes import (
     mode_implies,
+    set_contract_config,
     set_mode,
     set_registry_default,
     set_registry_mode,
     subject_mode_set,
+    subject_topic,
 )
 from apps.registry.versions.readers import LEVEL_PASSES, NO_READER
 from apps.registry.versions.register import schema_register, subject_register, version_import
@@ -53,9 +55,11 @@ __all__ = [
     "schema_register",
     "set_mode",
     "set_registry_default",
+    "set_contract_config",
     "set_registry_mode",
     "subject_delete",
     "subject_mode_set",
+    "subject_topic",
     "subject_register",
     "version_delete",
     "version_import",

@@ -14,9 +14,10 @@ from apps.core.scope import system_scope
 from apps.registry.codes import RegistryCode
 from apps.registry.models import Acknowledgement, SchemaVersion, Service, Topic
 from apps.registry.news import AWAITING, PUBLISHED, WITHDRAWN
-from apps.registry.selectors import missing_acknowledgements
+from apps.registry.selectors import missing_acknowledgements, published_before
 from apps.registry.services import NotPermitted, require_produces, require_speaks_for
 from apps.registry.versions.announcements import announce
+from apps.registry.versions.contracts import rules_changed
 from apps.tenancy.audit import audit_record
 
 State = SchemaVersion.State
@@ -46,7 +47,15 @@ def make_current(version: SchemaVersion, topic: Topic) -> None:
         topic.current_schema_version = version.version
         topic.save(update_fields=["current_schema_version", "updated_at"])  # drops the cache
     version.topic = topic
-    announce(version, PUBLISHED, override_reason=version.override_reason or None)
+    # A version whose data-contract rules differ from the one before is news to its
+    # consumers as a schema change is: their clients run those rules.
+    changed = version.rule_set is not None and rules_changed(version, published_before(version))
+    announce(
+        version,
+        PUBLISHED,
+        override_reason=version.override_reason or None,
+        **({"rules_changed": True} if changed else {}),
+    )
 
 
 # --------------------------------------------------------------------------- acknowledgements

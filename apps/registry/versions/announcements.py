@@ -33,6 +33,8 @@ def announce(
         "verdict": version.verdict,
         "consumers": consumers,
         **({"role": version.role} if version.role != "value" else {}),
+        # the data contract the consumers' clients run, when the version has one
+        **{k: v for k, v in (("metadata", version.metadata), ("ruleSet", version.rule_set)) if v},
         **payload,
     }
     verdict = version.verdict if isinstance(version.verdict, dict) else {}

@@ -99,11 +99,13 @@ def _step_back(topic: Topic, role: str) -> None:
 
 
 def _referenced_refused(subject: str, versions: list[SchemaVersion]) -> None:
-    """42206 when another schema references one of the versions, soft or hard deleting
-    alike: a referencing version, even soft-deleted, is still served by id, and reading
-    its data needs what it references. Hard-deleting the referencing versions frees them.
-    Asked once the caller is known to be allowed to delete, so that a caller who may not
-    learns nothing of the references."""
+    """42206 when another live schema references one of the versions, soft or hard
+    deleting alike; a soft-deleted referrer is out of its subject and blocks nothing, as
+    the reference registry has it. It is still served by id, though, so its reference row
+    keeps the version it needs from being deleted permanently (the database's PROTECT,
+    answered 42206 by `_deleting`) until the referrer is deleted permanently too. Asked
+    once the caller is known to be allowed to delete, so that a caller who may not learns
+    nothing of the references."""
     held = selectors.referenced_among([v.pk for v in versions], lock=True)
     for version in versions:
         if version.pk in held:

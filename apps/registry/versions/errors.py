@@ -36,9 +36,27 @@ class DeletionRefused(DomainError):
 
 class NotRegistered(Conflict):
     """A schema the Schema Registry API was asked to register and did not publish: it
-    waits for acknowledgement, or may not replace the version waiting."""
+    waits for acknowledgement, or may not replace the version waiting. The reference
+    registry's 40901 (an incompatible schema), which clients branch on."""
 
     code = RegistryCode.NOT_REGISTERED
+    registry_code = 40901
+
+
+class Incompatible(NotRegistered):
+    """A breaking schema the Schema Registry API was asked to register on a subject where
+    no consumer must acknowledge it: refused, as the reference registry refuses it, with
+    the differences its level does not allow."""
+
+    def __init__(self, subject: str, breaking: list[dict]):
+        details = ", ".join(
+            f"{{errorType:'{d['kind']}', description:'{d['path']}: {d.get('message', '')}'}}"
+            for d in breaking
+        )
+        super().__init__(
+            "Schema being registered is incompatible with an earlier schema for subject "
+            f'"{subject[:300]}", details: [{details}]'
+        )
 
 
 class ReferenceRefused(DomainError):

@@ -31,6 +31,7 @@ from apps.registry.news import AWAITING
 from apps.registry.selectors import (
     missing_acknowledgements,
     mode_of,
+    own_level,
     registry_defaults,
     versions_answered_as,
 )
@@ -43,8 +44,10 @@ from apps.registry.services import (
 )
 from apps.registry.subjects import KEY, subject_of
 from apps.registry.subjects import TOPIC as TOPIC_NAME
+from apps.registry.versions import contracts
 from apps.registry.versions.acknowledgements import make_current
 from apps.registry.versions.announcements import announce, producers_joined
+from apps.registry.versions.errors import Incompatible
 from apps.registry.versions.modes import mode_implies
 from apps.registry.versions.readers import judge_readers
 from apps.registry.versions.submitted import parse_referencing, reference_key
@@ -154,12 +157,12 @@ class Sync:
         for name in names - set(self.services):
             self.services[name] = service_ensure(actor=actor, name=name)
 
-    def mode_of(self, topic: Topic) -> str:
-        """The topic's compatibility level, the registry's read once for the whole sync
-        (not once per topic that follows it)."""
-        if not topic.compatibility_mode and self._defaults is None:
+    def mode_of(self, topic: Topic, role: str = "value") -> str:
+        """The subject's (the topic's role's) compatibility level, the registry's read
+        once for the whole sync (not once per topic that follows it)."""
+        if not own_level(topic, role) and self._defaults is None:
             self._defaults = registry_defaults()
-        return mode_of(topic, self._defaults)
+        return mode_of(topic, self._defaults, role)
 
     def topic(self, entry: dict) -> Topic:
         """The topic locked for this sync (one sync per topic at a time), created if new,
@@ -245,6 +248,7 @@ def _decide_entry(sync: Sync, entry: dict, parsed=None) -> TopicAnswer:
         entry.get("role", "value"),
         entry.get("references", ()),
         any_version=entry.get("any_version", False),
+        registering=entry.get("registering"),
     )
     if key is not None:
         answer.key = _decide(sync, topic, key_parsed, KEY, key.get("references", ()))
@@ -260,12 +264,12 @@ def _parsed(spec: dict):
     return parse_referencing(kind, spec["schema"], spec.get("references", ()))
 
 
-def schema_id_for(kind: str, fingerprint: str, references=()) -> int:
+def schema_id_for(kind: str, fingerprint: str, references=(), contract=None) -> int:
     """The schema id of a schema (with its references: (name, referenced version id)):
     the one it has already, under any subject, else a new one. One statement when the
     schema is new; concurrent registrations of the same schema wait on the unique index
     for the first to commit, then read its id."""
-    key = schema_identity_key(kind, fingerprint, references)
+    key = schema_identity_key(kind, fingerprint, references, contract)
     with connection.cursor() as cursor:
         cursor.execute(
             "WITH made AS (INSERT INTO registry_schemaidentity (key, schema_type, reusable,"
@@ -286,15 +290,34 @@ def schema_id_for(kind: str, fingerprint: str, references=()) -> int:
     return row[0]
 
 
+@dataclass(frozen=True)
+class Registering:
+    """What the Schema Registry API's register adds to a subject's decision: the subject
+    as the client named it, and the data contract sent (the version's is laid over the
+    subject's latest version's: contracts.Sent). A breaking schema no consumer must
+    acknowledge is refused (Incompatible), as the reference registry refuses it, instead
+    of published."""
+
+    subject: str
+    contract: contracts.Sent = contracts.Sent()
+
+
 def _decide(
-    sync: Sync, topic: Topic, parsed, role: str = "value", references=(), *, any_version=False
+    sync: Sync,
+    topic: Topic,
+    parsed,
+    role: str = "value",
+    references=(),
+    *,
+    any_version=False,
+    registering: Registering | None = None,
 ) -> TopicAnswer:
     """`references`: the schema's, resolved ((name, referenced version) pairs), which tell
     its id apart and are kept with a new version. `any_version`: a schema equal to any
     live published version is that version (the Schema Registry API's register);
     otherwise only the latest counts (a release's ModelSync that goes back to an older
     schema publishes it again as the newest)."""
-    answer = _decided(sync, topic, parsed, role, references, any_version)
+    answer = _decided(sync, topic, parsed, role, references, any_version, registering)
     answer.references = [
         {
             "name": name,
@@ -306,7 +329,9 @@ def _decide(
     return answer
 
 
-def _decided(sync: Sync, topic: Topic, parsed, role, references, any_version) -> TopicAnswer:
+def _decided(
+    sync: Sync, topic: Topic, parsed, role, references, any_version, registering
+) -> TopicAnswer:
     history = (
         []
         if getattr(topic, "is_new", False)
@@ -315,18 +340,22 @@ def _decided(sync: Sync, topic: Topic, parsed, role, references, any_version) ->
     # soft-deleted versions are out of the subject and of its checks
     published = [v for v in history if v.state == State.PUBLISHED and v.deleted_at is None]
     pending = next((v for v in history if v.state == State.AWAITING), None)
-    known = _known(topic.name, parsed, published, pending, reference_key(references), any_version)
+    contract = None
+    if registering is not None:
+        contract = registering.contract.effective(published[-1] if published else None)
+    key = reference_key(references)
+    known = _known(topic.name, parsed, published, pending, key, any_version, contract)
     if known is not None:
         return known
     verdict = formats.check(
         parsed.kind,
         parsed.checked,
         [v.schema for v in published],
-        mode=sync.mode_of(topic),
+        mode=sync.mode_of(topic, role),
         policy=topic.compatibility_policy,
     )
     if pending is not None and verdict.compatible:
-        refused = _held_by_waiting(sync, topic, parsed, published, pending)
+        refused = _held_by_waiting(sync, topic, parsed, published, pending, role)
         if refused is not None:
             return refused
     if pending is not None:  # a newer release replaces the version that was waiting
@@ -335,12 +364,15 @@ def _decided(sync: Sync, topic: Topic, parsed, role, references, any_version) ->
             return refused
         TRANSITIONS.move(pending, State.SUPERSEDED)
     number = (history[-1].version if history else 0) + 1
-    return _submit(sync, topic, parsed, role, references, verdict, number)
+    return _submit(sync, topic, parsed, role, references, verdict, number, registering, contract)
 
 
-def _known(name: str, parsed, published, pending, references, any_version) -> TopicAnswer | None:
+def _known(
+    name: str, parsed, published, pending, references, any_version, contract=None
+) -> TopicAnswer | None:
     """The answer when the schema is not new to the subject: of another type than its
-    schemas (rejected), a published version (unchanged), or the version waiting."""
+    schemas (rejected), a published version (unchanged), or the version waiting.
+    `contract`: (metadata, ruleSet) the version must have too (None: any)."""
     fingerprint, kind = parsed.fingerprint, parsed.kind
     current = published[-1] if published else None
     if current is not None and current.schema_type != kind:
@@ -355,9 +387,15 @@ def _known(name: str, parsed, published, pending, references, any_version) -> To
     same = [v for v in published if v.fingerprint == fingerprint] or versions_answered_as(
         published, parsed.text, kind, references
     )
+    if contract is not None:
+        same = [v for v in same if v.contract == contract]
     if same and (any_version or same[-1] is current):
         return TopicAnswer(name, "unchanged", same[-1].version, fingerprint, row=same[-1])
-    if pending is not None and pending.fingerprint == fingerprint:
+    if (
+        pending is not None
+        and pending.fingerprint == fingerprint
+        and contract in (None, pending.contract)
+    ):
         return TopicAnswer(
             name,
             "awaiting_acknowledgement",
@@ -388,11 +426,14 @@ def _not_its_to_supersede(sync: Sync, topic: Topic, pending: SchemaVersion) -> T
     )
 
 
-def _held_by_waiting(sync: Sync, topic: Topic, parsed, published, pending) -> TopicAnswer | None:
+def _held_by_waiting(
+    sync: Sync, topic: Topic, parsed, published, pending, role="value"
+) -> TopicAnswer | None:
     """A level lowered since the waiting version was judged lets nothing past it: a new
     version replaces the waiting one only if the waiting one's level passes it."""
-    judged = pending.verdict.get("mode") or sync.mode_of(topic)
-    if mode_implies(sync.mode_of(topic), judged):
+    level = sync.mode_of(topic, role)
+    judged = pending.verdict.get("mode") or level
+    if mode_implies(level, judged):
         return None
     strict = formats.check(
         parsed.kind,
@@ -409,13 +450,23 @@ def _held_by_waiting(sync: Sync, topic: Topic, parsed, published, pending) -> To
         "refused",
         reason=f"Version {pending.version} of {name} waits for acknowledgement "
         f"from {', '.join(missing_acknowledgements(pending)) or 'no one'}; the "
-        f"level lowered to {sync.mode_of(topic)} since it was judged under {judged} "
+        f"level lowered to {level} since it was judged under {judged} "
         "lets no version replace it. Withdraw it, or have it acknowledged, first.",
         verdict=strict.as_dict(),
     )
 
 
-def _submit(sync: Sync, topic: Topic, parsed, role, references, verdict, number) -> TopicAnswer:
+def _submit(
+    sync: Sync,
+    topic: Topic,
+    parsed,
+    role,
+    references,
+    verdict,
+    number,
+    registering=None,
+    contract=None,
+) -> TopicAnswer:
     """The new version, judged by every declared reader of the topic's consumers
     (whatever the level says: the level compares versions, a reader is what a consumer's
     code reads), and published unless a consumer must acknowledge it first (held_by): on
@@ -436,14 +487,22 @@ def _submit(sync: Sync, topic: Topic, parsed, role, references, verdict, number)
         if readers:
             judged["readers"] = readers
     awaiting = [n for n in topic.consumer_names if held_by(judged, n)]
+    if registering is not None and not verdict.compatible and not awaiting:
+        # rolls back this subject's savepoint: a waiting version it superseded stays
+        raise Incompatible(registering.subject, judged.get("breaking", []))
     reads_it = [n for n in topic.consumer_names if readers.get(n, {}).get("reads")]
     publish = not awaiting
+    metadata, rule_set = contract or (None, None)
     version = SchemaVersion.objects.create(
         topic=topic,
         role=role,
         version=number,
         schema_type=parsed.kind,
-        identity_id=schema_id_for(parsed.kind, parsed.fingerprint, reference_key(references)),
+        identity_id=schema_id_for(
+            parsed.kind, parsed.fingerprint, reference_key(references), (metadata, rule_set)
+        ),
+        metadata=metadata,
+        rule_set=rule_set,
         schema=parsed.document,
         canonical=parsed.canonical,
         text=parsed.text,

@@ -1,5 +1,10 @@
-"""Compatibility levels and Schema Registry modes: a topic's own, and the registry's
-defaults; a lowered level is news to the consumers it concerns."""
+"""Compatibility levels, Schema Registry modes and data-contract settings: each
+subject's own (a topic's role's), and the registry's defaults; a lowered level is news to
+the consumers it concerns.
+
+A subject's are its topic's producers' and operators' to change, the registry's an
+operator's; a service account whose token has the `registry:admin` scope (an operator's
+grant) may change both, as schema tooling does against the reference registry."""
 
 from __future__ import annotations
 
@@ -9,9 +14,14 @@ from django.db import transaction
 from apps.core.context import Actor
 from apps.core.scope import system_scope
 from apps.registry.models import RegistryDefault, Topic
-from apps.registry.selectors import mode_of, registry_mode_of, topic_by_name
+from apps.registry.selectors import (
+    mode_of,
+    registry_contract,
+    registry_mode_of,
+    subject_contract,
+    topic_by_name,
+)
 from apps.registry.services import (
-    NotPermitted,
     require_operator,
     require_produces,
     topic_create,
@@ -36,38 +46,73 @@ def mode_implies(mode: str, other: str) -> bool:
     return not wanted or mode.endswith("_TRANSITIVE") or not other.endswith("_TRANSITIVE")
 
 
-def set_mode(*, actor: Actor, topic: Topic, mode: str) -> Topic:
-    """A topic's compatibility mode (it applies to the next version submitted): its
-    producers' and operators' to change. Lowering it (a mode that checks less than
-    before) on a topic that has consumers is audited as such and announced to them
-    (TopicCompatibilityLowered); it publishes and supersedes nothing."""
-    require_produces(actor, topic)
-    before = mode_of(topic)
-    topic.compatibility_mode = mode
-    topic.full_clean()
+def require_may_manage(actor: Actor, topic: Topic | None, registry_admin: bool) -> None:
+    """Who changes a subject's settings (`topic` None: the registry's): a `registry:admin`
+    token's service account, else the topic's producers and operators (the registry's:
+    operators only)."""
+    if registry_admin:
+        return
+    if topic is None:
+        require_operator(actor)
+    else:
+        require_produces(actor, topic)
+
+
+def set_mode(
+    *, actor: Actor, topic: Topic, mode: str, role: str = "value", registry_admin: bool = False
+) -> Topic:
+    """A subject's compatibility level (the topic's role's; it applies to the next version
+    submitted; blank: back to the registry's): its producers' and operators' to change.
+    Each role has its own: the payload's is the topic's level. Lowering it (a mode that
+    checks less than before) on a topic that has consumers is audited as such and
+    announced to them (TopicCompatibilityLowered); it publishes and supersedes nothing."""
+    require_may_manage(actor, topic, registry_admin)
+    before = mode_of(topic, role=role)
+    if role == "value":
+        topic.compatibility_mode = mode
+        topic.full_clean()
     with system_scope(), transaction.atomic():
-        topic.save(update_fields=["compatibility_mode", "updated_at"])
+        if role == "value":
+            topic.save(update_fields=["compatibility_mode", "updated_at"])
+        else:
+            topic = Topic.objects.select_for_update().get(pk=topic.pk)
+            topic.subject_levels = _with(topic.subject_levels, role, mode)
+            topic.save(update_fields=["subject_levels", "updated_at"])
+        after = mode_of(topic, role=role)
         consumers = sorted(topic.consumers.values_list("name", flat=True))
-        lowered = bool(consumers) and not mode_implies(mode_of(topic), before)
+        lowered = bool(consumers) and not mode_implies(after, before)
+        changes = {"compatibility_mode": [before, mode]}
         audit_record(
             actor=actor,
             action="topic.compatibility_lowered" if lowered else "topic.compatibility",
             instance=topic,
-            changes={"compatibility_mode": [before, mode]},
+            changes=changes if role == "value" else {**changes, "role": [role, role]},
         )
         if lowered:
-            announce_lowering(actor, topic, before, mode_of(topic), consumers)
+            announce_lowering(actor, topic, before, after, consumers)
     return topic
+
+
+def _with(settings_by_role: dict | None, role: str, value) -> dict:
+    """The roles' settings with the role's set (a blank or None value: removed)."""
+    changed = dict(settings_by_role or {})
+    if value:
+        changed[role] = value
+    else:
+        changed.pop(role, None)
+    return changed
 
 
 # --------------------------------------------------------------------------- registry settings
 
 
-def set_registry_default(*, actor: Actor, key: str, value: str | None) -> str | None:
+def set_registry_default(
+    *, actor: Actor, key: str, value: str | None, registry_admin: bool = False
+) -> str | None:
     """The registry-wide compatibility level or mode (None: back to the configured
-    default); operators only, audited. A lowered level is announced on each topic that
-    has consumers and no level of its own."""
-    require_operator(actor)
+    default); operators (and `registry_admin`) only, audited. A lowered level is announced
+    on each topic that has consumers and no level of its own."""
+    require_may_manage(actor, None, registry_admin)
     with system_scope(), transaction.atomic():
         row = RegistryDefault.objects.select_for_update().filter(key=key).first()
         before = row.value if row else None
@@ -110,12 +155,18 @@ def _announce_lowered(actor: Actor, topic: Topic, before: str, after: str) -> No
 
 
 def set_registry_mode(
-    *, actor: Actor, topic: Topic, role: str, mode: str, force: bool = False
+    *,
+    actor: Actor,
+    topic: Topic,
+    role: str,
+    mode: str,
+    force: bool = False,
+    registry_admin: bool = False,
 ) -> str:
     """A subject's Schema Registry mode (the topic's role; blank: back to the
     registry's); the topic's producers and operators only, audited. IMPORT only on a
     subject with no version yet, unless `force`."""
-    require_produces(actor, topic)
+    require_may_manage(actor, topic, registry_admin)
     if mode == "IMPORT" and not force and topic.schema_versions.filter(role=role).exists():
         raise RegistryRefused(
             f"Cannot import since found existing subjects for {topic.name} ({role}); set "
@@ -123,13 +174,8 @@ def set_registry_mode(
         )
     with system_scope(), transaction.atomic():
         topic = Topic.objects.select_for_update().get(pk=topic.pk)
-        modes = dict(topic.subject_modes or {})
-        before = modes.get(role, "")
-        if mode:
-            modes[role] = mode
-        else:
-            modes.pop(role, None)
-        topic.subject_modes = modes
+        before = (topic.subject_modes or {}).get(role, "")
+        topic.subject_modes = _with(topic.subject_modes, role, mode)
         topic.save(update_fields=["subject_modes", "updated_at"])
         audit_record(
             actor=actor,
@@ -149,16 +195,79 @@ def require_writable(topic: Topic | None, role: str, subject: str, defaults=None
     return mode
 
 
-def subject_mode_set(*, actor: Actor, subject: Subject, mode: str, force: bool = False) -> str:
-    """A subject's Schema Registry mode (set_registry_mode); its topic is created, by an
-    operator only, when a migration sets the mode of a subject it is about to import."""
+def subject_topic(*, actor: Actor, subject: Subject, registry_admin: bool = False) -> Topic:
+    """The subject's topic, to set a setting of the subject on; created, by an operator or
+    a `registry_admin` only (anyone else: NotPermitted, 40301, as on a topic that exists),
+    when the subject has none yet (a migration sets the mode of a subject it is about to
+    import; tooling sets a level before the first schema)."""
     topic = topic_by_name(subject.topic)
     if topic is None:
-        try:
-            require_operator(actor)
-        except NotPermitted:
-            raise RegistryRefused(
-                f"Subject '{subject.name[:300]}' not found.", registry_code=40401, status=404
-            ) from None
+        require_may_manage(actor, None, registry_admin)
         topic = topic_create(actor=actor, name=subject.topic)
-    return set_registry_mode(actor=actor, topic=topic, role=subject.role, mode=mode, force=force)
+    return topic
+
+
+def subject_mode_set(
+    *,
+    actor: Actor,
+    subject: Subject,
+    mode: str,
+    force: bool = False,
+    registry_admin: bool = False,
+) -> str:
+    """A subject's Schema Registry mode (set_registry_mode), on its topic (subject_topic)."""
+    topic = subject_topic(actor=actor, subject=subject, registry_admin=registry_admin)
+    return set_registry_mode(
+        actor=actor,
+        topic=topic,
+        role=subject.role,
+        mode=mode,
+        force=force,
+        registry_admin=registry_admin,
+    )
+
+
+# --------------------------------------------------------------------------- data contracts
+
+
+def set_contract_config(
+    *,
+    actor: Actor,
+    topic: Topic | None,
+    role: str = "value",
+    values: dict | None,
+    registry_admin: bool = False,
+) -> dict:
+    """The data-contract settings (contracts.CONFIG_KEYS) of a subject, or (`topic` None)
+    of the registry: the keys given set (a None value clears one), the others kept;
+    `values` None clears them all. Audited; the settings now in force answered."""
+    require_may_manage(actor, topic, registry_admin)
+    with system_scope(), transaction.atomic():
+        if topic is None:
+            row = RegistryDefault.objects.select_for_update().filter(key="contract").first()
+            before = registry_contract()
+        else:
+            topic = Topic.objects.select_for_update().get(pk=topic.pk)
+            before = subject_contract(topic, role)
+        after = {} if values is None else {**before, **values}
+        after = {k: v for k, v in after.items() if v is not None}
+        if topic is None:
+            if row is None and after:
+                row = RegistryDefault.objects.create(key="contract", value="", document=after)
+            elif row is not None and after:
+                row.document = after
+                row.save(update_fields=["document", "updated_at"])
+            elif row is not None:
+                row.delete()
+            instance = row or RegistryDefault(key="contract", value="")
+        else:
+            topic.subject_contracts = _with(topic.subject_contracts, role, after)
+            topic.save(update_fields=["subject_contracts", "updated_at"])
+            instance = topic
+        audit_record(
+            actor=actor,
+            action="registry.contract" if topic is None else "topic.contract",
+            instance=instance,
+            changes={"contract": [before, after], **({"role": [role, role]} if topic else {})},
+        )
+    return after

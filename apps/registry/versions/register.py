@@ -29,8 +29,9 @@ from apps.registry.services import (
     subscribe_steward_consumers_on_commit,
 )
 from apps.registry.subjects import Subject
+from apps.registry.versions import contracts
 from apps.registry.versions.errors import NotRegistered, RegistryRefused
-from apps.registry.versions.gate import Sync, TopicAnswer, sync_topic
+from apps.registry.versions.gate import Registering, Sync, TopicAnswer, sync_topic
 from apps.registry.versions.modes import require_writable
 from apps.registry.versions.submitted import parse_submitted, reference_key
 from apps.tenancy.audit import audit_record
@@ -58,12 +59,15 @@ def subject_register(
     normalize: bool = False,
     schema_id=None,
     number=None,
+    metadata=None,
+    rule_set=None,
 ) -> Registered:
-    """Register the schema sent (its type, its text, its references as sent) under the
-    subject, for the service named `caller`: its id when it is (or becomes) published;
-    refused (NotRegistered, 409) when it is breaking and waits for the consumers still to
-    acknowledge. With `schema_id` (and `number`), or on a subject in IMPORT mode, the
-    version a migration brings, with its id and number."""
+    """Register the schema sent (its type, its text, its references and its data contract
+    as sent) under the subject, for the service named `caller`: its id when it is (or
+    becomes) published; refused (NotRegistered, 409) when it is breaking: it waits for
+    the consumers still to acknowledge, or, when none must, it is not kept at all. With
+    `schema_id` (and `number`), or on a subject in IMPORT mode, the version a migration
+    brings, with its id and number."""
     with _system_scope_once():  # the view's transaction, or one of its own
         parsed, resolved = parse_submitted(
             schema_type, schema, references, normalize=normalize, lock=True
@@ -75,6 +79,14 @@ def subject_register(
         defaults = selectors.registry_defaults()
         mode = require_writable(topic, subject.role, subject.name, defaults)
         service = service_ensure(actor=actor, name=caller)
+        contract = contracts.Sent(
+            metadata=contracts.valid_metadata(metadata),
+            rule_set=contracts.valid_rule_set(rule_set),
+            config=contracts.config_in_force(
+                selectors.subject_contract(topic, subject.role),
+                selectors.registry_contract(defaults),
+            ),
+        )
         given = {
             "actor": actor,
             "service": service,
@@ -84,6 +96,8 @@ def subject_register(
             "references": resolved,
         }
         if mode == "IMPORT" or schema_id is not None:
+            previous = selectors.published_versions(topic, subject.role).last() if topic else None
+            given["contract"] = contract.effective(previous)
             version = _import(given, subject, mode, schema_id, number)
             schema_references_record(version, resolved)
             return Registered(version)
@@ -92,11 +106,12 @@ def subject_register(
             release=f"schema-registry:{subject.name}:{parsed.fingerprint}",
             defaults=defaults,
             absent=topic is None,
+            registering=Registering(subject.name, contract),
         )
-        return _registered(answer)
+        return _registered(answer, subject.name)
 
 
-def _registered(answer: TopicAnswer) -> Registered:
+def _registered(answer: TopicAnswer, subject: str) -> Registered:
     """The gate's answer as a registration: the version, or refused as the reference
     registry refuses it."""
     if answer.outcome == "rejected":
@@ -104,12 +119,12 @@ def _registered(answer: TopicAnswer) -> Registered:
     if answer.outcome == "refused":
         raise NotRegistered(answer.reason)
     if answer.outcome == "awaiting_acknowledgement":
-        raise NotRegistered(_held(answer))
+        raise NotRegistered(_held(answer, subject))
     # the reference rows the gate made with a new version (a waiting one holds them too)
     return Registered(answer.row, answer.recorded)
 
 
-def _held(answer: TopicAnswer) -> str:
+def _held(answer: TopicAnswer, subject: str) -> str:
     """Why a registration waits: the level's breaking differences, or, for a schema the
     level passes, the consumers' declared readers that cannot read it. Refused as a
     breaking schema is (409): a client learns the version is not (yet) the subject's."""
@@ -122,14 +137,15 @@ def _held(answer: TopicAnswer) -> str:
             if name in readers
         )
         return (
-            "Schema being registered is compatible with an earlier schema, but the reader "
-            f"schema its consumers declared cannot read it ({broken}); it waits for "
-            f"acknowledgement from: {waiting}."
+            "Schema being registered is compatible with an earlier schema for subject "
+            f'"{subject[:300]}", but the reader schema its consumers declared cannot read it '
+            f"({broken}); it waits for acknowledgement from: {waiting}."
         )
     breaking = _differences(answer.verdict.get("breaking", []), "; ")
     return (
-        f"Schema being registered is incompatible with an earlier schema ({breaking}); "
-        f"it waits for acknowledgement from: {waiting}."
+        "Schema being registered is incompatible with an earlier schema for subject "
+        f'"{subject[:300]}" ({breaking}); it waits for acknowledgement from its '
+        f"consumers: {waiting}. Once they acknowledge it, registering it again succeeds."
     )
 
 
@@ -162,6 +178,7 @@ def schema_register(
     references=(),
     defaults: dict[str, str] | None = None,
     absent: bool = False,
+    registering: Registering | None = None,
 ) -> TopicAnswer:
     """ModelSync's decision for one subject (the topic's role), through the same gate,
     for a schema the caller has parsed (bundled with its references: (name, referenced
@@ -178,6 +195,7 @@ def schema_register(
         # the reference registry answers any live version's id for a schema the subject
         # has had, not only the latest's: a producer still on an older schema gets its id
         "any_version": True,
+        "registering": registering,
     }
     with _system_scope_once():
         sync = Sync(
@@ -242,12 +260,13 @@ def version_import(
     schema_id: int,
     number: int,
     references=(),
+    contract=(None, None),
 ) -> SchemaVersion:
     """A migration's version, registered with the id and version it had in the registry
     it comes from (the subject in IMPORT mode): published as it is, without a check or the
     gate (it is history already in use), audited, not announced. The same import again
     answers the same version."""
-    key = schema_identity_key(parsed.kind, parsed.fingerprint, reference_key(references))
+    key = schema_identity_key(parsed.kind, parsed.fingerprint, reference_key(references), contract)
     with system_scope(), transaction.atomic():
         same = SchemaVersion.objects.filter(
             topic__name=topic_name, role=role, version=number, identity_id=schema_id
@@ -276,6 +295,8 @@ def version_import(
             schema=parsed.document,
             canonical=parsed.canonical,
             text=parsed.text,
+            metadata=contract[0],
+            rule_set=contract[1],
             fingerprint=parsed.fingerprint,
             state=State.PUBLISHED,
             published_at=timezone.now(),

@@ -120,10 +120,24 @@ def parse_referencing(kind: str, schema, resolved, *, normalize: bool = False) -
     return storable(formats.parse_with_references(kind, text, resolved, normalize=normalize))
 
 
-def find_registered(topic: Topic, role: str, parsed, resolved) -> SchemaVersion | None:
-    """The subject's live version of the schema looked up: the same schema, or the
-    string the registry answers for a version sent back as it is (gate._known)."""
-    versions = selectors.published_versions(topic, role)
+def find_registered(
+    topic: Topic,
+    role: str,
+    parsed,
+    resolved,
+    *,
+    deleted: bool = False,
+    metadata=None,
+    rule_set=None,
+) -> SchemaVersion | None:
+    """The subject's live version (`deleted`: or soft-deleted one) of the schema looked
+    up: the same schema, or the string the registry answers for a version sent back as it
+    is (gate._known); with `metadata` or `rule_set`, one with that data contract."""
+    versions = selectors.published_versions(topic, role, deleted=deleted)
+    if metadata is not None:
+        versions = versions.filter(metadata=metadata)
+    if rule_set is not None:
+        versions = versions.filter(rule_set=rule_set)
     found = versions.filter(fingerprint=parsed.fingerprint).last()
     if found is not None:
         return found
@@ -135,11 +149,22 @@ def find_registered(topic: Topic, role: str, parsed, resolved) -> SchemaVersion 
 
 def compatibility_verdict(parsed, against: list[SchemaVersion], *, mode: str, policy: str):
     """The verdict on the parsed schema against published versions (oldest first), in
-    `mode`; refused (42201) when it is not of their type."""
+    `mode`; a schema of another type than theirs is incompatible, as the reference
+    registry judges it."""
     kind_of = against[-1].schema_type
     if parsed.kind != kind_of:
-        raise RegistryRefused(
-            f"The subject's schemas are {kind_of}, not {parsed.kind}.", registry_code=42201
+        other = formats.Difference(
+            kind="SCHEMA_TYPE_CHANGED",
+            path="#/",
+            message=f"Incompatible because of different schema type: {kind_of} to {parsed.kind}",
+        )
+        breaking = () if mode == "NONE" else (other,)
+        return formats.Verdict(
+            compatible=not breaking,
+            mode=mode,
+            policy=policy,
+            differences=(other,),
+            breaking=breaking,
         )
     return formats.check(
         parsed.kind, parsed.checked, [v.schema for v in against], mode=mode, policy=policy

@@ -1,0 +1,171 @@
+"""Data contracts: the `metadata` and `ruleSet` Confluent clients (7.4 on) send with a
+schema, and the defaults and overrides the Schema Registry API's config carries for them.
+
+Steward keeps them with each version and answers them where the reference registry
+does; it never executes a rule (clients do). A registration's contract is the reference
+registry's: what the request sends, or else the subject's latest version's; laid over
+the config's default and under its override (`merge(merge(default, sent), override)`).
+The contract is part of the schema's identity: the same schema with another contract is
+a new version, with its own id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apps.registry.models import SchemaVersion
+from apps.registry.versions.errors import RegistryRefused
+
+CONFIG_KEYS = ("defaultMetadata", "overrideMetadata", "defaultRuleSet", "overrideRuleSet")
+RULE_LISTS = ("migrationRules", "domainRules", "encodingRules")
+RULE_KINDS = ("TRANSFORM", "CONDITION")
+RULE_MODES = ("UPGRADE", "DOWNGRADE", "UPDOWN", "READ", "WRITE", "WRITEREAD")
+
+
+def _invalid(message: str) -> RegistryRefused:
+    return RegistryRefused(f"Invalid schema: {message}", registry_code=42201)
+
+
+def _strings(value, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _invalid(f"{where} is a list of strings")
+    return value
+
+
+def valid_metadata(value, where: str = "metadata") -> dict | None:
+    """The metadata as sent (`tags`: path → tags, `properties`: name → value,
+    `sensitive`: names), or None; refused (42201) when those have another shape. Fields a
+    newer client sends besides them are kept, as the reference's clients expect."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _invalid(f"{where} is an object")
+    tags, properties = value.get("tags") or {}, value.get("properties") or {}
+    if not isinstance(tags, dict):
+        raise _invalid(f"{where}.tags is an object")
+    for path, names in tags.items():
+        _strings(names, f"{where}.tags[{path[:100]!r}]")
+    if not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values()):
+        raise _invalid(f"{where}.properties maps names to strings")
+    _strings(value.get("sensitive") or [], f"{where}.sensitive")
+    return value
+
+
+def _valid_rule(rule, where: str) -> None:
+    if not isinstance(rule, dict) or not isinstance(rule.get("name"), str) or not rule["name"]:
+        raise _invalid(f"{where} is a rule with a name")
+    name = rule["name"][:100]
+    if rule.get("kind", "TRANSFORM") not in RULE_KINDS:
+        raise _invalid(f"rule {name!r} has an unknown kind")
+    if rule.get("mode", "UPGRADE") not in RULE_MODES:
+        raise _invalid(f"rule {name!r} has an unknown mode")
+    if not isinstance(rule.get("type", ""), str):
+        raise _invalid(f"rule {name!r} names its type as a string")
+    params = rule.get("params")
+    if params is not None and (
+        not isinstance(params, dict) or not all(isinstance(v, str) for v in params.values())
+    ):
+        raise _invalid(f"rule {name!r}'s params map names to strings")
+
+
+def valid_rule_set(value, where: str = "ruleSet") -> dict | None:
+    """The rule set as sent (migrationRules, domainRules, encodingRules: lists of rules
+    with unique names), or None; refused (42201) when those have another shape. Other
+    fields (a newer client's `enableAt`) are kept."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _invalid(f"{where} is an object")
+    for kind in RULE_LISTS:
+        rules = value.get(kind) or []
+        if not isinstance(rules, list):
+            raise _invalid(f"{where}.{kind} is a list")
+        for n, rule in enumerate(rules):
+            _valid_rule(rule, f"{where}.{kind}[{n}]")
+        names = [r["name"] for r in rules]
+        if len(set(names)) != len(names):
+            raise _invalid(f"{where}.{kind} names a rule twice")
+    return value
+
+
+def valid_config(body: dict) -> dict:
+    """The config's data-contract fields the body sends (those it leaves out: absent)."""
+    given = {}
+    for key in CONFIG_KEYS:
+        if key in body:
+            check = valid_metadata if key.endswith("Metadata") else valid_rule_set
+            given[key] = check(body[key], key)
+    return given
+
+
+def merge_metadata(base: dict | None, over: dict | None) -> dict | None:
+    """`over` laid on `base`: tags and sensitive names joined, properties replaced."""
+    if base is None or over is None:
+        return over if base is None else base
+    tags = {k: list(v) for k, v in (base.get("tags") or {}).items()}
+    for path, names in (over.get("tags") or {}).items():
+        tags[path] = sorted({*tags.get(path, []), *names})
+    merged = {
+        "tags": tags,
+        "properties": {**(base.get("properties") or {}), **(over.get("properties") or {})},
+        "sensitive": sorted({*(base.get("sensitive") or []), *(over.get("sensitive") or [])}),
+    }
+    return {k: v for k, v in merged.items() if v}
+
+
+def merge_rule_set(base: dict | None, over: dict | None) -> dict | None:
+    """`over` laid on `base`: a rule of `over` replaces `base`'s rule of the same name in
+    its list, the others follow `base`'s."""
+    if base is None or over is None:
+        return over if base is None else base
+    merged = {}
+    for kind in RULE_LISTS:
+        replacing = {r["name"]: r for r in over.get(kind) or []}
+        kept = [r for r in base.get(kind) or [] if r["name"] not in replacing]
+        rules = kept + list(over.get(kind) or [])
+        if rules:
+            merged[kind] = rules
+    return merged
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A registration's data contract as sent (valid already), and the subject's contract
+    settings in force (config_in_force): the contract a version gets once its subject's
+    latest version is known (the gate reads it anyway)."""
+
+    metadata: dict | None = None
+    rule_set: dict | None = None
+    config: dict | None = None
+
+    def effective(self, previous: SchemaVersion | None) -> tuple[dict | None, dict | None]:
+        return effective(self.metadata, self.rule_set, previous, self.config or {})
+
+
+def effective(
+    metadata, rule_set, previous: SchemaVersion | None, config: dict
+) -> tuple[dict | None, dict | None]:
+    """The contract a registration gets: what it sends (valid), or its subject's latest
+    version's, laid over the config's defaults and under its overrides."""
+    if metadata is None and previous is not None:
+        metadata = previous.metadata
+    if rule_set is None and previous is not None:
+        rule_set = previous.rule_set
+    metadata = merge_metadata(
+        merge_metadata(config.get("defaultMetadata"), metadata), config.get("overrideMetadata")
+    )
+    rule_set = merge_rule_set(
+        merge_rule_set(config.get("defaultRuleSet"), rule_set), config.get("overrideRuleSet")
+    )
+    return metadata, rule_set
+
+
+def config_in_force(own: dict, registry: dict) -> dict:
+    """A subject's contract settings: each of its own, else the registry's."""
+    return {key: own.get(key, registry.get(key)) for key in CONFIG_KEYS}
+
+
+def rules_changed(version: SchemaVersion, before: SchemaVersion | None) -> bool:
+    """Whether the version's rules differ from the version before it: news to consumers,
+    as a schema change is."""
+    return before is not None and (version.rule_set or None) != (before.rule_set or None)
