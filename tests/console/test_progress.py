@@ -7,6 +7,7 @@ worker: tests/browser/test_progress.py.)"""
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import unquote
 
 import pytest
 from django.urls import reverse
@@ -96,3 +97,18 @@ def test_only_operators_run_a_sweep(client, tenant_a):
     client.force_login(member(tenant_a, role="admin", username="admin-a"))
     assert client.post(reverse("retention:sweep-now")).status_code == 403
     assert client.get(reverse("retention:sweep-progress")).status_code == 403
+
+
+def test_a_sweep_asked_for_while_one_runs_follows_that_one(client, operator):
+    # given a sweep running since a minute ago (a second run would only be skipped)
+    started = timezone.now() - timedelta(minutes=1)
+    ScheduledJob.objects.create(name=SWEEP_JOB, running_since=started, last_started_at=started)
+    client.force_login(operator)
+    answer = client.post(reverse("retention:sweep-now"))
+    page = client.get(answer["Location"]).content.decode()
+    assert "The sweep runs" in page
+    # when it ends, the page has followed it to its end
+    ScheduledJob.objects.filter(name=SWEEP_JOB).update(running_since=None)
+    assert "The sweep runs" not in client.get(answer["Location"]).content.decode()
+    asked = answer["Location"].split("asked=")[1]
+    assert unquote(asked) == started.isoformat()

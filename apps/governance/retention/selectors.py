@@ -324,6 +324,13 @@ def sweep_schedule() -> dict:
     }
 
 
+def sweep_running_since() -> datetime | None:
+    """When the sweep running now started, if one runs."""
+    return (
+        ScheduledJob.objects.filter(name=SWEEP_JOB).values_list("running_since", flat=True).first()
+    )
+
+
 def sweep_run_state(asked: datetime) -> str:
     """Where a sweep asked for at `asked` stands: "queued" until a worker starts a run
     after it, "running" while one runs, then "done" (the sweeps' table says how it went)."""

@@ -108,8 +108,7 @@ def _sweep_progress(asked: datetime | None) -> Progress | None:
 def sweep_now(request):
     """Run tonight's sweep now; the overview follows it until it ends."""
     _require(request, OPERATOR)
-    asked = timezone.now()
-    services.sweep_request()
+    asked = services.sweep_request()
     messages.success(request, "Tonight's sweep is asked for; a worker runs it now.")
     return redirect(f"{reverse('retention:overview')}?{urlencode({'asked': asked.isoformat()})}")
 
