@@ -18,6 +18,7 @@ Two shapes:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
 from django.template import Context
@@ -33,6 +34,65 @@ VALUE_WIDTH, ROW_HEIGHT = 56, 28
 LABEL_MIN, LABEL_MAX, CHAR_WIDTH = 110, 250, 8
 # Columns: room for the peak's figure on the left and the time labels beneath.
 AXIS_WIDTH, AXIS_HEIGHT, COLUMNS_HEIGHT = 36, 20, 150
+
+
+@dataclass(frozen=True)
+class Range:
+    """A time chart's span (`?range=` names it by `key`), drawn as columns `step` wide,
+    each named on the axis in `tick` (strftime)."""
+
+    key: str
+    label: str
+    span: timedelta
+    step: timedelta
+    per: str  # what a column counts, for the title: "per minute"
+    last: str  # the span in the title: "last hour"
+    tick: str = "%H:%M"
+
+    @property
+    def columns(self) -> int:
+        return int(self.span / self.step)
+
+    def buckets(self, now: datetime | None = None) -> list[datetime]:
+        """The columns' starts, oldest first, the last one holding `now`; aligned on
+        `step` from midnight UTC, as PostgreSQL's date_bin(step, t, EPOCH) bins them."""
+        now = now or datetime.now(UTC)
+        step = self.step.total_seconds()
+        last = EPOCH + timedelta(seconds=(now - EPOCH).total_seconds() // step * step)
+        return [last - self.step * n for n in range(self.columns - 1, -1, -1)]
+
+
+# The origin the time buckets are aligned on (PostgreSQL's date_bin takes it too).
+EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+HOUR = Range("1h", "1 h", timedelta(hours=1), timedelta(minutes=1), "per minute", "last hour")
+DAY = Range(
+    "24h", "24 h", timedelta(hours=24), timedelta(minutes=30), "per 30 minutes", "last 24 hours"
+)
+WEEK = Range(
+    "7d", "7 d", timedelta(days=7), timedelta(hours=4), "per 4 hours", "last 7 days", "%a %H:%M"
+)
+RANGES = (HOUR, DAY, WEEK)
+
+
+def chosen_range(request, offered: tuple[Range, ...] = RANGES) -> Range:
+    """The range the page's address asks for (`?range=24h`), among those the chart has
+    data for; the first (the last hour) when it asks for none or another. Kept in the
+    address, not the session: a link to the page shows what its sender saw."""
+    asked = request.GET.get("range")
+    return next((r for r in offered if r.key == asked), offered[0])
+
+
+def range_links(request, offered: tuple[Range, ...], chosen: Range) -> list[dict]:
+    """The chart's range switch: each offered range's link (the page's other parameters
+    kept), the chosen one marked current."""
+    if len(offered) < 2:
+        return []
+    query = request.GET.copy()
+    links = []
+    for r in offered:
+        query["range"] = r.key
+        links.append({"label": r.label, "url": f"?{query.urlencode()}", "current": r == chosen})
+    return links
 
 
 @dataclass(frozen=True)
@@ -247,9 +307,15 @@ def _rows_svg(g: dict, unit: str, write) -> str:
     written = []
     for row in g["rows"]:
         label, y = write(row["label"]), write(row["y"])
-        full = row["full_label"]
-        title = f"<title>{write(full)}</title>" if row["label"] != full else ""
         text_y, height = write(row["text_y"]), write(row["height"])
+        # The whole row answers a pointer with its full label and figure, the label too:
+        # a label cut to fit stays readable on hover (and whole in the figures table).
+        track = (
+            f'<rect class="track" x="0" y="{write(row["top"])}" width="{write(row["width"])}"'
+            f' height="{write(ROW_HEIGHT)}">'
+            f"<title>{write(row['title'])}{write(unit)}</title></rect>"
+        )
+        title = f"<title>{write(row['full_label'])}</title>"
         bars = "".join(
             f'<rect class="series-{write(s["series"])}" x="{write(s["x"])}" y="{y}"'
             f' width="{write(s["length"])}" height="{height}"><title>{write(s["title"])}</title>'
@@ -257,7 +323,7 @@ def _rows_svg(g: dict, unit: str, write) -> str:
             for s in row["segments"]
         )
         written.append(
-            f'<g><text class="label" x="0" y="{text_y}">{label}{title}</text>\n{bars}\n'
+            f'<g>{track}<text class="label" x="0" y="{text_y}">{label}{title}</text>\n{bars}\n'
             f'<text class="value" x="{write(row["value_x"])}" y="{text_y}">'
             f"{write(row['total'])}{write(unit)}</text></g>"
         )
@@ -276,6 +342,9 @@ def _bars(chart: Chart) -> dict:
         segments = _segments(chart, i, span / peak)
         rows.append(
             {
+                "top": top,
+                "width": WIDTH,
+                "title": f"{label}: {_figure(chart.totals[i])}",
                 "y": top + 4,
                 "text_y": top + ROW_HEIGHT / 2 + 5,
                 "height": ROW_HEIGHT - 8,

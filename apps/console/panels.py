@@ -37,7 +37,13 @@ def dashboard_panels(request) -> list[SafeString]:
     ]
 
 
-def chart_panel(chart, *, note: str = "", more: tuple[str, str] | None = None) -> DashboardPanel:
+def chart_panel(
+    chart, *, note: str = "", more: tuple[str, str] | None = None, ranges: list | None = None
+) -> DashboardPanel:
     """A panel holding one chart (apps.console.charts) under its title; `more` is a
-    (text, url) link to the page behind the figures."""
-    return DashboardPanel("console/_chart_panel.html", {"chart": chart, "note": note, "more": more})
+    (text, url) link to the page behind the figures; `ranges` the switch between the
+    time spans it can show (apps.console.charts.range_links)."""
+    return DashboardPanel(
+        "console/_chart_panel.html",
+        {"chart": chart, "note": note, "more": more, "ranges": ranges or []},
+    )

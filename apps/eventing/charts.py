@@ -22,17 +22,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
+from datetime import timedelta
 from functools import lru_cache
 
-from django.db.models import Count
+from django.conf import settings
+from django.db.models import Count, DateTimeField, F, Func, Sum, Value
 from django.db.models.functions import TruncMinute
 from django.utils import timezone
 
-from apps.console.charts import Chart, Series, stacked_series
+from apps.console.charts import EPOCH, HOUR, RANGES, Chart, Range, Series, stacked_series
 from apps.core import counting
 from apps.core.scope import current_scope
 from apps.eventing.lag import Lag, consumer_lag, lag_now_and_samples
-from apps.eventing.models import OutboxEvent, RecentEvent
+from apps.eventing.models import DeliveryCount, OutboxEvent, RecentEvent
 from apps.eventing.selectors import MINUTE, MinuteRate, delivery_rate, outbox_backlog
 
 MINUTES = 60
@@ -62,8 +64,20 @@ def _label(minute, zone) -> str:
     return f"{minute:%H:%M}"
 
 
-def events_per_minute() -> Chart:
-    """The last hour's events, minute by minute (see the module's note on the source)."""
+def event_ranges() -> tuple[Range, ...]:
+    """The ranges the events chart has data for: the dispatcher's counts are kept, a
+    tenant's received events only as long as the inbox window (72 h by default)."""
+    if current_scope().tenant_id is None:
+        return RANGES
+    kept = timedelta(hours=settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
+    return tuple(r for r in RANGES if r.span <= kept)
+
+
+def events_per_minute(span: Range = HOUR) -> Chart:
+    """The events of the last hour minute by minute, or of a longer `span` in wider
+    columns (see the module's note on the sources); one grouped query whatever the span."""
+    if span != HOUR:
+        return _events_over(span)
     if current_scope().tenant_id is None:
         return published_chart(delivery_rate(minutes=MINUTES))
     minutes = _minutes()
@@ -74,6 +88,45 @@ def events_per_minute() -> Chart:
         description="The tenant's events received on the streams each minute.",
         labels=_labels(minutes),
         series=[Series("received", [counts.get(minute, 0) for minute in minutes])],
+        kind="columns",
+    )
+
+
+def _binned(rows, field: str, span: Range):
+    """`rows` grouped by `span`'s columns: PostgreSQL bins `field` (date_bin, aligned
+    as Range.buckets aligns them), so the rows read are a column each, not a minute each."""
+    binned = Func(
+        Value(span.step), F(field), Value(EPOCH), function="date_bin", output_field=DateTimeField()
+    )
+    return rows.annotate(bucket=binned).values("bucket").order_by()
+
+
+def _events_over(span: Range) -> Chart:
+    buckets = span.buckets(timezone.now())
+    if current_scope().tenant_id is None:
+        rows = DeliveryCount.objects.filter(subscription__isnull=True, minute__gte=buckets[0])
+        counts = {
+            r["bucket"]: (r["d"], r["f"])
+            for r in _binned(rows, "minute", span).annotate(d=Sum("delivered"), f=Sum("failed"))
+        }
+        series = [
+            Series("published", [counts.get(b, (0, 0))[0] for b in buckets]),
+            Series("failed", [counts.get(b, (0, 0))[1] for b in buckets]),
+        ]
+        said = "Events the dispatcher published to the streams, and failures"
+    else:
+        rows = RecentEvent.objects.filter(received_at__gte=buckets[0])
+        counts = {
+            r["bucket"]: r["n"] for r in _binned(rows, "received_at", span).annotate(n=Count("id"))
+        }
+        series = [Series("received", [counts.get(b, 0) for b in buckets])]
+        said = "The tenant's events received on the streams"
+    return Chart(
+        key="events-per-minute",
+        title=f"Events {span.per}, {span.last}",
+        description=f"{said}, {span.per}.",
+        labels=[f"{b:{span.tick}}" for b in buckets],
+        series=series,
         kind="columns",
     )
 

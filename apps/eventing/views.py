@@ -7,12 +7,14 @@ import json
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView, TemplateView
 
 from apps.console.confirm import confirmed
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin, RowAction
+from apps.console.progress import Progress, reload_when_moved
 from apps.console.redirects import redirect_next
 from apps.core import counting
 from apps.core.errors import DomainError
@@ -84,7 +86,31 @@ class DeadLetterDetailView(OperatorRequiredMixin, DetailView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         context["envelope_json"] = json.dumps(self.object.envelope, indent=2, sort_keys=True)
+        context["progress"] = _replay_progress(self.object)
         return context
+
+
+def _replay_progress(dead) -> Progress | None:
+    """A queued replay, until a worker has delivered it (or failed to)."""
+    if dead.state != dead.State.REPLAYING:
+        return None
+    return Progress(
+        state=dead.state,
+        said=f"Replay queued: a worker delivers the event to {dead.subscription.consumer.name}.",
+        url=reverse("eventing:dead-letter-progress", args=[dead.pk]),
+    )
+
+
+@platform_scope
+@login_required
+def dead_letter_progress(request, pk):
+    """The dead letter page's progress part while its replay is queued (apps.console.progress)."""
+    if not request.user.is_operator:
+        raise PermissionDenied
+    dead = get_object_or_404(selectors.dead_letter_list(), pk=pk)
+    if reload := reload_when_moved(request.GET.get("state"), dead.state):
+        return reload
+    return render(request, "console/_progress.html", {"progress": _replay_progress(dead)})
 
 
 def _resolve(request, pk, service, verb: str):

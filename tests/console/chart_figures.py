@@ -41,7 +41,8 @@ class _ChartReader(HTMLParser):
         elif tag in ("td", "th"):
             self._cell = []
         elif tag == "rect":
-            self._rect = True
+            # A bar's own title, not its row's or column's (the track under it).
+            self._rect = attrs.get("class", "").startswith("series-")
         elif tag == "title" and self._rect:
             self._title = []
 

@@ -36,9 +36,14 @@ def test_bars_draw_each_figure_once_and_label_the_svg():
     assert figures["b"] == {"Done": 0, "Left": 2, "Total": 2}
     assert figures["c"]["Done"] == 1.5
     assert 'href="/a/"' in html and "style=" not in html
-    # A label cut short in the SVG keeps its whole text in a <title>.
+    # A label cut short in the SVG keeps its whole text in a <title>, on the label and
+    # on its whole row (the figures table has it whole too: chart_figures read it).
     assert "a very long label that the b…" in html
-    assert html.count("<rect") == 4  # no bar for a zero
+    full = "a very long label that the bar cannot show in full"
+    assert f"<title>{full}</title>" in html and f"<title>{full}: 4</title>" in html
+    assert "<title>b</title>" in html  # every label, cut or not
+    assert html.count('<rect class="series-') == 4  # no bar for a zero
+    assert html.count('<rect class="track"') == 3  # a row each answers a pointer
 
 
 def test_a_full_bar_stands_for_the_scale_given():

@@ -4,6 +4,7 @@ tenant's people see their tenant's; the page's statements do not grow with the r
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from datetime import timedelta
 
@@ -189,3 +190,76 @@ def test_a_tenants_backlog_is_counted_up_to_the_bound(
     lag = chart_figures(html, "backlog-and-lag")
     assert lag["outbox backlog"]["Waiting"] == 4
     assert "More than 3 events wait: counted that far." in html
+
+
+def _published(minute, delivered, failed=0):
+    with system_scope():
+        DeliveryCount.objects.create(
+            minute=minute.replace(second=0, microsecond=0), delivered=delivered, failed=failed
+        )
+
+
+def _floor(moment, minutes: int):
+    """The start of the column a moment falls in: minutes since midnight UTC cut to the
+    column's width (30 and 240 divide a day)."""
+    midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    since = int((moment - midnight).total_seconds() // 60)
+    return midnight + timedelta(minutes=since // minutes * minutes)
+
+
+def test_the_events_chart_shows_a_day_or_a_week_of_the_dispatchers_counts(client, operator):
+    now = timezone.now()
+    _published(now - timedelta(minutes=10), 2)
+    _published(now - timedelta(hours=5), 3, failed=1)
+    _published(now - timedelta(days=3), 7)
+    _published(now - timedelta(days=8), 100)  # older than any range
+    client.force_login(operator)
+
+    html = client.get("/", {"range": "24h"}).content.decode()
+    day = chart_figures(html, "events-per-minute")
+    assert "Events per 30 minutes, last 24 hours" in html and len(day) == 48
+    assert sum(column(day, "Published").values()) == 5
+    assert day[f"{_floor(now - timedelta(hours=5), 30):%H:%M}"] == {
+        "Published": 3,
+        "Failed": 1,
+        "Total": 4,
+    }
+
+    html = client.get("/", {"range": "7d"}).content.decode()
+    week = chart_figures(html, "events-per-minute")
+    assert "Events per 4 hours, last 7 days" in html and len(week) == 42
+    assert sum(column(week, "Published").values()) == 12
+    assert week[f"{_floor(now - timedelta(days=3), 240):%a %H:%M}"]["Published"] == 7
+    # The switch names the span shown and links the others, the page's address kept.
+    assert '<strong aria-current="true">7 d</strong>' in html
+    assert 'href="?range=1h"' in html and 'href="?range=24h"' in html
+
+    html = client.get("/", {"range": "a fortnight"}).content.decode()
+    assert "Events per minute, last hour" in html  # a range it does not know: the hour
+    assert len(chart_figures(html, "events-per-minute")) == 60
+
+
+def test_a_tenant_is_offered_the_ranges_its_received_events_are_kept_for(
+    client, admin_a, tenant_a, topic
+):
+    add_recent_events(tenant_a, topic, 2)
+    client.force_login(admin_a)
+    html = client.get("/", {"range": "24h"}).content.decode()
+    assert sum(column(chart_figures(html, "events-per-minute"), "Received").values()) == 2
+    # The inbox window (72 h) holds a day, not a week: no 7 d, and asking for it shows
+    # the hour.
+    assert '<strong aria-current="true">24 h</strong>' in html and ">7 d<" not in html
+    html = client.get("/", {"range": "7d"}).content.decode()
+    assert "Events per minute, last hour" in html
+
+
+@pytest.mark.parametrize("span", ["24h", "7d"])
+def test_a_longer_range_reads_as_many_statements_whatever_the_rows(client, operator, span):
+    minutes = itertools.count(1)
+
+    def add_rows(n):
+        for _ in range(n):
+            _published(timezone.now() - timedelta(minutes=next(minutes) * 37), 1)
+
+    client.force_login(operator)
+    assert_flat_query_count(add_rows, lambda: client.get("/", {"range": span}))

@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -16,6 +16,7 @@ from django.views.generic import DetailView
 from apps.console.confirm import confirmed
 from apps.console.listing import Column, ListPage
 from apps.console.manage_views import submit_form
+from apps.console.progress import reload_when_moved
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
@@ -141,10 +142,8 @@ def order_body(request, pk):
     its status, alerts and downloads change with it."""
     _require_governor(request)
     order = get_object_or_404(selectors.order_list(), pk=pk)
-    if request.GET.get("status") != order.status:
-        response = HttpResponse(status=204)
-        response["HX-Refresh"] = "true"
-        return response
+    if reload := reload_when_moved(request.GET.get("status"), order.status):
+        return reload
     return render(
         request, "governance/_order_body.html", {"order": order, **_order_context(request, order)}
     )

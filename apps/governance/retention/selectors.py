@@ -11,6 +11,7 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+from apps.core.models import ScheduledJob
 from apps.core.scope import system_scope, tenant_scope
 from apps.governance.models import GovernanceTask, LegalHold, RetentionRule, RetentionSweep
 from apps.governance.retention import policy, sweeper
@@ -19,6 +20,8 @@ from apps.stores.selectors import bindings_holding_tenant_data, live_binding_lis
 from apps.tenancy.models import DataClass, Tenant
 
 SWEEP_TASK = "governance.periodic_retention_sweep"
+# The claimed job the sweep task runs (apps.core.jobs): its row says whether a sweep runs.
+SWEEP_JOB = "governance.retention_sweep"
 
 
 def rule_list() -> QuerySet[RetentionRule]:
@@ -319,6 +322,24 @@ def sweep_schedule() -> dict:
         "enabled": True,
         "installed": False,
     }
+
+
+def sweep_running_since() -> datetime | None:
+    """When the sweep running now started, if one runs."""
+    return (
+        ScheduledJob.objects.filter(name=SWEEP_JOB).values_list("running_since", flat=True).first()
+    )
+
+
+def sweep_run_state(asked: datetime) -> str:
+    """Where a sweep asked for at `asked` stands: "queued" until a worker starts a run
+    after it, "running" while one runs, then "done" (the sweeps' table says how it went)."""
+    job = ScheduledJob.objects.filter(name=SWEEP_JOB).first()
+    if job is not None and job.running_since is not None:
+        return "running"
+    if job is None or job.last_started_at is None or job.last_started_at < asked:
+        return "queued"
+    return "done"
 
 
 def next_sweep_at(now: datetime | None = None, line: str | None = None) -> datetime:

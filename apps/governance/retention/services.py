@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from apps.core.codes import CoreCode
 from apps.core.context import SYSTEM_ACTOR, Actor
+from apps.core.enqueue import enqueue_on_commit
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.locks import advisory_lock
 from apps.core.scope import system_scope, tenant_scope
@@ -481,6 +482,19 @@ def _merge_tables(previous: dict, now: dict) -> dict:
                 before.get("files_removed", 0) + result["files_removed"]
             )
     return merged
+
+
+def sweep_request() -> datetime:
+    """Run tonight's sweep now, on a worker, as the nightly schedule would: a run the
+    same night again works against the night's `as_of`, so it issues and purges nothing
+    the nightly run would not. Answers the moment to follow the sweep from
+    (selectors.sweep_run_state): a sweep already running is that one, and a second run
+    asked for meanwhile would only be skipped, so none is started."""
+    running_since = selectors.sweep_running_since()
+    if running_since is not None:
+        return running_since
+    enqueue_on_commit(selectors.SWEEP_TASK)
+    return timezone.now()
 
 
 def sweep_run(*, now: datetime | None = None) -> RetentionSweep:

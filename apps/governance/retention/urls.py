@@ -6,6 +6,8 @@ app_name = "retention"
 
 urlpatterns = [
     path("", views.overview, name="overview"),
+    path("sweeps/run/", views.sweep_now, name="sweep-now"),
+    path("sweeps/progress/", views.sweep_progress, name="sweep-progress"),
     path("preview/", views.preview, name="preview"),
     path("rules/", views.RuleListView.as_view(), name="rule-list"),
     path("rules/new/", views.rule_edit, name="rule-new"),

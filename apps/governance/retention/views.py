@@ -3,17 +3,21 @@ sweep, and the upcoming sweeps with the last ones' results."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_POST
 
 from apps.console.listing import Column, ListPage
 from apps.console.manage_views import submit_form
+from apps.console.progress import Progress, reload_when_moved
 from apps.core.api.permissions import OPERATOR, PLATFORM_SERVICE, TENANT_ADMIN, caller_kind
 from apps.core.errors import DomainError
 from apps.core.view_scope import platform_scope
@@ -65,8 +69,60 @@ def overview(request):
             "sweeps": sweeps,
             "last_sweep_chart": charts.last_sweep_rows(sweeps[0] if sweeps else None),
             "related_pages": RELATED,
+            "may_run": caller_kind(request) == OPERATOR,
+            "progress": _sweep_progress(_asked(request)),
         },
     )
+
+
+def _asked(request) -> datetime | None:
+    """When the sweep this page follows was asked for (`asked`, set by `sweep_now`)."""
+    try:
+        asked = parse_datetime(request.GET.get("asked", ""))
+    except ValueError:
+        return None
+    return asked if asked is not None and asked.tzinfo is not None else None
+
+
+SWEEP_SAID = {
+    "queued": "Sweep asked for: waiting for a worker to start it.",
+    "running": "The sweep runs: purge tasks are issued and Steward's own tables swept.",
+}
+
+
+def _sweep_progress(asked: datetime | None) -> Progress | None:
+    state = selectors.sweep_run_state(asked) if asked else "done"
+    if state == "done":
+        return None
+    return Progress(
+        state=state,
+        said=SWEEP_SAID[state],
+        url=reverse("retention:sweep-progress"),
+        query=(("asked", asked.isoformat()),),
+    )
+
+
+@platform_scope
+@login_required
+@require_POST
+def sweep_now(request):
+    """Run tonight's sweep now; the overview follows it until it ends."""
+    _require(request, OPERATOR)
+    asked = services.sweep_request()
+    messages.success(request, "Tonight's sweep is asked for; a worker runs it now.")
+    return redirect(f"{reverse('retention:overview')}?{urlencode({'asked': asked.isoformat()})}")
+
+
+@platform_scope
+@login_required
+def sweep_progress(request):
+    """The overview's progress part while an asked-for sweep runs (apps.console.progress)."""
+    _require(request, OPERATOR, PLATFORM_SERVICE)
+    asked = _asked(request)
+    state = selectors.sweep_run_state(asked) if asked else "done"
+    if reload := reload_when_moved(request.GET.get("state"), state):
+        return reload
+    return render(request, "console/_progress.html", {"progress": _sweep_progress(asked)})
 
 
 @platform_scope
