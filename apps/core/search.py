@@ -1,4 +1,5 @@
-"""The console's one search box: an identifier or an exact name, across every app.
+"""The console's one search box: an identifier, an exact name or the start of a name,
+across every app.
 
 The console shell may not import the domains, so each app that has something findable
 contributes `find(query, request) -> list[Match]` in its `search.py` (apps.core.hooks),
@@ -6,9 +7,14 @@ reading through its own selectors. The search runs in the request's scope: row-l
 security decides what it finds, exactly as in the lists, and an object of another
 tenant is answered as one that does not exist.
 
-Every lookup is an indexed equality, never a pattern scan: the query is parsed once
-here, and an app asks only the columns of the query's shape (a UUID only UUID
+Every lookup is served by an index, whatever the number of rows: an equality, or a
+name's start in any case (an asset's, through a pattern index on its upper-cased name,
+read up to the few matches shown), exact matches listed first. The query is parsed
+once here, and an app asks only the columns of the query's shape (a UUID only UUID
 columns, a number only integer keys, a name only name columns).
+
+A list's own search box (`searched`, apps.console.listing) is a pattern over the rows
+the list's filters leave, ranked the same way.
 """
 
 from __future__ import annotations
