@@ -77,5 +77,5 @@ def test_an_empty_list_offers_what_fills_it(journey, operator):
     expect(empty).to_contain_text("No assets yet.")
     tab.screenshot("assets")
     tab.open("/eventing/dead-letters/")
-    expect(page.locator("article.empty-list")).to_contain_text("No dead letters yet.")
+    expect(page.locator("article.empty-list")).to_contain_text("No dead letters: every event")
     tab.screenshot("dead-letters")
