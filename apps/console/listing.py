@@ -263,21 +263,30 @@ class ListPage(LoginRequiredMixin, ListView):
         self.sort = requested if requested.lstrip("-") in allowed else self.default_ordering
         # The tie-break runs the sort's way, so one index serves the sort both ways.
         order = (self.sort, "-pk" if self.sort.startswith("-") else "pk")
+        self.counted = None
         if searching and requested.lstrip("-") not in allowed:
-            # Unless a column's sort is chosen, the best matches come first.
-            order = ("search_rank", *order)
+            # Unless a column's sort is chosen, the best matches come first: when they
+            # are few enough to be paged through. Ranking reads every match (on 200,000
+            # assets, 340 ms where the sort's index stopped at a page, 33 ms), and past
+            # the cap the page is reached by narrowing, not by rank.
+            self.counted = count_up_to(queryset, self.paginator_class.cap)
+            if self.counted <= self.paginator_class.cap:
+                order = ("search_rank", *order)
         queryset = queryset.order_by(*order)
         self.matching = queryset
         return queryset.values(*self.row_fields) if self.row_fields else queryset
 
     def get_paginator(self, queryset, per_page, orphans=0, allow_empty_first_page=True):
-        return self.paginator_class(
+        paginator = self.paginator_class(
             queryset,
             per_page,
             orphans=orphans,
             allow_empty_first_page=allow_empty_first_page,
             counted_rows=self.matching,
         )
+        if self.counted is not None:
+            paginator.counted = self.counted  # counted once, to choose the order
+        return paginator
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)

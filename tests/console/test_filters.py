@@ -175,3 +175,23 @@ def test_the_search_finds_by_prefix_and_within_and_ranks_exact_matches_first(as_
 def test_a_filtered_searched_list_costs_the_same_whatever_the_rows(as_operator, tenant_a):
     query = {"q": "asset", "status": "draft", "workflow_managed": "false"}
     assert_flat_query_count(assets_added_to(tenant_a), lambda: as_operator.get(ASSETS, query))
+
+
+def test_past_the_cap_the_matches_keep_the_lists_order(as_operator, tenant_a, monkeypatch):
+    """Ranking reads every match: past the paginator's cap the list keeps its sort (the
+    newest first) and says it counted past the cap, as without a search."""
+    from apps.console.listing import CappedPaginator
+
+    for name in ("acme", "big-acme", "acme-widgets"):  # the newest last
+        new_asset(tenant_a, name)
+    monkeypatch.setattr(CappedPaginator, "cap", 3)
+    response = as_operator.get(ASSETS, {"q": "acme"})
+    assert [row.name for row in response.context["object_list"]] == [
+        "acme",
+        "acme-widgets",
+        "big-acme",
+    ]
+    monkeypatch.setattr(CappedPaginator, "cap", 2)
+    response = as_operator.get(ASSETS, {"q": "acme"})
+    assert [row.name for row in response.context["object_list"]] == ["acme-widgets", "big-acme"]
+    assert response.context["paginator"].capped
