@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-CASES = ("api", "eventing", "compute", "assets", "registry", "sweeper", "load", "pages")
+CASES = ("api", "eventing", "compute", "assets", "registry", "sweeper", "load", "pages", "search")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,6 +4,8 @@ from apps.assets.models import Asset, AssetQuerySet
 
 
 class AssetFilterSet(django_filters.FilterSet):
+    inline = ("status", "workflow_managed", "tenant")
+
     workflow_managed = django_filters.BooleanFilter(
         method="filter_workflow_managed", label="Waiting on the Workflow Service"
     )

@@ -1,5 +1,6 @@
-"""Assets (by id, workflow instance id or exact name) and workflow callback receipts
-(by workflow instance id) in the console's search (apps.core.search)."""
+"""Assets (by id, workflow instance id, exact name or the start of the name in any case)
+and workflow callback receipts (by workflow instance id) in the console's search
+(apps.core.search)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ SHOWN = 20
 def find(query: Query, request) -> list[Match]:
     assets = selectors.asset_list(tenant=request.tenant)
     if query.uuid is not None:
-        assets = assets.filter(Q(pk=query.uuid) | Q(workflow_instance_id=query.uuid))
+        shown = list(assets.filter(Q(pk=query.uuid) | Q(workflow_instance_id=query.uuid))[:SHOWN])
     elif query.name is not None:
-        assets = assets.filter(name=query.name)
+        shown = _named(assets, query.name)
     else:
         return []
     found = [
@@ -28,7 +29,7 @@ def find(query: Query, request) -> list[Match]:
             asset.get_absolute_url(),
             f"{asset.tenant.slug}, {asset.get_status_display().lower()}",
         )
-        for asset in assets[:SHOWN]
+        for asset in shown
     ]
     if query.uuid is not None:
         receipts = list(_receipts_of(query.uuid)[:SHOWN])
@@ -47,6 +48,29 @@ def find(query: Query, request) -> list[Match]:
         )
         found += [_receipt_match(receipt, existing) for receipt in receipts]
     return found
+
+
+def _named(assets, name: str) -> list:
+    """The assets named `name` exactly, then those whose name starts with it in any case
+    (in order), up to SHOWN: each an index's range (asset_name, asset_name_prefix),
+    however many assets there are."""
+    exact = list(assets.filter(name=name)[:SHOWN])
+    seen = {asset.pk for asset in exact}
+    start = name.upper()
+    starting = assets.filter(name_folded__gte=start).order_by("name_folded", "pk")
+    if (after := _after(start)) is not None:
+        starting = starting.filter(name_folded__lt=after)
+    found = [asset for asset in starting[: SHOWN + len(exact)] if asset.pk not in seen]
+    return (exact + found)[:SHOWN]
+
+
+def _after(prefix: str) -> str | None:
+    """The first text past every text that starts with `prefix`, in byte order (the
+    folded name's collation); None when there is none (the last code point)."""
+    for end in range(len(prefix) - 1, -1, -1):
+        if ord(prefix[end]) < 0x10FFFF:
+            return prefix[:end] + chr(ord(prefix[end]) + 1)
+    return None
 
 
 def _receipt_match(receipt: WorkflowCallback, existing: set) -> Match:

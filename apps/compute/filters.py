@@ -4,6 +4,8 @@ from apps.compute.models import ComputeBatch, WorkflowBatchLink
 
 
 class ComputeBatchFilterSet(django_filters.FilterSet):
+    inline = ("status", "tenant")
+
     tenant = django_filters.CharFilter(field_name="tenant__slug")
 
     class Meta:
@@ -12,6 +14,8 @@ class ComputeBatchFilterSet(django_filters.FilterSet):
 
 
 class WorkflowBatchLinkFilterSet(django_filters.FilterSet):
+    inline = ("stale", "tenant")
+
     tenant = django_filters.CharFilter(field_name="tenant__slug")
     stale = django_filters.BooleanFilter(field_name="is_stale", label="Stale")
 

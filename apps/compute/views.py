@@ -31,6 +31,7 @@ class LinkListView(OperatorRequiredMixin, ListPage):
     """Steps waiting on a batch, read-only: links are Steward's internal state."""
 
     title = "Outstanding batch links"
+    empty = "No batch links outstanding: no workflow step waits on a compute batch."
     filterset_class = WorkflowBatchLinkFilterSet
     search_fields = ("workflow_instance_id", "workflow_step_id")
     default_ordering = "created_at"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django import forms
 from django.contrib.auth.mixins import LoginRequiredMixin, UserPassesTestMixin
 from django.core.paginator import Paginator
-from django.db.models import Q
 from django.http import QueryDict
 from django.urls import reverse
 from django.utils.functional import cached_property
@@ -17,6 +17,7 @@ from apps.console.rows import value_rows
 from apps.core.api.filtering import named_filters, narrowed
 from apps.core.api.permissions import caller_kind
 from apps.core.counting import count_up_to
+from apps.core.search import searched
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,32 @@ class Column:
     attr: str  # dotted path on the row
     sort: str = ""  # ordering field, if the column sorts
     link: bool = False  # link to the row's get_absolute_url
+
+
+@dataclass(frozen=True)
+class Chip:
+    """An active filter (or the search) as the filter bar shows it, and the list's
+    query string without it."""
+
+    label: str
+    value: str
+    param: str
+    params: frozenset[str]
+    clear: str = ""
+
+    def cleared_from(self, query) -> Chip:
+        return Chip(self.label, self.value, self.param, self.params, _without(query, self.params))
+
+
+def _all_params(chips) -> set[str]:
+    return {p for chip in chips for p in chip.params}
+
+
+def _without(query, params) -> str:
+    kept = query.copy()
+    for param in params:
+        kept.pop(param, None)
+    return kept.urlencode()
 
 
 class OperatorRequiredMixin(UserPassesTestMixin):
@@ -81,6 +108,38 @@ class CappedPaginator(Paginator):
 
 # (FilterSet class, filter name) -> the label and the widget's HTML with nothing chosen.
 _EMPTY_WIDGETS: dict[tuple[type, str], tuple[str, str]] = {}
+# The choice that filters nothing, as Django and django-filter name it ("---------",
+# "Unknown"), and the value each gives it.
+_ANY = "Any"
+_NO_CHOICE = ("", "unknown", None)
+
+
+@dataclass(frozen=True)
+class FilterWidget:
+    """One filter of a list's filter bar: shown inline or folded away (the FilterSet's
+    `inline` names the inline ones), and its value in words when one is chosen."""
+
+    name: str
+    label: str
+    html: str
+    inline: bool
+    chosen: str = ""
+
+
+def in_words(form) -> None:
+    """Name the choice that filters nothing "Any" on every select of the form (booleans
+    read Any / Yes / No), in place of "---------" and "Unknown"."""
+    for field in form.fields.values():
+        if isinstance(field, forms.ModelChoiceField):
+            # Its choices are the queryset's rows, read when drawn: relabel, don't list.
+            if field.empty_label is not None:
+                field.empty_label = _ANY
+            continue
+        widget = field.widget
+        if isinstance(widget, forms.Select) and not widget.allow_multiple_selected:
+            widget.choices = [
+                (value, _ANY if value in _NO_CHOICE else label) for value, label in widget.choices
+            ]
 
 
 def _static(declared) -> bool:
@@ -108,19 +167,39 @@ def bound_filterset(filterset_class, query, queryset):
 def _drawn_empty(filterset_class, name: str) -> tuple[str, str]:
     alone = narrowed(filterset_class, frozenset([name]))
     bound = alone(QueryDict(), queryset=filterset_class._meta.model._default_manager.none())
+    in_words(bound.form)
     field = bound.form[name]
     return field.label, str(field)
 
 
-def filter_widgets(filterset_class, filterset) -> list[tuple[str, str]]:
-    """Each filter's label and widget, in the FilterSet's order, for the list's form.
+def _chosen(bound) -> str:
+    """The bound field's value as the filter bar's chip says it: a choice by its label."""
+    value = bound.data
+    values = value if isinstance(value, list) else [value]
+    # NullBooleanSelect's data is a bool; its choices' values are "true" and "false".
+    values = [
+        str(v).lower() if isinstance(v, bool) else str(v) for v in values if v not in (None, "")
+    ]
+    field = bound.field
+    if isinstance(field.widget, forms.Select) and not isinstance(field, forms.ModelChoiceField):
+        labels = {str(v): str(label) for v, label in field.widget.choices}
+        values = [labels.get(v, v) for v in values]
+    return ", ".join(values)
+
+
+def filter_widgets(filterset_class, filterset) -> list[FilterWidget]:
+    """Each filter's label and widget, in the FilterSet's order, for the list's filter
+    bar, with the value chosen in words.
 
     A filter with nothing chosen draws the same HTML on every page of its list, yet
     drawing the form's widgets through their templates was a sixth of a list page's
     time: an empty widget of a filter that reads nothing from the database is drawn
     once per process. One with a value is drawn each time (values are the caller's).
     """
+    if filterset is not None:
+        in_words(filterset.form)
     bound_fields = {bound.name: bound for bound in filterset.form} if filterset else {}
+    inline = frozenset(getattr(filterset_class, "inline", ()))
     drawn = []
     for name, declared in filterset_class.base_filters.items():
         bound = bound_fields.get(name)  # None: not named, and static (see bound_filterset)
@@ -128,7 +207,8 @@ def filter_widgets(filterset_class, filterset) -> list[tuple[str, str]]:
             value = bound.data
             empty = value in (None, "") or (isinstance(value, list) and not any(value))
             if not empty or bound.errors or not _static(declared):
-                drawn.append((bound.label, str(bound)))
+                chosen = "" if empty else _chosen(bound)
+                drawn.append(FilterWidget(name, bound.label, str(bound), name in inline, chosen))
                 continue
         key = (filterset_class, name)
         widget = _EMPTY_WIDGETS.get(key)
@@ -136,7 +216,7 @@ def filter_widgets(filterset_class, filterset) -> list[tuple[str, str]]:
             widget = _EMPTY_WIDGETS[key] = (
                 _drawn_empty(filterset_class, name) if bound is None else (bound.label, str(bound))
             )
-        drawn.append(widget)
+        drawn.append(FilterWidget(name, *widget, inline=name in inline))
     return drawn
 
 
@@ -159,6 +239,10 @@ class ListPage(LoginRequiredMixin, ListView):
     # related one), when the page reads its rows as `.values()` (apps.console.rows)
     # rather than as model instances; empty, it reads instances.
     row_fields: tuple[str, ...] = ()
+    # What the list says when it holds nothing yet, before the action that fills it (the
+    # page's `create`); empty, "No <title> yet.". When filters hide every row, the page
+    # names them instead, each with a way to clear it.
+    empty = ""
 
     def get_base_queryset(self):
         raise NotImplementedError
@@ -171,27 +255,38 @@ class ListPage(LoginRequiredMixin, ListView):
         if self.filterset is not None:
             queryset = self.filterset.qs if self.filterset.is_valid() else queryset.none()
         self.search = self.request.GET.get("q", "").strip()
-        if self.search and self.search_fields:
-            condition = Q()
-            for field in self.search_fields:
-                condition |= Q(**{f"{field}__icontains": self.search})
-            queryset = queryset.filter(condition)
+        searching = bool(self.search and self.search_fields)
+        if searching:
+            queryset = searched(queryset, self.search_fields, self.search)
         allowed = {c.sort for c in self.columns if c.sort}
         requested = self.request.GET.get("sort", "")
         self.sort = requested if requested.lstrip("-") in allowed else self.default_ordering
         # The tie-break runs the sort's way, so one index serves the sort both ways.
-        queryset = queryset.order_by(self.sort, "-pk" if self.sort.startswith("-") else "pk")
+        order = (self.sort, "-pk" if self.sort.startswith("-") else "pk")
+        self.counted = None
+        if searching and requested.lstrip("-") not in allowed:
+            # Unless a column's sort is chosen, the best matches come first: when they
+            # are few enough to be paged through. Ranking reads every match (on 200,000
+            # assets, 340 ms where the sort's index stopped at a page, 33 ms), and past
+            # the cap the page is reached by narrowing, not by rank.
+            self.counted = count_up_to(queryset, self.paginator_class.cap)
+            if self.counted <= self.paginator_class.cap:
+                order = ("search_rank", *order)
+        queryset = queryset.order_by(*order)
         self.matching = queryset
         return queryset.values(*self.row_fields) if self.row_fields else queryset
 
     def get_paginator(self, queryset, per_page, orphans=0, allow_empty_first_page=True):
-        return self.paginator_class(
+        paginator = self.paginator_class(
             queryset,
             per_page,
             orphans=orphans,
             allow_empty_first_page=allow_empty_first_page,
             counted_rows=self.matching,
         )
+        if self.counted is not None:
+            paginator.counted = self.counted  # counted once, to choose the order
+        return paginator
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -203,15 +298,23 @@ class ListPage(LoginRequiredMixin, ListView):
         query.pop("page", None)
         sort_query = query.copy()
         sort_query.pop("sort", None)
+        widgets = (
+            filter_widgets(self.filterset_class, self.filterset)
+            if self.filterset_class is not None
+            else []
+        )
+        chips = self._chips(query, widgets)
         context.update(
             title=self.title,
             columns=self.columns,
             filterset=self.filterset,
-            filter_widgets=(
-                filter_widgets(self.filterset_class, self.filterset)
-                if self.filterset_class is not None
-                else []
-            ),
+            filter_widgets=widgets,
+            inline_filters=[w for w in widgets if w.inline],
+            folded_filters=[w for w in widgets if not w.inline],
+            folded_chosen=sum(1 for w in widgets if not w.inline and w.chosen),
+            chips=chips,
+            clear_all=_without(query, _all_params(chips)),
+            empty=self.empty or f"No {self.title.lower()} yet.",
             search=self.search,
             sort=self.sort,
             query_string=query.urlencode(),
@@ -222,6 +325,20 @@ class ListPage(LoginRequiredMixin, ListView):
             related_pages=[(label, reverse(name)) for label, name in self.related_pages],
         )
         return context
+
+    def _chips(self, query, widgets: list[FilterWidget]) -> list[Chip]:
+        """One chip per filter chosen (and the search), each with the list's address
+        without it."""
+        chips = []
+        if self.search and self.search_fields:
+            chips.append(Chip("Search", self.search, "q", frozenset(["q"])))
+        for widget in widgets:
+            if widget.chosen:
+                params = frozenset(
+                    p for p in query if widget.name in named_filters(self.filterset_class, [p])
+                )
+                chips.append(Chip(widget.label, widget.chosen, widget.name, params))
+        return [chip.cleared_from(query) for chip in chips]
 
     def _create_action(self):
         if self.create is None or caller_kind(self.request) not in self.create[2]:

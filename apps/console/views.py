@@ -241,6 +241,7 @@ class OperatorOrTenantAdminMixin(UserPassesTestMixin):
 
 class AuditListView(OperatorOrTenantAdminMixin, ListPage):
     title = "Audit trail"
+    empty = "No audit entries yet."
     filterset_class = AuditEventFilterSet
     search_fields = ("object_repr", "actor_label", "action")
     default_ordering = "-occurred_at"

@@ -1,4 +1,5 @@
-"""The console's one search box: an identifier or an exact name, across every app.
+"""The console's one search box: an identifier, an exact name or the start of a name,
+across every app.
 
 The console shell may not import the domains, so each app that has something findable
 contributes `find(query, request) -> list[Match]` in its `search.py` (apps.core.hooks),
@@ -6,9 +7,14 @@ reading through its own selectors. The search runs in the request's scope: row-l
 security decides what it finds, exactly as in the lists, and an object of another
 tenant is answered as one that does not exist.
 
-Every lookup is an indexed equality, never a pattern scan: the query is parsed once
-here, and an app asks only the columns of the query's shape (a UUID only UUID
+Every lookup is served by an index, whatever the number of rows: an equality, or a
+name's start in any case (an asset's, through a pattern index on its upper-cased name,
+read up to the few matches shown), exact matches listed first. The query is parsed
+once here, and an app asks only the columns of the query's shape (a UUID only UUID
 columns, a number only integer keys, a name only name columns).
+
+A list's own search box (`searched`, apps.console.listing) is a pattern over the rows
+the list's filters leave, ranked the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+
+from django.db.models import Case, Q, Value, When
 
 from apps.core.hooks import app_modules
 
@@ -72,6 +80,21 @@ class Query:
     @property
     def empty(self) -> bool:
         return not (self.uuid or self.number is not None or self.name or self.fingerprint)
+
+
+def searched(queryset, fields, text: str):
+    """The rows one of whose `fields` holds `text`, any case, annotated (as an alias)
+    `search_rank`: 0 where a field is the text, 1 where one starts with it, 2 where
+    one only holds it, so that ordering by the rank lists exact matches first.
+
+    A list's search box: a pattern over the list's rows, as the lists always searched,
+    now ranked."""
+    holds, rank = Q(), []
+    for field in fields:
+        holds |= Q(**{f"{field}__icontains": text})
+    rank += [When(Q(**{f"{field}__iexact": text}), then=Value(0)) for field in fields]
+    rank += [When(Q(**{f"{field}__istartswith": text}), then=Value(1)) for field in fields]
+    return queryset.filter(holds).alias(search_rank=Case(*rank, default=Value(2)))
 
 
 def search(raw: str | None, request) -> tuple[Query, list[Match]]:

@@ -4,6 +4,8 @@ from apps.eventing.models import DeadLetter, RecentEvent, UncertainEffect
 
 
 class DeadLetterFilterSet(django_filters.FilterSet):
+    inline = ("state", "topic", "consumer")
+
     consumer = django_filters.CharFilter(field_name="subscription__consumer__name")
     tenant = django_filters.CharFilter(field_name="tenant__slug")
 
@@ -13,6 +15,8 @@ class DeadLetterFilterSet(django_filters.FilterSet):
 
 
 class UncertainEffectFilterSet(django_filters.FilterSet):
+    inline = ("state", "target_system")
+
     tenant = django_filters.CharFilter(field_name="tenant__slug")
 
     class Meta:
@@ -21,6 +25,8 @@ class UncertainEffectFilterSet(django_filters.FilterSet):
 
 
 class RecentEventFilterSet(django_filters.FilterSet):
+    inline = ("topic", "event_type")
+
     tenant = django_filters.CharFilter(field_name="tenant__slug")
 
     class Meta:

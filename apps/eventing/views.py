@@ -50,6 +50,7 @@ class OverviewView(OperatorRequiredMixin, TemplateView):
 
 class DeadLetterListView(OperatorRequiredMixin, ListPage):
     title = "Dead letters"
+    empty = "No dead letters: every event was delivered or is still being tried."
     filterset_class = DeadLetterFilterSet
     search_fields = ("error", "event_type", "topic")
     default_ordering = "-created_at"
@@ -144,6 +145,7 @@ def dead_letter_discard(request, pk):
 
 class UncertainEffectListView(OperatorRequiredMixin, ListPage):
     title = "Uncertain effects"
+    empty = "No uncertain effects: the outcome of every external call is known."
     template_name = "eventing/effect_list.html"
     row_cell_template = "eventing/_effect_cell.html"
     filterset_class = UncertainEffectFilterSet
@@ -167,6 +169,7 @@ class UncertainEffectListView(OperatorRequiredMixin, ListPage):
 
 class RecentEventListView(OperatorRequiredMixin, ListPage):
     title = "Recent events"
+    empty = "No events seen recently."
     filterset_class = RecentEventFilterSet
     search_fields = ("aggregate_id", "event_type")
     default_ordering = "-received_at"

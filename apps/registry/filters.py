@@ -6,6 +6,8 @@ from apps.registry.models import SchemaVersion, Subscription, Topic
 
 
 class TopicFilterSet(django_filters.FilterSet):
+    inline = ("producer",)
+
     producer = django_filters.CharFilter(field_name="producers__name")
 
     class Meta:
@@ -14,6 +16,8 @@ class TopicFilterSet(django_filters.FilterSet):
 
 
 class SubscriptionFilterSet(django_filters.FilterSet):
+    inline = ("consumer", "topic", "is_active")
+
     consumer = django_filters.CharFilter(field_name="consumer__name")
     topic = django_filters.CharFilter(field_name="topic__name")
 
@@ -23,6 +27,8 @@ class SubscriptionFilterSet(django_filters.FilterSet):
 
 
 class SchemaVersionFilterSet(django_filters.FilterSet):
+    inline = ("state", "topic__name")
+
     class Meta:
         model = SchemaVersion
         fields = ["state", "topic__name"]

@@ -81,6 +81,7 @@ class ApprovalListView(ListPage):
     """Breaking versions waiting on their consumers, oldest first."""
 
     title = "Schema approvals"
+    empty = "No schema change waits for approval."
     related_pages = (
         ("Topics", "registry:topic-list"),
         ("All versions", "registry:version-list"),

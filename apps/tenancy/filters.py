@@ -28,6 +28,8 @@ class InstantFilter(django_filters.IsoDateTimeFilter):
 
 
 class TenantFilterSet(django_filters.FilterSet):
+    inline = ("status", "environment_class")
+
     home_region = django_filters.CharFilter(field_name="home_region__slug")
 
     class Meta:
@@ -36,6 +38,8 @@ class TenantFilterSet(django_filters.FilterSet):
 
 
 class MembershipFilterSet(django_filters.FilterSet):
+    inline = ("role", "tenant")
+
     tenant = django_filters.CharFilter(field_name="tenant__slug")
     user = django_filters.CharFilter(field_name="user__username")
 
@@ -45,6 +49,8 @@ class MembershipFilterSet(django_filters.FilterSet):
 
 
 class ServiceAccountFilterSet(django_filters.FilterSet):
+    inline = ("is_active", "tenant")
+
     tenant = django_filters.CharFilter(field_name="tenant__slug")
 
     class Meta:
@@ -53,6 +59,8 @@ class ServiceAccountFilterSet(django_filters.FilterSet):
 
 
 class AuditEventFilterSet(django_filters.FilterSet):
+    inline = ("action", "actor", "tenant")
+
     tenant = django_filters.CharFilter(field_name="tenant__slug")
     action = django_filters.CharFilter(lookup_expr="startswith")
     actor = django_filters.CharFilter(field_name="actor_label")

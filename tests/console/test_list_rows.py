@@ -29,6 +29,7 @@ from apps.assets import services as assets
 from apps.assets.models import Asset
 from apps.assets.views import AssetListView
 from apps.console.cells import Cells
+from apps.console.listing import in_words
 from apps.console.rows import _display, value_rows
 from apps.console.templatetags.console import attr, list_rows
 from apps.core.context import SYSTEM_ACTOR
@@ -80,13 +81,6 @@ def test_each_cell_is_the_value_as_the_template_language_renders_it(client, oper
         rows = list(Asset.objects.select_related("tenant").order_by("-created_at", "-pk"))
         expected = [expected_cells(row, AssetListView.columns) for row in rows]
     assert Table(html).rows == expected
-
-
-def test_a_page_with_nothing_says_so_across_its_columns(client, operator):
-    client.force_login(operator)
-    html = client.get(reverse("assets:asset-list")).content.decode()
-    span = len(AssetListView.columns) + 1
-    assert f'<tr><td colspan="{span}">Nothing matches.</td></tr>' in html
 
 
 def test_the_audit_trail_draws_each_rows_changes_in_its_extra_cell(client, operator, tenant_a):
@@ -174,8 +168,10 @@ def test_the_filter_form_draws_each_widget_as_django_does_chosen_or_not(
         response = client.get(f"{reverse(page)}?{query}")
         view = response.context["view"]
         whole = view.filterset_class(QueryDict(query), queryset=view.get_base_queryset())
+        in_words(whole.form)
         fresh = [(bound.label, str(bound)) for bound in whole.form]
-        assert response.context["filter_widgets"] == fresh
+        drawn = [(widget.label, widget.html) for widget in response.context["filter_widgets"]]
+        assert drawn == fresh
         html = response.content.decode()
         assert all(widget in html for _, widget in fresh)
         with system_scope():  # the operator's pages read in the system scope

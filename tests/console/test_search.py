@@ -240,6 +240,64 @@ def test_assets_of_one_name_are_listed(as_operator, tenant_a, tenant_b):
     assert f'href="{two.get_absolute_url()}"' in html
 
 
+def test_an_asset_is_found_by_the_start_of_its_name_in_any_case(as_operator, tenant_a):
+    acme = new_asset(tenant_a, "Acme-widgets")
+    new_asset(tenant_a, "big-acme")  # holds the text, but does not start with it
+    opens(search(as_operator, "acm"), acme.get_absolute_url())
+    opens(search(as_operator, "ACME-W"), acme.get_absolute_url())
+
+
+def test_the_exact_name_comes_first_then_the_names_that_start_so(as_operator, tenant_a):
+    for name in ("acme-tools-longer", "acme-x", "acme", "ACME-t"):
+        new_asset(tenant_a, name)
+    html = search(as_operator, "acme").content.decode()
+    section = re.search(r'<section class="search-kind">.*?</section>', html, re.S).group(0)
+    listed = re.findall(r'<li><a href="[^"]+">([^<]+)</a>', section)
+    assert listed == ["acme", "ACME-t", "acme-tools-longer", "acme-x"]
+
+
+def test_a_prefix_never_reaches_another_tenants_assets(client, admin_a, tenant_a, tenant_b):
+    new_asset(tenant_b, "acme-bravo")
+    mine = new_asset(tenant_a, "acme-alpha")
+    client.force_login(admin_a)
+    opens(search(client, "acme"), mine.get_absolute_url())
+    nothing_found(search(client, "acme-b"))
+
+
+def test_the_prefix_lookup_reads_the_pattern_index(tenant_a):
+    """On a realistic table (enough assets that a scan costs more than the index, the
+    planner's settings as they are), the start of a name is found through
+    asset_name_prefix, under row-level security as the console reads it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from apps.assets import search as assets_search
+    from apps.assets import selectors
+    from apps.assets.models import Asset
+
+    with tenant_scope(tenant_a), connection.cursor() as cursor:
+        cursor.execute(
+            f"""INSERT INTO {Asset._meta.db_table} (id, tenant_id, name, description, status,
+                decided_by, decision_reason, created_at, updated_at)
+            SELECT gen_random_uuid(), %s, md5(g::text) || '-' || g, '', 'draft', '', '',
+                now(), now() FROM generate_series(1, 20000) AS g""",  # noqa: S608
+            [tenant_a.pk],
+        )
+        cursor.execute(f"ANALYZE {Asset._meta.db_table}")
+    for scope, tenant in ((system_scope(), None), (tenant_scope(tenant_a), tenant_a)):
+        with scope:
+            found = assets_search._named(selectors.asset_list(tenant=tenant), "abc")
+            assert found and all(a.name.upper().startswith("ABC") for a in found)
+            with CaptureQueriesContext(connection) as ran:
+                assets_search._named(selectors.asset_list(tenant=tenant), "abc")
+            sql = ran.captured_queries[-1]["sql"]
+            params = ()
+            with connection.cursor() as cursor:
+                cursor.execute(f"EXPLAIN {sql}", params)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "asset_name_prefix" in plan, plan
+
+
 # ------------------------------------------------------------- other tenants' objects
 
 

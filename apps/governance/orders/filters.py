@@ -7,12 +7,16 @@ from apps.governance.models import GovernanceOrder, GovernanceTask
 
 
 class OrderFilterSet(django_filters.FilterSet):
+    inline = ("kind", "status")
+
     class Meta:
         model = GovernanceOrder
         fields = ["kind", "status", "tenant__slug"]
 
 
 class OwnerTaskFilterSet(django_filters.FilterSet):
+    inline = ("status", "kind")
+
     class Meta:
         model = GovernanceTask
         fields = ["status", "kind", "owner", "order", "tenant__slug"]

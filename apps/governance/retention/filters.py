@@ -7,12 +7,16 @@ from apps.governance.models import LegalHold, RetentionRule, RetentionSweep
 
 
 class RetentionRuleFilterSet(django_filters.FilterSet):
+    inline = ("action", "enabled")
+
     class Meta:
         model = RetentionRule
         fields = ["action", "locked", "enabled", "data_class__slug", "store__slug"]
 
 
 class LegalHoldFilterSet(django_filters.FilterSet):
+    inline = ("released_at__isnull", "tenant__slug")
+
     class Meta:
         model = LegalHold
         fields = {"tenant__slug": ["exact"], "released_at": ["isnull"]}
@@ -26,6 +30,8 @@ class LegalHoldFilterSet(django_filters.FilterSet):
 
 
 class RetentionSweepFilterSet(django_filters.FilterSet):
+    inline = ("status",)
+
     class Meta:
         model = RetentionSweep
         fields = ["status"]
