@@ -100,6 +100,23 @@ def test_an_incompatible_schema_is_registered_when_the_level_allows_it(live):
     assert admin.get_versions("payments-value") == [1, 2]
 
 
+AVRO_V1 = {"type": "record", "name": "Payment", "fields": [{"name": "id", "type": "string"}]}
+
+
+def test_a_schema_of_another_type_is_refused_40901_unless_the_level_is_none(live):
+    client, _ = live
+    admin = client("tooling", ADMIN)
+    admin.register_schema("refunds-value", Schema(json.dumps(AVRO_V1), "AVRO"))
+    error = refused(lambda: admin.register_schema("refunds-value", schema(V1)))
+    assert (error.http_status_code, error.error_code) == (409, 40901)
+    assert "different schema type: AVRO to JSON" in error.error_message
+    assert admin.get_versions("refunds-value") == [1]
+    admin.set_compatibility("refunds-value", "NONE")
+    assert admin.register_schema("refunds-value", schema(V1)) > 0
+    latest = admin.get_latest_version("refunds-value")
+    assert (latest.version, latest.schema.schema_type) == (2, "JSON")
+
+
 def test_a_schema_held_for_consumers_is_refused_naming_them_then_registers(live):
     client, _ = live
     registry = client()

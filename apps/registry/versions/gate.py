@@ -50,7 +50,11 @@ from apps.registry.versions.announcements import announce, producers_joined
 from apps.registry.versions.errors import Incompatible
 from apps.registry.versions.modes import mode_implies
 from apps.registry.versions.readers import judge_readers
-from apps.registry.versions.submitted import parse_referencing, reference_key
+from apps.registry.versions.submitted import (
+    compatibility_verdict,
+    parse_referencing,
+    reference_key,
+)
 from apps.tenancy.audit import audit_record
 
 State = SchemaVersion.State
@@ -344,16 +348,29 @@ def _decided(
     if registering is not None:
         contract = registering.contract.effective(published[-1] if published else None)
     key = reference_key(references)
-    known = _known(topic.name, parsed, published, pending, key, any_version, contract)
+    mode = sync.mode_of(topic, role)
+    # Through the Schema Registry API a schema of another type than the subject's is
+    # judged as the reference judges it: incompatible (409) unless the level is NONE,
+    # which lets it in. A release (ModelSync) never changes a subject's type.
+    retyped = registering is not None and bool(published)
+    retyped = retyped and published[-1].schema_type != parsed.kind
+    if retyped:
+        verdict = compatibility_verdict(
+            parsed, published, mode=mode, policy=topic.compatibility_policy
+        )
+        if not verdict.compatible:
+            raise Incompatible(registering.subject, [d.as_dict() for d in verdict.breaking])
+    known = _known(topic.name, parsed, published, pending, key, any_version, contract, retyped)
     if known is not None:
         return known
-    verdict = formats.check(
-        parsed.kind,
-        parsed.checked,
-        [v.schema for v in published],
-        mode=sync.mode_of(topic, role),
-        policy=topic.compatibility_policy,
-    )
+    if not retyped:
+        verdict = formats.check(
+            parsed.kind,
+            parsed.checked,
+            [v.schema for v in published],
+            mode=mode,
+            policy=topic.compatibility_policy,
+        )
     if pending is not None and verdict.compatible:
         refused = _held_by_waiting(sync, topic, parsed, published, pending, role)
         if refused is not None:
@@ -368,14 +385,22 @@ def _decided(
 
 
 def _known(
-    name: str, parsed, published, pending, references, any_version, contract=None
+    name: str,
+    parsed,
+    published,
+    pending,
+    references,
+    any_version,
+    contract=None,
+    retyped=False,
 ) -> TopicAnswer | None:
     """The answer when the schema is not new to the subject: of another type than its
-    schemas (rejected), a published version (unchanged), or the version waiting.
-    `contract`: (metadata, ruleSet) the version must have too (None: any)."""
+    schemas (rejected, unless `retyped`: the level let the new type in), a published
+    version (unchanged), or the version waiting. `contract`: (metadata, ruleSet) the
+    version must have too (None: any)."""
     fingerprint, kind = parsed.fingerprint, parsed.kind
     current = published[-1] if published else None
-    if current is not None and current.schema_type != kind:
+    if current is not None and current.schema_type != kind and not retyped:
         return TopicAnswer(
             name,
             "rejected",
