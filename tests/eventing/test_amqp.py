@@ -14,6 +14,8 @@ from kombu import Consumer, Queue
 from apps.core.scope import system_scope
 from apps.eventing import dispatcher
 from apps.eventing.amqp import (
+    DEAD_LETTERS,
+    AmqpRunner,
     AmqpTransport,
     DeadLetterRunner,
     amqp_consumer_runner,
@@ -24,12 +26,14 @@ from apps.eventing.amqp import (
     topic_exchange,
 )
 from apps.eventing.consumer_registry import Handler
+from apps.eventing.consumers import build_runners
 from apps.eventing.envelope import Envelope
 from apps.eventing.inbox import handle_envelopes
 from apps.eventing.models import DeadLetter, DispatchLane, InboxEntry, OutboxEvent
+from apps.eventing.services import sync_consumer_subscriptions
 from apps.eventing.transports import outbox_transport
 from portal.rabbitmq import RabbitNode, free_port
-from tests.eventing.factories import subscribe, write_events
+from tests.eventing.factories import subscribe, webhook, write_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -138,6 +142,23 @@ def inbox_rows(consumer: str) -> int:
 
 def test_the_setting_chooses_rabbitmq_behind_the_same_port(amqp):
     assert isinstance(outbox_transport(), AmqpTransport)
+
+
+@pytest.mark.usefixtures("webhook_secret")
+def test_the_consumers_process_runs_rabbitmq_runners_under_the_amqp_transport(amqp, topic):
+    # given: Steward's own consumer and a webhook subscription on the topic
+    sync_consumer_subscriptions(topic_names=[topic.name])
+    hook = webhook(topic, "http://127.0.0.1:9/hook")
+    # when
+    runners = build_runners()
+    # then: each reads its lane queues, and one runner turns dead-lettered messages
+    # into Steward's dead letters
+    groups = {runner.group: runner for runner in runners}
+    assert isinstance(groups["steward.recent-events"], AmqpRunner)
+    assert groups[hook.group_name].streams == [
+        lane_queue_name(hook.group_name, lane) for lane in range(lane_count())
+    ]
+    assert isinstance(groups[DEAD_LETTERS], DeadLetterRunner)
 
 
 def test_an_event_goes_from_the_outbox_to_a_consumer_through_rabbitmq(amqp, tenant_a, topic):
