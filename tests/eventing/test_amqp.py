@@ -253,18 +253,9 @@ def test_a_message_redelivered_after_its_consumer_died_is_not_applied_twice(amqp
     write_events(tenant_a, topic, 1)
     assert dispatcher.drain() == 1
     with connect() as conn:
-        channel = conn.channel()
-        queues = [
-            Queue(lane_queue_name(recorder.handler.consumer, lane))(channel)
-            for lane in range(lane_count())
-        ]
-        received = []
-        with Consumer(channel, queues, on_message=received.append, auto_declare=False):
-            while not received:
-                with contextlib.suppress(TimeoutError):
-                    conn.drain_events(timeout=1)
+        received = receive_one(conn, recorder)
         assert recorder.ready_messages() == 0  # it is ours, unacknowledged
-        handle_envelopes(recorder.handler, [Envelope.from_json(received[0].body)])
+        handle_envelopes(recorder.handler, [Envelope.from_json(received.body)])
     # the connection closed without an ack: the broker delivers the message again
     assert len(recorder.applied) == 1
     # when
@@ -292,6 +283,43 @@ def test_a_message_the_consumer_rejects_becomes_a_steward_dead_letter(amqp, tena
     assert "rejected after its retries" in dead.error
     assert "the handler refuses this event" in dead.error
     assert recorder.applied == []
+    assert recorder.ready_messages() == 0
+
+
+def receive_one(conn, recorder):
+    """One message of the recorder's lane queues, taken and left unacknowledged."""
+    channel = conn.channel()
+    queues = [
+        Queue(lane_queue_name(recorder.handler.consumer, lane))(channel)
+        for lane in range(lane_count())
+    ]
+    received = []
+    with Consumer(channel, queues, on_message=received.append, auto_declare=False):
+        while not received:
+            with contextlib.suppress(TimeoutError):
+                conn.drain_events(timeout=1)
+    return received[0]
+
+
+def test_a_message_whose_consumer_keeps_dying_becomes_a_steward_dead_letter(amqp, tenant_a, topic):
+    # given: a message that every consumer takes and dies on, never acknowledging it
+    recorder = Recorder(topic)
+    [envelope] = write_events(tenant_a, topic, 1)
+    assert dispatcher.drain() == 1
+    deliveries = 0
+    with running(DeadLetterRunner()):
+        while not dead_letters(recorder):
+            assert deliveries <= 3 + 1, "the broker kept delivering past its limit"
+            with connect() as conn:
+                receive_one(conn, recorder)
+                deliveries += 1
+            # the connection closed: the broker returns it, or dead-letters it at the limit
+            wait_until(lambda: recorder.ready_messages() or dead_letters(recorder))
+    # then
+    [dead] = dead_letters(recorder)
+    assert deliveries >= 3  # MAX_ATTEMPTS: the broker's x-delivery-limit
+    assert dead.event_id == envelope.event_id
+    assert "delivered 3 times without being acknowledged" in dead.error
     assert recorder.ready_messages() == 0
 
 
