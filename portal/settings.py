@@ -417,7 +417,17 @@ STEWARD_EVENTING = {
     "INBOX_RETENTION_HOURS": env_int("STEWARD_INBOX_RETENTION_HOURS", 72),
     # Start a dispatcher as soon as a transaction with events commits (beat sweeps too).
     "KICK_ON_COMMIT": env_bool("STEWARD_KICK_ON_COMMIT", True),
+    # Where the dispatcher publishes: Redis streams, or RabbitMQ (docs/eventing.md,
+    # "RabbitMQ"): its URL (a secret: never logged), and how many lane queues each
+    # consumer has there (change it only with those queues empty).
+    "TRANSPORT": env("STEWARD_EVENT_TRANSPORT", "redis_stream"),
+    "AMQP_URL": env("STEWARD_AMQP_URL", ""),
+    "AMQP_LANES": env_int("STEWARD_AMQP_LANES", 4),
 }
+if STEWARD_EVENTING["TRANSPORT"] not in {"redis_stream", "amqp"}:
+    raise ImproperlyConfigured("STEWARD_EVENT_TRANSPORT must be 'redis_stream' or 'amqp'.")
+if STEWARD_EVENTING["TRANSPORT"] == "amqp" and not STEWARD_EVENTING["AMQP_URL"]:
+    raise ImproperlyConfigured("STEWARD_EVENT_TRANSPORT=amqp needs STEWARD_AMQP_URL.")
 
 # Compute: links claimed per poll, and the age at which an outstanding link shows as stale.
 STEWARD_COMPUTE_POLL_BATCH = env_int("STEWARD_COMPUTE_POLL_BATCH", 5000)

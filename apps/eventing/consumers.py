@@ -373,6 +373,10 @@ def webhook_runner(subscription: Subscription, transport: WebhookTransport | Non
 
 def build_runners() -> list[Runner]:
     """The runners this process should run, from the handler registry and the catalog."""
+    if settings.STEWARD_EVENTING["TRANSPORT"] == "amqp":
+        from apps.eventing.amqp import build_amqp_runners  # imports this module
+
+        return build_amqp_runners()
     runners = []
     internal = registry_selectors.active_subscriptions(Subscription.Transport.REDIS_STREAM)
     for handler in HANDLERS.values():

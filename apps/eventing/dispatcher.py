@@ -44,7 +44,12 @@ from apps.eventing.models import LANES, DispatchedEvent, DispatchLane, OutboxEve
 from apps.eventing.redrive import ENVELOPE_COLUMNS, redrive_leased, redrive_lost_lanes
 from apps.eventing.services import KICK_KEY, backoff_seconds, count_deliveries
 from apps.eventing.signals import send_follow_task
-from apps.eventing.transports import LaneBehind, RedisStreamTransport, TransportError
+from apps.eventing.transports import (
+    LaneBehind,
+    RedisStreamTransport,
+    TransportError,
+    outbox_transport,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +137,9 @@ def _publish(transport, rows, lane: int, published: int, token: uuid.UUID) -> No
     envelopes = [envelope for _, envelope in rows]
     through = rows[-1][0]
     if not isinstance(transport, RedisStreamTransport):
-        transport.publish(envelopes)  # another transport keeps no marks
+        # Another transport keeps no marks: RabbitMQ confirms each message once its
+        # queues hold it, and returns only then. The lane routes it (apps.eventing.amqp).
+        transport.publish(envelopes, lane=lane)
         return
     try:
         transport.publish(envelopes, lane=lane, expected=published, through=through)
@@ -154,7 +161,7 @@ def dispatch_lane_once(transport=None) -> int | None:
     if not rows:
         _release(lane, token)
         return 0
-    transport = transport or RedisStreamTransport()
+    transport = transport or outbox_transport()
     try:
         _publish(transport, rows, lane, published, token)
     except TransportError as exc:
@@ -192,7 +199,7 @@ def drain(*, transport=None, max_seconds: float = 50.0) -> int:
     Stops at the first transport failure: the lane has been backed off, and the
     other lanes would fail the same way against the same Redis.
     """
-    transport = transport or RedisStreamTransport()
+    transport = transport or outbox_transport()
     ensure_lanes()
     deadline = time.monotonic() + max_seconds
     total = 0

@@ -170,6 +170,17 @@ class RedisStreamTransport:
         pipe.eval(PUBLISH_SCRIPT, len(keys), *keys, *args)
 
 
+def outbox_transport():
+    """The transport the dispatcher publishes through, as `STEWARD_EVENT_TRANSPORT` says:
+    Redis streams (the default) or RabbitMQ (apps.eventing.amqp). Both take the same
+    `publish(envelopes, *, lane=…, expected=…, through=…, groups=…)`."""
+    if settings.STEWARD_EVENTING["TRANSPORT"] == "amqp":
+        from apps.eventing.amqp import AmqpTransport  # kombu only where it is chosen
+
+        return AmqpTransport()
+    return RedisStreamTransport()
+
+
 def webhook_signature(secret: bytes, webhook_id: str, timestamp: int, body: bytes) -> str:
     """`v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (the Standard Webhooks scheme)."""
     signed = f"{webhook_id}.{timestamp}.".encode() + body

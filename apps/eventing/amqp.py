@@ -1,0 +1,393 @@
+"""RabbitMQ (AMQP 0-9-1) as the outbox's transport: the same envelope, the same port.
+
+Chosen with `STEWARD_EVENT_TRANSPORT=amqp` and `STEWARD_AMQP_URL`. The topology:
+
+- one durable direct exchange per topic, `steward.topic.<topic>`;
+- per subscription (consumer), `STEWARD_AMQP_LANES` quorum queues
+  `<group>.lane-<k>`, each bound to the exchange of every topic the subscription
+  reads with the routing key `<k>`. The dispatcher publishes an envelope with the
+  routing key `lane % STEWARD_AMQP_LANES`, where `lane` is its outbox lane (a hash of
+  the aggregate), so one aggregate's events always go to the same lane queue;
+- every lane queue has a single active consumer (`x-single-active-consumer`): of the
+  runners of several `run_consumers` processes, the broker delivers a lane to one
+  at a time and hands it to another when that one goes, so a lane is read in order;
+- a message the consumer rejects after its retry budget, or that the broker
+  delivered `STEWARD_DELIVERY_MAX_ATTEMPTS` times without an acknowledgement
+  (`x-delivery-limit`), is dead-lettered (at least once) to `steward.dead-letters`,
+  which the dead-letter runner turns into Steward's dead letters.
+
+The dispatcher releases an outbox row only once the broker confirmed the message
+(publisher confirms): a nack or a lost connection is a TransportError, and the rows
+stay in the outbox for the next try.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from amqp.exceptions import MessageNacked
+from django.conf import settings
+from django.db import close_old_connections, connection
+from kombu import Connection, Consumer, Exchange, Queue
+from kombu.exceptions import OperationalError as KombuOperationalError
+
+from apps.eventing import services
+from apps.eventing.consumer_registry import HANDLERS, Handler
+from apps.eventing.consumers import Entry, unreadable_envelope
+from apps.eventing.envelope import Envelope
+from apps.eventing.inbox import handle_envelopes
+from apps.eventing.transports import TransportError, WebhookTransport
+from apps.registry import selectors as registry_selectors
+from apps.registry.models import Subscription
+
+logger = logging.getLogger(__name__)
+
+DEAD_LETTERS = "steward.dead-letters"
+LANE_SUFFIX = ".lane-"
+
+
+def topic_exchange(topic: str) -> Exchange:
+    return Exchange(f"steward.topic.{topic}", type="direct", durable=True)
+
+
+def lane_count() -> int:
+    return settings.STEWARD_EVENTING["AMQP_LANES"]
+
+
+def lane_queue_name(group: str, lane: int) -> str:
+    return f"{group}{LANE_SUFFIX}{lane}"
+
+
+def lane_queue_arguments() -> dict:
+    return {
+        "x-queue-type": "quorum",
+        "x-single-active-consumer": True,
+        # A consumer that dies on a message again and again must not block its lane.
+        "x-delivery-limit": settings.STEWARD_EVENTING["MAX_ATTEMPTS"],
+        "x-dead-letter-exchange": DEAD_LETTERS,
+        # At-least-once dead-lettering needs reject-publish overflow (RabbitMQ's
+        # quorum queue documentation); no length limit is set, so nothing is refused.
+        "x-dead-letter-strategy": "at-least-once",
+        "x-overflow": "reject-publish",
+    }
+
+
+def declare_dead_letters(channel) -> Queue:
+    """The exchange every lane queue dead-letters to, and the queue that keeps them."""
+    exchange = Exchange(DEAD_LETTERS, type="fanout", durable=True)
+    queue = Queue(
+        DEAD_LETTERS, exchange=exchange, durable=True, queue_arguments={"x-queue-type": "quorum"}
+    )(channel)
+    queue.declare()
+    return queue
+
+
+def declare_subscription(channel, group: str, topics: Sequence[str]) -> list[Queue]:
+    """The group's lane queues, bound to each topic's exchange (idempotent)."""
+    declare_dead_letters(channel)
+    queues = []
+    for lane in range(lane_count()):
+        queue = Queue(
+            lane_queue_name(group, lane), durable=True, queue_arguments=lane_queue_arguments()
+        )(channel)
+        queue.declare()
+        for topic in topics:
+            exchange = topic_exchange(topic)(channel)
+            exchange.declare()
+            queue.bind_to(exchange=exchange, routing_key=str(lane))
+        queues.append(queue)
+    return queues
+
+
+def connect(url: str | None = None) -> Connection:
+    url = url or settings.STEWARD_EVENTING["AMQP_URL"]
+    return Connection(url, transport_options={"confirm_publish": True}, connect_timeout=5)
+
+
+def _broker_errors(conn: Connection) -> tuple[type[BaseException], ...]:
+    return (
+        *conn.connection_errors,
+        *conn.channel_errors,
+        MessageNacked,
+        KombuOperationalError,
+        OSError,
+    )
+
+
+class AmqpTransport:
+    """Publish envelopes to their topics' exchanges and wait for the broker's confirms.
+
+    The publish signature is the port's, shared with RedisStreamTransport; `expected`,
+    `through` and `groups` are the Redis re-drive's marks, which a broker that confirms
+    each message after writing it to its quorum queues does not need.
+    """
+
+    name = "amqp"
+    # One connection per process (publishing is serialised on it), and the topics whose
+    # exchange and Steward consumers' queues it has declared: made before a topic's
+    # first message, so no Steward consumer's queue starts after it.
+    _lock = threading.Lock()
+    _connection: Connection | None = None
+    _declared: set[str] = set()
+
+    def __init__(self, url: str | None = None):
+        self.url = url
+
+    def publish(
+        self,
+        envelopes: Sequence[Envelope],
+        *,
+        lane: int | None = None,
+        expected: int = 0,
+        through: int = 0,
+        groups: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """Publish each envelope, persistent, and return once the broker confirmed all."""
+        with self._lock:
+            conn = self._open()
+            try:
+                channel = conn.default_channel
+                self._declare_topics(channel, {envelope.topic for envelope in envelopes})
+                producer = conn.Producer(channel=channel)
+                for envelope in envelopes:
+                    own_lane = (
+                        lane
+                        if lane is not None
+                        else services.lane_of(envelope.aggregate_type, envelope.aggregate_id)
+                    )
+                    producer.publish(
+                        envelope.to_json(),
+                        exchange=topic_exchange(envelope.topic),
+                        routing_key=str(own_lane % lane_count()),
+                        content_type="application/json",
+                        content_encoding="utf-8",
+                        message_id=str(envelope.event_id),
+                        type=envelope.event_type,
+                        delivery_mode=2,
+                        retry=False,
+                    )
+            except _broker_errors(conn) as exc:
+                self.reset()
+                raise TransportError(f"AMQP: {type(exc).__name__}: {exc}") from exc
+
+    def _open(self) -> Connection:
+        cls = type(self)
+        if cls._connection is None:
+            cls._connection = connect(self.url)
+        try:
+            cls._connection.ensure_connection(max_retries=1, interval_start=0)
+        except _broker_errors(cls._connection) as exc:
+            self.reset()
+            raise TransportError(f"AMQP: broker unreachable ({type(exc).__name__})") from exc
+        return cls._connection
+
+    def _declare_topics(self, channel, topics: set[str]) -> None:
+        for topic in sorted(topics - self._declared):
+            topic_exchange(topic)(channel).declare()
+            for handler in HANDLERS.values():
+                if handler.topics is None or topic in handler.topics:
+                    declare_subscription(channel, handler.consumer, [topic])
+            self._declared.add(topic)
+
+    @classmethod
+    def reset(cls) -> None:
+        """Drop the connection and what was declared through it: a broker that lost its
+        state (a new node) needs the declarations again."""
+        conn, cls._connection = cls._connection, None
+        cls._declared = set()
+        if conn is not None:
+            try:
+                conn.release()
+            except Exception:  # noqa: BLE001 - it is already broken
+                logger.debug("AMQP connection closed uncleanly", exc_info=True)
+
+
+# --------------------------------------------------------------------------- consuming
+
+
+@dataclass
+class AmqpRunner:
+    """Reads one subscription group's lane queues and delivers each envelope in order.
+
+    Shaped as apps.eventing.consumers.Runner, so `run_consumers` runs either. A failure
+    is retried in place with back-off, keeping the lane's later messages waiting; after
+    MAX_ATTEMPTS the message is rejected and the broker dead-letters it.
+    """
+
+    subscriptions: list[Subscription]
+    deliver: Callable[[list[Envelope]], None]
+    url: str | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self):
+        self.group = self.subscriptions[0].group_name
+        self.by_topic = {s.topic.name: s for s in self.subscriptions}
+        self.streams = [lane_queue_name(self.group, lane) for lane in range(lane_count())]
+        self.config = settings.STEWARD_EVENTING
+
+    def run_forever(self) -> None:
+        try:
+            while not self.stop.is_set():
+                try:
+                    with connect(self.url) as conn:
+                        self._consume(conn)
+                except Exception as exc:  # noqa: BLE001 - a runner thread must survive anything
+                    logger.warning("%s: AMQP consumer stopped (%s); reconnecting", self.group, exc)
+                    self.stop.wait(1.0)
+                finally:
+                    close_old_connections()
+        finally:
+            connection.close()  # this thread's own connection
+
+    def _consume(self, conn: Connection) -> None:
+        channel = conn.channel()
+        queues = declare_subscription(channel, self.group, sorted(self.by_topic))
+        # on_message: the raw message, decoded here, so an unreadable one is dead-lettered.
+        consumer = Consumer(channel, queues=queues, on_message=self.on_message)
+        # One unacknowledged message per lane queue (the limit is per basic.consume):
+        # the next waits in the broker until this one is settled, so what a dying
+        # runner leaves behind is one message per lane, returned ahead of the rest.
+        consumer.qos(prefetch_count=1)
+        with consumer:
+            while not self.stop.is_set():
+                try:
+                    conn.drain_events(timeout=1.0)
+                except TimeoutError:
+                    continue
+
+    def on_message(self, message) -> None:
+        try:
+            envelope = Envelope.from_json(message.body)
+        except Exception:  # noqa: BLE001 - dead-lettered, where the operator sees it
+            message.reject(requeue=False)
+            return
+        subscription = self.by_topic.get(envelope.topic) or self.subscriptions[0]
+        # Quorum queues count earlier deliveries of this message in x-delivery-count.
+        attempt = int((message.headers or {}).get("x-delivery-count", 0)) + 1
+        while True:
+            try:
+                self.deliver([envelope])
+            except Exception as exc:  # noqa: BLE001
+                error = f"{type(exc).__name__}: {exc}"
+                services.subscription_record_failure(subscription=subscription, error=error)
+                if attempt >= self.config["MAX_ATTEMPTS"] or self.stop.is_set():
+                    # Stopping: requeued for the next runner, which counts on from here.
+                    message.reject(requeue=self.stop.is_set())
+                    return
+                delay = services.backoff_seconds(
+                    attempt,
+                    base=self.config["BACKOFF_BASE_SECONDS"],
+                    cap=self.config["BACKOFF_MAX_SECONDS"],
+                )
+                attempt += 1
+                self.stop.wait(delay)
+            else:
+                services.subscription_record_delivery(subscription=subscription, delivered=1)
+                message.ack()
+                return
+            finally:
+                close_old_connections()
+
+
+@dataclass
+class DeadLetterRunner:
+    """Turns what the broker dead-lettered into Steward's dead letters, through the same
+    service as the stream runners (so the console, the API and replay see them)."""
+
+    url: str | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    group: str = DEAD_LETTERS
+    streams: list[str] = field(default_factory=lambda: [DEAD_LETTERS])
+    subscriptions: list[Subscription] = field(default_factory=list)
+
+    def run_forever(self) -> None:
+        try:
+            while not self.stop.is_set():
+                try:
+                    with connect(self.url) as conn:
+                        channel = conn.channel()
+                        queue = declare_dead_letters(channel)
+                        with Consumer(channel, queues=[queue], on_message=self.on_message):
+                            while not self.stop.is_set():
+                                try:
+                                    conn.drain_events(timeout=1.0)
+                                except TimeoutError:
+                                    continue
+                except Exception as exc:  # noqa: BLE001 - a runner thread must survive anything
+                    logger.warning("dead letters: AMQP consumer stopped (%s); reconnecting", exc)
+                    self.stop.wait(1.0)
+                finally:
+                    close_old_connections()
+        finally:
+            connection.close()
+
+    def on_message(self, message) -> None:
+        death = ((message.headers or {}).get("x-death") or [{}])[0]
+        queue = str(death.get("queue", ""))
+        group = queue.rpartition(LANE_SUFFIX)[0] or queue
+        reason = str(death.get("reason", ""))
+        try:
+            envelope = Envelope.from_json(message.body)
+        except Exception as exc:  # noqa: BLE001 - kept for an operator, named by its queue
+            envelope = unreadable_envelope(
+                Entry(stream=queue, entry_id=str(message.delivery_tag), envelope=None)
+            )
+            error = f"unreadable message: {exc}"
+        else:
+            error = ""
+        subscription = subscription_of_group(group, envelope.topic)
+        if subscription is None:
+            logger.error("dead letter of %s on %s: no such subscription; dropped", group, queue)
+            message.ack()
+            return
+        if reason == "delivery_limit":
+            error = error or f"delivered {max_attempts()} times without being acknowledged"
+        else:
+            error = error or f"rejected after its retries: {subscription.last_error}"
+        services.dead_letter_record(
+            subscription=subscription, envelope=envelope, error=error, attempts=max_attempts()
+        )
+        message.ack()
+        close_old_connections()
+
+
+def max_attempts() -> int:
+    return settings.STEWARD_EVENTING["MAX_ATTEMPTS"]
+
+
+def subscription_of_group(group: str, topic: str) -> Subscription | None:
+    for subscription in registry_selectors.active_subscriptions():
+        if subscription.group_name == group and subscription.topic.name == topic:
+            return subscription
+    return None
+
+
+def build_amqp_runners() -> list:
+    """The runners of `run_consumers` under the AMQP transport: one per Steward consumer
+    and webhook subscription, as with streams, and the dead-letter runner."""
+    runners: list = []
+    internal = registry_selectors.active_subscriptions(Subscription.Transport.REDIS_STREAM)
+    for handler in HANDLERS.values():
+        mine = [s for s in internal if s.consumer.name == handler.consumer]
+        if mine:
+            runners.append(amqp_consumer_runner(handler, mine))
+    for subscription in registry_selectors.active_subscriptions(Subscription.Transport.WEBHOOK):
+        transport = WebhookTransport()
+
+        def deliver(envelopes, subscription=subscription, transport=transport):
+            transport.publish(envelopes, subscription=subscription)
+
+        runners.append(AmqpRunner(subscriptions=[subscription], deliver=deliver))
+    runners.append(DeadLetterRunner())
+    return runners
+
+
+def amqp_consumer_runner(handler: Handler, subscriptions: list[Subscription], **kwargs):
+    return AmqpRunner(
+        subscriptions=subscriptions,
+        deliver=lambda envelopes: handle_envelopes(handler, envelopes),
+        **kwargs,
+    )
