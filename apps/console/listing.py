@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.functional import cached_property
 from django.views.generic import ListView
 
+from apps.console.access import openable
 from apps.console.rows import value_rows
 from apps.core.api.filtering import named_filters, narrowed
 from apps.core.api.permissions import caller_kind
@@ -219,7 +220,9 @@ class ListPage(LoginRequiredMixin, ListView):
             searchable=bool(self.search_fields),
             create_action=self._create_action(),
             row_actions=self.row_actions,
-            related_pages=[(label, reverse(name)) for label, name in self.related_pages],
+            related_pages=[
+                (label, reverse(name)) for label, name in openable(self.request, self.related_pages)
+            ],
         )
         return context
 
