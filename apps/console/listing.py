@@ -35,6 +35,10 @@ class Column:
     attr: str  # dotted path on the row
     sort: str = ""  # ordering field, if the column sorts
     link: bool = False  # link to the row's get_absolute_url
+    # Which windows show the column: "" every one; "wide" those 1440 px wide and more,
+    # for a detail a table can lose at 1280 px so that its name, status, time and
+    # changes stay on screen (static/console/steward.css, `.from-wide`).
+    shows: str = ""
 
 
 class OperatorRequiredMixin(UserPassesTestMixin):

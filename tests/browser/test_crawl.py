@@ -2,7 +2,8 @@
 tenant admin, a member), followed in Chromium to depth 2: no page answers a 4xx or 5xx
 that is not Steward's own page (templates/error.html, with the way back), no link in
 the menu refuses the person it is shown to, and no table cell shows Python's `None`,
-`True`, `False` or a dict (`{'`). axe-core checks each page as every journey does.
+`True`, `False` or a dict (`{'`), and no list's column is cut off at 1280 px (the
+audit trail's Changes included). axe-core checks each page as every journey does.
 
 Links are followed as a person would: same-origin GETs only, not the sign-out, not a
 download, not the Django admin or the API; one page per path pattern (identifiers and
@@ -42,6 +43,13 @@ LINKS = """() => [...document.querySelectorAll("a[href]")]
 RAW_CELLS = """() => [...document.querySelectorAll("td, th[scope=row]")]
   .map((cell) => cell.innerText.trim())
   .filter((text) => ["None", "True", "False"].includes(text) || text.includes("{'"))"""
+# A list page's columns past the right edge of a 1280 px window (its table scrolled to
+# the start): each list chooses the columns it shows at this width (Column.shows).
+CUT_OFF = """() => [
+  ...document.querySelectorAll("form.filters ~ .overflow-auto > table > thead th")]
+  .filter((th) => th.getBoundingClientRect().width > 0
+    && th.getBoundingClientRect().right > window.innerWidth + 1)
+  .map((th) => th.innerText.trim() || "(actions)")"""
 IS_STEWARDS_PAGE = "() => document.body.classList.contains('steward-error')"
 
 
@@ -97,6 +105,9 @@ def crawl(tab, base_url: str) -> tuple[int, list[str]]:
             continue
         for text in tab.page.evaluate(RAW_CELLS):
             problems.append(f"{path}: a cell shows {text[:60]!r}")
+        cut = tab.page.evaluate(CUT_OFF)
+        if cut:
+            problems.append(f"{path}: columns off a 1280 px screen: {', '.join(cut)}")
         if depth == 0:
             menu = set(
                 tab.page.eval_on_selector_all(

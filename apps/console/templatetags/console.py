@@ -52,8 +52,13 @@ def list_head(context):
             turn = "-" if sort == key else ""
             mark = " ▲" if sort == key else " ▼" if sort == f"-{key}" else ""
             label = f'<a href="{prefix}{turn}{key_text}">{label}{mark}</a>'
-        cells.append(f'<th scope="col">{label}</th>')
+        cells.append(f'<th scope="col"{_shows(column)}>{label}</th>')
     return mark_safe("".join(cells))  # noqa: S308 - every value above is escaped
+
+
+def _shows(column) -> str:
+    """The class that hides a column in narrower windows (Column.shows), as an attribute."""
+    return f' class="from-{column.shows}"' if column.shows else ""
 
 
 @register.simple_tag(takes_context=True)
@@ -86,15 +91,15 @@ def list_rows(context):
 
 def _rows(context, columns, extra, actions, csrf, next_input) -> list[str]:
     write, rows = Cells(context), []
-    paths = [(column.attr.split("."), column.link) for column in columns]
+    paths = [(column.attr.split("."), column.link, _shows(column)) for column in columns]
     for row in context["object_list"]:
         cells, url = [], None
-        for parts, link in paths:
+        for parts, link, shows in paths:
             shown = write.cell(_follow(row, parts))
             if link:
                 url = url or conditional_escape(row.get_absolute_url())
                 shown = f'<a href="{url}">{shown}</a>'
-            cells.append(f"<td>{shown}</td>")
+            cells.append(f"<td{shows}>{shown}</td>")
         if extra is not None:
             with context.push(row=row):
                 cells.append(extra.render(context))
