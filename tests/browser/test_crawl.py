@@ -1,8 +1,8 @@
 """Every console link reachable from the dashboard, for each demo role (an operator, a
-tenant admin, a member), followed in Chromium to depth 2: no page answers a 4xx or 5xx
-that is not Steward's own page (templates/error.html, with the way back), no link in
-the menu refuses the person it is shown to, and no table cell shows Python's `None`,
-`True`, `False` or a dict (`{'`), and no list's column is cut off at 1280 px (the
+tenant admin, a member), followed in Chromium to depth 2: no page answers a 5xx, nor a
+4xx that is not Steward's own page (templates/error.html, with the way back); no link
+in the menu refuses the person it is shown to; no table cell shows Python's `None`,
+`True`, `False` or a dict (`{'`); and no list's column is cut off at 1280 px (the
 audit trail's Changes included). axe-core checks each page as every journey does.
 
 Links are followed as a person would: same-origin GETs only, not the sign-out, not a
@@ -97,6 +97,10 @@ def crawl(tab, base_url: str) -> tuple[int, list[str]]:
         response = tab.page.goto(path)
         opened += 1
         status = response.status if response else 0
+        if status >= 500:
+            # Steward's own 500 page is still a failure on a main path.
+            problems.append(f"{path} ({status}, from {came_from}): a server error")
+            continue
         if status >= 400:
             if not tab.page.evaluate(IS_STEWARDS_PAGE):
                 problems.append(f"{path} ({status}, from {came_from}): not Steward's page")

@@ -94,12 +94,12 @@ def _rows(context, columns, extra, actions, csrf, next_input) -> list[str]:
     paths = [(column.attr.split("."), column.link, _shows(column)) for column in columns]
     for row in context["object_list"]:
         cells, url = [], None
-        for parts, link, shows in paths:
+        for parts, link, hidden_below in paths:
             shown = write.cell(_follow(row, parts))
             if link:
                 url = url or conditional_escape(row.get_absolute_url())
                 shown = f'<a href="{url}">{shown}</a>'
-            cells.append(f"<td{shows}>{shown}</td>")
+            cells.append(f"<td{hidden_below}>{shown}</td>")
         if extra is not None:
             with context.push(row=row):
                 cells.append(extra.render(context))
