@@ -34,7 +34,9 @@ NAVIGATION_LOOP = (
 )
 # list.html's column headers before `list_head`
 HEAD_LOOP = (
-    '{% for column in columns %}<th scope="col">{% if column.sort %}<a href="?'
+    '{% for column in columns %}<th scope="col"'
+    '{% if column.shows %} class="from-{{ column.shows }}"'
+    '{% endif %}>{% if column.sort %}<a href="?'
     "{{ sort_query_string }}{% if sort_query_string %}&amp;{% endif %}sort="
     "{% if sort == column.sort %}-{% endif %}{{ column.sort }}"
     '">{{ column.label }}{% if sort == column.sort %} ▲{% elif sort == "-"|add:column.sort %}'
@@ -132,7 +134,9 @@ def test_the_column_headers_are_the_loops_markup():
     pages = list(_list_pages())
     assert len(pages) > 10
     column_sets = {page.columns for page in pages if page.columns}
-    column_sets.add((Column("<Name & co>", "name", sort="name"), Column("Plain", "plain")))
+    column_sets.add(
+        (Column("<Name & co>", "name", sort="name"), Column("Plain", "plain", shows="wide"))
+    )
     for columns in column_sets:
         sorts = ["", "-pk", "nothing"]
         sorts += [s for c in columns if c.sort for s in (c.sort, f"-{c.sort}")]
