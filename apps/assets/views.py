@@ -64,7 +64,12 @@ def asset_new(request):
     if asset is not None:
         messages.success(request, f"Asset {asset.name} created.")
         return redirect(asset)
-    context = {"form": form, "title": "New asset", "notice": "" if form.is_bound else notice}
+    context = {
+        "form": form,
+        "title": "New asset",
+        "notice": "" if form.is_bound else notice,
+        "choose_tenant": bool(notice),
+    }
     return render(request, "console/form.html", context)
 
 

@@ -18,6 +18,29 @@ from django.utils.formats import get_format
 # without any writes every moment of a minute alike.
 _FINER_THAN_MINUTES = frozenset("suvUcr")
 
+# State as people read it in a table: an empty value a dash, a yes/no a tick or a dash
+# with the word for a screen reader (never Python's None, True, False).
+EMPTY = '<span class="muted" title="none">—</span>'
+YES = '<span aria-hidden="true">✓</span><span class="visually-hidden">yes</span>'
+NO = '<span class="muted" aria-hidden="true">—</span><span class="visually-hidden">no</span>'
+BECOMES = (
+    ' <span class="muted" aria-hidden="true">→</span><span class="visually-hidden">becomes</span> '
+)
+
+
+def change_lines(changes: dict, write) -> str:
+    """An audit entry's `{field: [before, after]}` as one line per field, "status: — →
+    requested", each value written by `write` (a value that is not a pair is an after)."""
+    lines = []
+    for field, diff in changes.items():
+        before, after = diff if isinstance(diff, list | tuple) and len(diff) == 2 else (None, diff)
+        name = html.escape(str(field).replace("_", " "))
+        lines.append(
+            f'<li><span class="change-field">{name}</span>: '
+            f"{write(before)}{BECOMES}{write(after)}</li>"
+        )
+    return f'<ul class="changes">{"".join(lines)}</ul>'
+
 
 @functools.lru_cache(maxsize=4096)
 def _written(moment: tuple, language: str | None, zone, minute: datetime.datetime) -> str:
@@ -69,6 +92,21 @@ class Cells:
             if kind is int or ("e" not in text and "n" not in text):  # not 1e-05, inf, nan
                 return text
         return render_value_in_context(value, self.context)
+
+    def cell(self, value) -> str:
+        """A table cell's text: as `{{ value }}` writes it, but state as people read it
+        (EMPTY, YES, NO) and a dict of changes as lines, never a Python literal."""
+        if value is None or value == "":
+            return EMPTY
+        if value is True:
+            return YES
+        if value is False:
+            return NO
+        if isinstance(value, dict):
+            return change_lines(value, self.cell) if value else EMPTY
+        if isinstance(value, list | tuple):
+            return ", ".join(self.cell(item) for item in value) if value else EMPTY
+        return self(value)
 
     def _moment(self, value) -> str:
         aware = self.zone is not None and value.utcoffset() is not None

@@ -4,21 +4,24 @@ from django.urls import NoReverseMatch
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 
+from apps.console.access import kind_may_open, person_kind
 from apps.core.urls import fixed_prefix, reverse_fixed, script_prefix
 from apps.tenancy.selectors import operator_tenant_choices
 
 # Every domain has a place in the navigation; one whose console is not installed yet
-# is shown disabled rather than hidden, so operators see the whole shape of Steward.
+# is shown disabled rather than hidden, so operators see the whole shape of Steward. An
+# entry shows to those who may open one of its pages (apps.console.access), linking the
+# first of them: a tenant admin's Retention is the rules, an operator's the sweeps.
 NAVIGATION = (
     ("Dashboard", "console:dashboard"),
-    ("Attention", "attention:queue", "operators"),
+    ("Attention", "attention:queue"),
     ("Tenants", "console:tenant-list"),
     ("Assets", "assets:asset-list"),
     ("Eventing", "eventing:overview"),
     ("Registry", "registry:topic-list"),
     ("Stores", "stores:binding-list"),
     ("Governance", "governance:order-list"),
-    ("Retention", "retention:overview"),
+    ("Retention", "retention:overview", "retention:rule-list"),
     ("Compute", "compute:batch-list"),
     ("Audit", "console:audit-list"),
 )
@@ -67,13 +70,14 @@ def chrome_links() -> dict[str, str]:
     return links
 
 
-def navigation(path: str, *, operator: bool) -> SafeString:
-    """The side navigation's items, the current domain's marked (the one whose URL the
-    path is or starts with; the dashboard's, the site's root, only when it is the path),
-    written in one pass as base.html's loop wrote them."""
+def navigation(path: str, *, kind: str | None) -> SafeString:
+    """The side navigation's items for a caller of `kind`, the current domain's marked
+    (the one whose URL the path is or starts with; the dashboard's, the site's root,
+    only when it is the path), written in one pass as base.html's loop wrote them."""
     items, root = [], script_prefix()
-    for label, name, *who in NAVIGATION:
-        if who and not operator:
+    for label, *names in NAVIGATION:
+        name = next((n for n in names if kind_may_open(kind, n)), None)
+        if name is None:
             continue
         try:
             url = reverse_fixed(name)
@@ -116,8 +120,11 @@ def console(request):
         ]
     acting = getattr(request, "tenant", None)
     with fixed_prefix():
-        links, items = chrome_links(), navigation(request.path, operator=user.is_operator)
+        kind = person_kind(request)
+        links, items = chrome_links(), navigation(request.path, kind=kind)
     return {
+        # The chrome's own restricted links (the account menu's service accounts).
+        "may_open_service_accounts": kind_may_open(kind, CHROME_PAGES["service_accounts"]),
         "navigation": items,
         "links": links,
         "acting_tenant": acting,

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.functional import cached_property
 from django.views.generic import ListView
 
+from apps.console.access import openable
 from apps.console.rows import value_rows
 from apps.core.api.filtering import named_filters, narrowed
 from apps.core.api.permissions import caller_kind
@@ -35,6 +36,10 @@ class Column:
     attr: str  # dotted path on the row
     sort: str = ""  # ordering field, if the column sorts
     link: bool = False  # link to the row's get_absolute_url
+    # Which windows show the column: "" every one; "wide" those 1440 px wide and more,
+    # for a detail a table can lose at 1280 px so that its name, status, time and
+    # changes stay on screen (static/console/steward.css, `.from-wide`).
+    shows: str = ""
 
 
 @dataclass(frozen=True)
@@ -322,7 +327,9 @@ class ListPage(LoginRequiredMixin, ListView):
             searchable=bool(self.search_fields),
             create_action=self._create_action(),
             row_actions=self.row_actions,
-            related_pages=[(label, reverse(name)) for label, name in self.related_pages],
+            related_pages=[
+                (label, reverse(name)) for label, name in openable(self.request, self.related_pages)
+            ],
         )
         return context
 

@@ -181,7 +181,14 @@ def service_account_create(request):
     title = f"New service account for {tenant.slug if tenant else 'the platform'}"
     # A refused name answers 400 like any refused form, whatever the reason.
     status = 400 if request.method == "POST" else 200
-    return render(request, "console/form.html", {"form": form, "title": title}, status=status)
+    context = {"form": form, "title": title}
+    if tenant is None:
+        context |= {
+            "notice": "In the all-tenants view a new account is the platform's, and acts "
+            "across tenants. To create one for a tenant, act for that tenant first.",
+            "choose_tenant": True,
+        }
+    return render(request, "console/form.html", context, status=status)
 
 
 def _account(request, pk):

@@ -109,7 +109,7 @@ def schedule_gauges():
     health = schedule_health()
     yield gauge(
         "steward_schedule_late",
-        "1 when a periodic job has not succeeded within twice its interval.",
+        "1 when a periodic job's due run has not succeeded in time (apps.core.schedules).",
         [([j.name], 1 if j.late else 0) for j in health],
         labels=["job"],
     )

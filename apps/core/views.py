@@ -1,6 +1,7 @@
 """Liveness and readiness probes, unauthenticated and outside any tenant scope."""
 
 import sys
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from django.core.cache import cache
@@ -9,7 +10,6 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpResponse, HttpResponseServerError, JsonResponse
 from django.template import loader
-from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from psycopg_pool import PoolTimeout
@@ -72,13 +72,29 @@ SCHEMA_REGISTRY_PREFIX = "/api/schema-registry/"
 
 
 def error_page(request, *, status: int, heading: str, message: str) -> HttpResponse:
-    """Steward's own page for a refusal a person's browser receives."""
+    """Steward's own page for a refusal a person's browser receives, with the way back:
+    to the page the person came from, when it was one of this console's, and home."""
     context = {
         "heading": heading,
         "message": message,
         "request_id": getattr(request, "request_id", ""),
+        "back": _came_from(request),
     }
     return HttpResponse(loader.get_template("error.html").render(context), status=status)
+
+
+def _came_from(request) -> str:
+    """The Referer's path when it is this site's (never another site's address, which
+    a link on the page would turn into an open redirect), else ""."""
+    referer = request.META.get("HTTP_REFERER", "")
+    parts = urlsplit(referer)
+    if not referer or parts.path == request.path:
+        return ""
+    try:
+        same = parts.netloc == request.get_host()
+    except DisallowedHost:
+        return ""
+    return urlunsplit(("", "", parts.path, parts.query, "")) if same else ""
 
 
 def bad_input_response(request, *, status: int, code: str, title: str, detail: str):
@@ -112,7 +128,30 @@ def not_found(request, exception):
         return JsonResponse({"error_code": 404, "message": "Not found."}, status=404)
     if request.path.startswith(API_PREFIX):
         return problem_response(status_code=404, code=CoreCode.NOT_FOUND, title="Not found.")
-    return defaults.page_not_found(request, exception)
+    return error_page(
+        request,
+        status=404,
+        heading="Not found",
+        message="There is no such page, or nothing here you may see.",
+    )
+
+
+def permission_denied(request, exception):
+    """Django's 403 (a view's PermissionDenied), Steward's way: the API's problem for
+    API clients, for people Steward's page saying what to do, never the bare one."""
+    if request.path.startswith(API_PREFIX):
+        return problem_response(
+            status_code=403, code=CoreCode.PERMISSION_DENIED, title="Permission denied."
+        )
+    return error_page(
+        request,
+        status=403,
+        heading="Not open to you",
+        message=(
+            "Your role does not open this page. If your work needs it, ask an operator "
+            "or your tenant's admin."
+        ),
+    )
 
 
 def database_unavailable(exc: BaseException | None) -> bool:

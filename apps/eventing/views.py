@@ -57,10 +57,10 @@ class DeadLetterListView(OperatorRequiredMixin, ListPage):
     columns = (
         Column("When", "created_at", sort="created_at", link=True),
         Column("Topic", "topic", sort="topic"),
-        Column("Type", "event_type", sort="event_type"),
+        Column("Type", "event_type", sort="event_type", shows="wide"),
         Column("Consumer", "subscription.consumer.name", sort="subscription__consumer__name"),
         Column("Tenant", "tenant.slug", sort="tenant__slug"),
-        Column("Attempts", "attempts", sort="attempts"),
+        Column("Attempts", "attempts", sort="attempts", shows="wide"),
         Column("State", "get_state_display", sort="state"),
         Column("Error", "short_error"),
     )
@@ -154,12 +154,12 @@ class UncertainEffectListView(OperatorRequiredMixin, ListPage):
     columns = (
         Column("Created", "created_at", sort="created_at"),
         Column("Tenant", "tenant.slug", sort="tenant__slug"),
-        Column("Actor", "actor", sort="actor"),
+        Column("Actor", "actor", sort="actor", shows="wide"),
         Column("System", "target_system", sort="target_system"),
         Column("Operation", "operation", sort="operation"),
-        Column("Reference", "external_ref"),
+        Column("Reference", "external_ref", shows="wide"),
         Column("State", "get_state_display", sort="state"),
-        Column("Attempts", "attempts", sort="attempts"),
+        Column("Attempts", "attempts", sort="attempts", shows="wide"),
         Column("Next check", "next_check_at", sort="next_check_at"),
     )
 

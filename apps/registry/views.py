@@ -46,7 +46,7 @@ class TopicListView(ListPage):
     default_ordering = "name"
     columns = (
         Column("Topic", "name", sort="name"),
-        Column("Description", "description"),
+        Column("Description", "description", shows="wide"),
         Column("Producers", "producer_names"),
         Column("Consumers", "consumer_list"),
         Column("Schema version", "current_schema_version", sort="current_schema_version"),
@@ -65,8 +65,8 @@ class SubscriptionListView(OperatorRequiredMixin, ListPage):
     columns = (
         Column("Topic", "topic.name", sort="topic__name"),
         Column("Consumer", "consumer.name", sort="consumer__name"),
-        Column("Transport", "get_transport_display", sort="transport"),
-        Column("Endpoint", "endpoint"),
+        Column("Transport", "get_transport_display", sort="transport", shows="wide"),
+        Column("Endpoint", "endpoint", shows="wide"),
         Column("Active", "is_active", sort="is_active"),
         Column("Failures in a row", "consecutive_failures", sort="consecutive_failures"),
         Column("Last error", "last_error"),

@@ -64,8 +64,8 @@ class BindingListView(ListPage):
     columns = (
         Column("Store", "store.slug", sort="store__slug", link=True),
         Column("Tenant", "tenant.slug", sort="tenant__slug"),
-        Column("Profile", "profile.slug"),
-        Column("Region", "region.slug", sort="region__slug"),
+        Column("Profile", "profile.slug", shows="wide"),
+        Column("Region", "region.slug", sort="region__slug", shows="wide"),
         Column("Status", "get_status_display", sort="status"),
         Column("Residency violation", "violation"),
         Column("Workload violation", "workload_violation"),
@@ -250,14 +250,14 @@ class BenchmarkListView(ListPage):
     create = ("Record a benchmark", "stores:evidence-record-benchmark", RECORDER)
     columns = (
         Column("Query shape", "get_query_shape_display", sort="query_shape"),
-        Column("Provider", "get_provider_display", sort="provider"),
+        Column("Provider", "get_provider_display", sort="provider", shows="wide"),
         Column("Profile", "profile.slug"),
         Column("Figure", "figure"),
-        Column("Threshold", "threshold"),
-        Column("Unit", "unit"),
+        Column("Threshold", "threshold", shows="wide"),
+        Column("Unit", "unit", shows="wide"),
         Column("Passed", "passed", sort="passed"),
         Column("Run", "run_reference"),
-        Column("Recorded by", "recorded_by"),
+        Column("Recorded by", "recorded_by", shows="wide"),
         Column("When", "recorded_at", sort="recorded_at"),
     )
 

@@ -13,6 +13,7 @@ from django.test import override_settings
 from django.urls import NoReverseMatch, reverse, set_script_prefix
 
 from apps.console import context_processors
+from apps.console.access import kind_may_open
 from apps.console.context_processors import (
     CHROME_FILES,
     CHROME_PAGES,
@@ -21,6 +22,7 @@ from apps.console.context_processors import (
 )
 from apps.console.listing import Column, ListPage
 from apps.console.templatetags.console import list_head
+from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, TENANT_MEMBER
 from apps.core.urls import fixed_prefix
 
 # base.html's side navigation before it was written in one pass
@@ -32,7 +34,9 @@ NAVIGATION_LOOP = (
 )
 # list.html's column headers before `list_head`
 HEAD_LOOP = (
-    '{% for column in columns %}<th scope="col">{% if column.sort %}<a href="?'
+    '{% for column in columns %}<th scope="col"'
+    '{% if column.shows %} class="from-{{ column.shows }}"'
+    '{% endif %}>{% if column.sort %}<a href="?'
     "{{ sort_query_string }}{% if sort_query_string %}&amp;{% endif %}sort="
     "{% if sort == column.sort %}-{% endif %}{{ column.sort }}"
     '">{{ column.label }}{% if sort == column.sort %} ▲{% elif sort == "-"|add:column.sort %}'
@@ -40,13 +44,15 @@ HEAD_LOOP = (
 )
 
 
-def _items_as_before(path, *, operator, prefix):
+def _items_as_before(path, *, kind, prefix):
     """The items base.html's loop was given: each reversed, None when not installed.
     (Under a script prefix the loop marked the dashboard, the prefix itself, on every
     page; the root it leaves unmarked is now the prefix rather than "/".)"""
     items = []
-    for label, name, *who in context_processors.NAVIGATION:
-        if who and not operator:
+    for label, *names in context_processors.NAVIGATION:
+        # the first of the entry's pages the caller may open, as the menu links it
+        name = next((n for n in names if kind_may_open(kind, n)), None)
+        if name is None:
             continue
         try:
             url = reverse(name)
@@ -70,13 +76,13 @@ def test_the_navigation_is_the_loops_markup(prefix, monkeypatch):
     try:
         paths = ["/", "/assets/", "/assets/abc/", "/eventing/", "/search/", "/nothing/", ""]
         for path in [prefix + p.lstrip("/") for p in paths]:
-            for operator in (True, False):
-                items = _items_as_before(path, operator=operator, prefix=prefix)
+            for kind in (OPERATOR, TENANT_ADMIN, TENANT_MEMBER):
+                items = _items_as_before(path, kind=kind, prefix=prefix)
                 expected = loop.render({"navigation": items})
-                assert navigation(path, operator=operator) == expected, (path, operator)
+                assert navigation(path, kind=kind) == expected, (path, kind)
                 with fixed_prefix():
-                    assert navigation(path, operator=operator) == expected
-        marked = navigation(prefix + "assets/abc/", operator=False)
+                    assert navigation(path, kind=kind) == expected
+        marked = navigation(prefix + "assets/abc/", kind=TENANT_MEMBER)
         assert marked.count('aria-current="page"') == 1
         assert '<span class="disabled" title="Not installed yet">Nowhere</span>' in marked
         assert "&lt;R&amp;D&gt;" in marked and "Attention" not in marked
@@ -128,7 +134,9 @@ def test_the_column_headers_are_the_loops_markup():
     pages = list(_list_pages())
     assert len(pages) > 10
     column_sets = {page.columns for page in pages if page.columns}
-    column_sets.add((Column("<Name & co>", "name", sort="name"), Column("Plain", "plain")))
+    column_sets.add(
+        (Column("<Name & co>", "name", sort="name"), Column("Plain", "plain", shows="wide"))
+    )
     for columns in column_sets:
         sorts = ["", "-pk", "nothing"]
         sorts += [s for c in columns if c.sort for s in (c.sort, f"-{c.sort}")]

@@ -1,6 +1,6 @@
 """Readable records: the `record` tags (apps.console.templatetags.console) and the pages
 of the console that show records with them: the audit trail's changes as before → after
-rows, an uncertain effect's result as labelled entries, the raw JSON one click away."""
+lines, an uncertain effect's result as labelled entries, the raw JSON one click away."""
 
 import re
 
@@ -80,22 +80,26 @@ def test_raw_adds_the_pretty_printed_json_in_a_closed_details():
     assert raw_json_of(html) == "{\n  &quot;a&quot;: [\n    1,\n    2\n  ],\n  &quot;b&quot;: 1\n}"
 
 
-def test_audit_changes_render_as_before_and_after_rows():
+def test_audit_changes_render_as_one_line_per_field_before_and_after():
     html = render(
         "{% record_changes value %}",
         value={"status": ["active", "suspended"], "home_region": [None, "westeurope"]},
     )
+    becomes = (
+        ' <span class="muted" aria-hidden="true">→</span>'
+        '<span class="visually-hidden">becomes</span> '
+    )
     assert (
-        '<tr><th scope="row">Status</th><td><span>active</span></td><td aria-hidden="true">→</td>'
-        "<td><span>suspended</span></td></tr>"
+        f'<li><span class="change-field">status</span>: <span>active</span>{becomes}'
+        "<span>suspended</span></li>"
     ) in html
     assert (
-        '<tr><th scope="row">Home region</th><td><span class="muted">—</span></td>'
-        '<td aria-hidden="true">→</td><td><span>westeurope</span></td></tr>'
+        f'<li><span class="change-field">home region</span>: <span class="muted">—</span>'
+        f"{becomes}<span>westeurope</span></li>"
     ) in html
 
 
-def test_the_audit_page_shows_each_entrys_changes_as_rows_with_the_json_beside(
+def test_the_audit_page_shows_each_entrys_changes_as_lines_with_the_json_beside(
     client, operator, tenant_a
 ):
     # given a change audited with a before and an after
@@ -111,11 +115,12 @@ def test_the_audit_page_shows_each_entrys_changes_as_rows_with_the_json_beside(
     # when the audit trail is read
     page = client.get(reverse("console:audit-list"), {"action": "tenant.update"})
     text = page.content.decode()
-    # then the change is a before → after row, and the raw JSON is in a <details>
+    # then the change is a before → after line, and the raw JSON is in a <details>
     assert '<th scope="col">Changes</th>' in text
     assert (
-        '<tr><th scope="row">Display name</th><td><span>Alpha</span></td>'
-        '<td aria-hidden="true">→</td><td><span>Alpha Ltd</span></td></tr>'
+        '<li><span class="change-field">display name</span>: <span>Alpha</span> '
+        '<span class="muted" aria-hidden="true">→</span>'
+        '<span class="visually-hidden">becomes</span> <span>Alpha Ltd</span></li>'
     ) in text
     assert "&quot;display_name&quot;: [" in raw_json_of(text)
     assert "{&#x27;" not in text and "{'" not in text

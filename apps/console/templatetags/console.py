@@ -8,7 +8,8 @@ from django.utils.dateparse import parse_datetime
 from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from apps.console.cells import Cells
+from apps.console import access
+from apps.console.cells import Cells, change_lines
 from apps.core.urls import fixed_prefix, reverse_pk
 
 register = template.Library()
@@ -51,8 +52,13 @@ def list_head(context):
             turn = "-" if sort == key else ""
             mark = " ▲" if sort == key else " ▼" if sort == f"-{key}" else ""
             label = f'<a href="{prefix}{turn}{key_text}">{label}{mark}</a>'
-        cells.append(f'<th scope="col">{label}</th>')
+        cells.append(f'<th scope="col"{_shows(column)}>{label}</th>')
     return mark_safe("".join(cells))  # noqa: S308 - every value above is escaped
+
+
+def _shows(column) -> str:
+    """The class that hides a column in narrower windows (Column.shows), as an attribute."""
+    return f' class="from-{column.shows}"' if column.shows else ""
 
 
 @register.simple_tag(takes_context=True)
@@ -85,15 +91,15 @@ def list_rows(context):
 
 def _rows(context, columns, extra, actions, csrf, next_input) -> list[str]:
     write, rows = Cells(context), []
-    paths = [(column.attr.split("."), column.link) for column in columns]
+    paths = [(column.attr.split("."), column.link, _shows(column)) for column in columns]
     for row in context["object_list"]:
         cells, url = [], None
-        for parts, link in paths:
-            shown = write(_follow(row, parts))
+        for parts, link, hidden_below in paths:
+            shown = write.cell(_follow(row, parts))
             if link:
                 url = url or conditional_escape(row.get_absolute_url())
                 shown = f'<a href="{url}">{shown}</a>'
-            cells.append(f"<td>{shown}</td>")
+            cells.append(f"<td{hidden_below}>{shown}</td>")
         if extra is not None:
             with context.push(row=row):
                 cells.append(extra.render(context))
@@ -108,6 +114,12 @@ def _rows(context, columns, extra, actions, csrf, next_input) -> list[str]:
             cells.append(f'<td class="actions">{forms}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return rows
+
+
+@register.filter
+def openable(pages, request):
+    """`related_pages|openable:request`: the (label, url name) pairs the person may open."""
+    return access.openable(request, pages)
 
 
 @register.filter
@@ -217,35 +229,21 @@ def record(value, links=None, raw=False):
 
 @register.simple_tag
 def record_changes(changes, links=None, raw=False):
-    """An audit row's `{field: [before, after]}` as a table of before → after rows."""
+    """An audit row's `{field: [before, after]}` as one line per field, "status: — →
+    requested" (apps.console.cells.change_lines), each value as `record` writes it."""
     if not isinstance(changes, dict) or not changes:
         return record(changes, links, raw)
-
-    def pair(diff):
-        if isinstance(diff, list | tuple) and len(diff) == 2:
-            return diff
-        return (None, diff)
-
-    rows = format_html_join(
-        "",
-        '<tr><th scope="row">{}</th><td>{}</td><td aria-hidden="true">→</td><td>{}</td></tr>',
-        (
-            (
-                humanise(field),
-                _render(pair(d)[0], links or {}, 1),
-                _render(pair(d)[1], links or {}, 1),
-            )
-            for field, d in changes.items()
-        ),
+    lines = mark_safe(  # noqa: S308 - change_lines escapes the names, _render the values
+        change_lines(changes, lambda value: _render(value, links or {}, 1))
     )
-    table = format_html(
-        '<div class="record-scroll" tabindex="0"><table class="record changes"><thead><tr>'
-        '<th scope="col">Field</th><th scope="col">Before</th>'
-        '<th scope="col"><span class="visually-hidden">becomes</span></th>'
-        '<th scope="col">After</th></tr></thead><tbody>{}</tbody></table></div>',
-        rows,
-    )
-    return format_html("{}{}", table, record_json(changes)) if raw else table
+    return format_html("{}{}", lines, record_json(changes)) if raw else lines
+
+
+@register.simple_tag(takes_context=True)
+def cell(context, value):
+    """`{% cell value %}`: a detail page's value as a list's cell writes it (a dash for
+    nothing, ✓ or — for yes or no, changes as lines): apps.console.cells.Cells.cell."""
+    return mark_safe(Cells(context).cell(value))  # noqa: S308 - Cells escapes
 
 
 @register.simple_tag

@@ -157,7 +157,7 @@ class RuleListView(ListPage):
         Column("Store", "store.slug"),
         Column("Keep (days)", "period_days", sort="period_days"),
         Column("Then", "get_action_display", sort="action"),
-        Column("Locked", "locked"),
+        Column("Locked", "locked", shows="wide"),
         Column("Enabled", "enabled"),
         Column("Changed", "updated_at", sort="updated_at"),
     )
