@@ -21,8 +21,15 @@ def main(argv: list[str] | None = None) -> int:
         from bench.soak import main as soak
 
         return soak(argv[1:])
+    if argv[:1] == ["cluster"]:
+        # Nodes in network namespaces, each kind lost in turn, and servers failing over.
+        from bench.cluster import main as cluster
+
+        return cluster(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("name", nargs="?", choices=[*CASES, "all", "chaos", "soak"], default="all")
+    parser.add_argument(
+        "name", nargs="?", choices=[*CASES, "all", "chaos", "soak", "cluster"], default="all"
+    )
     parser.add_argument("--quick", action="store_true", help="finish within a minute")
     args = parser.parse_args(argv)
 

@@ -89,11 +89,12 @@ class StandIn:
     """A service on the other side: the test suite's loopback HTTP server
     (tests/support.py) answering `respond(method, path, headers, body)`."""
 
-    def __init__(self):
+    def __init__(self, host: str = "127.0.0.1"):
         from tests.support import LocalServer
 
         self.server = LocalServer(
-            respond=lambda got: self.respond(got.method, got.path, got.headers, got.body)
+            respond=lambda got: self.respond(got.method, got.path, got.headers, got.body),
+            host=host,
         ).__enter__()
 
     @property
@@ -112,8 +113,8 @@ class WorkflowService(StandIn):
     decision to Steward's callback endpoint, signed, retrying until Steward has recorded
     it; a share of the decisions is sent twice, as an at-least-once sender does."""
 
-    def __init__(self, steward_url: str, rng: random.Random):
-        super().__init__()
+    def __init__(self, steward_url: str, rng: random.Random, host: str = "127.0.0.1"):
+        super().__init__(host)
         self.steward = httpx.Client(base_url=steward_url, timeout=10)
         self.rng = rng
         self.lock = threading.Lock()
@@ -191,8 +192,8 @@ class WebhookReceiver(StandIn):
     """Verifies each delivery and counts it by `webhook-id`; refuses the first attempt
     of every tenth event, so Steward's retries are part of the drill."""
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, host: str = "127.0.0.1"):
+        super().__init__(host)
         self.lock = threading.Lock()
         self.received: Counter = Counter()
         self.refused: set[str] = set()
@@ -664,13 +665,15 @@ def _manage(env: dict, *args: str) -> None:
         raise DrillError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
 
 
-def bring_up(stack: Stack, *, quick: bool, web_workers: int):
+def bring_up(stack: Stack, *, quick: bool, web_workers: int, start_processes=None, setup_env=None):
     """Migrate, set up, start every process and the webhook subscriptions; (api,
-    secrets, expected) once two workers answer."""
+    secrets, expected) once two workers answer. `start_processes()` starts Steward's
+    processes and returns the Api once it is served (default: one host's, as deployed
+    on one machine); `setup_env` is the environment migrations run in."""
     processes, receiver, port, started = stack.processes, stack.receiver, stack.port, stack.started
     env = processes.env
-    _manage(env, "migrate", "--no-input")
-    _manage(env, "steward_setup")
+    _manage(setup_env or env, "migrate", "--no-input")
+    _manage(setup_env or env, "steward_setup")
     import django
 
     django.setup()
@@ -681,12 +684,17 @@ def bring_up(stack: Stack, *, quick: bool, web_workers: int):
     secrets = set_up(stores=4 if quick else 10)
     say(f"stack set up in {time.monotonic() - started:.0f} s; starting processes")
 
-    processes.web(port, workers=web_workers)
-    processes.worker("worker-1")
-    processes.worker("worker-2")
-    processes.beat()
-    processes.consumers()
-    api = Api(f"http://127.0.0.1:{port}", deadline=120)
+    if start_processes is None:
+
+        def start_processes() -> Api:
+            processes.web(port, workers=web_workers)
+            processes.worker("worker-1")
+            processes.worker("worker-2")
+            processes.beat()
+            processes.consumers()
+            return Api(f"http://127.0.0.1:{port}", deadline=120)
+
+    api = start_processes()
     wait_until(lambda: _get_ok(api, "/healthz"), timeout=60, what="gunicorn serving", interval=0.2)
     expected = Expected(webhook_topics=WEBHOOK_TOPICS)
     receiving = bearer(secrets["receiver"])
@@ -720,7 +728,9 @@ def bring_up(stack: Stack, *, quick: bool, web_workers: int):
     return api, secrets, expected
 
 
-def _drill(stack: Stack, quick: bool) -> dict:
+def _drill(stack: Stack, quick: bool, *, name: str = "chaos", plan=None, bring=None) -> dict:
+    """The drill on `stack`: `bring(stack)` brings it up (default `bring_up`), `plan`
+    is its faults (default `fault_plan`); the summary is named `name`."""
     servers, processes, workflow, receiver, port, started = (
         stack.servers,
         stack.processes,
@@ -729,7 +739,10 @@ def _drill(stack: Stack, quick: bool) -> dict:
         stack.port,
         stack.started,
     )
-    api, secrets, expected = bring_up(stack, quick=quick, web_workers=2 if quick else 4)
+    if bring is None:
+        api, secrets, expected = bring_up(stack, quick=quick, web_workers=2 if quick else 4)
+    else:
+        api, secrets, expected = bring(stack)
     from bench.chaos_verify import verify
 
     faults: list[dict] = []
@@ -756,7 +769,7 @@ def _drill(stack: Stack, quick: bool) -> dict:
             )
         say(f"{' + '.join(names)} (round {at_round})")
 
-    plan = fault_plan(servers, processes, port, quick)
+    plan = fault_plan(servers, processes, port, quick) if plan is None else plan
     last_fault = time.monotonic()
     for n, (names, action) in enumerate(plan, start=1):
         # The first fault after a little more traffic; each later one in the middle of
@@ -800,7 +813,7 @@ def _drill(stack: Stack, quick: bool) -> dict:
     summary["jobs_still_claimed"] = _db(claimed_jobs)
     summary["ok"] = summary["ok"] and summary["settle"]["within_bound"]
     return {
-        "name": "chaos",
+        "name": name,
         "quick": quick,
         **summary,
         "faults": faults,

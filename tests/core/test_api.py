@@ -18,7 +18,7 @@ from apps.tenancy.middleware import ACTING_TENANT_SESSION_KEY
 from apps.tenancy.models import Membership, Tenant
 from tests.conftest import bearer
 from tests.factories import UserFactory, service_token
-from tests.support import problem, run_concurrently
+from tests.support import free_port, problem, run_concurrently
 
 pytestmark = pytest.mark.django_db
 
@@ -169,6 +169,20 @@ def test_a_caller_over_its_rate_gets_429_problem(api, platform_token, settings):
     response = client.get(TENANTS)
     problem(response, 429, "throttled")
     assert int(response["Retry-After"]) > 0
+
+
+def test_a_caller_is_let_through_when_redis_cannot_count_its_requests(
+    api, platform_token, settings
+):
+    # given: a rate, and Redis gone from the address Steward has (a failover under way)
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"caller": "3/min"},
+    }
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    client = bearer(api, platform_token)
+    # when / then: answered, never a 500, with nothing to count them against
+    assert {client.get(TENANTS).status_code for _ in range(5)} == {200}
 
 
 def test_database_and_model_validation_errors_become_problems():
