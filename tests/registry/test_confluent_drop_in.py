@@ -232,6 +232,33 @@ def test_subject_prefix_deleted_only_and_lookup_of_deleted_versions(live):
     assert found.version == 1
 
 
+def test_the_schema_list_takes_deleted_latest_only_offset_and_limit(live):
+    client, http = live
+    registry = client()
+    registry.register_schema("payments-value", schema(V1))
+    registry.register_schema("payments-value", schema(V2_COMPATIBLE))
+    registry.register_schema("orders-value", schema(V1))
+    registry.delete_version("orders-value", 1)
+
+    def listed(**params):
+        answer = http().get("/schemas", params=params)
+        assert answer.status_code == 200, answer.text
+        return [(r["subject"], r["version"]) for r in answer.json()]
+
+    assert listed() == [("payments-value", 1), ("payments-value", 2)]
+    assert listed(deleted="true") == [
+        ("orders-value", 1),
+        ("payments-value", 1),
+        ("payments-value", 2),
+    ]
+    assert listed(latestOnly="true") == [("payments-value", 2)]
+    assert listed(deleted="true", latestOnly="true") == [("orders-value", 1), ("payments-value", 2)]
+    assert listed(deleted="true", offset="1", limit="1") == [("payments-value", 1)]
+    assert listed(offset="1") == [("payments-value", 2)]
+    bad = http().get("/schemas", params={"limit": "many"})
+    assert (bad.status_code, bad.json()["error_code"]) == (400, 400)
+
+
 # --------------------------------------------------------------------------- compatibility
 
 

@@ -61,6 +61,16 @@ def _flag(request, name: str) -> bool:
     return request.query_params.get(name, "").lower() == "true"
 
 
+def _int_param(request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise RegistryError(400, 400, f"{name} is a whole number.") from None
+
+
 def _deleted_only(request) -> bool:
     """`deletedOnly`, as the reference names it (confluent-kafka sends `deleted_only`)."""
     return _flag(request, "deletedOnly") or _flag(request, "deleted_only")
@@ -296,14 +306,26 @@ class SchemaList(ConfluentView):
         responses={200: wire.Registered(many=True), **ERRORS},
     )
     def get(self, request):
-        """Every published schema, with its subject (`subjectPrefix` filters them)."""
+        """Every published schema, with its subject, as the reference lists them:
+        `subjectPrefix` filters them, `deleted` adds the soft-deleted, `latestOnly` keeps
+        each subject's latest, `offset` and `limit` page the list (-1: no limit)."""
         prefix = request.query_params.get("subjectPrefix", "")
-        found = [
-            v for v in selectors.published_version_list() if wire.subject_name(v).startswith(prefix)
-        ]
+        found = sorted(
+            (
+                v
+                for v in selectors.published_version_list(deleted=_flag(request, "deleted"))
+                if wire.subject_name(v).startswith(prefix)
+            ),
+            key=lambda v: (wire.subject_name(v), v.version),
+        )
+        if _flag(request, "latestOnly"):
+            found = list({wire.subject_name(v): v for v in found}.values())
+        offset = max(_int_param(request, "offset", 0), 0)
+        limit = _int_param(request, "limit", -1)
+        found = found[offset:] if limit < 0 else found[offset : offset + limit]
         references = selectors.references_of(v.pk for v in found)  # one query for all
         answer = [wire.registered(v, wire.subject_name(v), references.get(v.pk, [])) for v in found]
-        return Response(sorted(answer, key=lambda r: (r["subject"], r["version"])))
+        return Response(answer)
 
 
 class SchemaById(ConfluentView):
