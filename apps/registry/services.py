@@ -137,17 +137,25 @@ def service_for_caller(*, actor: Actor, named: str | None = None) -> Service:
 # --------------------------------------------------------------------------- topics
 
 
-def topic_create(*, actor: Actor, name: str, description: str = "", producers=()) -> Topic:
+def topic_create(
+    *,
+    actor: Actor,
+    name: str,
+    description: str = "",
+    producers=(),
+    compatibility_policy: str = "STRICT",
+) -> Topic:
+    """A new topic; `compatibility_policy` (STRICT or LENIENT) is how its JSON Schema
+    versions are judged (docs/schema-registry.md)."""
     if producers:
         require_may_name_producers(actor, name, [p.name for p in producers], None)
-    topic = Topic(name=name, description=description)
+    topic = Topic(name=name, description=description, compatibility_policy=compatibility_policy)
     topic.full_clean()
     with transaction.atomic():
         topic.save()
         topic.producers.set(producers)
-        audit_record(
-            actor=actor, action="topic.create", instance=topic, changes={"name": [None, name]}
-        )
+        changes = {"name": [None, name], "compatibility_policy": [None, compatibility_policy]}
+        audit_record(actor=actor, action="topic.create", instance=topic, changes=changes)
     subscribe_steward_consumers_on_commit([name])
     return topic
 

@@ -17,9 +17,12 @@ import json
 
 import pytest
 from confluent_kafka.schema_registry import Schema
+from rest_framework.test import APIClient
 
+from apps.core.scope import system_scope
 from apps.registry.formats.json_schema import check
 from apps.registry.models import Topic
+from apps.tenancy.models import AuditEvent
 
 DRAFT2020 = "https://json-schema.org/draft/2020-12/schema"
 
@@ -492,3 +495,36 @@ def test_the_confluent_client_hears_the_reference_verdicts_under_each_policy(liv
         "extra-value": False,
         "open-value": True,
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_operator_creates_a_lenient_topic_whose_subject_the_client_judges_so(live, operator):
+    api = APIClient()
+    api.force_login(operator)
+    made = api.post(
+        "/api/v1/registry/topics/",
+        {"name": "open", "compatibility_policy": "LENIENT"},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="lenient-open",
+    )
+    assert made.status_code == 201, made.content
+    assert made.json()["compatibility_policy"] == "LENIENT"
+    with system_scope():
+        audit = AuditEvent.objects.get(action="topic.create", object_id=str(made.json()["id"]))
+    assert audit.changes["compatibility_policy"] == [None, "LENIENT"]
+    wrong = api.post(
+        "/api/v1/registry/topics/",
+        {"name": "closed", "compatibility_policy": "SLOPPY"},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="lenient-closed",
+    )
+    assert wrong.status_code == 400
+    assert not Topic.objects.filter(name="closed").exists()
+
+    new_client, _ = live
+    first = Schema(json.dumps({"additionalProperties": True}), "JSON")
+    closed = Schema(json.dumps({"additionalProperties": False}), "JSON")
+    new_client().register_schema("open-value", first)
+    # STRICT would refuse closing the open content model; the topic's LENIENT lets it in
+    assert new_client().test_compatibility("open-value", closed)
+    assert new_client().register_schema("open-value", closed) > 0

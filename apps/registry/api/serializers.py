@@ -30,7 +30,15 @@ class TopicSerializer(StrictModelSerializer):
 
     class Meta:
         model = Topic
-        fields = ["id", "name", "description", "producers", "current_schema_version", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "description",
+            "producers",
+            "compatibility_policy",
+            "current_schema_version",
+            "created_at",
+        ]
         read_only_fields = ["id", "current_schema_version", "created_at"]
 
 
