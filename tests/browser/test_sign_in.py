@@ -86,7 +86,7 @@ def test_the_console_reads_with_javascript_switched_off(journey, operator, tenan
     rows = page.locator("main table tbody tr")
     expect(rows).to_have_count(2)
     page.get_by_placeholder("Search").fill("forecast")
-    page.get_by_role("button", name="Filter").click()
+    page.get_by_role("button", name="Apply").click()
     expect(rows).to_have_count(1)
     rows.get_by_role("link", name="forecast").click()
     expect(page.get_by_role("heading", name="forecast")).to_be_visible()

@@ -399,7 +399,7 @@ def test_a_breaking_avro_version_waits_for_its_consumers(live):
 
 
 @pytestmark_db
-def test_invalid_avro_and_a_changed_type_are_42201(live):
+def test_invalid_avro_is_42201_and_a_changed_type_is_incompatible_40901(live):
     new_client, http, _ = live
     client = new_client()
     bad = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "nothing"}]}
@@ -407,9 +407,11 @@ def test_invalid_avro_and_a_changed_type_are_42201(live):
         client.register_schema("payments-value", avro(bad))
     assert (invalid.value.http_status_code, invalid.value.error_code) == (422, 42201)
     client.register_schema("payments-value", avro(AVRO_V1))
+    # another type is judged as the reference judges it: incompatible under the level
     with pytest.raises(SchemaRegistryError) as changed:
         client.register_schema("payments-value", schema(V1))
-    assert changed.value.error_code == 42201
+    assert (changed.value.http_status_code, changed.value.error_code) == (409, 40901)
+    assert "different schema type" in changed.value.error_message
     # no schemaType is Avro, as the reference registry reads it
     answer = http.post("/subjects/payments-value/versions", json={"schema": json.dumps(AVRO_V1)})
     assert answer.status_code == 200
