@@ -165,27 +165,34 @@ def web_process(**env: str) -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def gunicorn_process(*, workers: int = 2, **env: str) -> Iterator[int]:
+def gunicorn_process(
+    *, workers: int = 2, ready: Callable[[int], bool] | None = None, **env: str
+) -> Iterator[int]:
     """gunicorn with `workers` sync processes, as a web replica runs Steward, on the test
     database with `env` over the test's environment. Yields its port once it answers
-    /healthz; stopped after."""
+    /healthz (or once `ready(port)`, for settings under which a plain ask is refused);
+    stopped after."""
     port = free_port()
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     # Sync workers: one request at a time each, so a stalled one pins its process.
     command = [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}"]
     command += ["--workers", str(workers), "--worker-class", "sync"]
-    with _serving(command, port, "/healthz", {"STEWARD_LOG_LEVEL": "WARNING", **env}):
+    environ = {"STEWARD_LOG_LEVEL": "WARNING", **env}
+    with _serving(command, port, "/healthz", environ, ready=ready):
         yield port
 
 
 @contextlib.contextmanager
-def _serving(command: list[str], port: int, probe: str, env: dict, **popen):
-    """The web server `command` on the test database, until it answers `probe` with 200."""
+def _serving(command: list[str], port: int, probe: str, env: dict, *, ready=None, **popen):
+    """The web server `command` on the test database, until it answers `probe` with 200
+    (or until `ready(port)`)."""
     server = subprocess.Popen(  # noqa: S603
         command, cwd=ROOT, env={**os.environ, "DATABASE_URL": database_url(), **env}, **popen
     )
 
     def up():
+        if ready is not None:
+            return ready(port)
         asking = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         try:
             asking.request("GET", probe)

@@ -6,12 +6,10 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.support import database_url, free_port, wait_for
+from tests.support import gunicorn_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,35 +28,24 @@ healthcheck = load_healthcheck()
 @contextlib.contextmanager
 def production_web(**env: str) -> Iterator[int]:
     """gunicorn as docker-compose's web runs it, STEWARD_ENV=production (Secure __Host-
-    cookies, the HTTPS redirect), on the test database. Yields its port once it is live."""
-    port = free_port()
+    cookies, the HTTPS redirect), on the test database. Yields its port once it is live,
+    asked as the image's health check asks (production refuses a plain ask)."""
     environ = {
-        **os.environ,
         "STEWARD_ENV": "production",
         "STEWARD_SECRET_KEY": "deployment-test-key-" + "k" * 40,
-        "DATABASE_URL": database_url(),
         "STEWARD_ALLOWED_HOSTS": "localhost",
         "STEWARD_LOG_LEVEL": "ERROR",
         **env,
     }
-    gunicorn = str(Path(sys.executable).parent / "gunicorn")
-    process = subprocess.Popen(  # noqa: S603
-        [gunicorn, "portal.wsgi:application", "-b", f"127.0.0.1:{port}", "--workers", "1"],
-        cwd=ROOT,
-        env=environ,
-    )
 
-    def live() -> bool:
-        base = f"http://127.0.0.1:{port}"
+    def live(port: int) -> bool:
         try:
-            healthcheck.check_http("/healthz", environ, base)
+            healthcheck.check_http(
+                "/healthz", {**os.environ, **environ}, f"http://127.0.0.1:{port}"
+            )
         except healthcheck.Unhealthy:
             return False
         return True
 
-    try:
-        wait_for(live, timeout=60, interval=0.2)
+    with gunicorn_process(workers=1, ready=live, **environ) as port:
         yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
