@@ -36,10 +36,10 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from apps.eventing import services
 from apps.eventing.consumer_registry import HANDLERS, Handler
-from apps.eventing.consumers import Entry, unreadable_envelope
+from apps.eventing.consumers import Entry, unreadable_envelope, webhook_delivery
 from apps.eventing.envelope import Envelope
 from apps.eventing.inbox import handle_envelopes
-from apps.eventing.transports import TransportError, WebhookTransport
+from apps.eventing.transports import TransportError
 from apps.registry import selectors as registry_selectors
 from apps.registry.models import Subscription
 
@@ -375,11 +375,7 @@ def build_amqp_runners() -> list:
         if mine:
             runners.append(amqp_consumer_runner(handler, mine))
     for subscription in registry_selectors.active_subscriptions(Subscription.Transport.WEBHOOK):
-        transport = WebhookTransport()
-
-        def deliver(envelopes, subscription=subscription, transport=transport):
-            transport.publish(envelopes, subscription=subscription)
-
+        deliver = webhook_delivery(subscription)
         runners.append(AmqpRunner(subscriptions=[subscription], deliver=deliver))
     runners.append(DeadLetterRunner())
     return runners

@@ -360,13 +360,20 @@ def consumer_runner(handler: Handler, subscriptions: list[Subscription]) -> Runn
     )
 
 
-def webhook_runner(subscription: Subscription, transport: WebhookTransport | None = None) -> Runner:
+def webhook_delivery(subscription: Subscription, transport: WebhookTransport | None = None):
+    """How a runner hands events to a webhook subscription, whatever carried them: one
+    request per event."""
     transport = transport or WebhookTransport()
 
     def deliver(envelopes: list[Envelope]) -> None:
         for envelope in envelopes:
             transport.publish([envelope], subscription=subscription)
 
+    return deliver
+
+
+def webhook_runner(subscription: Subscription, transport: WebhookTransport | None = None) -> Runner:
+    deliver = webhook_delivery(subscription, transport)
     # One at a time: a webhook batch that fails halfway must not resend the first half.
     return Runner(subscriptions=[subscription], deliver=deliver, batch=1)
 
