@@ -59,31 +59,41 @@ def test_metrics_need_the_token_or_an_allowed_network(settings, scrape):
 @pytest.mark.django_db(transaction=True)
 def test_request_figures_add_up_across_several_web_processes(tmp_path):
     """Two gunicorn workers count their own requests; one scrape sums them."""
-    with gunicorn_process(PROMETHEUS_MULTIPROC_DIR=str(tmp_path)) as port:
 
-        def get(path):
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    def get(port, path):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
             conn.request("GET", path)
             answer = conn.getresponse()
             return answer.status, answer.read()
+        finally:
+            conn.close()
+
+    def ready(port) -> bool:
+        try:
+            return get(port, "/readyz")[0] == 200
+        except OSError:
+            return False
+
+    # The start is waited for on /readyz, so no probe the server answers late (after
+    # its client gave up, on a loaded machine) adds to the /healthz requests counted.
+    with gunicorn_process(ready=ready, PROMETHEUS_MULTIPROC_DIR=str(tmp_path)) as port:
 
         def healthz_count() -> float:
             return sum(
                 float(line.rpartition(" ")[2])
-                for line in get("/metrics")[1].decode().splitlines()
+                for line in get(port, "/metrics")[1].decode().splitlines()
                 if line.startswith("steward_http_request_duration_seconds_count")
                 and 'route="healthz"' in line
             )
 
-        # Counted from here: the probes that waited for the start may have been
-        # answered late, after their client gave up, and still count.
         before = healthz_count()
         # A request left half-sent keeps one sync worker busy, so the other answers the
         # next ones: both processes count requests.
         stalled = socket.create_connection(("127.0.0.1", port), timeout=10)
         stalled.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
         for _ in range(39):
-            assert get("/healthz")[0] == 200
+            assert get(port, "/healthz")[0] == 200
         stalled.sendall(b"\r\n")
         assert stalled.recv(100).startswith(b"HTTP/1.1 200")
         stalled.close()
