@@ -1,13 +1,18 @@
 """RabbitMQ as the outbox's transport, against a real rabbitmq-server node of the tests'
 own (portal.rabbitmq): the same envelope and port as Redis streams, confirms before the
-outbox lets a row go, order per aggregate, the inbox's dedup, dead letters."""
+outbox lets a row go, order per aggregate, the inbox's dedup, dead letters, restarts
+and crashes of the node, webhook subscriptions; and RabbitMQ as Celery's broker."""
 
 import contextlib
 import dataclasses
+import os
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -41,8 +46,8 @@ from apps.eventing.models import (
 from apps.eventing.services import sync_consumer_subscriptions
 from apps.eventing.transports import outbox_transport, webhook_signature
 from portal.rabbitmq import RabbitNode, free_port
-from tests.eventing.factories import SECRET, subscribe, webhook, write_events
-from tests.support import LocalServer
+from tests.eventing.factories import SECRET, stream_envelopes, subscribe, webhook, write_events
+from tests.support import ROOT, LocalServer, database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -518,3 +523,42 @@ def test_events_of_a_deleted_tenant_are_dropped_and_do_not_block_the_lane(
     assert "no longer exists" in caplog.text
     assert inbox_rows(recorder.handler.consumer) == 2
     assert dead_letters(recorder) == []
+
+
+def test_celery_runs_its_tasks_through_rabbitmq_when_it_is_the_broker(rabbit, tenant_a, topic):
+    # given: events waiting in the outbox, and a worker whose broker is the node
+    write_events(tenant_a, topic, 3)
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "STEWARD_CELERY_BROKER_URL": rabbit.url,
+        "STEWARD_LOG_LEVEL": "WARNING",
+    }
+    celery = str(Path(sys.executable).parent / "celery")
+    worker = subprocess.Popen(  # noqa: S603
+        [celery, "-A", "portal", "worker", "--pool", "solo", "--queues", "default"]
+        + ["--without-gossip", "--without-mingle", "--loglevel", "WARNING"],
+        cwd=ROOT,
+        env=env,
+    )
+    try:
+        # when: another process sends the dispatcher's task, as a commit's kick does
+        subprocess.run(  # noqa: S603
+            [sys.executable, "manage.py", "shell", "-c", SEND_DISPATCH],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            timeout=120,
+        )
+        # then: the worker took it from RabbitMQ and ran it
+        wait_until(lambda: outbox_size() == 0, timeout=120, message="the task ran")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    assert len(stream_envelopes(topic)) == 3
+    with connect(rabbit.url) as conn:
+        # Celery's queue is RabbitMQ's (a broker left at Redis would have none there)
+        assert Queue("default")(conn.channel()).queue_declare(passive=True).message_count == 0
+
+
+SEND_DISPATCH = "from apps.core.enqueue import send_task; send_task('eventing.dispatch_outbox')"
