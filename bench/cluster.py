@@ -1,15 +1,20 @@
 """`cluster`: Steward on several nodes while each kind of node is lost in turn.
 
-    python -m bench cluster
+    python -m bench cluster [--transport amqp|redis_stream]
 
 On one machine (as root), each of Steward's nodes runs in a network namespace of the
 drill's own, joined by veth pairs to a bridge: two web nodes (gunicorn), two worker
 nodes (Celery), the consumers and beat. The servers listen on the host's end of the
 bridge: PostgreSQL with a streaming standby (pg_basebackup), PgBouncer in transaction
-mode in front of it, and Redis with a replica and three Sentinels. The nodes reach
-PostgreSQL through PgBouncer (STEWARD_DB_POOLER=transaction) and Redis through the
-Sentinels (a redis+sentinel:// REDIS_URL). Where namespaces cannot be made, every node
-runs on loopback instead, and the output says so (`network.namespaces`: false).
+mode in front of it, Redis with a replica and three Sentinels, and RabbitMQ. The nodes
+reach PostgreSQL through PgBouncer (STEWARD_DB_POOLER=transaction) and Redis through
+the Sentinels (a redis+sentinel:// REDIS_URL). Where namespaces cannot be made, every
+node runs on loopback instead, and the output says so (`network.namespaces`: false).
+
+Events go over RabbitMQ (STEWARD_EVENT_TRANSPORT=amqp, the default here): the
+dispatcher publishes to it with confirms, the consumers process reads its quorum
+queues. `--transport redis_stream` runs the same drill with events on Redis streams
+instead (through the Sentinels, so the Redis failover hits them) and no RabbitMQ.
 
 The chaos drill's mixed traffic (bench/chaos.py) goes to both web nodes in turn, as a
 load balancer without health checks would send it; a request that fails (a killed
@@ -23,11 +28,13 @@ the traffic and the Workflow Service's callbacks saw is counted. Faults, in orde
 4. PostgreSQL failover: SIGKILL the primary's postmaster, promote the standby
    (pg_promote), and repoint PgBouncer at it (a new [databases] line and RELOAD),
    which is what an operator's failover tooling does; the drill's own process uses a
-   libpq multi-host URL with target_session_attrs=read-write instead.
+   libpq multi-host URL with target_session_attrs=read-write instead;
+5. restart RabbitMQ (amqp only), the hard way: SIGKILL the node, start it again on
+   its data, while events wait in its queues and in the outbox.
 
-RabbitMQ is not a node yet (see AMQP_NODE below). The verdict is the chaos drill's (0
-lost, 0 applied twice, every order finished, settled within its bound after the last
-fault) and, besides, no answer was a 5xx other than 503, and every 503 had Retry-After.
+The verdict is the chaos drill's (0 lost, 0 applied twice, every order finished,
+settled within its bound after the last fault) and, besides, no answer was a 5xx other
+than 503, and every 503 had Retry-After.
 Exit status: 0 when all holds, 1 when not, 2 when the drill could not run.
 """
 
@@ -68,6 +75,7 @@ from bench.cluster_stack import (
     stop,
 )
 from portal.devstack import APP_DATABASE, APP_ROLE, StackError, _ensure_app_role
+from portal.rabbitmq import RabbitNode
 
 NODES = ["web-1", "web-2", "worker-1", "worker-2", "consumers", "beat"]
 WEB_NODES = ("web-1", "web-2")
@@ -76,11 +84,15 @@ WEB_PORT = 8000
 NODE_OF = {"worker-3": "worker-1", "worker-4": "worker-2"}
 WEB_PROCESSES = 2  # gunicorn processes per web node: two nodes share the drill's 2 cores
 REDIS_PASSWORD = "cluster-drill-secret"  # noqa: S105 - the drill's throwaway server's
-# AMQP_NODE: RabbitMQ joins the cluster here once Steward's AMQP transport is merged
-# (issue 40 part 2): a rabbitmq-server on the host, a subscription with transport
-# "amqp" in bring_up, and a "restart RabbitMQ" fault at the end of `fault_plan`. Until
-# then the drill does not cover it, and its output says so (`not_covered`).
-NOT_COVERED = ["restart RabbitMQ (the AMQP transport is not merged yet)"]
+TRANSPORTS = ("amqp", "redis_stream")
+# What the drill does not exercise, by transport (its output lists it).
+NOT_COVERED = {
+    "amqp": ["the lost primaries rejoining as standbys or replicas"],
+    "redis_stream": [
+        "RabbitMQ (run with --transport amqp)",
+        "the lost primaries rejoining as standbys or replicas",
+    ],
+}
 
 
 class RoundRobin(httpx.BaseTransport):
@@ -136,18 +148,20 @@ def answers_verdict(statuses: Counter, without_retry_after: int) -> dict:
 
 
 class Servers:
-    """PostgreSQL and its standby, PgBouncer, Redis, its replica and three Sentinels, on
-    the host's end of the drill's bridge (PostgreSQL on loopback: only PgBouncer and the
-    drill itself reach it)."""
+    """PostgreSQL and its standby, PgBouncer, Redis, its replica and three Sentinels, and
+    (for the AMQP transport) a RabbitMQ node, on the host's end of the drill's bridge
+    (PostgreSQL on loopback: only PgBouncer and the drill itself reach it)."""
 
-    def __init__(self, root: Path, network: ClusterNetwork):
+    def __init__(self, root: Path, network: ClusterNetwork, transport: str = "amqp"):
         self.root = root
         self.network = network
+        self.transport = transport
         self.logs = root / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.pair: PostgresPair | None = None
         self.bouncer: PgBouncer | None = None
         self.redis: SentinelSet | None = None
+        self.rabbit: RabbitNode | None = None
 
     def start(self) -> None:
         from portal.debian_packages import ensure_binary
@@ -195,6 +209,15 @@ class Servers:
         self.redis = SentinelSet(here, REDIS_PASSWORD, ports, {}, host=self.network.host)
         self.redis.start(server, sentinel)
         wait_until(self.redis.ready, timeout=60, what="Redis and its Sentinels agreeing")
+        if self.transport == "amqp":
+            self.rabbit = RabbitNode(self.root / "rabbitmq", host=self.network.host)
+            self.rabbit.start()
+
+    def event_settings(self) -> dict:
+        """The environment that carries events over the drill's transport."""
+        if self.rabbit is None:
+            return {"STEWARD_EVENT_TRANSPORT": "redis_stream"}
+        return {"STEWARD_EVENT_TRANSPORT": "amqp", "STEWARD_AMQP_URL": self.rabbit.url}
 
     def _server(self, which: str) -> str:
         return f"host=127.0.0.1 port={self.pair.ports[which]}"
@@ -227,7 +250,15 @@ class Servers:
         self.pair.promote("standby")
         self.bouncer.repoint(self._server("standby"))
 
+    def restart_rabbitmq(self) -> None:
+        """SIGKILL the node (nothing flushed but its logs), then start it on its data, as
+        a supervisor would: quorum queues and confirmed messages must come back."""
+        self.rabbit.kill()
+        self.rabbit.start()
+
     def stop(self) -> None:
+        if self.rabbit is not None:
+            self.rabbit.kill()  # the drill is over: nothing of it is kept
         for group in (self.redis, self.pair):
             if group is not None:
                 stop(group.processes)
@@ -290,25 +321,27 @@ def fault_plan(stack: Stack, balancer: RoundRobin) -> list:
         nodes.kill("worker-1")
         nodes.worker("worker-3")
 
-    # AMQP_NODE: (("restart RabbitMQ",), ...) goes last, once the transport is merged.
-    return [
+    plan = [
         (("SIGKILL web-1 mid-request",), kill_web_mid_request),
         (("SIGKILL worker-1",), kill_worker),
         (("Redis failover (SIGKILL primary)",), servers.fail_over_redis),
         (("PostgreSQL failover (SIGKILL primary, promote, repoint PgBouncer)",),
          servers.fail_over_postgres),
     ]  # fmt: skip
+    if servers.rabbit is not None:
+        plan.append((("restart RabbitMQ (SIGKILL, start on its data)",), servers.restart_rabbitmq))
+    return plan
 
 
 @contextlib.contextmanager
-def cluster_stack():
+def cluster_stack(transport: str = "amqp"):
     """The network, servers and stand-ins, gone at the end (STEWARD_CHAOS_KEEP=1 keeps
     the directory, logs included)."""
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="steward-cluster-"))
     root.chmod(0o755)  # the servers' users reach their folders through it
     network = ClusterNetwork(NODES).create()
-    servers = Servers(root, network)
+    servers = Servers(root, network, transport)
     nodes = None
     stand_ins = []
     try:
@@ -321,7 +354,9 @@ def cluster_stack():
         env["STEWARD_DB_POOLER"] = "transaction"
         env["STEWARD_ALLOWED_HOSTS"] = ",".join(["127.0.0.1", *network.address.values()])
         env["STEWARD_WEBHOOK_ALLOWED_NETWORKS"] = f"{network.host}/24,127.0.0.0/8"
+        env.update(servers.event_settings())
         # The drill's own process goes to PostgreSQL itself, as libpq chooses.
+        os.environ.update(servers.event_settings())
         os.environ.update(DATABASE_URL=servers.direct_url, STEWARD_DB_POOLER="none")
         nodes = Nodes(env, servers.logs, network)
         yield Stack(root, servers, nodes, workflow, receiver, WEB_PORT, started)
@@ -340,8 +375,8 @@ def cluster_stack():
             say(f"kept {root}")
 
 
-def run() -> dict:
-    with cluster_stack() as stack:
+def run(transport: str = "amqp") -> dict:
+    with cluster_stack(transport) as stack:
         nodes: Nodes = stack.processes
         balancer = RoundRobin(nodes.web_addresses())
 
@@ -381,18 +416,25 @@ def run() -> dict:
             **({"why_not": network.why_not} if not network.isolated else {}),
         }
         summary["database"] = "PgBouncer (transaction mode), repointed after promotion"
-        summary["not_covered"] = NOT_COVERED
+        summary["transport"] = transport
+        summary["not_covered"] = NOT_COVERED[transport]
         return summary
 
 
 def main(argv: list[str]) -> int:
-    """`python -m bench cluster`: 0 when nothing was lost or doubled and no answer was a
-    500, 1 otherwise, 2 when the drill itself could not run."""
-    if argv:
-        print(f"python -m bench cluster takes no arguments (got {' '.join(argv)})")
+    """`python -m bench cluster [--transport amqp|redis_stream]`: 0 when nothing was
+    lost or doubled and no answer was a 500, 1 otherwise, 2 when the drill itself could
+    not run."""
+    transport = "amqp"
+    if argv[:1] == ["--transport"] and len(argv) == 2 and argv[1] in TRANSPORTS:
+        transport = argv[1]
+    elif argv:
+        print(
+            f"usage: python -m bench cluster [--transport amqp|redis_stream] (got {' '.join(argv)})"
+        )
         return 2
     try:
-        summary = run()
+        summary = run(transport)
     except (DrillError, StackError) as exc:
         print(json.dumps({"name": "cluster", "ok": False, "error": str(exc)}))
         return 2

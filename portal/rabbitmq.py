@@ -1,11 +1,13 @@
-"""A RabbitMQ node of Steward's own, for the AMQP transport's tests: Debian's
-rabbitmq-server, started under its own node name, ports, data directory and Erlang
-cookie, so it never touches (nor depends on) a broker the machine already runs."""
+"""A RabbitMQ node of Steward's own, for the AMQP transport's tests and the cluster
+drill: Debian's rabbitmq-server, started under its own node name, ports, data directory
+and Erlang cookie, so it never touches (nor depends on) a broker the machine already
+runs."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -50,23 +52,32 @@ def free_port() -> int:
 
 
 class RabbitNode:
-    """One node in `base`: start, stop (as a crash would: SIGKILL) and start again on
-    the same data, which is what a broker restart mid-stream needs."""
+    """One node in `base`, listening on `host`: start, stop (cleanly), kill (SIGKILL, as
+    a host's sudden loss would) and start again on the same data, which is what a broker
+    restart mid-stream needs."""
 
-    def __init__(self, base: Path):
+    USER = "steward"
+
+    def __init__(self, base: Path, host: str = "127.0.0.1"):
         self.base = base
+        self.host = host
         self.port = free_port()
         self.dist_port = free_port()
         self.name = f"steward-{self.port}@localhost"
+        self.password = secrets.token_urlsafe(16)
         self.process: subprocess.Popen | None = None
         base.mkdir(parents=True, exist_ok=True)
-        # guest may connect from 127.0.0.1 only by default; the node listens there only.
-        (base / "rabbitmq.conf").write_text("loopback_users.guest = true\n")
+        # A user of its own with a password of its own, made at the first boot, rather
+        # than guest, which RabbitMQ lets in from loopback only: the cluster drill's
+        # nodes connect from their network namespaces.
+        (base / "rabbitmq.conf").write_text(
+            f"default_user = {self.USER}\ndefault_pass = {self.password}\nloopback_users = none\n"
+        )
         (base / "enabled_plugins").write_text("[].\n")
 
     @property
     def url(self) -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self.port}//"
+        return f"amqp://{self.USER}:{self.password}@{self.host}:{self.port}//"
 
     def env(self) -> dict:
         base = str(self.base)
@@ -74,7 +85,7 @@ class RabbitNode:
             **os.environ,
             "HOME": base,  # its own .erlang.cookie
             "RABBITMQ_NODENAME": self.name,
-            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_NODE_IP_ADDRESS": self.host,
             "RABBITMQ_NODE_PORT": str(self.port),
             "RABBITMQ_DIST_PORT": str(self.dist_port),
             "RABBITMQ_MNESIA_BASE": f"{base}/mnesia",
@@ -99,12 +110,22 @@ class RabbitNode:
             if self.process.poll() is not None:
                 raise StackError(f"RabbitMQ exited while starting; see {self.base}/server.out")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                with socket.create_connection((self.host, self.port), timeout=0.5):
                     return
             except OSError:
                 time.sleep(0.2)
         self.stop()
         raise StackError(f"RabbitMQ did not start within {timeout:.0f} s; see {self.base}")
+
+    def kill(self) -> None:
+        """SIGKILL the node and everything it started: no clean shutdown, nothing
+        flushed but what its write-ahead logs already hold."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+        self._wait_gone()
 
     def stop(self) -> None:
         """Stop the node as `systemctl stop` does (SIGTERM: RabbitMQ shuts down cleanly),
@@ -121,4 +142,19 @@ class RabbitNode:
             self.process.wait(timeout=30)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)  # helpers left behind, if any
+        self._wait_gone()
+
+    def _wait_gone(self, timeout: float = 30) -> None:
+        """Until no process of the node's group is left. The script we started exits
+        first; the Erlang VM under it may still hold the port for a moment, and a node
+        started meanwhile would look up at once (its port answers) and then fail."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.process.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            raise StackError(f"RabbitMQ's processes outlived SIGKILL; see {self.base}")
         self.process = None

@@ -534,7 +534,13 @@ STEWARD_TRACE_RETENTION_DAYS = env_int("STEWARD_TRACE_RETENTION_DAYS", 30)
 
 # ----------------------------------------------------------------------------- Celery
 
-CELERY_BROKER_URL, _broker_options = celery_broker(REDIS_URL)
+# Celery's broker: REDIS_URL's Redis, unless STEWARD_CELERY_BROKER_URL names another
+# (RabbitMQ: amqp://user:password@host:5672/vhost, a secret).
+STEWARD_CELERY_BROKER_URL = env("STEWARD_CELERY_BROKER_URL", "")
+if STEWARD_CELERY_BROKER_URL:
+    CELERY_BROKER_URL, _broker_options = STEWARD_CELERY_BROKER_URL, {}
+else:
+    CELERY_BROKER_URL, _broker_options = celery_broker(REDIS_URL)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -550,10 +556,12 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {"*.periodic_*": {"queue": "periodic"}}
 # With acks_late, a message is redelivered when unacknowledged for this long: keep it
 # well above the longest task (CELERY_TASK_TIME_LIMIT) so no task runs twice by accident.
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    **_broker_options,
-    "visibility_timeout": CELERY_TASK_TIME_LIMIT * 4,
-}
+# Redis only: RabbitMQ returns a message when its consumer's connection goes.
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {}
+    if STEWARD_CELERY_BROKER_URL
+    else {**_broker_options, "visibility_timeout": CELERY_TASK_TIME_LIMIT * 4}
+)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

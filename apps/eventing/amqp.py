@@ -36,7 +36,12 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from apps.eventing import services
 from apps.eventing.consumer_registry import HANDLERS, Handler
-from apps.eventing.consumers import Entry, unreadable_envelope, webhook_delivery
+from apps.eventing.consumers import (
+    Entry,
+    tenants_gone,
+    unreadable_envelope,
+    webhook_delivery,
+)
 from apps.eventing.envelope import Envelope
 from apps.eventing.inbox import handle_envelopes
 from apps.eventing.transports import TransportError
@@ -47,6 +52,10 @@ logger = logging.getLogger(__name__)
 
 DEAD_LETTERS = "steward.dead-letters"
 LANE_SUFFIX = ".lane-"
+# A runner that lost the broker (a restart, a crash, a queue whose leader is not elected
+# yet) connects again after 0.5 s, 1 s, 2 s, ... at most 15 s apart.
+RECONNECT_BASE_SECONDS = 0.5
+RECONNECT_MAX_SECONDS = 15.0
 
 
 def topic_exchange(topic: str) -> Exchange:
@@ -100,6 +109,28 @@ def declare_subscription(channel, group: str, topics: Sequence[str]) -> list[Que
             queue.bind_to(exchange=exchange, routing_key=str(lane))
         queues.append(queue)
     return queues
+
+
+def declare_subscriptions(subscriptions: Sequence[Subscription]) -> None:
+    """The lane queues of these subscriptions, bound to their topics (made if missing):
+    under the AMQP transport what a stream's consumer group is, made when the
+    subscription is (apps.eventing.services.ensure_subscription_groups), so the events
+    published before its runner starts wait in its queues. A broker away now is logged;
+    `run_consumers` declares them again at its next refresh and when the runner starts."""
+    topics_of: dict[str, set[str]] = {}
+    for subscription in subscriptions:
+        topics_of.setdefault(subscription.group_name, set()).add(subscription.topic.name)
+    if not topics_of:
+        return
+    conn = connect()
+    try:
+        channel = conn.channel()
+        for group, topics in sorted(topics_of.items()):
+            declare_subscription(channel, group, sorted(topics))
+    except _broker_errors(conn) as exc:
+        logger.warning("AMQP: could not declare the queues of %s (%s)", sorted(topics_of), exc)
+    finally:
+        conn.release()
 
 
 def connect(url: str | None = None) -> Connection:
@@ -221,6 +252,8 @@ class AmqpRunner:
     deliver: Callable[[list[Envelope]], None]
     url: str | None = None
     stop: threading.Event = field(default_factory=threading.Event)
+    dropped: int = 0  # events of deleted tenants, acknowledged without delivery
+    draining: bool = False  # consuming on a live connection (consume_reconnecting)
 
     def __post_init__(self):
         self.group = self.subscriptions[0].group_name
@@ -229,18 +262,15 @@ class AmqpRunner:
         self.config = settings.STEWARD_EVENTING
 
     def run_forever(self) -> None:
-        try:
-            while not self.stop.is_set():
-                try:
-                    with connect(self.url) as conn:
-                        self._consume(conn)
-                except Exception as exc:  # noqa: BLE001 - a runner thread must survive anything
-                    logger.warning("%s: AMQP consumer stopped (%s); reconnecting", self.group, exc)
-                    self.stop.wait(1.0)
-                finally:
-                    close_old_connections()
-        finally:
-            connection.close()  # this thread's own connection
+        consume_reconnecting(self, self._consume, on_loss=self.record_broker_loss)
+
+    def record_broker_loss(self, error: str) -> None:
+        """A lost connection is a failed delivery of each of the runner's subscriptions:
+        it shows as their last error, failures in a row, and in
+        `steward_delivery_failures_last_hour`."""
+        for subscription in self.subscriptions:
+            services.subscription_record_failure(subscription=subscription, error=error)
+            services.count_deliveries(subscription_id=subscription.pk, failed=1)
 
     def _consume(self, conn: Connection) -> None:
         channel = conn.channel()
@@ -252,17 +282,16 @@ class AmqpRunner:
         # runner leaves behind is one message per lane, returned ahead of the rest.
         consumer.qos(prefetch_count=1)
         with consumer:
-            while not self.stop.is_set():
-                try:
-                    conn.drain_events(timeout=1.0)
-                except TimeoutError:
-                    continue
+            drain_until_stopped(self, conn)
 
     def on_message(self, message) -> None:
         try:
             envelope = Envelope.from_json(message.body)
         except Exception:  # noqa: BLE001 - dead-lettered, where the operator sees it
             message.reject(requeue=False)
+            return
+        if tenants_gone([envelope]):
+            self.drop(message, envelope)
             return
         subscription = self.by_topic.get(envelope.topic) or self.subscriptions[0]
         # Quorum queues count earlier deliveries of this message in x-delivery-count.
@@ -291,6 +320,20 @@ class AmqpRunner:
             finally:
                 close_old_connections()
 
+    def drop(self, message, envelope: Envelope) -> None:
+        """Acknowledge, with a warning, an event of a tenant deleted since it was sent, as
+        the stream runners do: nothing can record it (its inbox or dead-letter row would
+        name a tenant that is gone), and requeued it would hold its lane for good."""
+        logger.warning(
+            "%s: dropped event %s (%s): its tenant %s no longer exists",
+            self.group,
+            envelope.event_id,
+            envelope.event_type,
+            envelope.tenant_id,
+        )
+        message.ack()
+        self.dropped += 1
+
 
 @dataclass
 class DeadLetterRunner:
@@ -302,27 +345,16 @@ class DeadLetterRunner:
     group: str = DEAD_LETTERS
     streams: list[str] = field(default_factory=lambda: [DEAD_LETTERS])
     subscriptions: list[Subscription] = field(default_factory=list)
+    draining: bool = False
 
     def run_forever(self) -> None:
-        try:
-            while not self.stop.is_set():
-                try:
-                    with connect(self.url) as conn:
-                        channel = conn.channel()
-                        queue = declare_dead_letters(channel)
-                        with Consumer(channel, queues=[queue], on_message=self.on_message):
-                            while not self.stop.is_set():
-                                try:
-                                    conn.drain_events(timeout=1.0)
-                                except TimeoutError:
-                                    continue
-                except Exception as exc:  # noqa: BLE001 - a runner thread must survive anything
-                    logger.warning("dead letters: AMQP consumer stopped (%s); reconnecting", exc)
-                    self.stop.wait(1.0)
-                finally:
-                    close_old_connections()
-        finally:
-            connection.close()
+        consume_reconnecting(self, self._consume)
+
+    def _consume(self, conn: Connection) -> None:
+        channel = conn.channel()
+        queue = declare_dead_letters(channel)
+        with Consumer(channel, queues=[queue], on_message=self.on_message):
+            drain_until_stopped(self, conn)
 
     def on_message(self, message) -> None:
         death = ((message.headers or {}).get("x-death") or [{}])[0]
@@ -338,6 +370,10 @@ class DeadLetterRunner:
             error = f"unreadable message: {exc}"
         else:
             error = ""
+        if tenants_gone([envelope]):
+            logger.warning("dead letter %s of a deleted tenant; dropped", envelope.event_id)
+            message.ack()
+            return
         subscription = subscription_of_group(group, envelope.topic)
         if subscription is None:
             logger.error("dead letter of %s on %s: no such subscription; dropped", group, queue)
@@ -352,6 +388,50 @@ class DeadLetterRunner:
         )
         message.ack()
         close_old_connections()
+
+
+def consume_reconnecting(runner, consume: Callable[[Connection], None], on_loss=None) -> None:
+    """`consume(conn)` on a connection to the broker until the runner stops; when the
+    connection (or the consuming) fails, connect again with back-off, telling `on_loss`
+    why. A node restarting, or one whose quorum queues have no leader yet (they refuse
+    the consume until one is elected), is waited out this way."""
+    losses = 0
+    try:
+        while not runner.stop.is_set():
+            runner.draining = False
+            try:
+                with connect(runner.url) as conn:
+                    conn.ensure_connection(max_retries=1, interval_start=0)
+                    consume(conn)
+            except Exception as exc:  # noqa: BLE001 - a runner thread must survive anything
+                # A loss after consuming again starts the back-off anew.
+                losses = 1 if runner.draining else losses + 1
+                delay = services.backoff_seconds(
+                    losses, base=RECONNECT_BASE_SECONDS, cap=RECONNECT_MAX_SECONDS
+                )
+                # The exception's class and text, never the URL (its password).
+                error = f"AMQP: lost the broker ({type(exc).__name__}: {exc})"
+                logger.warning("%s: %s; reconnecting in %.1f s", runner.group, error, delay)
+                if on_loss is not None:
+                    try:
+                        on_loss(error[:500])
+                    except Exception:  # noqa: BLE001 - PostgreSQL may be away too
+                        logger.warning("%s: could not record the loss", runner.group)
+                runner.stop.wait(delay)
+            finally:
+                close_old_connections()
+    finally:
+        connection.close()  # this thread's own connection
+
+
+def drain_until_stopped(runner, conn: Connection) -> None:
+    """Deliver what the broker sends until the runner stops; a lost connection raises."""
+    runner.draining = True
+    while not runner.stop.is_set():
+        try:
+            conn.drain_events(timeout=1.0)
+        except TimeoutError:
+            continue
 
 
 def max_attempts() -> int:

@@ -289,15 +289,13 @@ class Runner:
         """Acknowledge, with a warning, the events of tenants deleted since they were
         sent: nothing can record them (their inbox and dead-letter rows would name a
         tenant that is gone), and left pending they would block the group for good."""
-        named = {e.envelope.tenant_id for e in entries if e.envelope.tenant_id is not None}
-        if not named:
+        gone = tenants_gone([entry.envelope for entry in entries])
+        if not gone:
             return entries
-        with system_scope():
-            present = set(Tenant.objects.filter(pk__in=named).values_list("pk", flat=True))
         kept = []
         for entry in entries:
             tenant_id = entry.envelope.tenant_id
-            if tenant_id is None or tenant_id in present:
+            if tenant_id not in gone:
                 kept.append(entry)
                 continue
             logger.warning(
@@ -351,6 +349,17 @@ class Runner:
             if remaining <= 0:
                 return
             self.stop.wait(min(remaining, LEASE_SECONDS / 3))
+
+
+def tenants_gone(envelopes: list[Envelope]) -> set:
+    """The tenants these envelopes name that no longer exist (deleted since the events
+    were sent), which every runner drops, whatever carried the events."""
+    named = {e.tenant_id for e in envelopes if e.tenant_id is not None}
+    if not named:
+        return set()
+    with system_scope():
+        present = set(Tenant.objects.filter(pk__in=named).values_list("pk", flat=True))
+    return named - present
 
 
 def consumer_runner(handler: Handler, subscriptions: list[Subscription]) -> Runner:

@@ -230,7 +230,13 @@ def sync_consumer_subscriptions(*, topic_names: Iterable[str] | None = None) -> 
 
 
 def ensure_subscription_groups(subscriptions: Iterable[Subscription]) -> None:
-    """Each subscription's consumer group on its topic's stream (made if missing)."""
+    """Each subscription's consumer group on its topic's stream (made if missing); under
+    the AMQP transport, its lane queues bound to its topic's exchange."""
+    if settings.STEWARD_EVENTING["TRANSPORT"] == "amqp":
+        from apps.eventing.amqp import declare_subscriptions  # kombu only where chosen
+
+        declare_subscriptions(list(subscriptions))
+        return
     client = get_redis()
     for subscription in subscriptions:
         ensure_group(client, stream_key(subscription.topic.name), subscription.group_name)

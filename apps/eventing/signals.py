@@ -86,7 +86,7 @@ def make_subscription_group(sender, subscription, **kwargs) -> None:
     from the beginning delivers nothing that is not its own.
     """
     topic = subscription.topic.name
-    if is_news_topic(topic):
+    if is_news_topic(topic) and settings.STEWARD_EVENTING["TRANSPORT"] != "amqp":
         ensure_group(get_redis(), stream_key(topic), subscription.group_name, start="0")
     else:
         ensure_subscription_groups([subscription])

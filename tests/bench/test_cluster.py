@@ -1,16 +1,27 @@
 """The cluster drill's own pieces (bench/cluster.py): the verdict on the answers the
-traffic saw, the round-robin balancer, and the nodes' network namespaces. The servers
+traffic saw, the round-robin balancer, the nodes' network namespaces, and the choice of
+transport with its RabbitMQ fault. The servers
 it starts are tested in tests/ha; the drill's consistency checks in test_chaos.py."""
 
 import subprocess
 import sys
 from collections import Counter
+from types import SimpleNamespace
 
 import httpx
 import pytest
 
-from bench.cluster import RoundRobin, answers_verdict
+from bench.cluster import (
+    NOT_COVERED,
+    TRANSPORTS,
+    RoundRobin,
+    Servers,
+    answers_verdict,
+    fault_plan,
+    main,
+)
 from bench.cluster_stack import Network
+from portal.rabbitmq import RabbitNode
 from tests.support import LocalServer
 
 
@@ -93,3 +104,33 @@ def test_a_node_in_its_namespace_reaches_a_server_on_the_host_end_of_the_bridge(
         network.remove()
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert network.namespaces["probe"] not in listed
+
+
+def test_the_drill_runs_over_rabbitmq_unless_told_otherwise_and_refuses_other_transports(capsys):
+    assert main(["--transport", "kafka"]) == 2
+    assert main(["--quick"]) == 2
+    assert (
+        "usage: python -m bench cluster [--transport amqp|redis_stream]" in capsys.readouterr().out
+    )
+    assert TRANSPORTS[0] == "amqp"
+    assert NOT_COVERED["redis_stream"][0].startswith("RabbitMQ")
+    assert not any("RabbitMQ" in item for item in NOT_COVERED["amqp"])
+
+
+@pytest.mark.parametrize("transport", ["amqp", "redis_stream"])
+def test_restarting_rabbitmq_is_the_last_fault_when_it_carries_the_events(tmp_path, transport):
+    servers = Servers(tmp_path, Network(["web-1"]), transport)
+    if transport == "amqp":
+        servers.rabbit = RabbitNode(tmp_path / "rabbitmq")  # made, not started
+    stack = SimpleNamespace(servers=servers, processes=None)
+    names = [names[0] for names, _ in fault_plan(stack, RoundRobin({}))]
+    assert names[:2] == ["SIGKILL web-1 mid-request", "SIGKILL worker-1"]
+    if transport == "amqp":
+        assert names[-1] == "restart RabbitMQ (SIGKILL, start on its data)"
+        assert servers.event_settings() == {
+            "STEWARD_EVENT_TRANSPORT": "amqp",
+            "STEWARD_AMQP_URL": servers.rabbit.url,
+        }
+    else:
+        assert len(names) == 4 and not any("RabbitMQ" in name for name in names)
+        assert servers.event_settings() == {"STEWARD_EVENT_TRANSPORT": "redis_stream"}
