@@ -157,7 +157,8 @@ def permission_denied(request, exception):
 def database_unavailable(exc: BaseException | None) -> bool:
     """Whether `exc` says the database could not be reached, rather than that a query
     failed: no connection came free in the pool in time, or the server refused or lost
-    the connection (too many clients, shutting down, restarting, unreachable)."""
+    the connection (too many clients, shutting down, restarting, unreachable, or a
+    connection that broke under a command)."""
     while exc is not None:
         if isinstance(exc, PoolTimeout):
             return True
@@ -167,6 +168,11 @@ def database_unavailable(exc: BaseException | None) -> bool:
             # insufficient resources (53300 too many connections); 57P: the server is
             # shutting down, crashed or not yet accepting connections.
             return state == "" or state.startswith(("08", "53", "57P"))
+        if isinstance(exc, psycopg.InternalError | psycopg.InterfaceError):
+            # Without a SQLSTATE these are the client library's own: the connection was
+            # already closed, or broke mid-command (a COMMIT through PgBouncer as the
+            # primary died came back as two results). A server's XX000 keeps its 500.
+            return not getattr(exc, "sqlstate", None)
         exc = exc.__cause__ or exc.__context__
     return False
 

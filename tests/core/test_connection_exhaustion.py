@@ -85,6 +85,7 @@ def _exhaust_and_recover(port: int, auth: dict) -> None:
 
 
 def test_only_a_database_out_of_reach_is_unavailable():
+    from django.db import InternalError as DjangoInternalError
     from django.db import OperationalError
     from psycopg import errors
     from psycopg_pool import PoolTimeout
@@ -97,7 +98,14 @@ def test_only_a_database_out_of_reach_is_unavailable():
     assert database_unavailable(errors.TooManyConnections("too many clients already"))
     assert database_unavailable(errors.AdminShutdown("terminating connection"))
     assert database_unavailable(psycopg.OperationalError("server closed the connection"))
+    # psycopg's own, as a COMMIT through PgBouncer met the primary's crash (the cluster
+    # drill saw it answer 500), and a connection already closed
+    broken = DjangoInternalError("received 2 results from command 'COMMIT'")
+    broken.__cause__ = psycopg.InternalError("received 2 results from command 'COMMIT'")
+    assert database_unavailable(broken)
+    assert database_unavailable(psycopg.InterfaceError("the connection is closed"))
     # a query that failed is the request's problem, not the database's absence
     assert not database_unavailable(errors.SerializationFailure("could not serialize"))
     assert not database_unavailable(errors.QueryCanceled("statement timeout"))
+    assert not database_unavailable(errors.InternalError_("the server's own internal error"))
     assert not database_unavailable(ValueError("no"))
