@@ -28,7 +28,7 @@ def empty_redis():
     """Empty the test's Redis as a Redis restarted without its files comes back."""
 
     def flush():
-        get_redis().flushall()
+        get_redis().flushdb()
 
     # Each test commits (transaction=True): the dispatcher's leases compare with the
     # database's now(), which a test's one transaction would hold still.
