@@ -53,6 +53,13 @@ class Range:
     def columns(self) -> int:
         return int(self.span / self.step)
 
+    def full_label(self, start: datetime) -> str:
+        """A column's whole span as a person reads it on hover and in the figures table:
+        the axis's short tick repeats itself over a week (two Fridays), this does not."""
+        if self.step < timedelta(minutes=30):
+            return f"{start:%H:%M}"
+        return f"{start:%a %-d %b %H:%M}–{start + self.step:%H:%M}"
+
     def buckets(self, now: datetime | None = None) -> list[datetime]:
         """The columns' starts, oldest first, the last one holding `now`; aligned on
         `step` from midnight UTC, as PostgreSQL's date_bin(step, t, EPOCH) bins them."""
@@ -120,6 +127,9 @@ class Chart:
     scale_max: float | None = None
     # A line under the chart: what it leaves out, or where the figures come from.
     footnote: str = ""
+    # Each label written out in full, when the axis names it short (a time column's
+    # tick): the pointer and the figures table read these; none, the labels themselves.
+    full_labels: list[str] = field(default_factory=list)
 
     @cached_property  # read per label while drawing: once, not once a label
     def totals(self) -> list[float]:
@@ -128,6 +138,10 @@ class Chart:
     @property
     def is_empty(self) -> bool:
         return not self.labels
+
+    @property
+    def whole_labels(self) -> list[str]:
+        return self.full_labels or self.labels
 
     def rows(self) -> list[dict]:
         """The figures table: one row per label, a cell per series, and its total."""
@@ -139,7 +153,7 @@ class Chart:
                 "values": [_figure(s.values[i]) for s in self.series],
                 "total": _figure(total),
             }
-            for i, (label, total) in enumerate(zip(self.labels, self.totals, strict=True))
+            for i, (label, total) in enumerate(zip(self.whole_labels, self.totals, strict=True))
         ]
 
     def geometry(self) -> dict:
@@ -276,7 +290,7 @@ def _segments(chart: Chart, index: int, scale: float) -> list[dict]:
                     "series": number,
                     "start": round(start, 2),
                     "length": round(max(length, 0.5), 2),
-                    "title": f"{chart.labels[index]}: {_figure(s.values[index])} {s.name}",
+                    "title": f"{chart.whole_labels[index]}: {_figure(s.values[index])} {s.name}",
                 }
             )
         start += length
@@ -369,7 +383,7 @@ def _columns(chart: Chart) -> dict:
     count = max(len(chart.labels), 1)
     step = (WIDTH - AXIS_WIDTH) / count
     columns = []
-    for i, label in enumerate(chart.labels):
+    for i, label in enumerate(chart.whole_labels):
         x = AXIS_WIDTH + i * step
         segments = [
             {
