@@ -39,6 +39,12 @@ DASHBOARD_CHARTS = (
 MAIN_PAGES = (
     ("dashboard", "/", DASHBOARD_CHARTS),
     ("eventing", "/eventing/", ("events-per-minute", "throughput-per-topic", "consumer-lag")),
+    # A week: the events over it, throughput and lag as far as they are kept, said so.
+    (
+        "eventing-week",
+        "/eventing/?range=7d",
+        ("events-per-minute", "throughput-per-topic", "consumer-lag"),
+    ),
     ("registry", "/registry/overview/", ("versions-per-topic", "acknowledgements-outstanding")),
     ("topics", "/registry/", ()),
     ("assets", "/assets/", ()),
