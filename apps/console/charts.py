@@ -29,9 +29,11 @@ from apps.console.cells import Cells
 # In the SVG's own units: a dashboard card draws it about as wide, so text keeps its size.
 WIDTH = 480
 # Horizontal bars: the labels' column (as wide as the longest label needs, within
-# bounds), then the bars, then room for the total.
+# bounds), then the bars, then room for the total. A character of the 15 px label is
+# taken as 9 units wide: at 8, wide letters ("Consumers schema news cannot…") ran under
+# the bars and hid the ellipsis that says a label was cut.
 VALUE_WIDTH, ROW_HEIGHT = 56, 28
-LABEL_MIN, LABEL_MAX, CHAR_WIDTH = 110, 250, 8
+LABEL_MIN, LABEL_MAX, CHAR_WIDTH = 110, 250, 9
 # Columns: room for the peak's figure on the left and the time labels beneath.
 AXIS_WIDTH, AXIS_HEIGHT, COLUMNS_HEIGHT = 36, 20, 150
 
