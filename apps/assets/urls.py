@@ -13,6 +13,7 @@ urlpatterns = [
     path("<uuid:pk>/delete/", views.asset_delete, name="asset-delete"),
     path("<uuid:pk>/retire/", views.asset_retire, name="asset-retire"),
     path("<uuid:pk>/delegation/retry/", views.delegation_retry, name="delegation-retry"),
+    path("<uuid:pk>/delegation/progress/", views.delegation_progress, name="delegation-progress"),
     path("<uuid:pk>/delegation/decide/", views.delegation_decide, name="delegation-decide"),
     path("<uuid:pk>/<str:verdict>/", views.asset_decide, name="asset-decide"),
 ]

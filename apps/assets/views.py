@@ -4,6 +4,7 @@ from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView
 
@@ -12,6 +13,7 @@ from apps.assets.filters import AssetFilterSet
 from apps.assets.forms import AssetForm
 from apps.console.listing import Column, ListPage
 from apps.console.manage_views import submit_form
+from apps.console.progress import Progress, reload_when_moved
 from apps.core.api.permissions import OPERATOR, TENANT_ADMIN, TENANT_MEMBER, caller_kind
 from apps.core.errors import DomainError
 from apps.tenancy import selectors as tenancy_selectors
@@ -107,16 +109,74 @@ class AssetDetailView(LoginRequiredMixin, DetailView):
             asset.delegation_failure
         )
         context["may_resolve_delegation"] = context["delegation_failed"] and may_decide_any
+        context["progress"] = _delegation_progress(asset, self.request, context["history"])
+        # Not decided by hand while the delegation the page follows is on its way.
+        context["may_decide"] = context["may_decide"] and context["progress"] is None
         return context
 
 
-def _act_on_asset(request, pk, act):
+# The page follows a delegation it sent (`?delegating=1`), while the asset's latest
+# request was delegated and has neither an instance nor a failure yet: the row alone
+# cannot tell a request waiting on the worker from one left to a person (both without an
+# instance); whether it was delegated is written on its audit entry.
+DELEGATING = "delegating"
+SENDS = ("asset.request_approval", "asset.delegation_retry", "asset.delegation_rerequest")
+
+
+def _delegation_state(asset, history) -> str:
+    if not services.delegation_pending(asset):
+        return "done"
+    latest = next((e for e in history if e.action in SENDS), None)
+    if latest is None:
+        return "done"
+    sent = (
+        latest.action != "asset.request_approval"
+        or (latest.changes or {}).get("delegated", [None, False])[-1]
+    )
+    return DELEGATING if sent else "done"
+
+
+def _delegation_progress(asset, request, history) -> Progress | None:
+    """A delegation sent from this page, until the worker has the Workflow Service's
+    instance (or its refusal): apps.console.progress, as a replay or a sweep."""
+    if request.GET.get(DELEGATING) != "1" or _delegation_state(asset, history) != DELEGATING:
+        return None
+    return Progress(
+        state=DELEGATING,
+        said="Delegation sent: a worker asks the Workflow Service to start the approval.",
+        url=reverse("assets:delegation-progress", args=[asset.pk]),
+        query=((DELEGATING, "1"),),
+    )
+
+
+def delegation_progress(request, pk):
+    """The asset page's progress part while its delegation waits on a worker."""
+    _signed_in(request)
+    asset = get_object_or_404(selectors.asset_list(), pk=pk)
+    history = tenancy_selectors.audit_event_list().filter(
+        object_type="assets.asset", object_id=str(asset.pk), action__in=SENDS
+    )[:1]
+    state = _delegation_state(asset, history)
+    if reload := reload_when_moved(request.GET.get("state"), state):
+        return reload
+    return render(
+        request,
+        "console/_progress.html",
+        {"progress": _delegation_progress(asset, request, history)},
+    )
+
+
+def _act_on_asset(request, pk, act, *, follow: bool = False):
+    """`act` on the asset, then back to its page; `follow`: the act sent work to a
+    worker, which the page follows until it is done."""
     asset = get_object_or_404(selectors.asset_list(), pk=pk)
     try:
         act(asset)
     except DomainError as exc:
         messages.error(request, exc.detail)
-    return HttpResponseRedirect(asset.get_absolute_url())
+        follow = False
+    url = asset.get_absolute_url()
+    return HttpResponseRedirect(f"{url}?{DELEGATING}=1" if follow else url)
 
 
 @require_POST
@@ -130,6 +190,7 @@ def asset_request_approval(request, pk):
         lambda asset: services.asset_request_approval(
             actor=request.actor, asset=asset, delegate=delegate
         ),
+        follow=delegate,
     )
 
 
@@ -217,6 +278,7 @@ def delegation_retry(request, pk):
         request,
         pk,
         lambda asset: services.delegation_retry(asset=asset, actor=request.actor),
+        follow=True,
     )
 
 

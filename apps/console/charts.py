@@ -29,9 +29,11 @@ from apps.console.cells import Cells
 # In the SVG's own units: a dashboard card draws it about as wide, so text keeps its size.
 WIDTH = 480
 # Horizontal bars: the labels' column (as wide as the longest label needs, within
-# bounds), then the bars, then room for the total.
+# bounds), then the bars, then room for the total. A character of the 15 px label is
+# taken as 9 units wide: at 8, wide letters ("Consumers schema news cannot…") ran under
+# the bars and hid the ellipsis that says a label was cut.
 VALUE_WIDTH, ROW_HEIGHT = 56, 28
-LABEL_MIN, LABEL_MAX, CHAR_WIDTH = 110, 250, 8
+LABEL_MIN, LABEL_MAX, CHAR_WIDTH = 110, 250, 9
 # Columns: room for the peak's figure on the left and the time labels beneath.
 AXIS_WIDTH, AXIS_HEIGHT, COLUMNS_HEIGHT = 36, 20, 150
 
@@ -52,6 +54,13 @@ class Range:
     @property
     def columns(self) -> int:
         return int(self.span / self.step)
+
+    def full_label(self, start: datetime) -> str:
+        """A column's whole span as a person reads it on hover and in the figures table:
+        the axis's short tick repeats itself over a week (two Fridays), this does not."""
+        if self.step < timedelta(minutes=30):
+            return f"{start:%H:%M}"
+        return f"{start:%a %-d %b %H:%M}–{start + self.step:%H:%M}"
 
     def buckets(self, now: datetime | None = None) -> list[datetime]:
         """The columns' starts, oldest first, the last one holding `now`; aligned on
@@ -120,6 +129,9 @@ class Chart:
     scale_max: float | None = None
     # A line under the chart: what it leaves out, or where the figures come from.
     footnote: str = ""
+    # Each label written out in full, when the axis names it short (a time column's
+    # tick): the pointer and the figures table read these; none, the labels themselves.
+    full_labels: list[str] = field(default_factory=list)
 
     @cached_property  # read per label while drawing: once, not once a label
     def totals(self) -> list[float]:
@@ -128,6 +140,10 @@ class Chart:
     @property
     def is_empty(self) -> bool:
         return not self.labels
+
+    @property
+    def whole_labels(self) -> list[str]:
+        return self.full_labels or self.labels
 
     def rows(self) -> list[dict]:
         """The figures table: one row per label, a cell per series, and its total."""
@@ -139,7 +155,7 @@ class Chart:
                 "values": [_figure(s.values[i]) for s in self.series],
                 "total": _figure(total),
             }
-            for i, (label, total) in enumerate(zip(self.labels, self.totals, strict=True))
+            for i, (label, total) in enumerate(zip(self.whole_labels, self.totals, strict=True))
         ]
 
     def geometry(self) -> dict:
@@ -276,7 +292,7 @@ def _segments(chart: Chart, index: int, scale: float) -> list[dict]:
                     "series": number,
                     "start": round(start, 2),
                     "length": round(max(length, 0.5), 2),
-                    "title": f"{chart.labels[index]}: {_figure(s.values[index])} {s.name}",
+                    "title": f"{chart.whole_labels[index]}: {_figure(s.values[index])} {s.name}",
                 }
             )
         start += length
@@ -369,7 +385,7 @@ def _columns(chart: Chart) -> dict:
     count = max(len(chart.labels), 1)
     step = (WIDTH - AXIS_WIDTH) / count
     columns = []
-    for i, label in enumerate(chart.labels):
+    for i, label in enumerate(chart.whole_labels):
         x = AXIS_WIDTH + i * step
         segments = [
             {

@@ -16,12 +16,18 @@ Where the figures come from, and why those sources:
   streams (apps.eventing.lag: a Redis hash a minute, kept two hours), read in one
   pipelined round trip. It lives with what it measures: a Redis that lost its data
   lost the lag too, and the chart shows the gap instead of inventing figures.
+
+The time charts span the last hour, 24 hours or 7 days (apps.console.charts.RANGES),
+each as far as its figures are kept: the dispatcher's counts are kept, received events
+as long as the inbox window (3 days by default), lag samples two hours. Asked for
+further, a chart shows the longest span it has and says why (`overview_charts`), rather
+than a stretch of empty columns that would read as no traffic.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import lru_cache
 
@@ -33,7 +39,7 @@ from django.utils import timezone
 from apps.console.charts import EPOCH, HOUR, RANGES, Chart, Range, Series, stacked_series
 from apps.core import counting
 from apps.core.scope import current_scope
-from apps.eventing.lag import Lag, consumer_lag, lag_now_and_samples
+from apps.eventing.lag import LAG_HISTORY_SECONDS, Lag, consumer_lag, lag_now_and_samples
 from apps.eventing.models import DeliveryCount, OutboxEvent, RecentEvent
 from apps.eventing.selectors import MINUTE, MinuteRate, delivery_rate, outbox_backlog
 
@@ -64,13 +70,21 @@ def _label(minute, zone) -> str:
     return f"{minute:%H:%M}"
 
 
+def _received_kept() -> timedelta:
+    # Received events (RecentEvent) are kept as long as the inbox window.
+    return timedelta(hours=settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
+
+
+def _within(kept: timedelta) -> tuple[Range, ...]:
+    return tuple(r for r in RANGES if r.span <= kept)
+
+
 def event_ranges() -> tuple[Range, ...]:
     """The ranges the events chart has data for: the dispatcher's counts are kept, a
     tenant's received events only as long as the inbox window (72 h by default)."""
     if current_scope().tenant_id is None:
         return RANGES
-    kept = timedelta(hours=settings.STEWARD_EVENTING["INBOX_RETENTION_HOURS"])
-    return tuple(r for r in RANGES if r.span <= kept)
+    return _within(_received_kept())
 
 
 def events_per_minute(span: Range = HOUR) -> Chart:
@@ -126,6 +140,7 @@ def _events_over(span: Range) -> Chart:
         title=f"Events {span.per}, {span.last}",
         description=f"{said}, {span.per}.",
         labels=[f"{b:{span.tick}}" for b in buckets],
+        full_labels=[span.full_label(b) for b in buckets],
         series=series,
         kind="columns",
     )
@@ -158,10 +173,13 @@ def _received_per_minute(since, *, by_topic: bool = False) -> dict[str, dict]:
     return counts
 
 
-def throughput_per_topic(received: dict[str, dict] | None = None) -> Chart:
+def throughput_per_topic(received: dict[str, dict] | None = None, span: Range = HOUR) -> Chart:
     """The last hour's events per minute, stacked by topic (the busiest drawn apart);
     `received` the counts as `_received_per_minute(by_topic=True)` gives them, when
-    read already (apps.eventing.selectors.overview_page)."""
+    read already (apps.eventing.selectors.overview_page). Over a longer `span`, its
+    wider columns, in one grouped query."""
+    if span != HOUR:
+        return _throughput_over(span)
     minutes = _minutes()
     if received is None:
         received = _received_per_minute(minutes[0], by_topic=True)
@@ -180,6 +198,67 @@ def throughput_per_topic(received: dict[str, dict] | None = None) -> Chart:
         kind="columns",
         empty="No event received in the last hour.",
     )
+
+
+def _throughput_over(span: Range) -> Chart:
+    buckets = span.buckets(timezone.now())
+    rows = RecentEvent.objects.filter(received_at__gte=buckets[0])
+    received: dict[str, dict] = defaultdict(dict)
+    for r in _binned(rows, "received_at", span).values("bucket", "topic").annotate(n=Count("id")):
+        received[r["topic"]][r["bucket"]] = r["n"]
+    series = stacked_series(received, buckets, drawn=TOPICS_DRAWN, rest="other topics")
+    return Chart(
+        key="throughput-per-topic",
+        title=f"Throughput per topic, {span.last}",
+        description=f"Events received {span.per}, stacked by topic.",
+        labels=[f"{b:{span.tick}}" for b in buckets] if series else [],
+        full_labels=[span.full_label(b) for b in buckets] if series else [],
+        series=series,
+        kind="columns",
+        empty=f"No event received in the {span.last}.",
+    )
+
+
+@dataclass(frozen=True)
+class OverviewCharts:
+    """The eventing page's charts over the range it was asked for (`span`), each as far
+    as its figures are kept: `published` and `throughput` over the range, `lag` now and
+    `lag_history` over the last hour (its samples are kept two hours)."""
+
+    published: Chart
+    throughput: Chart
+    lag: Chart
+    lag_history: Chart
+
+
+def overview_charts(page, span: Range = HOUR) -> OverviewCharts:
+    """The charts of the eventing page (`page`: apps.eventing.selectors.overview_page,
+    whose one statement read the last hour's counts). A chart whose figures are not kept
+    as long as `span` shows the longest span it has, and its footnote says so."""
+    lag, lag_history = lag_now_and_over_time(page.topic_names)
+    if span == HOUR:
+        published = published_chart(page.overview.per_minute)
+        throughput = throughput_per_topic(page.received_per_topic)
+    else:
+        published = events_per_minute(span)
+        kept = _within(_received_kept())
+        shown = span if span in kept else (kept[-1] if kept else HOUR)
+        throughput = throughput_per_topic(span=shown)
+        if shown != span:
+            throughput = _not_kept(throughput, "Received events", _received_kept(), shown, span)
+        lag_history = _not_kept(lag_history, "Lag samples", LAG_KEPT, HOUR, span)
+    return OverviewCharts(published, throughput, lag, lag_history)
+
+
+# How long the minute's lag samples are kept in Redis (apps.eventing.lag).
+LAG_KEPT = timedelta(seconds=LAG_HISTORY_SECONDS)
+
+
+def _not_kept(chart: Chart, what: str, kept: timedelta, shown: Range, asked: Range) -> Chart:
+    hours = kept.total_seconds() / 3600
+    said = f"{hours:g} hours" if hours < 48 else f"{hours / 24:g} days"
+    note = f"{what} are kept {said}: this chart shows the {shown.last}, not the {asked.last}."
+    return replace(chart, footnote=" ".join(filter(None, [chart.footnote, note])))
 
 
 def lag_chart(lags: list[Lag], *, backlog: int | None = None) -> Chart:

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.generic import DetailView, TemplateView
 
+from apps.console.charts import RANGES, chosen_range, range_links
 from apps.console.confirm import confirmed
 from apps.console.listing import Column, ListPage, OperatorRequiredMixin, RowAction
 from apps.console.progress import Progress, reload_when_moved
@@ -33,15 +34,12 @@ class OverviewView(OperatorRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         page = selectors.overview_page()
-        overview = page.overview
-        lag, lag_history = charts.lag_now_and_over_time(page.topic_names)
+        span = chosen_range(self.request)
         context.update(
-            overview=overview,
+            overview=page.overview,
             counted_exactly=counting.COUNTED_EXACTLY,
-            published=charts.published_chart(overview.per_minute),
-            throughput=charts.throughput_per_topic(page.received_per_topic),
-            lag=lag,
-            lag_history=lag_history,
+            charts=charts.overview_charts(page, span),
+            ranges=range_links(self.request, RANGES, span),
             subscriptions=page.subscriptions,
             recent=page.latest,
         )

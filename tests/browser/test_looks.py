@@ -39,6 +39,12 @@ DASHBOARD_CHARTS = (
 MAIN_PAGES = (
     ("dashboard", "/", DASHBOARD_CHARTS),
     ("eventing", "/eventing/", ("events-per-minute", "throughput-per-topic", "consumer-lag")),
+    # A week: the events over it, throughput and lag as far as they are kept, said so.
+    (
+        "eventing-week",
+        "/eventing/?range=7d",
+        ("events-per-minute", "throughput-per-topic", "consumer-lag"),
+    ),
     ("registry", "/registry/overview/", ("versions-per-topic", "acknowledgements-outstanding")),
     ("topics", "/registry/", ()),
     ("assets", "/assets/", ()),
@@ -116,9 +122,8 @@ def lively(tenant_a, tenant_b, store, profile, operator):
 
 @pytest.mark.parametrize(
     ("viewport", "scheme"),
-    # The dark theme's colours do not change with the width: one width of it is enough.
-    [(WIDE, "light"), (NARROW, "light"), (WIDE, "dark")],
-    ids=["1280-light", "390-light", "1280-dark"],
+    [(WIDE, "light"), (NARROW, "light"), (WIDE, "dark"), (NARROW, "dark")],
+    ids=["1280-light", "390-light", "1280-dark", "390-dark"],
 )
 def test_the_main_pages_read_well_wide_and_narrow_light_and_dark(
     journey, lively, operator, viewport, scheme
@@ -135,8 +140,7 @@ def test_the_main_pages_read_well_wide_and_narrow_light_and_dark(
             expect(chart.locator("details.chart-figures tbody tr").first).to_be_attached()
         if viewport is NARROW:
             tab.assert_fits_the_width()
-        if charts or name == "assets":
-            tab.screenshot(name)
+        tab.screenshot(name)
 
 
 def test_the_theme_switch_turns_the_console_dark(journey, lively, operator):

@@ -1,24 +1,29 @@
-"""Work an operator starts in the console and a worker finishes is followed on the page
-that started it: a dead letter's replay and a retention sweep each show their progress
-while they wait for a worker, and the page moves on to their result by itself once a
-real worker has done them (apps.console.progress, the order page's mechanism)."""
+"""Work a person starts in the console and a worker finishes is followed on the page
+that started it: a dead letter's replay, a retention sweep and an asset's delegation (a
+first one, and a failed one re-driven) each show their progress while they wait for a
+worker, and the page moves on to their result by itself once a real worker has done them
+(apps.console.progress, the order page's mechanism; an export is an order, followed on
+its page: tests/browser/test_governance.py)."""
 
 import contextlib
+import uuid
 
 import pytest
 from playwright.sync_api import expect
 
-from apps.core.scope import system_scope
+from apps.assets.models import Asset
+from apps.core.scope import system_scope, tenant_scope
 from apps.eventing.consumers import webhook_runner
 from apps.eventing.models import DeadLetter
 from apps.governance.models import RetentionSweep
 from tests.browser.conftest import NARROW, WIDE
+from tests.browser.test_assets import workflow_service
 from tests.eventing.conftest import fast_retries, topic
 from tests.eventing.factories import SECRET, emit, pump, webhook
 from tests.support import LocalServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
-__all__ = ["fast_retries", "topic"]  # fixtures used here
+__all__ = ["fast_retries", "topic", "workflow_service"]  # fixtures used here
 
 
 @contextlib.contextmanager
@@ -53,6 +58,17 @@ def look_at_it_everywhere(journey, user, path: str, name: str) -> None:
         expect(page.locator("#progress progress")).to_be_visible()
         tab.assert_fits_the_width()
         tab.screenshot("waiting")
+
+
+def shows_it_waits(journey, tab, user, said: str, name: str):
+    """The page `tab` shows says its work waits (`said`), with a progress bar; looked
+    at everywhere. Returns the progress part, to see it go once the work is done."""
+    progress = tab.page.locator("#progress")
+    expect(progress).to_contain_text(said)
+    expect(progress.locator("progress")).to_be_visible()
+    tab.screenshot("1-waiting")
+    look_at_it_everywhere(journey, user, tab.page.url, name)
+    return progress
 
 
 def test_a_replay_shows_its_progress_until_a_worker_has_delivered_it(
@@ -100,12 +116,8 @@ def test_a_sweep_asked_for_shows_its_progress_until_it_has_run(journey, operator
     page.get_by_role("button", name="Run tonight's sweep now").click()
 
     # given no worker yet: the overview says the sweep waits for one
-    progress = page.locator("#progress")
-    expect(progress).to_contain_text("waiting for a worker")
-    expect(progress.locator("progress")).to_be_visible()
+    progress = shows_it_waits(journey, tab, operator, "waiting for a worker", "sweep")
     expect(page.get_by_role("button", name="Run tonight's sweep now")).to_have_count(0)
-    tab.screenshot("1-queued")
-    look_at_it_everywhere(journey, operator, page.url, "sweep")
 
     # when a worker runs it: the page follows it to the sweep's row in the table
     with worker():
@@ -116,3 +128,60 @@ def test_a_sweep_asked_for_shows_its_progress_until_it_has_run(journey, operator
     tab.screenshot("2-done")
     with system_scope():
         assert RetentionSweep.objects.get().status == "succeeded"
+
+
+def test_a_delegation_shows_its_progress_until_a_worker_has_sent_it(
+    journey, admin_a, tenant_a, workflow_service
+):
+    with tenant_scope(tenant_a):
+        asset = Asset.objects.create(tenant=tenant_a, name="churn model")
+    tab = journey()
+    tab.sign_in_as(admin_a)
+    page = tab.open(asset.get_absolute_url())
+    page.get_by_role("button", name="Request approval").click()
+
+    # given no worker yet: the asset page says the delegation waits for one
+    progress = shows_it_waits(journey, tab, admin_a, "Delegation sent", "delegation")
+    expect(page.get_by_role("button", name="Approve")).to_have_count(0)
+
+    # when a worker has the Workflow Service's instance: the page shows it by itself
+    with worker():
+        expect(page.locator("hgroup p")).to_contain_text(
+            "waiting on the Workflow Service", timeout=30_000
+        )
+    expect(progress).to_have_count(0)
+    with tenant_scope(tenant_a):
+        asset.refresh_from_db()
+    expect(page.locator("dd code")).to_have_text(str(asset.workflow_instance_id))
+    tab.screenshot("2-delegated")
+
+
+def test_a_failed_delegation_re_driven_shows_its_progress_until_it_is_sent(
+    journey, admin_a, tenant_a, workflow_service
+):
+    with tenant_scope(tenant_a):
+        asset = Asset.objects.create(
+            tenant=tenant_a,
+            name="churn model",
+            status=Asset.Status.REQUESTED,
+            approval_request_id=uuid.uuid4(),
+            delegation_failure=Asset.DelegationFailure.FAILED,
+            status_reason="The Workflow Service did not answer.",
+        )
+    tab = journey()
+    tab.sign_in_as(admin_a)
+    page = tab.open(asset.get_absolute_url())
+    expect(page.get_by_role("alert")).to_contain_text("Delegation failed")
+    page.get_by_role("button", name="Retry the delegation").click()
+
+    progress = page.locator("#progress")
+    expect(progress).to_contain_text("Delegation sent")
+    expect(page.get_by_role("alert")).to_have_count(0)
+    tab.screenshot("1-sent")
+
+    with worker():
+        expect(page.locator("hgroup p")).to_contain_text(
+            "waiting on the Workflow Service", timeout=30_000
+        )
+    expect(progress).to_have_count(0)
+    assert len(workflow_service.instances) == 1

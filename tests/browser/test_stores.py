@@ -111,3 +111,38 @@ def test_a_rule_change_flags_an_active_binding_and_the_operator_grants_an_except
     expect(page.locator("#residency-exception")).to_contain_text("EU hosting agreed")
     expect(page.locator("#residency-violation")).to_have_count(0)
     tab.screenshot("2-excepted")
+
+
+def test_a_workload_evaluation_is_done_before_the_page_answers(
+    journey, operator, tenant_a, store, regions
+):
+    """Recording workload evidence evaluates the live bindings it concerns in the same
+    request (apps.stores.services.reevaluate_bindings): no worker runs it, so the page
+    that answers already shows the verdict, and there is no progress to follow."""
+    from tests.stores.test_compliance import queue_binding
+
+    rule("allow", geographies=["IL"])
+    _, binding = queue_binding(tenant_a, store, regions)
+    tab = journey()
+    tab.sign_in_as(operator)
+    page = tab.open(binding.get_absolute_url())
+    expect(page.locator("#workload-violation")).to_have_count(0)
+
+    # when the operator records the queue's dequeue benchmark as failed
+    page = tab.open("/stores/evidence/benchmarks/new/")
+    form = page.locator("main form")
+    form.locator('[name="provider"]').select_option("postgresql")
+    form.locator('[name="query_shape"]').select_option("queue_dequeue")
+    form.locator('[name="profile"]').select_option(value=str(binding.profile.pk))
+    form.locator('[name="figure"]').fill("12")
+    form.locator('[name="threshold"]').fill("5")
+    form.locator('[name="run_reference"]').fill("bench-run-regressed")
+    form.get_by_role("button", name="Save").click()
+    expect(page.get_by_text("the bindings it concerns are re-evaluated")).to_be_visible()
+    expect(page.locator("#progress")).to_have_count(0)
+
+    # then the binding's page shows the new verdict at once, with nothing to wait for
+    page = tab.open(binding.get_absolute_url())
+    expect(page.locator("#workload-violation")).to_contain_text("Workload evidence withdrawn")
+    expect(page.locator("#progress")).to_have_count(0)
+    tab.screenshot("flagged")

@@ -38,7 +38,7 @@ def test_bars_draw_each_figure_once_and_label_the_svg():
     assert 'href="/a/"' in html and "style=" not in html
     # A label cut short in the SVG keeps its whole text in a <title>, on the label and
     # on its whole row (the figures table has it whole too: chart_figures read it).
-    assert "a very long label that the b…" in html
+    assert "a very long label that th…" in html
     full = "a very long label that the bar cannot show in full"
     assert f"<title>{full}</title>" in html and f"<title>{full}: 4</title>" in html
     assert "<title>b</title>" in html  # every label, cut or not

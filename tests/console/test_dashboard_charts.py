@@ -12,6 +12,7 @@ import pytest
 from django.utils import timezone
 
 from apps.assets.models import Asset
+from apps.console.charts import DAY, WEEK
 from apps.core import counting
 from apps.core.outbox import emit
 from apps.core.redis import get_redis
@@ -219,7 +220,8 @@ def test_the_events_chart_shows_a_day_or_a_week_of_the_dispatchers_counts(client
     day = chart_figures(html, "events-per-minute")
     assert "Events per 30 minutes, last 24 hours" in html and len(day) == 48
     assert sum(column(day, "Published").values()) == 5
-    assert day[f"{_floor(now - timedelta(hours=5), 30):%H:%M}"] == {
+    # The figures table names each column's whole span ("Fri 4 Dec 08:00–08:30").
+    assert day[DAY.full_label(_floor(now - timedelta(hours=5), 30))] == {
         "Published": 3,
         "Failed": 1,
         "Total": 4,
@@ -229,7 +231,7 @@ def test_the_events_chart_shows_a_day_or_a_week_of_the_dispatchers_counts(client
     week = chart_figures(html, "events-per-minute")
     assert "Events per 4 hours, last 7 days" in html and len(week) == 42
     assert sum(column(week, "Published").values()) == 12
-    assert week[f"{_floor(now - timedelta(days=3), 240):%a %H:%M}"]["Published"] == 7
+    assert week[WEEK.full_label(_floor(now - timedelta(days=3), 240))]["Published"] == 7
     # The switch names the span shown and links the others, the page's address kept.
     assert '<strong aria-current="true">7 d</strong>' in html
     assert 'href="?range=1h"' in html and 'href="?range=24h"' in html

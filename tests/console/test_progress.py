@@ -6,6 +6,7 @@ worker: tests/browser/test_progress.py.)"""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from urllib.parse import unquote
 
@@ -13,6 +14,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.assets.models import Asset
 from apps.core.models import ScheduledJob
 from apps.core.scope import tenant_scope
 from apps.eventing.models import DeadLetter
@@ -112,3 +114,46 @@ def test_a_sweep_asked_for_while_one_runs_follows_that_one(client, operator):
     assert "The sweep runs" not in client.get(answer["Location"]).content.decode()
     asked = answer["Location"].split("asked=")[1]
     assert unquote(asked) == started.isoformat()
+
+
+def test_a_delegation_sent_is_followed_until_the_worker_has_its_instance(client, tenant_a, admin_a):
+    with tenant_scope(tenant_a):
+        asset = Asset.objects.create(tenant=tenant_a, name="churn model")
+    client.force_login(admin_a)
+    answer = client.post(reverse("assets:asset-request", args=[asset.pk]), {"delegate": "on"})
+    assert answer.status_code == 302 and answer["Location"].endswith("?delegating=1")
+    page = client.get(answer["Location"]).content.decode()
+    url = reverse("assets:delegation-progress", args=[asset.pk])
+    assert f'hx-get="{url}?delegating=1&amp;state=delegating"' in page
+    assert "Delegation sent" in page and ">Approve<" not in page
+
+    still = client.get(url, {"delegating": "1", "state": "delegating"})
+    assert still.status_code == 200 and "Delegation sent" in still.content.decode()
+    with tenant_scope(tenant_a):
+        Asset.objects.filter(pk=asset.pk).update(
+            workflow_instance_id=uuid.uuid4(), workflow_link_stale=False
+        )
+    moved = client.get(url, {"delegating": "1", "state": "delegating"})
+    assert moved.status_code == 204 and moved["HX-Refresh"] == "true"
+    page = client.get(answer["Location"]).content.decode()
+    assert 'id="progress"' not in page and "waiting on the Workflow Service" in page
+
+
+def test_a_request_left_to_a_person_is_not_followed(client, tenant_a, admin_a):
+    """Without a delegation nothing waits on a worker: the page offers the decision, and
+    a made-up `?delegating=1` shows no progress either."""
+    with tenant_scope(tenant_a):
+        asset = Asset.objects.create(tenant=tenant_a, name="churn model")
+    client.force_login(admin_a)
+    answer = client.post(reverse("assets:asset-request", args=[asset.pk]))
+    assert answer.status_code == 302 and "delegating" not in answer["Location"]
+    for path in (answer["Location"], f"{answer['Location']}?delegating=1"):
+        page = client.get(path).content.decode()
+        assert 'id="progress"' not in page and ">Approve<" in page
+
+
+def test_only_the_signed_in_follow_a_delegation(client, tenant_a):
+    with tenant_scope(tenant_a):
+        asset = Asset.objects.create(tenant=tenant_a, name="churn model")
+    url = reverse("assets:delegation-progress", args=[asset.pk])
+    assert client.get(url, {"state": "delegating"}).status_code in (302, 403)

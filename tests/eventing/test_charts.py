@@ -13,15 +13,17 @@ from django.db.models.functions import TruncMinute
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.console.charts import WEEK
 from apps.core.redis import get_redis
 from apps.core.scope import system_scope, tenant_scope
 from apps.eventing import charts, lag, selectors, services
-from apps.eventing.models import RecentEvent
+from apps.eventing.models import DeliveryCount, RecentEvent
 from apps.eventing.transports import stream_key
 from apps.registry.models import Topic
 from apps.registry.selectors import topic_names
 from tests.console.chart_figures import chart_figures, column
-from tests.query_counts import queries_for
+from tests.eventing.factories import add_eventing_rows
+from tests.query_counts import assert_flat_query_count, queries_for
 
 pytestmark = pytest.mark.django_db
 
@@ -205,3 +207,64 @@ def test_lag_now_and_over_time_are_read_together_as_each_alone(topic):
     ]
     assert history[f"{topic.name}: slow"] == {now - timedelta(minutes=1): 4}
     get_redis().delete(key)
+
+
+def card(html: str, key: str) -> str:
+    """The chart card holding the chart `key`: its heading, note and footnote."""
+    end = html.index("</article>", html.index(f'data-chart="{key}"'))
+    return html[html.rindex('<article class="chart-card">', 0, end) : end]
+
+
+def test_the_eventing_charts_span_a_day_or_a_week_as_far_as_their_figures_are_kept(
+    client, operator, tenant_a, tenant_b
+):
+    """The page's range switch takes every time chart to 24 hours or 7 days; one whose
+    figures are not kept that long (received events: the inbox window; lag samples: two
+    hours) shows the longest span it has and says so, rather than empty columns."""
+    received(tenant_a, "t.one", 2, minutes_ago=1)
+    received(tenant_b, "t.two", 5, minutes_ago=60 * 20)
+    five_days_ago = timezone.now() - timedelta(days=5)
+    with system_scope():
+        DeliveryCount.objects.create(
+            minute=five_days_ago.replace(second=0, microsecond=0), delivered=7
+        )
+    client.force_login(operator)
+
+    day = client.get(reverse("eventing:overview"), {"range": "24h"}).content.decode()
+    assert "<h2>Events per 30 minutes, last 24 hours</h2>" in day
+    assert "<h2>Throughput per topic, last 24 hours</h2>" in day
+    throughput = chart_figures(day, "throughput-per-topic")
+    assert sum(column(throughput, "T.two").values()) == 5
+    assert sum(column(throughput, "T.one").values()) == 2
+    assert "are kept" not in card(day, "throughput-per-topic")
+    assert (
+        "Lag samples are kept 2 hours: this chart shows the last hour, not the last 24 hours."
+        in card(day, "lag-over-time")
+    )
+
+    week = client.get(reverse("eventing:overview"), {"range": "7d"}).content.decode()
+    assert '<strong aria-current="true">7 d</strong>' in week
+    published = chart_figures(week, "events-per-minute")
+    assert sum(column(published, "Published").values()) == 7
+    # The figures table names each column's whole span: a week's axis has two Fridays.
+    bucket = next(b for b in WEEK.buckets() if b <= five_days_ago < b + WEEK.step)
+    assert column(published, "Published")[WEEK.full_label(bucket)] == 7
+    assert f"<title>{WEEK.full_label(bucket)}: 7 published</title>" in week
+    throughput = card(week, "throughput-per-topic")
+    assert "<h2>Throughput per topic, last 24 hours</h2>" in throughput
+    assert (
+        "Received events are kept 3 days: this chart shows the last 24 hours, not the last 7 days."
+        in throughput
+    )
+    assert sum(column(chart_figures(week, "throughput-per-topic"), "T.two").values()) == 5
+
+
+def test_a_longer_range_reads_the_same_statements_whatever_the_rows(
+    client, operator, tenant_a, topic, webhook_subscription
+):
+    client.force_login(operator)
+    for span in ("24h", "7d"):
+        assert_flat_query_count(
+            lambda n: add_eventing_rows(n, tenant_a, topic, webhook_subscription),
+            lambda span=span: client.get(reverse("eventing:overview"), {"range": span}),
+        )
