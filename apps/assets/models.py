@@ -9,6 +9,7 @@ from django.utils import timezone
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
 from apps.core.literals import Literal
+from apps.core.search import name_indexes
 from apps.core.transitions import Transitions
 from apps.core.urls import reverse_pk
 from apps.tenancy.models import Tenant
@@ -151,6 +152,9 @@ class Asset(models.Model):
             # its name in any case (name_folded).
             models.Index(fields=["name"], name="asset_name"),
             models.Index(fields=["name_folded"], name="asset_name_prefix"),
+            # And by names like it (apps.core.search.named): asset_name_trgm, and
+            # asset_name_tenant_trgm for a tenant's search.
+            *name_indexes("name", prefix="asset_name", folded=True, tenant="tenant"),
         ]
         constraints = [
             # A workflow reference only on an asset that went through a request.

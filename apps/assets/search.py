@@ -1,6 +1,6 @@
-"""Assets (by id, workflow instance id, exact name or the start of the name in any case)
-and workflow callback receipts (by workflow instance id) in the console's search
-(apps.core.search)."""
+"""Assets (by id, workflow instance id, or name: exact, its start in any case, or one
+like it; apps.core.search.named) and workflow callback receipts (by workflow instance
+id) in the console's search (apps.core.search)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from apps.assets import selectors
 from apps.assets.models import WorkflowCallback
-from apps.core.search import Match, Query
+from apps.core.search import Match, Query, named
 
 SHOWN = 20
 
@@ -51,26 +51,9 @@ def find(query: Query, request) -> list[Match]:
 
 
 def _named(assets, name: str) -> list:
-    """The assets named `name` exactly, then those whose name starts with it in any case
-    (in order), up to SHOWN: each an index's range (asset_name, asset_name_prefix),
-    however many assets there are."""
-    exact = list(assets.filter(name=name)[:SHOWN])
-    seen = {asset.pk for asset in exact}
-    start = name.upper()
-    starting = assets.filter(name_folded__gte=start).order_by("name_folded", "pk")
-    if (after := _after(start)) is not None:
-        starting = starting.filter(name_folded__lt=after)
-    found = [asset for asset in starting[: SHOWN + len(exact)] if asset.pk not in seen]
-    return (exact + found)[:SHOWN]
-
-
-def _after(prefix: str) -> str | None:
-    """The first text past every text that starts with `prefix`, in byte order (the
-    folded name's collation); None when there is none (the last code point)."""
-    for end in range(len(prefix) - 1, -1, -1):
-        if ord(prefix[end]) < 0x10FFFF:
-            return prefix[:end] + chr(ord(prefix[end]) + 1)
-    return None
+    # name_folded is the generated column the asset_name_prefix index orders; asset_name
+    # and asset_name_trgm serve the exact and the alike.
+    return named(assets, name, folded="name_folded", shown=SHOWN)
 
 
 def _receipt_match(receipt: WorkflowCallback, existing: set) -> Match:

@@ -1,5 +1,5 @@
-"""The console's one search box: an identifier, an exact name or the start of a name,
-across every app.
+"""The console's one search box: an identifier, or a name (exact, its start, or one like
+it), across every app.
 
 The console shell may not import the domains, so each app that has something findable
 contributes `find(query, request) -> list[Match]` in its `search.py` (apps.core.hooks),
@@ -8,10 +8,10 @@ security decides what it finds, exactly as in the lists, and an object of anothe
 tenant is answered as one that does not exist.
 
 Every lookup is served by an index, whatever the number of rows: an equality, or a
-name's start in any case (an asset's, through a pattern index on its upper-cased name,
-read up to the few matches shown), exact matches listed first. The query is parsed
-once here, and an app asks only the columns of the query's shape (a UUID only UUID
-columns, a number only integer keys, a name only name columns).
+name (`named`): exact, then its start in any case, then names like it by trigram
+similarity (pg_trgm), each read up to the few matches shown. The query is parsed once
+here, and an app asks only the columns of the query's shape (a UUID only UUID columns,
+a number only integer keys, a name only name columns).
 
 A list's own search box (`searched`, apps.console.listing) is a pattern over the rows
 the list's filters leave, ranked the same way.
@@ -23,7 +23,10 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from django.db.models import Case, Q, Value, When
+from django.contrib.postgres.indexes import GistIndex
+from django.contrib.postgres.search import TrigramDistance
+from django.db.models import Case, F, Index, Q, Value, When
+from django.db.models.functions import Collate, Upper
 
 from apps.core.hooks import app_modules
 
@@ -31,6 +34,10 @@ MAX_LENGTH = 255
 FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
 # Below PostgreSQL's bigint limit, so a long number is no lookup rather than an error.
 MAX_NUMBER = 2**63 - 1
+# How alike two names must be to be offered (pg_trgm's similarity: shared trigrams over
+# all trigrams of both): pg_trgm's own default threshold. "acne ledger" is 0.6 like
+# "Acme ledger"; "acm" is 0.22 like "Acme ledger" (that one is found by its start).
+SIMILARITY = 0.3
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,90 @@ def searched(queryset, fields, text: str):
     rank += [When(Q(**{f"{field}__iexact": text}), then=Value(0)) for field in fields]
     rank += [When(Q(**{f"{field}__istartswith": text}), then=Value(1)) for field in fields]
     return queryset.filter(holds).alias(search_rank=Case(*rank, default=Value(2)))
+
+
+def named(queryset, name: str, *, field: str = "name", folded: str | None = None, shown: int):
+    """Up to `shown` rows of `queryset` whose `field` is `name`, then those whose `field`
+    starts with it in any case (in order), then those most like it (best first, at least
+    SIMILARITY alike); at most three statements, each an index's range or ordered scan.
+
+    `folded` names the upper-cased, C-collated copy of `field` that a btree index orders
+    (a generated column); without one the expression is used, which an expression index
+    on `Collate(Upper(field), "C")` serves (`name_indexes`). A table under row-level
+    security with many rows keeps the generated column, as assets do: `upper()` is not
+    leakproof, so the expression's index is not used below the policy. A GiST trigram
+    index on `field`
+    (gist_trgm_ops) serves the likeness: under row-level security no index may test a
+    non-leakproof operator such as pg_trgm's `%` before the policy has, but an index
+    may order rows by `<->` while the policy filters them, so the scan stops after
+    `shown` visible rows and the threshold is applied to those few here.
+    """
+    found = list(queryset.filter(**{field: name})[:shown])
+    if folded is None:
+        folded = "search_folded"
+        queryset = queryset.alias(search_folded=_folded(field))
+    start = name.upper()
+    starting = queryset.filter(**{f"{folded}__gte": start}).order_by(folded, "pk")
+    if (after := after_prefix(start)) is not None:
+        starting = starting.filter(**{f"{folded}__lt": after})
+    found += _unseen(starting[: shown + len(found)], found)
+    if len(found) >= shown:
+        return found[:shown]
+    # Ordered by the distance alone, which the index yields; a tie's order is the scan's.
+    alike = queryset.annotate(search_distance=TrigramDistance(F(field), Value(name)))
+    found += _unseen(
+        (
+            row
+            for row in alike.order_by("search_distance")[: shown + len(found)]
+            if row.search_distance <= 1 - SIMILARITY
+        ),
+        found,
+    )
+    return found[:shown]
+
+
+def name_indexes(
+    field: str, *, prefix: str, folded: bool = False, tenant: str | None = None
+) -> list[Index]:
+    """The indexes `named` reads a model's `field` through, named `<prefix>_prefix` and
+    `<prefix>_trgm`: its upper-cased, C-collated expression (unless the model keeps it
+    as a `folded` column of its own, indexed there) and a GiST trigram index. GiST, not
+    GIN: only GiST yields rows in trigram-distance order.
+
+    A tenant's table names its `tenant` column: a third index, `<prefix>_tenant_trgm`,
+    holds the tenant and the name, so that a search for a named tenant reads in order
+    of likeness that tenant's rows alone. Ordered by likeness across every tenant, with
+    the tenant only a filter, a tenant with few or no such rows would have the scan read
+    every other tenant's rows before it stopped."""
+    indexes: list[Index] = [] if folded else [Index(_folded(field), name=f"{prefix}_prefix")]
+    indexes.append(GistIndex(fields=[field], opclasses=["gist_trgm_ops"], name=f"{prefix}_trgm"))
+    if tenant is not None:
+        indexes.append(
+            GistIndex(
+                fields=[tenant, field],
+                opclasses=["gist_uuid_ops", "gist_trgm_ops"],
+                name=f"{prefix}_tenant_trgm",
+            )
+        )
+    return indexes
+
+
+def _folded(field: str):
+    return Collate(Upper(field), "C")
+
+
+def _unseen(rows, seen: list) -> list:
+    known = {row.pk for row in seen}
+    return [row for row in rows if row.pk not in known]
+
+
+def after_prefix(prefix: str) -> str | None:
+    """The first text past every text that starts with `prefix`, in byte order (the
+    folded name's collation); None when there is none (the last code point)."""
+    for end in range(len(prefix) - 1, -1, -1):
+        if ord(prefix[end]) < 0x10FFFF:
+            return prefix[:end] + chr(ord(prefix[end]) + 1)
+    return None
 
 
 def search(raw: str | None, request) -> tuple[Query, list[Match]]:

@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core.search import name_indexes
 from apps.core.transitions import Transitions
 from apps.core.urls import reverse_pk
 from apps.registry.formats import LABELS, MODES
@@ -31,6 +32,8 @@ class Service(models.Model):
 
     class Meta:
         ordering = ["name"]
+        # The console's search finds services and topics by name (apps.core.search.named).
+        indexes = name_indexes("name", prefix="service_name")
 
     def __str__(self) -> str:
         return self.name
@@ -76,6 +79,7 @@ class Topic(models.Model):
 
     class Meta:
         ordering = ["name"]
+        indexes = name_indexes("name", prefix="topic_name")
         constraints = [
             models.CheckConstraint(
                 condition=Q(name__regex=r"^[a-zA-Z0-9._-]{1,249}$"),

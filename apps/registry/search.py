@@ -1,5 +1,6 @@
-"""Topics and services (by exact name) and schema versions (by fingerprint or schema
-id) in the console's search (apps.core.search)."""
+"""Topics and services (by name: exact, its start in any case, or like it;
+apps.core.search.named) and schema versions (by fingerprint or schema id) in the
+console's search (apps.core.search)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from apps.core.search import Match, Query
+from apps.core.search import Match, Query, named
 from apps.registry import selectors
 
 SHOWN = 20
@@ -22,7 +23,7 @@ def find(query: Query, request) -> list[Match]:
     if query.name is not None:
         found += [
             Match("Topic", topic.name, _listed("registry:topic-list", q=topic.name))
-            for topic in selectors.topics_named([query.name])
+            for topic in named(selectors.topics_named(), query.name, shown=SHOWN)
         ]
         found += [
             Match(
@@ -31,7 +32,7 @@ def find(query: Query, request) -> list[Match]:
                 _listed("registry:topic-list", producer=service.name),
                 service.description,
             )
-            for service in selectors.service_list().filter(name=query.name)
+            for service in named(selectors.service_list(), query.name, shown=SHOWN)
         ]
     versions = selectors.schema_version_list().prefetch_related(None)
     if query.fingerprint is not None:

@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from apps.core.search import name_indexes
 from apps.core.transitions import Transitions
 from apps.core.urls import reverse_pk
 
@@ -116,6 +117,8 @@ class Tenant(models.Model):
     class Meta:
         ordering = ["slug"]
         permissions = [("administer_tenant", "Administer the tenant's members and settings")]
+        # The console's search finds a tenant by its slug (apps.core.search.named).
+        indexes = name_indexes("slug", prefix="tenant_slug")
 
     def __str__(self) -> str:
         return self.slug
@@ -229,6 +232,7 @@ class ServiceAccount(models.Model):
 
     class Meta:
         ordering = ["name"]
+        indexes = name_indexes("name", prefix="serviceaccount_name")
 
     def __str__(self) -> str:
         return self.name

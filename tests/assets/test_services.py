@@ -8,7 +8,7 @@ import pytest
 from django.db import DatabaseError, connection, connections
 
 from apps.assets import services
-from apps.assets.models import Asset, WorkflowCallback
+from apps.assets.models import ONE_LIVE_LINK, Asset, WorkflowCallback
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.errors import InvalidTransition
 from apps.core.scope import system_scope, tenant_scope
@@ -248,8 +248,10 @@ def test_the_waiting_assets_query_is_served_by_the_partial_index_on_realistic_da
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
         waiting = Asset.objects.workflow_managed().count()
-    # then the partial index serves it, and it holds exactly the waiting ones
-    assert "asset_waiting_on_workflow" in plan, plan
+    # then a partial index, whose size is the waiting assets, serves it: PostgreSQL 16
+    # reads asset_waiting_on_workflow in order, 15 the live-link index (its condition is
+    # the query's own) and sorts its thousand rows; and it holds exactly the waiting ones
+    assert "asset_waiting_on_workflow" in plan or ONE_LIVE_LINK in plan, plan
     assert "Seq Scan" not in plan, plan
     assert waiting == 1000
 

@@ -24,7 +24,7 @@ from tests.assets.factories import delegated, new_asset
 from tests.compute.factories import submit
 from tests.eventing.factories import make_dead_letter, subscribe, write_events
 from tests.governance.factories import approved, live_binding
-from tests.query_counts import assert_flat_query_count
+from tests.query_counts import assert_flat_query_count, queries_for
 from tests.registry.factories import V1, sync
 
 pytestmark = pytest.mark.django_db
@@ -38,6 +38,17 @@ def search(client, q):
 def opens(response, url):
     assert response.status_code == 302, response.content[:300]
     assert response["Location"] == url
+
+
+def finds_first(response, url):
+    """The page opens `url`, the one match, or lists it first among several (an exact
+    name, then the names that start so, then those like it)."""
+    if response.status_code == 302:
+        assert response["Location"] == url
+        return
+    assert response.status_code == 200
+    main = re.search(r"<main>.*</main>", response.content.decode(), re.S).group(0)
+    assert re.findall(r'<li><a href="([^"]+)"', main)[:1] == [escape(url)], main
 
 
 def nothing_found(response):
@@ -88,26 +99,40 @@ def test_the_header_carries_the_search_box(as_operator):
 def test_a_tenant_is_found_by_slug_and_by_id(as_operator, tenant_a):
     opens(search(as_operator, "alpha"), tenant_a.get_absolute_url())
     opens(search(as_operator, str(tenant_a.pk)), tenant_a.get_absolute_url())
+    opens(search(as_operator, "ALP"), tenant_a.get_absolute_url())
+    opens(search(as_operator, "alpah"), tenant_a.get_absolute_url())
 
 
 def test_a_service_account_is_found_by_name(as_operator, tenant_a):
     with tenant_scope(tenant_a):
         account = ServiceAccount.objects.create(name="alpha-ci", tenant=tenant_a)
-    opens(search(as_operator, "alpha-ci"), account.get_absolute_url())
+    # (tenants come before service accounts, and the tenant `alpha` is like `alpha-ci`)
+    html = search(as_operator, "alpha-ci").content.decode()
+    assert f'href="{account.get_absolute_url()}"' in html
+    # a typo: "alpha-ic" is like the account (and nothing else here is like it)
+    html = search(as_operator, "alpha-ic").content.decode()
+    assert f'href="{account.get_absolute_url()}"' in html
 
 
 def test_a_topic_and_a_service_are_found_by_exact_name(as_operator, topic):
     sync("r1", V1, name="orders.order", consumers=("billing",))
-    opens(
+    finds_first(
         search(as_operator, "orders.order"),
         f"{reverse('registry:topic-list')}?{urlencode({'q': 'orders.order'})}",
     )
-    opens(
+    finds_first(
         search(as_operator, "billing"),
         f"{reverse('registry:topic-list')}?{urlencode({'producer': 'billing'})}",
     )
-    # exact names only: a prefix finds nothing
-    nothing_found(search(as_operator, "orders.ord"))
+    # by the start of the name, and by a name like it
+    finds_first(
+        search(as_operator, "orders.ord"),
+        f"{reverse('registry:topic-list')}?{urlencode({'q': 'orders.order'})}",
+    )
+    finds_first(
+        search(as_operator, "bililng"),
+        f"{reverse('registry:topic-list')}?{urlencode({'producer': 'billing'})}",
+    )
 
 
 def test_a_schema_version_is_found_by_fingerprint_and_by_schema_id(as_operator):
@@ -127,7 +152,7 @@ def test_an_asset_is_found_by_id_name_and_workflow_instance(as_operator, tenant_
     opens(search(as_operator, "weights-2026"), url)
     opens(search(as_operator, str(instance)), url)
     spelled = new_asset(tenant_a, "Weights (v2) — final")
-    opens(search(as_operator, " Weights (v2) — final "), spelled.get_absolute_url())
+    finds_first(search(as_operator, " Weights (v2) — final "), spelled.get_absolute_url())
 
 
 def test_a_callback_receipt_is_found_by_its_workflow_instance(as_operator, tenant_a):
@@ -242,9 +267,10 @@ def test_assets_of_one_name_are_listed(as_operator, tenant_a, tenant_b):
 
 def test_an_asset_is_found_by_the_start_of_its_name_in_any_case(as_operator, tenant_a):
     acme = new_asset(tenant_a, "Acme-widgets")
-    new_asset(tenant_a, "big-acme")  # holds the text, but does not start with it
-    opens(search(as_operator, "acm"), acme.get_absolute_url())
-    opens(search(as_operator, "ACME-W"), acme.get_absolute_url())
+    new_asset(tenant_a, "big-acme")  # holds the text, does not start with it: after
+    finds_first(search(as_operator, "acm"), acme.get_absolute_url())
+    assert listed_assets(search(as_operator, "acm")) == ["Acme-widgets", "big-acme"]
+    finds_first(search(as_operator, "ACME-W"), acme.get_absolute_url())
 
 
 def test_the_exact_name_comes_first_then_the_names_that_start_so(as_operator, tenant_a):
@@ -261,7 +287,53 @@ def test_a_prefix_never_reaches_another_tenants_assets(client, admin_a, tenant_a
     mine = new_asset(tenant_a, "acme-alpha")
     client.force_login(admin_a)
     opens(search(client, "acme"), mine.get_absolute_url())
-    nothing_found(search(client, "acme-b"))
+    # their acme-bravo starts so; ours is only like it
+    opens(search(client, "acme-b"), mine.get_absolute_url())
+
+
+def listed_assets(response) -> list[str]:
+    html = response.content.decode()
+    sections = re.findall(r'<section class="search-kind">.*?</section>', html, re.S)
+    [section] = [found for found in sections if "<h2>Asset</h2>" in found]
+    return re.findall(r'<li><a href="[^"]+">([^<]+)</a>', section)
+
+
+def test_a_name_is_found_by_its_start_and_by_a_typo(as_operator, tenant_a):
+    ledger = new_asset(tenant_a, "Acme ledger")
+    opens(search(as_operator, "acm"), ledger.get_absolute_url())
+    opens(search(as_operator, "acne ledger"), ledger.get_absolute_url())
+    opens(search(as_operator, "ACME LEDGR"), ledger.get_absolute_url())
+
+
+def test_exact_then_start_then_likeness_best_first_and_nothing_unlike(as_operator, tenant_a):
+    # similarity to "ledger": "big ledger" 0.64, "leger" 0.44, "orbital" 0
+    for name in ("leger", "orbital", "big ledger", "ledger-b", "Ledger-A", "ledger"):
+        new_asset(tenant_a, name)
+    listed = listed_assets(search(as_operator, "ledger"))
+    assert listed == ["ledger", "Ledger-A", "ledger-b", "big ledger", "leger"]
+
+
+def test_likeness_fills_only_what_the_exact_and_the_start_leave(as_operator, tenant_a):
+    from apps.assets.search import SHOWN
+
+    for n in range(SHOWN):
+        new_asset(tenant_a, f"ledger-{n:02}")
+    new_asset(tenant_a, "big ledger")
+    listed = listed_assets(search(as_operator, "ledger"))
+    assert listed == [f"ledger-{n:02}" for n in range(SHOWN)]
+
+
+def test_likeness_never_reaches_another_tenants_assets(client, admin_a, member_b, tenant_a):
+    theirs = new_asset(tenant_a, "Acme ledger")
+    client.force_login(member_b)
+    # the answer for a tenant that has none: as for a name nobody has
+    for q in ("acne ledger", "acm", "Acme ledger"):
+        response = search(client, q)
+        nothing_found(response)
+        assert theirs.get_absolute_url() not in response.content.decode()
+        assert main_of(response, q) == main_of(search(client, "qqqxz"), "qqqxz"), q
+    client.force_login(admin_a)
+    opens(search(client, "acne ledger"), theirs.get_absolute_url())
 
 
 def test_the_prefix_lookup_reads_the_pattern_index(tenant_a):
@@ -287,15 +359,54 @@ def test_the_prefix_lookup_reads_the_pattern_index(tenant_a):
     for scope, tenant in ((system_scope(), None), (tenant_scope(tenant_a), tenant_a)):
         with scope:
             found = assets_search._named(selectors.asset_list(tenant=tenant), "abc")
-            assert found and all(a.name.upper().startswith("ABC") for a in found)
+            assert found and all(a.name.upper().startswith("ABC") for a in found[:2])
             with CaptureQueriesContext(connection) as ran:
                 assets_search._named(selectors.asset_list(tenant=tenant), "abc")
-            sql = ran.captured_queries[-1]["sql"]
+            [sql] = [q["sql"] for q in ran.captured_queries if '"name_folded" >=' in q["sql"]]
             params = ()
             with connection.cursor() as cursor:
                 cursor.execute(f"EXPLAIN {sql}", params)
                 plan = "\n".join(row[0] for row in cursor.fetchall())
         assert "asset_name_prefix" in plan, plan
+
+
+def test_the_likeness_lookup_reads_the_trigram_index_in_order_under_the_policy(tenant_a, tenant_b):
+    """On a realistic table (two tenants' 20,000 assets each, the planner's settings as
+    they are), the names like a typo are read through asset_name_trgm, ordered by
+    distance inside the index, in the system scope under row-level security; in a
+    tenant's scope no statement reads the whole table."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from apps.assets import search as assets_search
+    from apps.assets import selectors
+    from apps.assets.models import Asset
+
+    for tenant in (tenant_a, tenant_b):
+        with tenant_scope(tenant), connection.cursor() as cursor:
+            cursor.execute(
+                f"""INSERT INTO {Asset._meta.db_table} (id, tenant_id, name, description,
+                    status, decided_by, decision_reason, created_at, updated_at)
+                SELECT gen_random_uuid(), %s, 'ledger-' || g %% 5000, '', 'draft', '', '',
+                    now(), now() FROM generate_series(1, 20000) AS g""",  # noqa: S608
+                [tenant.pk],
+            )
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {Asset._meta.db_table}")
+    plans = {}
+    for scope, tenant in ((system_scope(), None), (tenant_scope(tenant_a), tenant_a)):
+        with scope:
+            with CaptureQueriesContext(connection) as ran:
+                found = assets_search._named(selectors.asset_list(tenant=tenant), "ledgr-42")
+            assert len(found) == assets_search.SHOWN
+            assert tenant is None or {a.tenant_id for a in found} == {tenant.pk}
+            [sql] = [q["sql"] for q in ran.captured_queries if "<->" in q["sql"]]
+            with connection.cursor() as cursor:
+                cursor.execute(f"EXPLAIN {sql}")
+                plans[tenant] = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Index Scan using asset_name_trgm" in plans[None], plans[None]
+    assert "Order By: ((name)::text <->" in plans[None], plans[None]
+    assert "Seq Scan on assets_asset" not in plans[tenant_a], plans[tenant_a]
 
 
 # ------------------------------------------------------------- other tenants' objects
@@ -314,6 +425,9 @@ def test_a_tenant_admin_never_finds_another_tenants_objects(
         account.name,
         str(asset.pk),
         "bravo-secret",
+        "bravo-secrte",  # like their asset's name
+        "bravo-secr",  # the start of it
+        "bravo-ic",  # like their account's
         str(instance),
         str(submit(tenant_b).pk),
         str(order.pk),
@@ -346,7 +460,8 @@ def test_service_accounts_are_not_found_by_members(client, member_b, tenant_b):
     with tenant_scope(tenant_b):
         ServiceAccount.objects.create(name="bravo-ci", tenant=tenant_b)
     client.force_login(member_b)
-    nothing_found(search(client, "bravo-ci"))
+    html = search(client, "bravo-ci").content.decode()
+    assert "Service account" not in html and "bravo-ci</a>" not in html
 
 
 def test_operator_pages_stay_operators_matches(client, admin_a, tenant_a, topic):
@@ -381,7 +496,7 @@ def test_an_operator_acting_for_a_tenant_finds_that_tenants_objects_only(
         "a*b?",
         "12345678901234567890123",
         "550e8400-e29b-41d4-a716-44665544000",
-        "ümlaut tenant",
+        "ümlaut",
         "<script>alert(1)</script>",
         "0" * 64,
     ],
@@ -437,8 +552,12 @@ def test_the_search_costs_the_same_statements_whatever_the_rows(
                 submit(tenant)
             make_dead_letter(tenant_a, topic, subscription, n=i + 1)
 
-    by_name = assert_flat_query_count(add_rows, lambda: search(as_operator, "shared"))
+    # a typo: no name is it or starts so, and the likeness statement reads as many rows
+    # however many are like it
+    by_name = assert_flat_query_count(add_rows, lambda: search(as_operator, "sahred"))
     by_id = assert_flat_query_count(add_rows, lambda: search(as_operator, str(dead.event_id)))
     assert by_name < 25 and by_id < 25
+    # a page of exact matches asks no more than that (it leaves likeness out)
+    assert queries_for(lambda: search(as_operator, "shared")) <= by_name
     with system_scope():
         assert OutboxEvent.objects.filter(event_id=dead.event_id).exists()

@@ -1,5 +1,5 @@
-"""The embedded PostgreSQL from Debian's programs: how `make run` gets a database on Python
-versions pgserver has no wheel for (3.13 and later)."""
+"""The embedded PostgreSQL from Debian's programs: how `make run` and `make test` get a
+database, on every supported Python version."""
 
 import shutil
 import tempfile
