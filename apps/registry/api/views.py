@@ -94,6 +94,7 @@ class TopicViewSet(
             schema=data["schema"],
             schema_type=data["schema_type"],
             role=data["role"],
+            references=data.get("references"),
         )
         answer = {"reader": serializers.ReaderSchemaSerializer(reader).data, "waiting": None}
         if waiting is not None:
