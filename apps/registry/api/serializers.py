@@ -42,6 +42,14 @@ class TopicSerializer(StrictModelSerializer):
         read_only_fields = ["id", "current_schema_version", "created_at"]
 
 
+class TopicPolicySerializer(StrictSerializer):
+    compatibility_policy = serializers.ChoiceField(
+        choices=Topic._meta.get_field("compatibility_policy").choices,
+        help_text="How the topic's JSON Schema versions are judged from now on: STRICT or "
+        "LENIENT (docs/registry-compatibility.md).",
+    )
+
+
 class SubscriptionSerializer(StrictModelSerializer):
     consumer = serializers.SlugRelatedField(slug_field="name", queryset=Service.objects.all())
     topic = serializers.SlugRelatedField(slug_field="name", queryset=Topic.objects.all())

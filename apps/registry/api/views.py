@@ -103,6 +103,20 @@ class TopicViewSet(
             ).data
         return Response(answer, status=201)
 
+    @extend_schema(request=serializers.TopicPolicySerializer, responses=serializers.TopicSerializer)
+    @action(detail=True, methods=["put"], url_path="compatibility-policy")
+    def compatibility_policy(self, request, name=None):
+        """Change the topic's compatibility policy: its producers and operators, as its
+        level. It applies to the versions submitted from now on; a version waiting for
+        acknowledgement keeps its verdict."""
+        topic = self.get_object()
+        payload = serializers.TopicPolicySerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        topic = versions.set_policy(
+            actor=request.actor, topic=topic, policy=payload.validated_data["compatibility_policy"]
+        )
+        return Response(serializers.TopicSerializer(topic).data)
+
 
 class SubscriptionViewSet(
     StewardViewSetMixin,

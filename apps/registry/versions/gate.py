@@ -50,7 +50,7 @@ from apps.registry.versions import contracts
 from apps.registry.versions.acknowledgements import make_current
 from apps.registry.versions.announcements import announce, producers_joined
 from apps.registry.versions.errors import Incompatible
-from apps.registry.versions.modes import mode_implies
+from apps.registry.versions.modes import mode_implies, policy_implies
 from apps.registry.versions.readers import judge_readers
 from apps.registry.versions.submitted import (
     compatibility_verdict,
@@ -480,18 +480,21 @@ def _not_its_to_supersede(sync: Sync, topic: Topic, pending: SchemaVersion) -> T
 def _held_by_waiting(
     sync: Sync, topic: Topic, parsed, published, pending, role="value"
 ) -> TopicAnswer | None:
-    """A level lowered since the waiting version was judged lets nothing past it: a new
-    version replaces the waiting one only if the waiting one's level passes it."""
+    """A level or policy lowered since the waiting version was judged lets nothing past
+    it: a new version replaces the waiting one only if the waiting one's level and policy
+    pass it."""
     level = sync.mode_of(topic, role)
     judged = pending.verdict.get("mode") or level
-    if mode_implies(level, judged):
+    policy = topic.compatibility_policy
+    judged_policy = pending.verdict.get("policy") or policy
+    if mode_implies(level, judged) and policy_implies(policy, judged_policy):
         return None
     strict = formats.check(
         parsed.kind,
         parsed.checked,
         [v.schema for v in published],
         mode=judged,
-        policy=topic.compatibility_policy,
+        policy=judged_policy,
     )
     if strict.compatible:
         return None
@@ -501,8 +504,9 @@ def _held_by_waiting(
         "refused",
         reason=f"Version {pending.version} of {name} waits for acknowledgement "
         f"from {', '.join(missing_acknowledgements(pending)) or 'no one'}; the "
-        f"level lowered to {level} since it was judged under {judged} "
-        "lets no version replace it. Withdraw it, or have it acknowledged, first.",
+        f"level and policy now in force ({level}, {policy}) check less than those it "
+        f"was judged under ({judged}, {judged_policy}), and let no version replace it. "
+        "Withdraw it, or have it acknowledged, first.",
         verdict=strict.as_dict(),
     )
 
