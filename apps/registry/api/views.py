@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from apps.core.api.idempotency import idempotent
 from apps.core.api.permissions import PLATFORM
+from apps.core.api.schema import ProblemSerializer
 from apps.core.api.views import (
     IdempotentCreateMixin,
     ReadShapeUpdateMixin,
@@ -71,7 +72,18 @@ class TopicViewSet(
     @extend_schema(
         methods=["get"], request=None, responses=serializers.ReaderSchemaSerializer(many=True)
     )
-    @extend_schema(methods=["post"], request=serializers.ReaderDeclareSerializer, responses=dict)
+    @extend_schema(
+        methods=["post"],
+        request=serializers.ReaderDeclareSerializer,
+        responses={
+            201: dict,
+            (422, "application/problem+json"): OpenApiResponse(
+                ProblemSerializer,
+                description="A reader refused: invalid_reader_schema, "
+                "invalid_schema_reference, not_a_consumer or service_required.",
+            ),
+        },
+    )
     # One reader per consumer and role: as many as the topic has consumers, so neither
     # paged nor filtered like the topic list this hangs from.
     @action(detail=True, methods=["get", "post"], pagination_class=None, filter_backends=[])
