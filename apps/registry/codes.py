@@ -30,6 +30,11 @@ class RegistryCode(Codes):
         "A release's schema reference is malformed, or names no live version of a subject "
         "of the schema's type.",
     )
+    INVALID_DATA_CONTRACT = (
+        "invalid_data_contract",
+        "A release's data contract (metadata or ruleSet) is malformed: a property that is "
+        "not a string, a rule without a name, two rules of one name, an unknown kind or mode.",
+    )
     UNKNOWN_TOPIC = (
         "unknown_topic",
         "The topic named (by a release's reader, or by an event emitted) is not in the catalog.",

@@ -376,7 +376,12 @@ class ReaderSchema(models.Model):
     role = models.CharField(max_length=255, default="value")
     release = models.CharField(max_length=200)
     schema_type = models.CharField(max_length=8, choices=SCHEMA_TYPES, default="JSON")
-    schema = models.JSONField(help_text="The reader schema as declared.")
+    schema = models.JSONField(
+        help_text="The reader schema as declared, bundled with what its references name."
+    )
+    # The other subjects' versions it uses, resolved ({name, subject, version}): kept to be
+    # answered; the schema stands alone without them.
+    references = models.JSONField(default=list, blank=True)
     fingerprint = models.CharField(max_length=64)
     declared_at = models.DateTimeField(default=timezone.now)
 

@@ -50,6 +50,7 @@ class TopicListView(ListPage):
         Column("Producers", "producer_names"),
         Column("Consumers", "consumer_list"),
         Column("Schema version", "current_schema_version", sort="current_schema_version"),
+        Column("Policy", "compatibility_policy", sort="compatibility_policy"),
         Column("Created", "created_at", sort="created_at"),
     )
 

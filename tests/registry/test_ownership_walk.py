@@ -133,6 +133,9 @@ OPERATIONS = {
         ({}, {"name": "carol.topic", "producers": ["alpha"]}, "refused"),
     ],
     "GET /api/v1/registry/topics/{name}/": [({"name": "alpha.orders"}, None, "read")],
+    "PUT /api/v1/registry/topics/{name}/compatibility-policy/": [
+        ({"name": "alpha.orders"}, {"compatibility_policy": "LENIENT"}, "refused"),
+    ],
     "GET /api/v1/registry/topics/{name}/readers/": [({"name": "bravo.feed"}, None, "read")],
     "POST /api/v1/registry/topics/{name}/readers/": [
         ({"name": "bravo.feed"}, {"service": "alpha", "release": "evil", "schema": V1}, "refused"),
@@ -308,6 +311,7 @@ def registry_state() -> dict:
             (
                 t.name,
                 t.compatibility_mode,
+                t.compatibility_policy,
                 t.subject_modes,
                 sorted(p.name for p in t.producers.all()),
                 sorted(c.name for c in t.consumers.all()),

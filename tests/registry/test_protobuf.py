@@ -111,7 +111,7 @@ def test_a_proto2_file_keeps_its_labels_defaults_groups_and_extension_ranges():
     parsed = formats.parse("PROTOBUF", text)
     assert parsed.text == (
         'syntax = "proto2";\n\nmessage Legacy {\n  required int32 id = 1;\n'
-        '  optional string name = 2 [default = "anon"];\n  repeated group Item = 3 {\n'
+        '  optional string name = 2 [default = "anon"];\n\n  repeated group Item = 3 {\n'
         "    optional int32 sku = 1;\n  }\n\n  extensions 100 to max;\n}\n"
     )
     assert formats.parse("PROTOBUF", parsed.text).fingerprint == parsed.fingerprint

@@ -42,6 +42,14 @@ class TopicSerializer(StrictModelSerializer):
         read_only_fields = ["id", "current_schema_version", "created_at"]
 
 
+class TopicPolicySerializer(StrictSerializer):
+    compatibility_policy = serializers.ChoiceField(
+        choices=Topic._meta.get_field("compatibility_policy").choices,
+        help_text="How the topic's JSON Schema versions are judged from now on: STRICT or "
+        "LENIENT (docs/registry-compatibility.md).",
+    )
+
+
 class SubscriptionSerializer(StrictModelSerializer):
     consumer = serializers.SlugRelatedField(slug_field="name", queryset=Service.objects.all())
     topic = serializers.SlugRelatedField(slug_field="name", queryset=Topic.objects.all())
@@ -105,14 +113,32 @@ def _schema_type(what: str):
     )
 
 
-def _references(what: str):
+def _references(what: str, refused: str = "refuses the release (400)"):
     return SchemaReferenceSerializer(
         many=True,
         required=False,
         help_text=f"Other subjects' versions the {what}'s schema uses (an Avro named type, "
-        "a JSON Schema $ref), resolved as the Schema Registry API resolves them: a "
-        "reference naming no live version of a subject of the same schema type refuses the "
-        "release (400 invalid_schema_reference).",
+        "a Protobuf import, a JSON Schema $ref), resolved as the Schema Registry API "
+        "resolves them: a reference naming no live version of a subject of the same schema "
+        f"type {refused}, code invalid_schema_reference.",
+    )
+
+
+# A schema's data contract in a release, kept on its version as the Schema Registry API
+# keeps a registration's (apps.registry.versions.contracts); checked there, so that a
+# release and a registration are refused for the same contracts.
+def _metadata(what: str):
+    return serializers.JSONField(
+        required=False,
+        help_text=f"The {what}'s data-contract metadata: {{tags, properties, sensitive}}.",
+    )
+
+
+def _rule_set(what: str):
+    return serializers.JSONField(
+        required=False,
+        help_text=f"The {what}'s data-contract rules: {{migrationRules, domainRules, "
+        "encodingRules}.",
     )
 
 
@@ -124,6 +150,8 @@ class SyncKeySerializer(StrictSerializer):
         help_text="The key's schema (the topic's <topic>-key subject), as an object or as text."
     )
     references = _references("key")
+    metadata = _metadata("key")
+    ruleSet = _rule_set("key")  # the Schema Registry API's name
 
 
 class SyncTopicSerializer(StrictSerializer):
@@ -138,6 +166,8 @@ class SyncTopicSerializer(StrictSerializer):
         "schema, as an object or as text; with schema_type PROTOBUF a .proto file's text."
     )
     references = _references("payload")
+    metadata = _metadata("payload")
+    ruleSet = _rule_set("payload")  # the Schema Registry API's name
     key = SyncKeySerializer(
         required=False,
         help_text="The topic's key schema, decided as its own subject (<topic>-key) through "
@@ -152,6 +182,7 @@ class SyncReaderSerializer(StrictSerializer):
     schema = serializers.JSONField(
         help_text="The reader schema the release's code reads the topic with."
     )
+    references = _references("reader", "rejects this reader")
 
 
 class ModelSyncSerializer(StrictSerializer):
@@ -189,6 +220,7 @@ class ReaderSchemaSerializer(StrictModelSerializer):
             "release",
             "schema_type",
             "schema",
+            "references",
             "fingerprint",
             "declared_at",
         ]
@@ -205,6 +237,7 @@ class ReaderDeclareSerializer(StrictSerializer):
     role = serializers.CharField(max_length=255, required=False, default="value")
     schema_type = serializers.ChoiceField(choices=SCHEMA_TYPES, required=False, default="JSON")
     schema = serializers.JSONField()
+    references = _references("reader", "is refused (422)")
 
 
 class SchemaVersionSerializer(StrictModelSerializer):

@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from apps.core.api.idempotency import idempotent
 from apps.core.api.permissions import PLATFORM
+from apps.core.api.schema import ProblemSerializer
 from apps.core.api.views import (
     IdempotentCreateMixin,
     ReadShapeUpdateMixin,
@@ -71,7 +72,18 @@ class TopicViewSet(
     @extend_schema(
         methods=["get"], request=None, responses=serializers.ReaderSchemaSerializer(many=True)
     )
-    @extend_schema(methods=["post"], request=serializers.ReaderDeclareSerializer, responses=dict)
+    @extend_schema(
+        methods=["post"],
+        request=serializers.ReaderDeclareSerializer,
+        responses={
+            201: dict,
+            (422, "application/problem+json"): OpenApiResponse(
+                ProblemSerializer,
+                description="A reader refused: invalid_reader_schema, "
+                "invalid_schema_reference, not_a_consumer or service_required.",
+            ),
+        },
+    )
     # One reader per consumer and role: as many as the topic has consumers, so neither
     # paged nor filtered like the topic list this hangs from.
     @action(detail=True, methods=["get", "post"], pagination_class=None, filter_backends=[])
@@ -94,6 +106,7 @@ class TopicViewSet(
             schema=data["schema"],
             schema_type=data["schema_type"],
             role=data["role"],
+            references=data.get("references"),
         )
         answer = {"reader": serializers.ReaderSchemaSerializer(reader).data, "waiting": None}
         if waiting is not None:
@@ -101,6 +114,20 @@ class TopicViewSet(
                 waiting, context=self.get_serializer_context()
             ).data
         return Response(answer, status=201)
+
+    @extend_schema(request=serializers.TopicPolicySerializer, responses=serializers.TopicSerializer)
+    @action(detail=True, methods=["put"], url_path="compatibility-policy")
+    def compatibility_policy(self, request, name=None):
+        """Change the topic's compatibility policy: its producers and operators, as its
+        level. It applies to the versions submitted from now on; a version waiting for
+        acknowledgement keeps its verdict."""
+        topic = self.get_object()
+        payload = serializers.TopicPolicySerializer(data=request.data)
+        payload.is_valid(raise_exception=True)
+        topic = versions.set_policy(
+            actor=request.actor, topic=topic, policy=payload.validated_data["compatibility_policy"]
+        )
+        return Response(serializers.TopicSerializer(topic).data)
 
 
 class SubscriptionViewSet(

@@ -41,6 +41,7 @@ __all__ = [
     "check",
     "named_types",
     "parse",
+    "parse_stored",
     "parse_with_references",
     "schema_lines",
     "schema_text",
@@ -134,6 +135,14 @@ def stored_document(kind: str, document):
     """A stored schema as its type's parser takes it: a stored Avro primitive
     ("string") is JSON text to the parser, not a document."""
     return json.dumps(document) if kind == "AVRO" and isinstance(document, str) else document
+
+
+def parse_stored(kind: str, document) -> Parsed:
+    """A stored schema (a version's or a reader's document) parsed: a stored Protobuf
+    document carries the files it imports, which `parse` takes from no sender."""
+    if kind == "PROTOBUF":
+        return _protobuf(protobuf.parse_schema(document), False)
+    return parse(kind, stored_document(kind, document))
 
 
 def named_types(kind: str, referenced) -> dict | None:

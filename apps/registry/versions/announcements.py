@@ -106,11 +106,15 @@ def _address(
         emit_many(copies)
 
 
-def announce_lowering(actor: Actor, topic: Topic, before: str, after: str, consumers) -> None:
+def announce_lowering(
+    actor: Actor, topic: Topic, before: str, after: str, consumers, *, setting: str = "level"
+) -> None:
     """TopicCompatibilityLowered, on the shared topic and to each consumer: what the
-    topic's next version is checked against has changed under them."""
+    topic's next version is checked against has changed under them (`setting`: its
+    compatibility level, or its policy)."""
     body = {
         "topic": topic.name,
+        "setting": setting,
         "from": before,
         "to": after,
         "consumers": consumers,

@@ -13,9 +13,11 @@ from apps.registry.codes import RegistryCode
 from apps.registry.models import ReaderSchema, SchemaVersion, Service, Topic
 from apps.registry.selectors import current_readers, missing_acknowledgements
 from apps.registry.services import require_speaks_for
+from apps.registry.subjects import subject_of
 from apps.registry.versions.acknowledgements import lock_waiting, publish
+from apps.registry.versions.errors import RegistryRefused
 from apps.registry.versions.readers import NO_READER, reader_verdict
-from apps.registry.versions.texts import storable
+from apps.registry.versions.submitted import parse_referencing, resolve_references
 from apps.tenancy.audit import audit_record
 
 State = SchemaVersion.State
@@ -57,10 +59,16 @@ def reader_declare(
     schema,
     schema_type: str = "JSON",
     role: str = "value",
+    references=None,
 ) -> tuple[ReaderSchema, SchemaVersion | None]:
     """Declare the reader schema a consumer's release reads the topic with (for itself
     only); audited. The same release declaring the same schema again is the same
     declaration; another schema under the same release is refused (409).
+
+    `references` ({name, subject, version}, as a writer's) name the other subjects'
+    versions the reader uses (an Avro named type, a Protobuf import, a JSON Schema
+    `$ref`): resolved as a writer's are, and the reader kept bundled with them, so that it
+    is judged later without reading them again.
 
     The version of the topic (and role) waiting for acknowledgement, if there is one, is
     judged again for this consumer: a reader that reads it releases the consumer from
@@ -74,7 +82,15 @@ def reader_declare(
             field="schema_type",
         )
     try:
-        parsed = storable(formats.parse(schema_type, schema))
+        resolved = resolve_references(references, schema_type, lock=False)
+    except RegistryRefused as exc:
+        raise ReaderRefused(
+            exc.detail.removeprefix("Invalid schema: "),
+            code=RegistryCode.INVALID_SCHEMA_REFERENCE,
+            field="references",
+        ) from None
+    try:
+        parsed = parse_referencing(schema_type, schema, resolved)
     except formats.InvalidSchema as exc:
         raise ReaderRefused(
             f"The reader schema is invalid: {exc.reason}",
@@ -104,6 +120,14 @@ def reader_declare(
                     schema_type=schema_type,
                     schema=parsed.document,
                     fingerprint=parsed.fingerprint,
+                    references=[
+                        {
+                            "name": name,
+                            "subject": subject_of(target.topic.name, target.role),
+                            "version": target.version,
+                        }
+                        for name, target in resolved
+                    ],
                 )
         except IntegrityError:
             # The same release declared concurrently: the other request's row answers,
@@ -198,10 +222,13 @@ def sync_reader(actor: Actor, service: Service, release: str, entry: dict) -> di
                 schema=entry["schema"],
                 schema_type=entry.get("schema_type", "JSON"),
                 role=role,
+                references=entry.get("references"),
             )
     except DomainError as exc:
         return {**answer, "outcome": "rejected", "code": exc.code, "reason": exc.detail}
     answer.update(outcome="declared", fingerprint=reader.fingerprint)
+    if reader.references:
+        answer["references"] = reader.references
     if version is not None:
         mine = version.verdict.get("readers", {}).get(service.name, NO_READER)
         answer["waiting"] = {

@@ -67,3 +67,12 @@ class ReferenceRefused(DomainError):
 
     status = 400
     code = RegistryCode.INVALID_SCHEMA_REFERENCE
+
+
+class ContractRefused(DomainError):
+    """A release's data contract (ModelSync's `metadata` or `ruleSet`) of a shape the
+    Schema Registry API refuses (42201 there): the whole release is refused (400), before
+    anything is written."""
+
+    status = 400
+    code = RegistryCode.INVALID_DATA_CONTRACT

@@ -11,7 +11,7 @@ supersedes the version waiting.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -32,7 +32,9 @@ from apps.registry.selectors import (
     missing_acknowledgements,
     mode_of,
     own_level,
+    registry_contract,
     registry_defaults,
+    subject_contract,
     versions_answered_as,
 )
 from apps.registry.services import (
@@ -48,7 +50,7 @@ from apps.registry.versions import contracts
 from apps.registry.versions.acknowledgements import make_current
 from apps.registry.versions.announcements import announce, producers_joined
 from apps.registry.versions.errors import Incompatible
-from apps.registry.versions.modes import mode_implies
+from apps.registry.versions.modes import mode_implies, policy_implies
 from apps.registry.versions.readers import judge_readers
 from apps.registry.versions.submitted import (
     compatibility_verdict,
@@ -74,6 +76,9 @@ class TopicAnswer:
     reads_it: list[str] = field(default_factory=list)
     # The references the schema was sent with, resolved: {name, subject, version}.
     references: list[dict] = field(default_factory=list)
+    # The version's data contract, as the Schema Registry API answers it: when it has one.
+    metadata: dict | None = None
+    rule_set: dict | None = None
     # The answer for the topic's key schema, when the entry declares one.
     key: TopicAnswer | None = None
     # The version the answer names, for callers in the process (never in the answer).
@@ -96,6 +101,10 @@ class TopicAnswer:
             value = getattr(self, name)
             if value not in (None, "", [], {}):
                 answer[name] = value
+        if self.metadata is not None:
+            answer["metadata"] = self.metadata
+        if self.rule_set is not None:
+            answer["ruleSet"] = self.rule_set
         if self.key is not None:
             answer["key"] = {k: v for k, v in self.key.as_dict().items() if k != "topic"}
         return answer
@@ -167,6 +176,15 @@ class Sync:
         if not own_level(topic, role) and self._defaults is None:
             self._defaults = registry_defaults()
         return mode_of(topic, self._defaults, role)
+
+    def contract_config(self, topic: Topic, role: str) -> dict:
+        """The subject's data-contract settings in force (its own, else the registry's,
+        read once for the whole sync)."""
+        if self._defaults is None:
+            self._defaults = registry_defaults()
+        return contracts.config_in_force(
+            subject_contract(topic, role), registry_contract(self._defaults)
+        )
 
     def topic(self, entry: dict) -> Topic:
         """The topic locked for this sync (one sync per topic at a time), created if new,
@@ -253,9 +271,12 @@ def _decide_entry(sync: Sync, entry: dict, parsed=None) -> TopicAnswer:
         entry.get("references", ()),
         any_version=entry.get("any_version", False),
         registering=entry.get("registering"),
+        sent=entry.get("contract"),
     )
     if key is not None:
-        answer.key = _decide(sync, topic, key_parsed, KEY, key.get("references", ()))
+        answer.key = _decide(
+            sync, topic, key_parsed, KEY, key.get("references", ()), sent=key.get("contract")
+        )
     if any(topic.not_named.values()):
         answer.not_named = topic.not_named
     return answer
@@ -315,13 +336,20 @@ def _decide(
     *,
     any_version=False,
     registering: Registering | None = None,
+    sent: contracts.Sent | None = None,
 ) -> TopicAnswer:
     """`references`: the schema's, resolved ((name, referenced version) pairs), which tell
     its id apart and are kept with a new version. `any_version`: a schema equal to any
     live published version is that version (the Schema Registry API's register);
     otherwise only the latest counts (a release's ModelSync that goes back to an older
-    schema publishes it again as the newest)."""
-    answer = _decided(sync, topic, parsed, role, references, any_version, registering)
+    schema publishes it again as the newest). `sent`: a release's data contract (a
+    registration's is in `registering`), laid over the subject's settings alike."""
+    sent = registering.contract if registering is not None else (sent or contracts.Sent())
+    if sent.config is None:
+        sent = replace(sent, config=sync.contract_config(topic, role))
+    answer = _decided(sync, topic, parsed, role, references, any_version, registering, sent)
+    if answer.row is not None:
+        answer.metadata, answer.rule_set = answer.row.metadata, answer.row.rule_set
     answer.references = [
         {
             "name": name,
@@ -334,7 +362,7 @@ def _decide(
 
 
 def _decided(
-    sync: Sync, topic: Topic, parsed, role, references, any_version, registering
+    sync: Sync, topic: Topic, parsed, role, references, any_version, registering, sent
 ) -> TopicAnswer:
     history = (
         []
@@ -344,9 +372,7 @@ def _decided(
     # soft-deleted versions are out of the subject and of its checks
     published = [v for v in history if v.state == State.PUBLISHED and v.deleted_at is None]
     pending = next((v for v in history if v.state == State.AWAITING), None)
-    contract = None
-    if registering is not None:
-        contract = registering.contract.effective(published[-1] if published else None)
+    contract = sent.effective(published[-1] if published else None)
     key = reference_key(references)
     mode = sync.mode_of(topic, role)
     # Through the Schema Registry API a schema of another type than the subject's is
@@ -454,18 +480,21 @@ def _not_its_to_supersede(sync: Sync, topic: Topic, pending: SchemaVersion) -> T
 def _held_by_waiting(
     sync: Sync, topic: Topic, parsed, published, pending, role="value"
 ) -> TopicAnswer | None:
-    """A level lowered since the waiting version was judged lets nothing past it: a new
-    version replaces the waiting one only if the waiting one's level passes it."""
+    """A level or policy lowered since the waiting version was judged lets nothing past
+    it: a new version replaces the waiting one only if the waiting one's level and policy
+    pass it."""
     level = sync.mode_of(topic, role)
     judged = pending.verdict.get("mode") or level
-    if mode_implies(level, judged):
+    policy = topic.compatibility_policy
+    judged_policy = pending.verdict.get("policy") or policy
+    if mode_implies(level, judged) and policy_implies(policy, judged_policy):
         return None
     strict = formats.check(
         parsed.kind,
         parsed.checked,
         [v.schema for v in published],
         mode=judged,
-        policy=topic.compatibility_policy,
+        policy=judged_policy,
     )
     if strict.compatible:
         return None
@@ -475,8 +504,9 @@ def _held_by_waiting(
         "refused",
         reason=f"Version {pending.version} of {name} waits for acknowledgement "
         f"from {', '.join(missing_acknowledgements(pending)) or 'no one'}; the "
-        f"level lowered to {level} since it was judged under {judged} "
-        "lets no version replace it. Withdraw it, or have it acknowledged, first.",
+        f"level and policy now in force ({level}, {policy}) check less than those it "
+        f"was judged under ({judged}, {judged_policy}), and let no version replace it. "
+        "Withdraw it, or have it acknowledged, first.",
         verdict=strict.as_dict(),
     )
 

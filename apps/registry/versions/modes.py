@@ -93,6 +93,47 @@ def set_mode(
     return topic
 
 
+def policy_implies(policy: str, other: str) -> bool:
+    """Whether a check under `policy` refuses everything one under `other` refuses: STRICT
+    allows a subset of what LENIENT allows (registry-compatibility.md)."""
+    return policy == other or policy == "STRICT"
+
+
+def set_policy(*, actor: Actor, topic: Topic, policy: str) -> Topic:
+    """The topic's compatibility policy (STRICT or LENIENT: how its JSON Schema versions
+    are judged; Avro's and Protobuf's rules have none), changed by whoever changes its
+    level: its producers and operators. It lives on Steward's side only (the reference
+    registry has no such setting), so a `registry:admin` grant, which is for the Schema
+    Registry API's tooling, does not change it.
+
+    It applies to the next version submitted and to reader verdicts judged from then on;
+    a version waiting for acknowledgement keeps the verdict it was announced with, as it
+    does when a level changes (gate._held_by_waiting keeps a newer version from replacing
+    it past that verdict). Lowering it (STRICT to LENIENT) on a topic with consumers is
+    audited as such and announced to them (TopicCompatibilityLowered, `setting`
+    "policy")."""
+    require_produces(actor, topic)
+    with system_scope(), transaction.atomic():
+        topic = Topic.objects.select_for_update().get(pk=topic.pk)
+        before = topic.compatibility_policy
+        topic.compatibility_policy = policy
+        topic.full_clean()
+        if before == policy:
+            return topic
+        topic.save(update_fields=["compatibility_policy", "updated_at"])
+        consumers = sorted(topic.consumers.values_list("name", flat=True))
+        lowered = bool(consumers) and not policy_implies(policy, before)
+        audit_record(
+            actor=actor,
+            action="topic.compatibility_lowered" if lowered else "topic.compatibility_policy",
+            instance=topic,
+            changes={"compatibility_policy": [before, policy]},
+        )
+        if lowered:
+            announce_lowering(actor, topic, before, policy, consumers, setting="policy")
+    return topic
+
+
 def _with(settings_by_role: dict | None, role: str, value) -> dict:
     """The roles' settings with the role's set (a blank or None value: removed)."""
     changed = dict(settings_by_role or {})

@@ -49,7 +49,7 @@ def reader_verdict(reader: ReaderSchema | None, kind: str, writer, policy: str =
             "differences": [],
             "breaking": [],
         }
-    parsed = formats.parse(kind, formats.stored_document(kind, reader.schema))
+    parsed = formats.parse_stored(kind, reader.schema)
     verdict = formats.check(
         kind,
         parsed.checked,

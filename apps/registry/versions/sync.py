@@ -17,8 +17,9 @@ from apps.core.scope import system_scope
 from apps.registry.catalog import STEWARD_TOPICS
 from apps.registry.codes import RegistryCode
 from apps.registry.models import ModelSync, Service
+from apps.registry.versions import contracts
 from apps.registry.versions.declarations import sync_reader
-from apps.registry.versions.errors import ReferenceRefused, RegistryRefused
+from apps.registry.versions.errors import ContractRefused, ReferenceRefused, RegistryRefused
 from apps.registry.versions.gate import Sync, sync_topic
 from apps.registry.versions.submitted import resolve_references
 from apps.tenancy.audit import audit_record
@@ -42,9 +43,13 @@ def model_sync(
     release's own readers are in force for what the rest of the sync decides.
 
     A topic's entry may declare its key schema beside its payload's (`key`: {schema,
-    schema_type?, references?}), and each schema may name other subjects' versions in
-    `references` ({name, subject, version}, as the Schema Registry API takes them); a
-    reference that names none refuses the whole release (ReferenceRefused, 400).
+    schema_type?, references?, metadata?, ruleSet?}), and each schema may name other
+    subjects' versions in `references` ({name, subject, version}, as the Schema Registry
+    API takes them); a reference that names none refuses the whole release
+    (ReferenceRefused, 400). Each schema may carry a data contract (`metadata`,
+    `ruleSet`), kept on its version as a registration through the Schema Registry API
+    keeps it (the gate's one rule: versions.contracts); a malformed one refuses the whole
+    release (ContractRefused, 400).
     """
     # A release that declares no reader is its topics alone.
     model = {"topics": topics, "reads": reads} if reads else topics
@@ -100,11 +105,35 @@ def _referencing(n: int, entry: dict) -> dict:
     live version of a subject of the schema's type, locked until commit). Resolved before
     the sync locks its topics, as a registration resolves them before it locks its
     topic, so that the two never wait on each other's locks in opposite orders."""
-    resolved = {**entry, "references": _resolved(entry, f"topics[{n}]")}
+    resolved = {
+        **entry,
+        "references": _resolved(entry, f"topics[{n}]"),
+        "contract": _contract(entry, f"topics[{n}]"),
+    }
     if entry.get("key") is not None:
         key = entry["key"]
-        resolved["key"] = {**key, "references": _resolved(key, f"topics[{n}].key")}
+        where = f"topics[{n}].key"
+        resolved["key"] = {
+            **key,
+            "references": _resolved(key, where),
+            "contract": _contract(key, where),
+        }
     return resolved
+
+
+def _contract(spec: dict, where: str) -> contracts.Sent:
+    """The data contract a release sends with a schema, checked as the Schema Registry
+    API checks it; the gate lays it over the subject's settings as it does a
+    registration's."""
+    field = f"{where}.metadata"
+    try:
+        metadata = contracts.valid_metadata(spec.get("metadata"))
+        field = f"{where}.ruleSet"
+        rule_set = contracts.valid_rule_set(spec.get("ruleSet"))
+    except RegistryRefused as exc:
+        reason = exc.detail.removeprefix("Invalid schema: ")
+        raise ContractRefused(f"{field}: {reason}", field=field) from None
+    return contracts.Sent(metadata=metadata, rule_set=rule_set)
 
 
 def _resolved(spec: dict, where: str) -> list:

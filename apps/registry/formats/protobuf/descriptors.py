@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from functools import lru_cache
 
 from antlr4.error.ErrorListener import ErrorListener
 from google.protobuf import (
@@ -193,9 +194,10 @@ class _File:
         self.syntax = tree.syntax or "proto2"
         if self.syntax not in ("proto2", "proto3"):
             raise InvalidSchema(f"unknown syntax {self.syntax!r}")
-        # protoc leaves a proto2 file's syntax out of its descriptor
-        if self.syntax == "proto3":
-            self.proto.syntax = "proto3"
+        # kept as declared (protoc leaves a proto2 file's out of its descriptor): the
+        # reference writes a file's `syntax` back only when the file has one
+        if tree.syntax is not None:
+            self.proto.syntax = self.syntax
         for element in tree.file_elements:
             self._element(element)
 
@@ -398,10 +400,13 @@ def _ranges(ranges: list[str], largest: int, end_extra: int):
 
 
 def _option(options, option: ast.Option) -> None:
-    """A standard option set on its options message; a custom one (`(name)`), which
-    needs its extension's definition, is left out (docs/registry-protobuf.md)."""
+    """A standard option set on its options message; a custom one (`(name)`) kept as
+    protoc keeps an option it has not interpreted yet (`uninterpreted_option`): its
+    meaning lives in an extension Steward does not keep, but the reference registry
+    keeps it in the schema's text, and so does Steward (text.py writes it back)."""
     name = option.name
     if name.startswith("("):
+        _custom_option(options.uninterpreted_option.add(), name, option.value)
         return
     field = options.DESCRIPTOR.fields_by_name.get(name)
     if field is None:
@@ -414,6 +419,126 @@ def _option(options, option: ast.Option) -> None:
         elif field.type == field.TYPE_BOOL and not isinstance(value, bool):
             raise TypeError
         else:
-            setattr(options, name, value)
+            setattr(options, name, unescaped(value) if isinstance(value, str) else value)
     except (KeyError, TypeError, ValueError, AttributeError):
         raise InvalidSchema(f"option {name!r} cannot be {value!r}") from None
+
+
+def _custom_option(kept, name: str, value) -> None:
+    """A custom option written into an UninterpretedOption, as protoc records one: its
+    name's parts (`(acme.rules).max` is the extension `acme.rules`, then its field
+    `max`) and its value by kind; a message literal as its text."""
+    for part, extension in _name_parts(name):
+        kept.name.add(name_part=part, is_extension=extension)
+    if isinstance(value, bool):
+        kept.identifier_value = "true" if value else "false"
+    elif isinstance(value, ast.Identifier):
+        kept.identifier_value = value.name
+    elif isinstance(value, int):
+        if value < 0:
+            kept.negative_int_value = value
+        else:
+            kept.positive_int_value = value
+    elif isinstance(value, float):
+        kept.double_value = value
+    elif isinstance(value, str):
+        kept.string_value = unescaped(value).encode("utf-8")
+    elif isinstance(value, ast.MessageLiteral):
+        kept.aggregate_value = aggregate_text(value)
+    else:
+        raise InvalidSchema(f"option {name!r} cannot be {value!r}")
+
+
+def _name_parts(name: str) -> list[tuple[str, bool]]:
+    parts, at = [], 0
+    while at < len(name):
+        if name[at] == "(":
+            end = name.find(")", at)
+            if end < 0:
+                raise InvalidSchema(f"option {name!r} is not a name")
+            parts.append((name[at + 1 : end], True))
+            at = end + 1
+        else:
+            end = name.find(".", at)
+            end = len(name) if end < 0 else end
+            parts.append((name[at:end], False))
+            at = end
+        if name.startswith(".", at):
+            at += 1
+    if not parts or not all(part for part, _ in parts):
+        raise InvalidSchema(f"option {name!r} is not a name")
+    return parts
+
+
+def aggregate_text(literal: ast.MessageLiteral) -> str:
+    """A message literal as protobuf's text format, as protoc keeps an aggregate
+    option's value (`a: 1 b: "x" c { d: true }`)."""
+    return " ".join(_literal_field(field) for field in literal.elements)
+
+
+def _literal_field(field) -> str:
+    if isinstance(field.value, ast.MessageLiteral):
+        return f"{field.name} {{ {aggregate_text(field.value)} }}".replace("{  }", "{}")
+    return f"{field.name}: {_literal_value(field.value)}"
+
+
+def _literal_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, ast.Identifier):
+        return value.name
+    if isinstance(value, str):
+        return quoted(unescaped(value))
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal_value(v) for v in value) + "]"
+    if isinstance(value, ast.MessageLiteral):
+        return "{ " + aggregate_text(value) + " }"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+@lru_cache(maxsize=1024)
+def aggregate_literal(text: str) -> ast.MessageLiteral:
+    """An aggregate option's kept text read back into its message literal."""
+    tree = _PARSER.parse(f"option (x) = {{ {text} }};")
+    return tree.file_elements[0].value
+
+
+_ESCAPED = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|.)", re.DOTALL)
+_SIMPLE = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+def unescaped(text: str) -> str:
+    """A string literal's content as the parser hands it (escapes as written) read as
+    protoc reads it: `\\n`, `\\"`, `\\x41`, `\\101` and the rest."""
+
+    def one(match) -> str:
+        escape = match.group(1)
+        if escape[0] in "xX":
+            return chr(int(escape[1:], 16))
+        if escape[0] in "01234567":
+            return chr(int(escape, 8))
+        return _SIMPLE.get(escape, escape)
+
+    return _ESCAPED.sub(one, text)
+
+
+# The escapes the reference registry writes a string option's value with.
+_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    "'": "\\'",
+    '"': '\\"',
+}
+
+
+def quoted(text: str | bytes) -> str:
+    """A string as a .proto file writes it, quoted and escaped as the reference does."""
+    if isinstance(text, bytes):  # a bytes value of a descriptor sent serialized
+        text = text.decode("utf-8", "backslashreplace")
+    return '"' + "".join(_ESCAPES.get(c, c) for c in text) + '"'

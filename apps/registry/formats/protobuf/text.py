@@ -1,18 +1,42 @@
 """A FileDescriptorProto written as `.proto` text in the layout the reference registry
-answers (Square Wire's `toSchema()`, which its `canonicalString()` uses): `syntax`,
-`package`, the imports, the file's options, then each type with its reserved numbers,
-options, fields, oneofs and nested types in that order, two-space indents. The same file
-written twice is the same text, whatever spacing, comments or order of options it was
-sent with.
+answers (its `ProtobufSchemaUtils.toString`, which `canonicalString()` is; learnt from its
+documented behaviour and public tests, written anew here):
 
-`normalized=True` is the reference's `normalize`: every type named in full, imports and
-options sorted, fields in number order; what Steward also takes as a schema's identity."""
+- the file: `syntax` (when the file declares one), `package`, then, each group after a
+  blank line, the imports (public ones after the others), the file's options, every
+  message followed by every enum (no blank line between types), and the services;
+- a message: `message Name {`, then its reserved numbers and names, options, fields,
+  oneofs, groups, extension ranges and nested types (messages, then enums), a blank line
+  between two of these sections, two-space indents; `message Name {}` when empty;
+- an enum: its reserved values, options and constants with no blank line between;
+- a field's options in brackets, on its line when it has one, one per line when more
+  (`default` and `json_name` after the others); an option's message value as
+  `{ key: value, … }` one entry per line; custom options (`(acme.rules).max = 3`) kept;
+- comments dropped.
+
+`normalized=True` is the reference's `normalize`: every type named in full (a leading
+dot), a map field as `map<K, V>` without its synthetic entry message, imports sorted,
+options sorted by name, fields by number, oneofs by their first field's number, enum
+constants by number, each reserved value and extension range on its own line sorted,
+numbers in options written plainly, and `syntax` written for proto3 only. It is what
+Steward takes as a schema's identity.
+
+What a descriptor no longer knows is written one way: the reserved numbers in one
+statement and the names in another, standard options before custom ones."""
 
 from __future__ import annotations
 
 from google.protobuf import descriptor_pb2
+from proto_schema_parser import ast
 
-from apps.registry.formats.protobuf.descriptors import FDP, FIELD, SCALARS
+from apps.registry.formats.protobuf.descriptors import (
+    FDP,
+    FIELD,
+    SCALARS,
+    aggregate_literal,
+    quoted,
+    unescaped,
+)
 
 _SCALAR_NAMES = {number: name for name, number in SCALARS.items()}
 _LABELS = {
@@ -20,14 +44,12 @@ _LABELS = {
     FIELD.LABEL_REQUIRED: "required",
     FIELD.LABEL_REPEATED: "repeated",
 }
-_FIELD_MAX = 536_870_911
-_ENUM_MAX = 2_147_483_647
+_FIELD_MAX = 536_870_911  # past it, a range's end is written `max`
 _INDENT = "  "
 
 
 def proto_text(proto: FDP, *, normalized: bool = False) -> str:
-    writer = _Writer(proto, normalized)
-    return writer.file()
+    return _Writer(proto, normalized).file()
 
 
 class _Writer:
@@ -38,129 +60,231 @@ class _Writer:
 
     def file(self) -> str:
         proto = self.proto
-        head = [f'syntax = "{proto.syntax or "proto2"}";']
+        out = []
+        if proto.syntax and (self.proto3 or not self.normalized):
+            out.append(f'syntax = "{proto.syntax}";')
         if proto.package:
-            head.append(f"package {proto.package};")
-        parts = ["\n".join(head) + "\n"]
-        imports = [
-            ("public " if n in proto.public_dependency else "")
-            + ("weak " if n in proto.weak_dependency else "")
-            + f'"{name}"'
-            for n, name in enumerate(proto.dependency)
-        ]
-        if imports:
-            ordered = sorted(imports) if self.normalized else imports
-            parts.append("".join(f"import {line};\n" for line in ordered))
-        options = self.options(proto.options)
-        if options:
-            parts.append("".join(f"option {line};\n" for line in options))
-        for message in proto.message_type:
-            parts.append(self.block(self.message(message)))
-        for enum in proto.enum_type:
-            parts.append(self.block(self.enum(enum)))
-        for service in proto.service:
-            parts.append(self.block(self.service(service)))
-        return "\n".join(parts)
+            out.append(f"package {proto.package};")
+        groups = [self.imports(), [f"option {o};" for o in self.options(proto.options)]]
+        types = [line for m in self.messages(proto.message_type) for line in self.message(m)]
+        types += [line for enum in proto.enum_type for line in self.enum(enum)]
+        groups += [types, [line for s in proto.service for line in self.service(s)]]
+        for group in groups:
+            if group:
+                out.append("")
+                out.extend(line for text in group for line in text.split("\n"))
+        return "\n".join(out) + "\n"
 
-    @staticmethod
-    def block(lines: list[str]) -> str:
-        return "\n".join(lines) + "\n"
+    def imports(self) -> list[str]:
+        proto = self.proto
+        public = {proto.dependency[n] for n in proto.public_dependency}
+        weak = {proto.dependency[n] for n in proto.weak_dependency}
+        kinds = {"": [], "public ": [], "weak ": []}
+        for name in proto.dependency:
+            kinds["public " if name in public else "weak " if name in weak else ""].append(name)
+        lines = []
+        for kind, names in kinds.items():
+            if self.normalized:
+                names = sorted(set(names))
+            lines.extend(f'import {kind}"{name}";' for name in names)
+        return lines
 
-    def options(self, options) -> list[str]:
-        found = [f"{field.name} = {_value(field, value)}" for field, value in options.ListFields()]
-        return sorted(found) if self.normalized else found
+    # ------------------------------------------------------------------ options
+
+    def options(self, options, extra=()) -> list[str]:
+        """Each option of an options message as `name = value` (a value of several lines
+        for a message literal); `extra`: (name, text) pairs written after them
+        (a field's default and json_name)."""
+        found = []
+        for field, value in options.ListFields():
+            if field.name == "uninterpreted_option" or field.name == "map_entry":
+                continue
+            if field.type == descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE:
+                continue  # no standard option of proto2 or proto3 is a message
+            found.append((field.name, f"{field.name} = {self.standard_value(field, value)}"))
+        for kept in options.uninterpreted_option:
+            parts = [(p.name_part, p.is_extension) for p in kept.name]
+            name = ".".join(f"({part})" if extension else part for part, extension in parts)
+            # sorted by the name without its parentheses, as the reference sorts them
+            found.append((".".join(part for part, _ in parts), f"{name}{self.custom(kept)}"))
+        found.extend(extra)
+        if self.normalized:
+            found.sort(key=lambda pair: pair[0])
+        return [text for _, text in found]
+
+    def standard_value(self, field, value) -> str:
+        if field.enum_type is not None:
+            return field.enum_type.values_by_number[value].name
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, str | bytes):
+            return quoted(value)
+        return self.number(value)
+
+    def custom(self, kept) -> str:
+        if kept.HasField("aggregate_value"):
+            return " = {\n" + self.literal(aggregate_literal(kept.aggregate_value)) + "}"
+        if kept.HasField("identifier_value"):
+            return f" = {kept.identifier_value}"
+        if kept.HasField("string_value"):
+            return f" = {quoted(kept.string_value)}"
+        if kept.HasField("positive_int_value"):
+            return f" = {kept.positive_int_value}"
+        if kept.HasField("negative_int_value"):
+            return f" = {kept.negative_int_value}"
+        return f" = {self.number(kept.double_value)}"
+
+    def literal(self, literal: ast.MessageLiteral) -> str:
+        """A message literal's entries, one a line, indented (`key: value,`)."""
+        entries = [(field.name, field.value) for field in literal.elements]
+        if self.normalized:
+            entries = sorted((k, v) for k, v in entries if v != [])
+        lines = []
+        for n, (key, value) in enumerate(entries):
+            comma = "," if n < len(entries) - 1 else ""
+            lines.append(f"{key}: {self.literal_value(value)}{comma}")
+        return _indented("\n".join(lines)) + "\n" if lines else ""
+
+    def literal_value(self, value) -> str:
+        if isinstance(value, ast.MessageLiteral):
+            return "{\n" + self.literal(value) + "}"
+        if isinstance(value, list):
+            if self.normalized and len(value) == 1:
+                return self.literal_value(value[0])
+            items = [self.literal_value(v) for v in value]
+            body = ",\n".join(items)
+            return "[\n" + _indented(body) + "\n]" if items else "[\n]"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, ast.Identifier):
+            return value.name
+        if isinstance(value, str):
+            return quoted(unescaped(value))  # the parser hands a literal as written
+        return self.number(value)
+
+    def number(self, value) -> str:
+        """A number as written; normalized as the reference's DecimalFormat writes it (no
+        exponent, at most three decimals)."""
+        if isinstance(value, float):
+            if value != value:
+                return "nan"
+            if value in (float("inf"), float("-inf")):
+                return "inf" if value > 0 else "-inf"
+            if self.normalized:
+                written = f"{round(value, 3):.3f}".rstrip("0").rstrip(".")
+                return "0" if written in ("-0", "") else written
+            return repr(value)
+        return str(value)
+
+    def bracketed(self, options: list[str]) -> str:
+        """A field's or enum constant's options: ` [one]`, or one a line."""
+        if not options:
+            return ""
+        if len(options) == 1:
+            return f" [{options[0]}]"
+        body = ",\n".join(options)
+        return " [\n" + _indented(body) + "\n]"
+
+    # ------------------------------------------------------------------ types
+
+    def messages(self, messages) -> list:
+        return [m for m in messages if not (self.normalized and m.options.map_entry)]
 
     def message(self, message) -> list[str]:
-        lines = [f"message {message.name} {{"]
-        hidden = {
-            nested.name
-            for nested in message.nested_type
-            if nested.options.map_entry or self._group_of(message, nested.name)
-        }
+        groups = {_last(f.type_name): f for f in message.field if f.type == FIELD.TYPE_GROUP}
+        plain = [f for f in message.field if not self._in_oneof(f) and f.type != FIELD.TYPE_GROUP]
+        nested = [
+            n
+            for n in self.messages(message.nested_type)
+            if n.name not in groups and not (n.options.map_entry and self._map_of(message, n))
+        ]
         sections = [
-            self.reserved(message.reserved_range, message.reserved_name, _FIELD_MAX, 1),
-            [f"option {line};" for line in self.options(message.options)],
-            self.fields(message, [f for f in message.field if not self._in_oneof(message, f)]),
+            self.reserved(message.reserved_range, message.reserved_name, 1),
+            [f"option {o};" for o in self.options(message.options)],
+            self.fields(message, plain),
             self.oneofs(message),
-            self.extensions(message),
-            [
-                line
-                for nested in message.nested_type
-                if nested.name not in hidden
-                for line in self.message(nested)
-            ]
+            [line for f in self.ordered(groups.values()) for line in self.group(message, f)],
+            self.ranges("extensions", message.extension_range, 1),
+            [line for n in nested for line in self.message(n)]
             + [line for enum in message.enum_type for line in self.enum(enum)],
         ]
-        return _body(lines, sections)
+        return _block(f"message {message.name}", sections)
+
+    def _map_of(self, message, entry) -> bool:
+        """Whether the nested type is a map field's entry (written as the field's
+        `map<K, V>`, never as a message)."""
+        return any(
+            f.label == FIELD.LABEL_REPEATED and _last(f.type_name) == entry.name
+            for f in message.field
+        )
 
     @staticmethod
-    def extensions(message) -> list[str]:
-        written = []
-        for r in message.extension_range:
-            end = r.end - 1
-            if end == r.start:
-                written.append(str(r.start))
-            else:
-                written.append(f"{r.start} to {'max' if end == _FIELD_MAX else end}")
-        return [f"extensions {', '.join(written)};"] if written else []
-
-    @staticmethod
-    def _in_oneof(message, field) -> bool:
+    def _in_oneof(field) -> bool:
         """Whether the field belongs to a written oneof (a proto3 optional field's
         synthetic oneof is written as `optional`)."""
         return field.HasField("oneof_index") and not field.proto3_optional
 
-    @staticmethod
-    def _group_of(message, name: str):
-        return next(
-            (f for f in message.field if f.type == FIELD.TYPE_GROUP and _last(f.type_name) == name),
-            None,
-        )
+    def ordered(self, fields):
+        fields = list(fields)
+        return sorted(fields, key=lambda f: f.number) if self.normalized else fields
 
     def fields(self, message, fields) -> list[str]:
-        if self.normalized:
-            fields = sorted(fields, key=lambda f: f.number)
-        lines = []
-        for field in fields:
-            lines.extend(self.field(message, field))
-        return lines
+        return [line for f in self.ordered(fields) for line in self.field(message, f)]
 
     def oneofs(self, message) -> list[str]:
-        lines = []
+        found = []
         for index, oneof in enumerate(message.oneof_decl):
             members = [
                 f
                 for f in message.field
                 if f.HasField("oneof_index") and f.oneof_index == index and not f.proto3_optional
             ]
-            if not members:
-                continue  # a proto3 optional field's synthetic oneof
-            lines.append(f"oneof {oneof.name} {{")
-            lines.extend(f"{_INDENT}option {line};" for line in self.options(oneof.options))
-            lines.extend(_INDENT + line for line in self.fields(message, members))
-            lines.append("}")
+            if members:  # else a proto3 optional field's synthetic oneof
+                found.append((oneof, self.ordered(members)))
+        if self.normalized:
+            found.sort(key=lambda pair: pair[1][0].number)
+        lines = []
+        for oneof, members in found:
+            plain = [f for f in members if f.type != FIELD.TYPE_GROUP]
+            grouped = [f for f in members if f.type == FIELD.TYPE_GROUP]
+            sections = [
+                [f"option {o};" for o in self.options(oneof.options)],
+                [line for f in plain for line in self.field(message, f)],
+                [line for f in grouped for line in self.group(message, f)],
+            ]
+            lines.extend(_block(f"oneof {oneof.name}", sections))
         return lines
 
+    def group(self, message, field) -> list[str]:
+        group = next(n for n in message.nested_type if n.name == _last(field.type_name))
+        label = "" if self._in_oneof(field) else _LABELS[field.label] + " "
+        head = f"{label}group {group.name} = {field.number}"
+        return _block(head, [self.fields(group, group.field)])
+
     def field(self, message, field) -> list[str]:
-        label = self.label(message, field)
-        options = self.field_options(field)
-        if field.type == FIELD.TYPE_GROUP:
-            group = next(n for n in message.nested_type if n.name == _last(field.type_name))
-            body = self.message(group)[1:-1]
-            return [f"{label}group {group.name} = {field.number}{options} {{", *body, "}"]
+        extra = []
+        if field.HasField("default_value"):
+            value = field.default_value
+            if field.type in (FIELD.TYPE_STRING, FIELD.TYPE_BYTES):
+                value = quoted(value)
+            extra.append(("default", f"default = {value}"))
+        if field.HasField("json_name") and field.json_name != _camel(field.name):
+            extra.append(("json_name", f"json_name = {quoted(field.json_name)}"))
+        options = self.bracketed(self.options(field.options, extra))
         entry = _map_entry(message, field)
         if entry is not None:
             key, value = entry.field[0], entry.field[1]
             kind = f"map<{self.type_of(key)}, {self.type_of(value)}>"
-            return [f"{kind} {field.name} = {field.number}{options};"]
-        return [f"{label}{self.type_of(field)} {field.name} = {field.number}{options};"]
+            return f"{kind} {field.name} = {field.number}{options};".split("\n")
+        line = f"{self.label(field)}{self.type_of(field)} {field.name} = {field.number}"
+        return f"{line}{options};".split("\n")
 
-    def label(self, message, field) -> str:
+    def label(self, field) -> str:
         if field.label == FIELD.LABEL_REPEATED:
             return "repeated "
         if self.proto3:
             return "optional " if field.proto3_optional else ""
-        if self._in_oneof(message, field):
+        if self._in_oneof(field):
             return ""
         return _LABELS[field.label] + " "
 
@@ -170,76 +294,76 @@ class _Writer:
             return _SCALAR_NAMES[field.type]
         return field.type_name
 
-    def field_options(self, field) -> str:
-        found = []
-        if field.HasField("default_value"):
-            value = field.default_value
-            if field.type in (FIELD.TYPE_STRING, FIELD.TYPE_BYTES):
-                value = _quoted(value)
-            found.append(f"default = {value}")
-        if field.HasField("json_name") and field.json_name != _camel(field.name):
-            found.append(f"json_name = {_quoted(field.json_name)}")
-        found.extend(self.options(field.options))
-        return f" [{', '.join(found)}]" if found else ""
-
     def enum(self, enum) -> list[str]:
-        lines = [f"enum {enum.name} {{"]
-        values = []
-        for value in enum.value:
-            options = self.options(value.options)
-            written = f" [{', '.join(options)}]" if options else ""
-            values.append(f"{value.name} = {value.number}{written};")
-        sections = [
-            self.reserved(enum.reserved_range, enum.reserved_name, _ENUM_MAX, 0),
-            [f"option {line};" for line in self.options(enum.options)],
-            values,
-        ]
-        return _body(lines, sections)
+        values = list(enum.value)
+        if self.normalized:
+            values.sort(key=lambda v: (v.number, v.name))
+        constants = []
+        for value in values:
+            written = self.bracketed(self.options(value.options))
+            constants.extend(f"{value.name} = {value.number}{written};".split("\n"))
+        body = (
+            self.reserved(enum.reserved_range, enum.reserved_name, 0)
+            + [f"option {o};" for o in self.options(enum.options)]
+            + constants
+        )
+        return _block(f"enum {enum.name}", [body])
 
-    def reserved(self, ranges, names, largest: int, end_extra: int) -> list[str]:
-        lines = []
-        if ranges:
-            written = []
-            for r in ranges:
-                end = r.end - end_extra
-                if end == r.start:
-                    written.append(str(r.start))
-                else:
-                    written.append(f"{r.start} to {'max' if end == largest else end}")
-            lines.append(f"reserved {', '.join(written)};")
-        if names:
-            lines.append(f"reserved {', '.join(_quoted(n) for n in names)};")
-        return lines
+    def reserved(self, ranges, names, end_extra: int) -> list[str]:
+        return self.ranges("reserved", ranges, end_extra) + (
+            [f"reserved {quoted(n)};" for n in sorted(names)]
+            if self.normalized
+            else ([f"reserved {', '.join(quoted(n) for n in names)};"] if names else [])
+        )
+
+    def ranges(self, keyword: str, ranges, end_extra: int) -> list[str]:
+        """`reserved` or `extensions` ranges (`end_extra`: a message's range ends past its
+        last number in a descriptor, an enum's on it); normalized, one a line, sorted."""
+        written = []
+        for r in sorted(ranges, key=lambda r: r.start) if self.normalized else ranges:
+            end = r.end - end_extra
+            if end == r.start:
+                written.append(str(r.start))
+            else:
+                written.append(f"{r.start} to {'max' if end >= _FIELD_MAX else end}")
+        if self.normalized:
+            return [f"{keyword} {w};" for w in written]
+        return [f"{keyword} {', '.join(written)};"] if written else []
 
     def service(self, service) -> list[str]:
-        lines = [f"service {service.name} {{"]
-        body = [f"option {line};" for line in self.options(service.options)]
+        rpcs = []
         for method in service.method:
             request = ("stream " if method.client_streaming else "") + method.input_type
             response = ("stream " if method.server_streaming else "") + method.output_type
-            options = self.options(method.options)
             head = f"rpc {method.name} ({request}) returns ({response})"
+            options = self.options(method.options)
             if options:
-                body.append(head + " {")
-                body.extend(f"{_INDENT}option {line};" for line in options)
-                body.append("}")
+                rpcs.append(head + " {")
+                rpcs.extend(_INDENT + line for o in options for line in f"option {o};".split("\n"))
+                rpcs.append("};")
             else:
-                body.append(head + ";")
-        return _body(lines, [body])
+                rpcs.append(head + ";")
+        sections = [[f"option {o};" for o in self.options(service.options)], rpcs]
+        return _block(f"service {service.name}", sections)
 
 
-def _body(lines: list[str], sections: list[list[str]]) -> list[str]:
-    """The sections of a type's body, indented, a blank line between two (Wire's
-    layout), and the closing brace."""
-    first = True
-    for section in sections:
-        if section:
-            if not first:
-                lines.append("")
-            first = False
-            lines.extend(_INDENT + line if line else "" for line in section)
+def _block(head: str, sections: list[list[str]]) -> list[str]:
+    """`head {`, the sections indented with a blank line between two, and `}`; `head {}`
+    when there are none (the reference's layout)."""
+    sections = [[line for text in s for line in text.split("\n")] for s in sections if s]
+    if not sections:
+        return [f"{head} {{}}"]
+    lines = [f"{head} {{"]
+    for n, section in enumerate(sections):
+        if n:
+            lines.append("")
+        lines.extend(_INDENT + line if line else "" for line in section)
     lines.append("}")
     return lines
+
+
+def _indented(text: str) -> str:
+    return "\n".join(_INDENT + line if line else "" for line in text.split("\n"))
 
 
 def _map_entry(message, field):
@@ -256,23 +380,3 @@ def _last(type_name: str) -> str:
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def _quoted(text: str | bytes) -> str:
-    if isinstance(text, bytes):  # a bytes option of a descriptor sent serialized
-        text = text.decode("utf-8", "backslashreplace")
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def _value(field, value) -> str:
-    if field.enum_type is not None:
-        return field.enum_type.values_by_number[value].name
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return _quoted(value)
-    if isinstance(value, bytes):
-        return _quoted(value.decode("utf-8", "backslashreplace"))
-    if field.type == descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE:
-        return "{ }"
-    return str(value)
