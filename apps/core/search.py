@@ -106,8 +106,9 @@ def searched(queryset, fields, text: str):
 
 def named(queryset, name: str, *, field: str = "name", folded: str | None = None, shown: int):
     """Up to `shown` rows of `queryset` whose `field` is `name`, then those whose `field`
-    starts with it in any case (in order), then those most like it (best first, at least
-    SIMILARITY alike); at most three statements, each an index's range or ordered scan.
+    starts with it in any case (in order); when there are none, those most like it (best
+    first, at least SIMILARITY alike). At most three statements, each an index's range
+    or ordered scan.
 
     `folded` names the upper-cased, C-collated copy of `field` that a btree index orders
     (a generated column); without one the expression is used, which an expression index
@@ -129,7 +130,10 @@ def named(queryset, name: str, *, field: str = "name", folded: str | None = None
     if (after := after_prefix(start)) is not None:
         starting = starting.filter(**{f"{folded}__lt": after})
     found += _unseen(starting[: shown + len(found)], found)
-    if len(found) >= shown:
+    if found:
+        # Likeness only when nothing is named so or starts so: a typo's answer. Its scan
+        # costs far more than the two ranges (docs/performance.md, search), and a name
+        # that was found needs no guesses beside it.
         return found[:shown]
     # Ordered by the distance alone, which the index yields; a tie's order is the scan's.
     alike = queryset.annotate(search_distance=TrigramDistance(F(field), Value(name)))
