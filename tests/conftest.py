@@ -1,6 +1,7 @@
 import uuid
 
 import pytest
+from celery.signals import setup_logging
 from django.conf import settings
 from django.test import Client
 from rest_framework.test import APIClient
@@ -23,6 +24,14 @@ settings.PASSWORD_HASHERS = [
     "tests.hashers.FewerIterationsPBKDF2PasswordHasher",
     *settings.PASSWORD_HASHERS,
 ]
+
+
+@setup_logging.connect
+def _keep_the_suites_logging(**kwargs):
+    """A worker started in the test process (celery.contrib.testing's start_worker)
+    would set the root logger to its level, ERROR, for the rest of the process, and a
+    later test in it would see no warning it expects; with a receiver here Celery leaves
+    the logging Django configured as it is."""
 
 
 @pytest.fixture(autouse=True)

@@ -75,34 +75,7 @@ def reader_declare(
     acknowledging (and the last one released publishes it), one that does not puts it
     back among the awaited. Answers the declaration and that version."""
     require_speaks_for(actor, service.name)
-    if schema_type not in formats.TYPES:
-        raise ReaderRefused(
-            f"Unknown schema type {schema_type!r}; supported: {', '.join(formats.TYPES)}.",
-            code=RegistryCode.INVALID_SCHEMA_TYPE,
-            field="schema_type",
-        )
-    try:
-        resolved = resolve_references(references, schema_type, lock=False)
-    except RegistryRefused as exc:
-        raise ReaderRefused(
-            exc.detail.removeprefix("Invalid schema: "),
-            code=RegistryCode.INVALID_SCHEMA_REFERENCE,
-            field="references",
-        ) from None
-    try:
-        parsed = parse_referencing(schema_type, schema, resolved)
-    except formats.InvalidSchema as exc:
-        raise ReaderRefused(
-            f"The reader schema is invalid: {exc.reason}",
-            code=RegistryCode.INVALID_READER_SCHEMA,
-            field="schema",
-        ) from None
-    if not topic.consumers.filter(pk=service.pk).exists():
-        raise ReaderRefused(
-            f"{service.name} does not consume {topic.name}; only a consumer declares a reader.",
-            code=RegistryCode.NOT_A_CONSUMER,
-            field="service",
-        )
+    parsed, resolved = _reader_parsed(service, topic, schema, schema_type, references)
     with system_scope(), transaction.atomic():
         found = ReaderSchema.objects.filter(
             service=service, topic=topic, role=role, release=release
@@ -146,6 +119,41 @@ def reader_declare(
             },
         )
         return reader, _reconsider(actor, topic, role, service, reader)
+
+
+def _reader_parsed(service: Service, topic: Topic, schema, schema_type: str, references):
+    """The reader schema parsed with the versions its references name resolved, or
+    ReaderRefused: an unknown type, a reference that names nothing, an invalid schema,
+    or a service that does not consume the topic."""
+    if schema_type not in formats.TYPES:
+        raise ReaderRefused(
+            f"Unknown schema type {schema_type!r}; supported: {', '.join(formats.TYPES)}.",
+            code=RegistryCode.INVALID_SCHEMA_TYPE,
+            field="schema_type",
+        )
+    try:
+        resolved = resolve_references(references, schema_type, lock=False)
+    except RegistryRefused as exc:
+        raise ReaderRefused(
+            exc.detail.removeprefix("Invalid schema: "),
+            code=RegistryCode.INVALID_SCHEMA_REFERENCE,
+            field="references",
+        ) from None
+    try:
+        parsed = parse_referencing(schema_type, schema, resolved)
+    except formats.InvalidSchema as exc:
+        raise ReaderRefused(
+            f"The reader schema is invalid: {exc.reason}",
+            code=RegistryCode.INVALID_READER_SCHEMA,
+            field="schema",
+        ) from None
+    if not topic.consumers.filter(pk=service.pk).exists():
+        raise ReaderRefused(
+            f"{service.name} does not consume {topic.name}; only a consumer declares a reader.",
+            code=RegistryCode.NOT_A_CONSUMER,
+            field="service",
+        )
+    return parsed, resolved
 
 
 def _same_declaration(found: ReaderSchema, parsed, schema_type: str) -> ReaderSchema:
