@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import functools
 import html
+import re
 import uuid
 
 from django.conf import settings
@@ -23,6 +24,8 @@ _FINER_THAN_MINUTES = frozenset("suvUcr")
 EMPTY = '<span class="muted" title="none">—</span>'
 YES = '<span aria-hidden="true">✓</span><span class="visually-hidden">yes</span>'
 NO = '<span class="muted" aria-hidden="true">—</span><span class="visually-hidden">no</span>'
+# Where a code (`schema_version.acknowledge`) may wrap: after each "." and "_".
+_CODE_BREAKS = re.compile(r"(?<=[._])(?=.)")
 BECOMES = (
     ' <span class="muted" aria-hidden="true">→</span><span class="visually-hidden">becomes</span> '
 )
@@ -107,6 +110,14 @@ class Cells:
         if isinstance(value, list | tuple):
             return ", ".join(self.cell(item) for item in value) if value else EMPTY
         return self(value)
+
+    def code(self, value) -> str:
+        """A code's cell: as `cell` writes it, with a <wbr> after each "." and "_", so
+        that a narrow column wraps it between its words ("schema_version." /
+        "acknowledge") and never inside one ("schema_versio" / "n.acknowledge")."""
+        if not isinstance(value, str) or not value:
+            return self.cell(value)
+        return "<wbr>".join(self(part) for part in _CODE_BREAKS.split(value))
 
     def _moment(self, value) -> str:
         aware = self.zone is not None and value.utcoffset() is not None

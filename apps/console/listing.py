@@ -40,6 +40,9 @@ class Column:
     # for a detail a table can lose at 1280 px so that its name, status, time and
     # changes stay on screen (static/console/steward.css, `.from-wide`).
     shows: str = ""
+    # A code (`schema_version.acknowledge`): it wraps only after a "." or "_", never
+    # inside a word as a narrow column otherwise breaks it (apps.console.cells.Cells.code).
+    code: bool = False
 
 
 @dataclass(frozen=True)

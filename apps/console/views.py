@@ -247,16 +247,16 @@ class AuditListView(OperatorOrTenantAdminMixin, ListPage):
     default_ordering = "-occurred_at"
     template_name = "console/audit_list.html"
     row_cell_template = "console/_audit_cell.html"
-    # Its codes and names break anywhere, so the Changes column stays on screen at
-    # 1280 px (static/console/steward.css, table.audit).
+    # Its names break anywhere and its codes between their words, so the Changes column
+    # stays on screen at 1280 px (static/console/steward.css, table.audit).
     extra_context = {"table_class": "audit"}
     columns = (
         Column("When", "occurred_at", sort="occurred_at"),
         Column("Tenant", "tenant.slug", sort="tenant__slug", shows="wide"),
         Column("Actor", "actor_label", sort="actor_label"),
-        Column("Action", "action", sort="action"),
+        Column("Action", "action", sort="action", code=True),
         Column("Object", "object_repr"),
-        Column("Type", "object_type", sort="object_type", shows="wide"),
+        Column("Type", "object_type", sort="object_type", shows="wide", code=True),
         Column("Request", "request_id", shows="wide"),
     )
 

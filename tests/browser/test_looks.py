@@ -1,7 +1,8 @@
 """The console's main pages at a desktop's width and a phone's, in the light theme, and
 in the dark one, with data in every dashboard chart: each page shows its heading and its
-charts, none is wider than the phone's screen, axe-core finds nothing serious on any
-(tests/browser/conftest.py), and each is photographed for a person to look at."""
+charts, none is wider than the phone's screen, the audit trail's actions wrap between
+their words only, axe-core finds nothing serious on any (tests/browser/conftest.py), and
+each is photographed for a person to look at."""
 
 from __future__ import annotations
 
@@ -12,14 +13,16 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from apps.core.context import SYSTEM_ACTOR
 from apps.core.redis import get_redis
-from apps.core.scope import system_scope
+from apps.core.scope import system_scope, tenant_scope
 from apps.core.setup import SetupReport
 from apps.eventing.models import DeliveryCount
 from apps.eventing.transports import stream_key
 from apps.governance import install
 from apps.governance.models import RetentionSweep
 from apps.registry.models import SchemaVersion, Topic
+from apps.tenancy.audit import audit_record
 from tests.browser.conftest import NARROW, WIDE
 from tests.console.chart_seed import add_recent_events, seed_every_chart
 from tests.governance.factories import inbox
@@ -55,6 +58,30 @@ MAIN_PAGES = (
     ("attention", "/attention/", ()),
     ("audit", "/audit/", ()),
 )
+
+# The audit trail's actions whose lines end inside a word (not after a "." or "_"): the
+# character on each side of every wrap, read from where the browser laid them out.
+ACTIONS_CUT_MID_WORD = """() => {
+  const cut = [];
+  const range = document.createRange();
+  for (const cell of document.querySelectorAll("table.audit tbody td:nth-child(4)")) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    let top = null, before = "";
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (let i = 0; i < node.length; i++) {
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const { top: y } = range.getBoundingClientRect();
+        if (top !== null && y > top + 1 && !"._".includes(before)) {
+          cut.push(`${cell.textContent} (after "${before}")`);
+        }
+        top = y;
+        before = node.data[i];
+      }
+    }
+  }
+  return cut;
+}"""
 
 
 @pytest.fixture
@@ -115,6 +142,13 @@ def lively(tenant_a, tenant_b, store, profile, operator):
             "rows_purged": 2812,
         },
     )
+    # Actions longer than their column at 1280 px.
+    with tenant_scope(tenant_a):
+        for action in (
+            "schema_version.withdraw_acknowledgement",
+            "workload_evidence.contract_test",
+        ):
+            audit_record(actor=SYSTEM_ACTOR, action=action, instance=tenant_a, tenant=tenant_a)
     yield
     for topic in topics:
         get_redis().delete(stream_key(topic.name))
@@ -140,6 +174,8 @@ def test_the_main_pages_read_well_wide_and_narrow_light_and_dark(
             expect(chart.locator("details.chart-figures tbody tr").first).to_be_attached()
         if viewport is NARROW:
             tab.assert_fits_the_width()
+        if name == "audit":
+            assert page.evaluate(ACTIONS_CUT_MID_WORD) == []
         tab.screenshot(name)
 
 

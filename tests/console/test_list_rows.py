@@ -34,6 +34,7 @@ from apps.console.rows import _display, value_rows
 from apps.console.templatetags.console import attr, list_rows
 from apps.core.context import SYSTEM_ACTOR
 from apps.core.scope import system_scope, tenant_scope
+from apps.tenancy.audit import audit_record
 
 pytestmark = pytest.mark.django_db
 
@@ -98,6 +99,37 @@ def test_the_audit_trail_draws_each_rows_changes_in_its_extra_cell(client, opera
     client.force_login(operator)
     html = client.get(reverse("console:audit-list")).content.decode()
     assert '<td class="record-cell">' in html and "<details" in html
+
+
+def test_the_audit_trails_codes_wrap_between_their_words_only(client, operator, tenant_a):
+    # given an entry whose action is long enough to wrap in its column at 1280 px
+    action = "schema_version.withdraw_acknowledgement"
+    with tenant_scope(tenant_a):
+        audit_record(actor=SYSTEM_ACTOR, action=action, instance=tenant_a, tenant=tenant_a)
+    client.force_login(operator)
+    # when the audit trail lists it
+    html = client.get(reverse("console:audit-list"), {"action": action}).content.decode()
+    # then its action and type may wrap after a "." or "_" and nowhere else
+    (row,) = Table(html).rows
+    assert row[3] == "schema_<wbr>version.<wbr>withdraw_<wbr>acknowledgement"
+    assert row[5] == "tenancy.<wbr>tenant"
+    assert row[4] == "alpha"  # a name is no code: it is written as it is
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        ("tenant.update", "tenant.<wbr>update"),
+        ("a__b.", "a_<wbr>_<wbr>b."),  # a break at the very end would wrap nothing
+        ("<b>_x", "&lt;b&gt;_<wbr>x"),
+        ("plain", "plain"),
+        ("", EMPTY),
+        (None, EMPTY),
+        (7, "7"),
+    ],
+)
+def test_a_code_is_escaped_and_gets_a_break_after_each_dot_and_underscore(value, written):
+    assert Cells(Context({}, autoescape=True)).code(value) == written
 
 
 _zones = st.sampled_from(["UTC", "Europe/Berlin", "America/St_Johns", "Asia/Kathmandu"])

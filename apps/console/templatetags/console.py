@@ -91,11 +91,19 @@ def list_rows(context):
 
 def _rows(context, columns, extra, actions, csrf, next_input) -> list[str]:
     write, rows = Cells(context), []
-    paths = [(column.attr.split("."), column.link, _shows(column)) for column in columns]
+    paths = [
+        (
+            column.attr.split("."),
+            write.code if column.code else write.cell,
+            column.link,
+            _shows(column),
+        )
+        for column in columns
+    ]
     for row in context["object_list"]:
         cells, url = [], None
-        for parts, link, hidden_below in paths:
-            shown = write.cell(_follow(row, parts))
+        for parts, written, link, hidden_below in paths:
+            shown = written(_follow(row, parts))
             if link:
                 url = url or conditional_escape(row.get_absolute_url())
                 shown = f'<a href="{url}">{shown}</a>'
