@@ -25,6 +25,7 @@ from apps.registry.models import (
     schema_identity_key,
 )
 from apps.registry.news import NEWS_TOPIC_PREFIX, news_topic
+from apps.registry.subjects import subject_of
 
 logger = logging.getLogger(__name__)
 TOPIC_CACHE_SECONDS = 300
@@ -474,7 +475,8 @@ def reference_target(topic_name: str, role: str, number: int | None, *, lock: bo
         versions = versions.filter(version=number)
     found = versions.order_by("version").last()
     if found is not None and lock:
-        found = versions.select_for_update(of=("self",)).get(pk=found.pk)
+        # Deleted while this waited for the lock: no longer live, so it names nothing.
+        found = versions.select_for_update(of=("self",)).filter(pk=found.pk).first()
     return found
 
 
@@ -504,18 +506,71 @@ def referencing_ids(version: SchemaVersion) -> list[int]:
     )
 
 
-def referenced_among(version_ids: Iterable[int], *, lock: bool = False) -> dict[int, list[int]]:
-    """Of the versions given, those another schema references: id → referencing ids.
-    `lock` first holds the versions until commit, as a registration referencing one holds
-    it (reference_target), so that a reference and a delete cannot pass each other."""
+@dataclass(frozen=True)
+class Referrers:
+    """What keeps a version from being deleted: the ids of the live schemas that
+    reference it, and the readers in force that use it (`service (release)`)."""
+
+    schema_ids: list[int]
+    readers: list[str]
+
+
+def referenced_among(version_ids: Iterable[int], *, lock: bool = False) -> dict[int, Referrers]:
+    """Of the versions given, those another schema references or a consumer's reader in
+    force uses: id → who. `lock` first holds the versions until commit, as a registration
+    or a reader declaration referencing one holds it (reference_target), so that a
+    reference and a delete cannot pass each other."""
     ids = list(version_ids)
     if lock and ids:
         list(SchemaVersion.objects.select_for_update().filter(pk__in=ids).values_list("pk"))
-    found: dict[int, list[int]] = {}
+    schemas: dict[int, list[int]] = {}
     rows = SchemaReference.objects.filter(
         referenced_id__in=ids, version__state__in=_HOLDING, version__deleted_at__isnull=True
     ).values_list("referenced_id", "version__identity_id")
     for referenced, referencing in rows.order_by("referenced_id", "version__identity_id"):
-        if referencing not in found.get(referenced, []):
-            found.setdefault(referenced, []).append(referencing)
+        if referencing not in schemas.get(referenced, []):
+            schemas.setdefault(referenced, []).append(referencing)
+    readers = _readers_using(ids)
+    return {
+        pk: Referrers(schemas.get(pk, []), readers.get(pk, []))
+        for pk in ids
+        if pk in schemas or pk in readers
+    }
+
+
+def _readers_using(version_ids: list[int]) -> dict[int, list[str]]:
+    """The versions that a reader in force (the latest its consumer declared, while the
+    service still consumes the topic) names in its references: id → `service (release)`.
+    A reader's references are kept by subject and number, as it declared them, not as
+    rows: a superseded declaration is history and holds nothing."""
+    versions = SchemaVersion.objects.filter(pk__in=version_ids)
+    named = {
+        (subject_of(topic, role), number): pk
+        for pk, topic, role, number in versions.values_list("pk", "topic__name", "role", "version")
+    }
+    if not named:
+        return {}
+    uses = Q()
+    for subject, number in named:
+        uses |= Q(references__contains=[{"subject": subject, "version": number}])
+    newer = ReaderSchema.objects.filter(
+        Q(declared_at__gt=OuterRef("declared_at"))
+        | Q(declared_at=OuterRef("declared_at"), pk__gt=OuterRef("pk")),
+        service=OuterRef("service"),
+        topic=OuterRef("topic"),
+        role=OuterRef("role"),
+    )
+    rows = (
+        ReaderSchema.objects.filter(uses, topic__consumers=F("service"))
+        .exclude(Exists(newer))
+        .values_list("service__name", "release", "references")
+        .order_by("service__name", "release")
+    )
+    found: dict[int, list[str]] = {}
+    for service, release, references in rows:
+        for reference in references:
+            pk = named.get((reference["subject"], reference["version"]))
+            reader = f"{service} ({release})"
+            if pk is not None and reader not in found.get(pk, []):
+                found.setdefault(pk, []).append(reader)
     return found

@@ -68,15 +68,18 @@ def reader_declare(
     `references` ({name, subject, version}, as a writer's) name the other subjects'
     versions the reader uses (an Avro named type, a Protobuf import, a JSON Schema
     `$ref`): resolved as a writer's are, and the reader kept bundled with them, so that it
-    is judged later without reading them again.
+    is judged later without reading them again. While the reader is in force, the
+    versions it names cannot be deleted (deletion._referenced_refused).
 
     The version of the topic (and role) waiting for acknowledgement, if there is one, is
     judged again for this consumer: a reader that reads it releases the consumer from
     acknowledging (and the last one released publishes it), one that does not puts it
     back among the awaited. Answers the declaration and that version."""
     require_speaks_for(actor, service.name)
-    parsed, resolved = _reader_parsed(service, topic, schema, schema_type, references)
     with system_scope(), transaction.atomic():
+        # The referenced versions are held until commit, as a writer's are, so that a
+        # delete either sees this reader or happens before it and refuses it.
+        parsed, resolved = _reader_parsed(service, topic, schema, schema_type, references)
         found = ReaderSchema.objects.filter(
             service=service, topic=topic, role=role, release=release
         ).first()
@@ -132,7 +135,7 @@ def _reader_parsed(service: Service, topic: Topic, schema, schema_type: str, ref
             field="schema_type",
         )
     try:
-        resolved = resolve_references(references, schema_type, lock=False)
+        resolved = resolve_references(references, schema_type, lock=True)
     except RegistryRefused as exc:
         raise ReaderRefused(
             exc.detail.removeprefix("Invalid schema: "),

@@ -1,5 +1,6 @@
 """Deleting versions, as the Schema Registry API deletes them: soft first, then
-permanently; a version its consumers read, or another schema references, stays."""
+permanently; a version its consumers read, another schema references, or a consumer's
+reader schema uses, stays."""
 
 from __future__ import annotations
 
@@ -99,22 +100,32 @@ def _step_back(topic: Topic, role: str) -> None:
 
 
 def _referenced_refused(subject: str, versions: list[SchemaVersion]) -> None:
-    """42206 when another live schema references one of the versions, soft or hard
-    deleting alike; a soft-deleted referrer is out of its subject and blocks nothing, as
-    the reference registry has it. It is still served by id, though, so its reference row
-    keeps the version it needs from being deleted permanently (the database's PROTECT,
-    answered 42206 by `_deleting`) until the referrer is deleted permanently too. Asked
-    once the caller is known to be allowed to delete, so that a caller who may not learns
-    nothing of the references."""
+    """42206 when another live schema references one of the versions, or a consumer's
+    reader in force uses it, soft or hard deleting alike; a soft-deleted referrer is out
+    of its subject and blocks nothing, as the reference registry has it. It is still
+    served by id, though, so its reference row keeps the version it needs from being
+    deleted permanently (the database's PROTECT, answered 42206 by `_deleting`) until the
+    referrer is deleted permanently too. A superseded reader holds nothing: its
+    consumer's code no longer reads with it. Asked once the caller is known to be allowed
+    to delete, so that a caller who may not learns nothing of the references."""
     held = selectors.referenced_among([v.pk for v in versions], lock=True)
     for version in versions:
         if version.pk in held:
-            ids = ", ".join(str(i) for i in held[version.pk])
             raise DeletionRefused(
                 f"One or more references exist to the schema {{subject={subject[:300]}, "
-                f"version={version.version}}}: referenced by the schemas of ids {ids}.",
+                f"version={version.version}}}: {_held_by(held[version.pk])}.",
                 registry_code=42206,
             )
+
+
+def _held_by(referrers: selectors.Referrers) -> str:
+    said = []
+    if referrers.schema_ids:
+        ids = ", ".join(str(i) for i in referrers.schema_ids)
+        said.append(f"referenced by the schemas of ids {ids}")
+    if referrers.readers:
+        said.append(f"used by the reader schemas of {', '.join(referrers.readers)}")
+    return "; ".join(said)
 
 
 def _number(topic: Topic, role: str, version: str) -> int:
@@ -146,8 +157,9 @@ def version_delete(
 ) -> int:
     """Soft-delete a published version of a subject (`version`: its number, or `latest`),
     or (`permanent`) remove one that was soft-deleted before; audited. Neither on a
-    read-only subject, nor of a version another schema references; the version the
-    topic's consumers read is protected too: it cannot be deleted while they read it."""
+    read-only subject, nor of a version another schema or a consumer's reader in force
+    references; the version the topic's consumers read is protected too: it cannot be
+    deleted while they read it."""
     require_writable(topic, role, subject)
     number = _number(topic, role, version)
     _require_may_delete(actor, topic)
@@ -193,8 +205,8 @@ def subject_delete(
 ) -> list[int]:
     """Soft-delete every version of a subject, or (`permanent`) remove a subject that was
     soft-deleted before; the version numbers deleted, each audited. Not a read-only
-    subject, nor one another schema references; a subject whose topic has consumers is
-    read by them, so it is protected too."""
+    subject, nor one another schema or a consumer's reader in force references; a
+    subject whose topic has consumers is read by them, so it is protected too."""
     require_writable(topic, role, subject)
     _require_may_delete(actor, topic)
     with system_scope(), transaction.atomic(), _deleting(subject):
