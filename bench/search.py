@@ -90,7 +90,7 @@ def _steward(text: str, tenant=None):
 
 def _baseline(conn, text: str, tenant=None):
     """The statements `named` runs for `text`, as psycopg runs them: the likeness one only
-    when the first two left room, as there."""
+    when the first two found nothing, as there."""
     start, after = text.upper(), after_prefix(text.upper())
     mine = " AND a.tenant_id = %s" if tenant else ""
     extra = [tenant.pk] if tenant else []
@@ -109,7 +109,7 @@ def _baseline(conn, text: str, tenant=None):
                 [start, after, *extra, 20 + found],
             )
             found += len(cursor.fetchall())
-            if found < 20:
+            if not found:
                 cursor.execute(
                     f"SELECT a.*, t.*, a.name <-> %s AS d FROM {ASSET} a"  # noqa: S608
                     f" JOIN tenancy_tenant t ON t.id = a.tenant_id WHERE true{mine}"
