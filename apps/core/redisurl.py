@@ -16,7 +16,7 @@ Sentinels' own, when they have one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 import redis
 from redis.sentinel import Sentinel, SentinelConnectionPool
@@ -108,9 +108,15 @@ def celery_broker(url: str) -> tuple[str, dict]:
     """Celery's broker URL and the transport options it needs for REDIS_URL."""
     found = sentinel_service(url)
     if found is None:
-        # redis-py names Unix sockets unix://, kombu names them redis+socket://.
         if url.startswith("unix://"):
-            return "redis+socket://" + url[len("unix://") :], {}
+            # redis-py names Unix sockets unix://?db=N, kombu redis+socket://?virtual_host=N:
+            # kombu ignores `db`, and its workers would share database 0 with every
+            # other stack on the server.
+            path, _, query = url[len("unix://") :].partition("?")
+            asked = [
+                ("virtual_host" if key == "db" else key, value) for key, value in parse_qsl(query)
+            ]
+            return "redis+socket://" + path + (f"?{urlencode(asked)}" if asked else ""), {}
         return url, {}
     auth = ""
     if found.username or found.password:

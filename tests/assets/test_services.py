@@ -123,15 +123,17 @@ def test_a_tenant_held_by_another_worker_is_left_to_it(tenant_a):
     callback(instance)
     held, release = threading.Event(), threading.Event()
 
+    key = aggregate_lock_key("assets.callbacks", str(tenant_a.pk))
+
     def other_worker():
         with connections["default"].cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_advisory_lock(%s)",
-                [aggregate_lock_key("assets.callbacks", str(tenant_a.pk))],
-            )
+            cursor.execute("SELECT pg_advisory_lock(%s)", [key])
             held.set()
             release.wait(10)
-        connections["default"].close()  # the session lock goes with the session
+            # Released before the thread ends: a closed session's locks go only once its
+            # server process has exited, a moment after the client has moved on.
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+        connections["default"].close()
 
     thread = threading.Thread(target=other_worker)
     thread.start()

@@ -6,8 +6,12 @@ the replica, the same client carries on against the new primary."""
 import os
 import subprocess
 import sys
+import uuid
+from urllib.parse import urlsplit
 
 import pytest
+import redis
+from django.conf import settings
 from django.core.cache import caches
 from kombu import Connection
 
@@ -34,10 +38,28 @@ def test_a_sentinel_url_names_the_sentinels_the_service_the_database_and_the_pas
         "sentinel://:pa%40ss@[::1]:26380/2",
         {"master_name": "mymaster", "sentinel_kwargs": {"password": "sp"}},
     )
-    assert celery_broker("unix:///run/redis.sock?db=0") == (
-        "redis+socket:///run/redis.sock?db=0",
+    assert celery_broker("unix:///run/redis.sock?db=3") == (
+        "redis+socket:///run/redis.sock?virtual_host=3",
         {},
     )
+    assert celery_broker("unix:///run/redis.sock") == ("redis+socket:///run/redis.sock", {})
+
+
+def test_celery_on_a_unix_socket_uses_the_database_redis_url_names():
+    """kombu reads a socket's database from virtual_host, not db: Celery must land in
+    REDIS_URL's database, not database 0 beside every other stack's queues."""
+    if not settings.REDIS_URL.startswith("unix://"):
+        pytest.skip("REDIS_URL names a TCP server: no Unix socket to check")
+    sock = urlsplit(settings.REDIS_URL).path
+    url = f"unix://{sock}?db=7"
+    queue = f"probe-{uuid.uuid4().hex[:8]}"
+    with Connection(celery_broker(url)[0]) as connection:
+        connection.SimpleQueue(queue).put({"probe": 1})
+    try:
+        assert redis.Redis(unix_socket_path=sock, db=7).llen(queue) == 1
+        assert redis.Redis(unix_socket_path=sock, db=0).llen(queue) == 0
+    finally:
+        redis.Redis(unix_socket_path=sock, db=7).delete(queue)
 
 
 def _start_up_error(url: str) -> str:
