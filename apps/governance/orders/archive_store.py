@@ -69,12 +69,15 @@ class FileWriter(io.RawIOBase):
         return super().__exit__(kind, *details)
 
     def close(self) -> None:
-        if self._abandoned:
+        try:
+            if not self._abandoned and not self.closed and (self._pending or self._seq == 0):
+                self._store(bytes(self._pending))  # an empty file is one empty chunk
+        finally:
+            # Closed even when the last chunk was refused: otherwise the garbage
+            # collector's close() would write it again, later, in whatever transaction
+            # the process has open then.
             self._pending.clear()
-        elif not self.closed and (self._pending or self._seq == 0):
-            self._store(bytes(self._pending))  # an empty file is one empty chunk
-            self._pending.clear()
-        super().close()
+            super().close()
 
     @property
     def sha256(self) -> str:
