@@ -101,8 +101,9 @@ def _host(address: str) -> str:
 
 
 def check_consumers(environ=os.environ) -> str:
-    """A connection of this container's, other than the check's own, sent Redis a
-    runner's command within CONSUMERS_IDLE_SECONDS: the runners are not stuck or gone."""
+    """A connection of this container's to REDIS_URL's database, other than the check's
+    own, sent Redis a runner's command within CONSUMERS_IDLE_SECONDS: the runners are not
+    stuck or gone."""
     import redis
 
     check_reach(environ)
@@ -114,12 +115,16 @@ def check_consumers(environ=os.environ) -> str:
         raise Unhealthy(f"redis: {exc}") from None
     finally:
         client.close()
-    host = _host(next(c["addr"] for c in clients if int(c["id"]) == own_id))
+    own = next(c for c in clients if int(c["id"]) == own_id)
+    # This container's runners, on REDIS_URL's database: another stack sharing the
+    # server (another database) is not this one at work.
+    host, db = _host(own["addr"]), own["db"]
     working = [
         c
         for c in clients
         if int(c["id"]) != own_id
         and _host(c["addr"]) == host
+        and c["db"] == db
         and c["cmd"] in RUNNER_COMMANDS
         and int(c["idle"]) <= CONSUMERS_IDLE_SECONDS
     ]
