@@ -152,9 +152,10 @@ class Asset(models.Model):
             # its name in any case (name_folded).
             models.Index(fields=["name"], name="asset_name"),
             models.Index(fields=["name_folded"], name="asset_name_prefix"),
-            # And by names like it (apps.core.search.named): asset_name_trgm, and
-            # asset_name_tenant_trgm for a tenant's search.
-            *name_indexes("name", prefix="asset_name", folded=True, tenant="tenant"),
+            # And by names like it among those of the same first character
+            # (apps.core.search.named): asset_name_trgm, and asset_name_tenant_trgm for
+            # a tenant's search, each leading with name_folded.
+            *name_indexes("name", prefix="asset_name", folded="name_folded", tenant="tenant"),
         ]
         constraints = [
             # A workflow reference only on an asset that went through a request.

@@ -23,6 +23,7 @@ class AssetListView(ListPage):
     title = "Assets"
     filterset_class = AssetFilterSet
     search_fields = ("name", "description")
+    search_name, search_name_folded = "name", "name_folded"
     default_ordering = "-created_at"
     create = ("New asset", "assets:asset-new", {OPERATOR, TENANT_ADMIN, TENANT_MEMBER})
     columns = (

@@ -18,7 +18,7 @@ from apps.console.rows import value_rows
 from apps.core.api.filtering import named_filters, narrowed
 from apps.core.api.permissions import caller_kind
 from apps.core.counting import count_up_to
-from apps.core.search import searched
+from apps.core.search import alike, searched
 
 
 @dataclass(frozen=True)
@@ -251,6 +251,12 @@ class ListPage(LoginRequiredMixin, ListView):
     # page's `create`); empty, "No <title> yet.". When filters hide every row, the page
     # names them instead, each with a way to clear it.
     empty = ""
+    # The column a search box's text is matched against by likeness when the search
+    # finds nothing (apps.core.search.alike), and the model's folded copy of it, if it
+    # keeps one: the empty list then offers the names like the text.
+    search_name: str | None = None
+    search_name_folded: str | None = None
+    suggested = 5
 
     def get_base_queryset(self):
         raise NotImplementedError
@@ -264,6 +270,7 @@ class ListPage(LoginRequiredMixin, ListView):
             queryset = self.filterset.qs if self.filterset.is_valid() else queryset.none()
         self.search = self.request.GET.get("q", "").strip()
         searching = bool(self.search and self.search_fields)
+        self.unsearched = queryset
         if searching:
             queryset = searched(queryset, self.search_fields, self.search)
         allowed = {c.sort for c in self.columns if c.sort}
@@ -323,6 +330,7 @@ class ListPage(LoginRequiredMixin, ListView):
             chips=chips,
             clear_all=_without(query, _all_params(chips)),
             empty=self.empty or f"No {self.title.lower()} yet.",
+            suggestions=[] if context["object_list"] else self._suggestions(query),
             search=self.search,
             sort=self.sort,
             query_string=query.urlencode(),
@@ -349,6 +357,25 @@ class ListPage(LoginRequiredMixin, ListView):
                 )
                 chips.append(Chip(widget.label, widget.chosen, widget.name, params))
         return [chip.cleared_from(query) for chip in chips]
+
+    def _suggestions(self, query) -> list[tuple[str, str]]:
+        """The names like the search's text among the rows the filters leave, each with
+        the list's address searching for it instead."""
+        if not (self.search and self.search_name):
+            return []
+        rows = alike(
+            self.unsearched,
+            self.search,
+            field=self.search_name,
+            folded=self.search_name_folded,
+            shown=self.suggested,
+        )
+        suggestions = []
+        for name in dict.fromkeys(getattr(row, self.search_name) for row in rows):
+            searching = query.copy()
+            searching["q"] = name
+            suggestions.append((name, searching.urlencode()))
+        return suggestions
 
     def _create_action(self):
         if self.create is None or caller_kind(self.request) not in self.create[2]:

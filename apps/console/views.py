@@ -188,6 +188,7 @@ class TenantListView(ListPage):
     create = ("New tenant", "console:tenant-create", {OPERATOR})
     filterset_class = TenantFilterSet
     search_fields = ("slug", "name")
+    search_name = "slug"
     default_ordering = "slug"
     columns = (
         Column("Slug", "slug", sort="slug", link=True),
@@ -269,6 +270,7 @@ class ServiceAccountListView(OperatorOrTenantAdminMixin, ListPage):
     create = ("New service account", "console:service-account-create", {OPERATOR, TENANT_ADMIN})
     filterset_class = ServiceAccountFilterSet
     search_fields = ("name", "description")
+    search_name = "name"
     default_ordering = "name"
     columns = (
         Column("Name", "name", sort="name", link=True),

@@ -107,67 +107,101 @@ def searched(queryset, fields, text: str):
 def named(queryset, name: str, *, field: str = "name", folded: str | None = None, shown: int):
     """Up to `shown` rows of `queryset` whose `field` is `name`, then those whose `field`
     starts with it in any case (in order); when there are none, those most like it (best
-    first, at least SIMILARITY alike). At most three statements, each an index's range
-    or ordered scan.
+    first, at least SIMILARITY alike) among the names that start with its first
+    character, in any case. At most three statements, each an index's range or ordered
+    scan.
+
+    Likeness keeps the first character, as Lucene's and Elasticsearch's fuzzy queries do
+    with a `prefix_length` of 1: a typo is found anywhere but there ("kiet" finds "kite",
+    "ikte" does not). The price of every typo is paid by the names the scan reads, and
+    on a million names pg_trgm's trigram index prunes almost nothing (docs/performance.md,
+    search): fixing the first character lets the scan read only the names that share it.
 
     `folded` names the upper-cased, C-collated copy of `field` that a btree index orders
     (a generated column); without one the expression is used, which an expression index
     on `Collate(Upper(field), "C")` serves (`name_indexes`). A table under row-level
     security with many rows keeps the generated column, as assets do: `upper()` is not
-    leakproof, so the expression's index is not used below the policy. A GiST trigram
-    index on `field`
-    (gist_trgm_ops) serves the likeness: under row-level security no index may test a
-    non-leakproof operator such as pg_trgm's `%` before the policy has, but an index
-    may order rows by `<->` while the policy filters them, so the scan stops after
-    `shown` visible rows and the threshold is applied to those few here.
+    leakproof, so the expression's index is not used below the policy. The likeness is
+    then served by a GiST index over the folded column and `field` (btree_gist and
+    gist_trgm_ops): under row-level security no index may test a non-leakproof operator
+    such as pg_trgm's `%` before the policy has, but the folded column's range is
+    leakproof, and an index may order rows by `<->` while the policy filters them, so the
+    scan reads the one first character's names and stops after `shown` visible rows; the
+    threshold is applied to those few here.
     """
     found = list(queryset.filter(**{field: name})[:shown])
-    if folded is None:
-        folded = "search_folded"
-        queryset = queryset.alias(search_folded=_folded(field))
+    queryset, folded = _with_folded(queryset, field, folded)
     start = name.upper()
-    starting = queryset.filter(**{f"{folded}__gte": start}).order_by(folded, "pk")
-    if (after := after_prefix(start)) is not None:
-        starting = starting.filter(**{f"{folded}__lt": after})
+    starting = _starting(queryset, folded, start).order_by(folded, "pk")
     found += _unseen(starting[: shown + len(found)], found)
     if found:
         # Likeness only when nothing is named so or starts so: a typo's answer. Its scan
         # costs far more than the two ranges (docs/performance.md, search), and a name
         # that was found needs no guesses beside it.
         return found[:shown]
+    return alike(queryset, name, field=field, folded=folded, shown=shown)
+
+
+def alike(queryset, name: str, *, field: str = "name", folded: str | None = None, shown: int):
+    """Up to `shown` rows of `queryset` whose `field` is most like `name` (best first, at
+    least SIMILARITY alike), among those that start with its first character: `named`'s
+    last statement, and a list's suggestions when its search box found nothing."""
+    queryset, folded = _with_folded(queryset, field, folded)
     # Ordered by the distance alone, which the index yields; a tie's order is the scan's.
-    alike = queryset.annotate(search_distance=TrigramDistance(F(field), Value(name)))
-    found += _unseen(
-        (
-            row
-            for row in alike.order_by("search_distance")[: shown + len(found)]
-            if row.search_distance <= 1 - SIMILARITY
-        ),
-        found,
+    rows = (
+        _starting(queryset, folded, name[:1].upper())
+        .annotate(search_distance=TrigramDistance(F(field), Value(name)))
+        .order_by("search_distance")[:shown]
     )
-    return found[:shown]
+    return [row for row in rows if row.search_distance <= 1 - SIMILARITY]
+
+
+def _with_folded(queryset, field: str, folded: str | None):
+    """The queryset and the name of its folded `field`: the model's generated column, or
+    the expression as an alias."""
+    if folded is not None:
+        return queryset, folded
+    return queryset.alias(search_folded=_folded(field)), "search_folded"
+
+
+def _starting(queryset, folded: str, start: str):
+    """The rows whose folded name starts with `start` (upper-cased): a range of it."""
+    starting = queryset.filter(**{f"{folded}__gte": start})
+    if (after := after_prefix(start)) is not None:
+        starting = starting.filter(**{f"{folded}__lt": after})
+    return starting
 
 
 def name_indexes(
-    field: str, *, prefix: str, folded: bool = False, tenant: str | None = None
+    field: str, *, prefix: str, folded: str | None = None, tenant: str | None = None
 ) -> list[Index]:
     """The indexes `named` reads a model's `field` through, named `<prefix>_prefix` and
     `<prefix>_trgm`: its upper-cased, C-collated expression (unless the model keeps it
     as a `folded` column of its own, indexed there) and a GiST trigram index. GiST, not
     GIN: only GiST yields rows in trigram-distance order.
 
-    A tenant's table names its `tenant` column: a third index, `<prefix>_tenant_trgm`,
-    holds the tenant and the name, so that a search for a named tenant reads in order
-    of likeness that tenant's rows alone. Ordered by likeness across every tenant, with
-    the tenant only a filter, a tenant with few or no such rows would have the scan read
-    every other tenant's rows before it stopped."""
+    A model that keeps a `folded` column (a table too large to scan) has its trigram
+    index lead with that column (btree_gist), so that the likeness reads only the names
+    that start with the text's first character. A tenant's table names its `tenant`
+    column too: a third index, `<prefix>_tenant_trgm`, leads with the tenant, so that a
+    search for a named tenant reads in order of likeness that tenant's rows alone.
+    Ordered by likeness across every tenant, with the tenant only a filter, a tenant with
+    few or no such rows would have the scan read every other tenant's rows before it
+    stopped."""
+    leading, opclasses = ([folded], ["gist_text_ops"]) if folded else ([], [])
     indexes: list[Index] = [] if folded else [Index(_folded(field), name=f"{prefix}_prefix")]
-    indexes.append(GistIndex(fields=[field], opclasses=["gist_trgm_ops"], name=f"{prefix}_trgm"))
+    indexes.append(
+        GistIndex(
+            fields=[*leading, field],
+            opclasses=[*opclasses, "gist_trgm_ops"],
+            name=f"{prefix}_trgm",
+        )
+    )
     if tenant is not None:
         indexes.append(
             GistIndex(
-                fields=[tenant, field],
-                opclasses=["gist_uuid_ops", "gist_trgm_ops"],
+                fields=[tenant, *leading, field],
+                opclasses=["gist_uuid_ops", *opclasses, "gist_trgm_ops"],
                 name=f"{prefix}_tenant_trgm",
             )
         )

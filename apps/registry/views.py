@@ -43,6 +43,7 @@ class TopicListView(ListPage):
     )
     filterset_class = TopicFilterSet
     search_fields = ("name", "description")
+    search_name = "name"
     default_ordering = "name"
     columns = (
         Column("Topic", "name", sort="name"),

@@ -1,9 +1,10 @@
 """The lists' filter bar in a real browser, with JavaScript off as a person may have it:
 a filter chosen from the inline row is applied by the form, shown as a chip, and cleared
-by the chip's ×; a list whose filters hide everything names them and clears them; an
-empty list offers what fills it. At a desktop's width and a phone's, light and dark,
-every page fits the width, axe-core finds nothing serious (tests/browser/conftest.py),
-and each step is photographed for a person to look at."""
+by the chip's ×; a list whose filters hide everything names them and clears them, and
+offers the names like a search's typo; an empty list offers what fills it. At a
+desktop's width and a phone's, light and dark, every page fits the width, axe-core finds
+nothing serious (tests/browser/conftest.py), and each step is photographed for a person
+to look at."""
 
 from __future__ import annotations
 
@@ -67,6 +68,15 @@ def test_a_filter_is_chosen_shown_as_a_chip_and_cleared(
     tab.screenshot("3-hidden-by-filters")
     empty.get_by_role("link", name="Clear all").click()
     expect(page.locator("table tbody tr")).to_have_count(5)
+
+    bar.get_by_role("searchbox").fill("delta-ledgr")
+    bar.get_by_role("button", name="Apply").click()
+    expect(empty).to_contain_text("Did you mean delta-ledger?")
+    tab.assert_fits_the_width()
+    tab.screenshot("4-did-you-mean")
+    empty.get_by_role("link", name="delta-ledger").click()
+    expect(page.locator("table tbody tr")).to_have_count(1)
+    expect(chips).to_contain_text("Search: delta-ledger")
 
 
 def test_an_empty_list_offers_what_fills_it(journey, operator):

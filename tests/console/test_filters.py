@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 
 from apps.assets.filters import AssetFilterSet
-from tests.assets.factories import assets_added_to, new_asset
+from tests.assets.factories import assets_added_to, new_asset, requested
 from tests.query_counts import assert_flat_query_count
 
 pytestmark = pytest.mark.django_db
@@ -155,6 +155,43 @@ def test_filters_that_hide_everything_are_named_with_the_way_back(as_operator, t
     assert links["Clear Search"] == {"status": ["approved"]}
     assert links["Clear all"] == {}
     assert "New asset" not in empty
+
+
+def suggested(html: str) -> dict[str, dict[str, list[str]]]:
+    """The empty list's "Did you mean" names, each with its link's parameters."""
+    empty = re.search(r'<article class="empty-list">.*?</article>', html, re.S).group(0)
+    offer = re.search(r"<p>Did you mean (.*?)\?</p>", empty, re.S)
+    if offer is None:
+        return {}
+    return {
+        unescape(name): params(unescape(href))
+        for href, name in re.findall(r'<a href="([^"]*)">([^<]+)</a>', offer.group(1))
+    }
+
+
+def test_a_search_that_finds_nothing_offers_the_names_like_it(as_operator, tenant_a):
+    new_asset(tenant_a, "Acme ledger")
+    requested(tenant_a, "Acme ledgers", delegate=False)
+    html = as_operator.get(ASSETS, {"q": "acme ledgr", "status": "draft"}).content.decode()
+    # the filters still hold: the requested one is not offered; the link keeps them
+    assert suggested(html) == {"Acme ledger": {"q": ["Acme ledger"], "status": ["draft"]}}
+    assert "Acme ledger" in as_operator.get(ASSETS, suggested(html)["Acme ledger"]).content.decode()
+    # the first character is kept, as in the header's search
+    assert suggested(as_operator.get(ASSETS, {"q": "ecme ledger"}).content.decode()) == {}
+    # a list without a name column (the tenants' by the expression, not a column)
+    tenants = as_operator.get(reverse("console:tenant-list"), {"q": "alpah"}).content.decode()
+    assert list(suggested(tenants)) == [tenant_a.slug]
+
+
+def test_suggestions_never_name_another_tenants_things(client, member_b, tenant_a):
+    new_asset(tenant_a, "Acme ledger")
+    client.force_login(member_b)
+    assert suggested(client.get(ASSETS, {"q": "acme ledgr"}).content.decode()) == {}
+
+
+def test_a_search_that_finds_nothing_costs_the_same_whatever_the_rows(as_operator, tenant_a):
+    query = {"q": "assett-x", "status": "draft"}
+    assert_flat_query_count(assets_added_to(tenant_a), lambda: as_operator.get(ASSETS, query))
 
 
 def test_the_search_finds_by_prefix_and_within_and_ranks_exact_matches_first(as_operator, tenant_a):

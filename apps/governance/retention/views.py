@@ -148,6 +148,7 @@ class RuleListView(ListPage):
     title = "Retention rules"
     filterset_class = RetentionRuleFilterSet
     search_fields = ("name",)
+    search_name = "name"
     default_ordering = "name"
     related_pages = RELATED
     create = ("New rule", "retention:rule-new", {OPERATOR})
