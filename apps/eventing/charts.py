@@ -22,9 +22,9 @@ Where the figures come from, and why those sources:
 The time charts span the last hour, 24 hours or 7 days (apps.console.charts.RANGES),
 each as far as its figures are kept: the dispatcher's counts and the lag's worst of
 each column are kept, received events as long as the inbox window (3 days by default).
-Asked for
-further, a chart shows the longest span it has and says why (`overview_charts`), rather
-than a stretch of empty columns that would read as no traffic.
+Asked for further, a chart shows the longest span it has and says why
+(`overview_charts`), rather than a stretch of empty columns that would read as no
+traffic.
 """
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def lively(tenant_a, tenant_b, store, profile, operator):
     # A week of lag as the minute task samples it: three groups, each with its own
     # rhythm, one with a short peak every few days; the last hour minute by minute.
     lag_shapes = {
-        "shop.order: steward.recent-events": lambda m: 4 + 3 * math.sin(m / 37),
+        "shop.order: reader": lambda m: 4 + 3 * math.sin(m / 37),
         "billing.invoice: invoice-mailer": lambda m: (
             180 if m // 60 % 53 == 7 else 12 + 9 * math.sin(m / 90)
         ),
