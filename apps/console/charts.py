@@ -62,12 +62,15 @@ class Range:
             return f"{start:%H:%M}"
         return f"{start:%a %-d %b %H:%M}–{start + self.step:%H:%M}"
 
-    def buckets(self, now: datetime | None = None) -> list[datetime]:
-        """The columns' starts, oldest first, the last one holding `now`; aligned on
-        `step` from midnight UTC, as PostgreSQL's date_bin(step, t, EPOCH) bins them."""
-        now = now or datetime.now(UTC)
+    def start_of(self, moment: datetime) -> datetime:
+        """The start of the column holding `moment`: aligned on `step` from midnight
+        UTC, as PostgreSQL's date_bin(step, t, EPOCH) bins it."""
         step = self.step.total_seconds()
-        last = EPOCH + timedelta(seconds=(now - EPOCH).total_seconds() // step * step)
+        return EPOCH + timedelta(seconds=(moment - EPOCH).total_seconds() // step * step)
+
+    def buckets(self, now: datetime | None = None) -> list[datetime]:
+        """The columns' starts, oldest first, the last one holding `now`."""
+        last = self.start_of(now or datetime.now(UTC))
         return [last - self.step * n for n in range(self.columns - 1, -1, -1)]
 
 

@@ -13,15 +13,18 @@ Where the figures come from, and why those sources:
   pipelined round trip): entries not yet delivered to the group plus those delivered
   and not acknowledged.
 - Lag over time: the minute's sample `eventing.periodic_sample_lag` writes beside the
-  streams (apps.eventing.lag: a Redis hash a minute, kept two hours), read in one
-  pipelined round trip. It lives with what it measures: a Redis that lost its data
-  lost the lag too, and the chart shows the gap instead of inventing figures.
+  streams (apps.eventing.lag: a Redis hash a minute, kept two hours; over 24 hours or
+  7 days, a hash a column holding each group's worst minute in it, kept as long as the
+  range), read with the lag now in one script. It lives with what it measures: a Redis
+  that lost its data lost the lag too, and the chart shows the gap instead of inventing
+  figures.
 
 The time charts span the last hour, 24 hours or 7 days (apps.console.charts.RANGES),
-each as far as its figures are kept: the dispatcher's counts are kept, received events
-as long as the inbox window (3 days by default), lag samples two hours. Asked for
-further, a chart shows the longest span it has and says why (`overview_charts`), rather
-than a stretch of empty columns that would read as no traffic.
+each as far as its figures are kept: the dispatcher's counts and the lag's worst of
+each column are kept, received events as long as the inbox window (3 days by default).
+Asked for further, a chart shows the longest span it has and says why
+(`overview_charts`), rather than a stretch of empty columns that would read as no
+traffic.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from django.utils import timezone
 from apps.console.charts import EPOCH, HOUR, RANGES, Chart, Range, Series, stacked_series
 from apps.core import counting
 from apps.core.scope import current_scope
-from apps.eventing.lag import LAG_HISTORY_SECONDS, Lag, consumer_lag, lag_now_and_samples
+from apps.eventing.lag import Lag, consumer_lag, lag_now_and_samples
 from apps.eventing.models import DeliveryCount, OutboxEvent, RecentEvent
 from apps.eventing.selectors import MINUTE, MinuteRate, delivery_rate, outbox_backlog
 
@@ -222,8 +225,8 @@ def _throughput_over(span: Range) -> Chart:
 @dataclass(frozen=True)
 class OverviewCharts:
     """The eventing page's charts over the range it was asked for (`span`), each as far
-    as its figures are kept: `published` and `throughput` over the range, `lag` now and
-    `lag_history` over the last hour (its samples are kept two hours)."""
+    as its figures are kept: `published`, `throughput` and `lag_history` over the
+    range, `lag` now."""
 
     published: Chart
     throughput: Chart
@@ -235,7 +238,7 @@ def overview_charts(page, span: Range = HOUR) -> OverviewCharts:
     """The charts of the eventing page (`page`: apps.eventing.selectors.overview_page,
     whose one statement read the last hour's counts). A chart whose figures are not kept
     as long as `span` shows the longest span it has, and its footnote says so."""
-    lag, lag_history = lag_now_and_over_time(page.topic_names)
+    lag, lag_history = lag_now_and_over_time(page.topic_names, span)
     if span == HOUR:
         published = published_chart(page.overview.per_minute)
         throughput = throughput_per_topic(page.received_per_topic)
@@ -246,12 +249,7 @@ def overview_charts(page, span: Range = HOUR) -> OverviewCharts:
         throughput = throughput_per_topic(span=shown)
         if shown != span:
             throughput = _not_kept(throughput, "Received events", _received_kept(), shown, span)
-        lag_history = _not_kept(lag_history, "Lag samples", LAG_KEPT, HOUR, span)
     return OverviewCharts(published, throughput, lag, lag_history)
-
-
-# How long the minute's lag samples are kept in Redis (apps.eventing.lag).
-LAG_KEPT = timedelta(seconds=LAG_HISTORY_SECONDS)
 
 
 def _not_kept(chart: Chart, what: str, kept: timedelta, shown: Range, asked: Range) -> Chart:
@@ -311,26 +309,41 @@ def backlog_and_lag() -> Chart:
     return replace(chart, footnote=" ".join(filter(None, [chart.footnote, said])))
 
 
-def lag_now_and_over_time(names) -> tuple[Chart, Chart]:
-    """`lag_chart` of the topics `names` and `lag_over_time`, read from Redis at once."""
-    minutes = _minutes()
-    lags, history = lag_now_and_samples(names, minutes)
-    return lag_chart(lags), _lag_over_time(minutes, history)
+def lag_now_and_over_time(names, span: Range = HOUR) -> tuple[Chart, Chart]:
+    """`lag_chart` of the topics `names` and the lag over `span`, read from Redis at once."""
+    starts = _minutes() if span == HOUR else span.buckets(timezone.now())
+    lags, history = lag_now_and_samples(names, starts, span.step)
+    return lag_chart(lags), _lag_over_time(starts, history, span)
 
 
-def _lag_over_time(minutes: list, history: dict) -> Chart:
-    """The last hour's lag, minute by minute, stacked by consumer group (the groups
-    furthest behind over the hour drawn apart, the rest summed)."""
+def _lag_over_time(starts: list, history: dict, span: Range) -> Chart:
+    """The lag over `span`, stacked by consumer group (the groups furthest behind over
+    it drawn apart, the rest summed): the last hour minute by minute, a longer span in
+    its wider columns, each holding each group's worst minute in it."""
     behind = {group: counts for group, counts in history.items() if any(counts.values())}
-    series = stacked_series(behind, minutes, drawn=CONSUMERS_DRAWN, rest="other groups")
+    series = stacked_series(behind, starts, drawn=CONSUMERS_DRAWN, rest="other groups")
+    if span == HOUR:
+        said, footnote = "sampled each minute", ""
+        labels, full_labels = _labels(starts), []
+    else:
+        within = span.per.replace("per ", "in each ", 1)
+        said = f"at its worst {within} (sampled each minute)"
+        footnote = (
+            f"Each column shows the most each group was behind {within}: "
+            "a peak is not averaged away."
+        )
+        labels = [f"{b:{span.tick}}" for b in starts]
+        full_labels = [span.full_label(b) for b in starts]
     return Chart(
         key="lag-over-time",
-        title="Lag per consumer, last hour",
-        description="Events each consumer group was behind on its topic, sampled each minute.",
-        labels=_labels(minutes) if series else [],
+        title=f"Lag per consumer, {span.last}",
+        description=f"Events each consumer group was behind on its topic, {said}.",
+        labels=labels if series else [],
+        full_labels=full_labels if series else [],
         series=series,
         kind="columns",
-        empty="No consumer group was behind in the last hour's samples."
+        footnote=footnote if series else "",
+        empty=f"No consumer group was behind in the samples of the {span.last}."
         if history
-        else "No lag sampled in the last hour.",
+        else f"No lag sampled in the {span.last}.",
     )

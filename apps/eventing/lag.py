@@ -3,7 +3,11 @@ each minute (`services.lag_sample_record`, the `eventing.periodic_sample_lag` ta
 the eventing page's lag over time.
 
 The samples live beside what they measure, in Redis: a hash a minute of
-"topic: consumer" -> events behind, expiring after LAG_HISTORY_SECONDS. A Redis that
+"topic: consumer" -> events behind, expiring after LAG_HISTORY_SECONDS (the page's last
+hour), and for each longer range the page offers (apps.console.charts.RANGES: 24 hours
+in 30-minute columns, 7 days in 4-hour ones) a hash a column holding each group's worst
+minute in it, kept as long as that range spans. The worst, not the mean: an operator
+looks at a week for its peaks, and a mean spreads an hour's backlog thin. A Redis that
 lost its data lost the lag with it; the chart then shows the gap.
 """
 
@@ -11,14 +15,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import timedelta
 
+from apps.console.charts import HOUR, RANGES
 from apps.core.redis import REDIS_ERRORS, get_redis, script
 from apps.eventing.transports import stream_key
 from apps.registry.selectors import topic_names
 
 LAG_COUNTED = 10_000
+# Every key below matches LAG_HISTORY_KEY.format(minute="*").
 LAG_HISTORY_KEY = "steward:eventing:lag:{minute}"
+LAG_WORST_KEY = "steward:eventing:lag:{step}s:{start}"
 LAG_HISTORY_SECONDS = 2 * 3600
+# The ranges whose columns are wider than the minute: each keeps its worst-of-column hashes.
+LAG_WORST_OF = tuple(r for r in RANGES if r.step != HOUR.step)
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,41 @@ return {groups, samples}
 """
 
 
+# The minute's sample, and each longer range's column holding it raised to the sample
+# where the sample is worse, in one script: the worst of a column is read back without
+# reading its minutes. KEYS: the minute's hash, then the columns'; ARGV: each key's
+# lifetime in seconds, in that order, then "topic: consumer", events behind, ...
+_RECORD = """
+local keys = #KEYS
+redis.call('DEL', KEYS[1])
+for i = keys + 1, #ARGV, 2 do
+  local group, behind = ARGV[i], tonumber(ARGV[i + 1])
+  redis.call('HSET', KEYS[1], group, ARGV[i + 1])
+  for k = 2, keys do
+    local worst = tonumber(redis.call('HGET', KEYS[k], group))
+    if worst == nil or behind > worst then redis.call('HSET', KEYS[k], group, ARGV[i + 1]) end
+  end
+end
+for k = 1, keys do redis.call('EXPIRE', KEYS[k], ARGV[k]) end
+"""
+
+
+def record_sample(minute, sample: dict[str, int]) -> None:
+    """Keep `sample` ({"topic: consumer": events behind}) as `minute`'s, and as the worst
+    so far of each longer range's column holding it; raises what Redis raises."""
+    keys = [sample_key(minute)] + [
+        sample_key(span.start_of(minute), span.step) for span in LAG_WORST_OF
+    ]
+    lifetimes = [LAG_HISTORY_SECONDS] + [
+        # The range shows a column until `span` after the column's start, and every
+        # write to it falls within its `step`: from any write, this outlives that.
+        int((span.span + span.step).total_seconds())
+        for span in LAG_WORST_OF
+    ]
+    pairs = [item for group, behind in sample.items() for item in (group, behind)]
+    script(_RECORD)(keys=keys, args=lifetimes + pairs)
+
+
 def consumer_lag(names=None) -> list[Lag]:
     """Each consumer group's lag on each topic's stream (every topic's, or those
     `names` when the caller has read them), now; empty when Redis does not answer (the
@@ -57,18 +102,21 @@ def consumer_lag(names=None) -> list[Lag]:
     return lag_now_and_samples(topic_names() if names is None else names, [])[0]
 
 
-def lag_samples(minutes: list) -> dict[str, dict]:
-    """{"topic: consumer": {minute: events behind}} as sampled each minute; empty when
-    Redis does not answer."""
-    return lag_now_and_samples([], minutes)[1]
+def lag_samples(starts: list, step: timedelta = HOUR.step) -> dict[str, dict]:
+    """{"topic: consumer": {start: events behind}}: as sampled at each minute of
+    `starts`, or with a longer range's `step`, the worst sample of each of its columns
+    (`starts`, as Range.buckets gives them); empty when Redis does not answer."""
+    return lag_now_and_samples([], starts, step)[1]
 
 
-def lag_now_and_samples(names, minutes: list) -> tuple[list[Lag], dict[str, dict]]:
-    """`consumer_lag(names)` and `lag_samples(minutes)` in one round trip."""
+def lag_now_and_samples(
+    names, starts: list, step: timedelta = HOUR.step
+) -> tuple[list[Lag], dict[str, dict]]:
+    """`consumer_lag(names)` and `lag_samples(starts, step)` in one round trip."""
     names = sorted(names)
-    if not names and not minutes:
+    if not names and not starts:
         return [], {}
-    keys = [stream_key(name) for name in names] + [sample_key(m) for m in minutes]
+    keys = [stream_key(name) for name in names] + [sample_key(s, step) for s in starts]
     try:
         answers, samples = script(_READ)(keys=keys, args=[len(names)])
     except REDIS_ERRORS:
@@ -79,7 +127,7 @@ def lag_now_and_samples(names, minutes: list) -> tuple[list[Lag], dict[str, dict
         if groups  # none: no stream yet
         for group in groups
     ]
-    return _lags(found), _history(minutes, samples)
+    return _lags(found), _history(starts, samples)
 
 
 def _pairs(flat: list) -> dict:
@@ -118,12 +166,12 @@ def _lags(found: list[tuple[str, dict]]) -> list[Lag]:
     return sorted(lags, key=lambda lag: (-lag.behind, lag.consumer, lag.topic))
 
 
-def _history(minutes: list, samples: list) -> dict[str, dict]:
+def _history(starts: list, samples: list) -> dict[str, dict]:
     history: dict[str, dict] = defaultdict(dict)
-    for minute, sample in zip(minutes, samples, strict=True):
+    for start, sample in zip(starts, samples, strict=True):
         # HGETALL from a script answers a flat list: field, value, field, value, ...
         for group, behind in zip(sample[::2], sample[1::2], strict=True):
-            history[_text(group)][minute] = int(behind)
+            history[_text(group)][start] = int(behind)
     return history
 
 
@@ -131,5 +179,8 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def sample_key(minute) -> str:
-    return LAG_HISTORY_KEY.format(minute=int(minute.timestamp()))
+def sample_key(start, step: timedelta = HOUR.step) -> str:
+    """The hash of the minute `start`, or of the column of `step` starting then."""
+    if step == HOUR.step:
+        return LAG_HISTORY_KEY.format(minute=int(start.timestamp()))
+    return LAG_WORST_KEY.format(step=int(step.total_seconds()), start=int(start.timestamp()))

@@ -442,13 +442,8 @@ def lag_sample_record(now=None) -> int:
     sample = {f"{behind.topic}: {behind.consumer}": behind.behind for behind in lag.consumer_lag()}
     if not sample:
         return 0
-    key = lag.sample_key(minute)
     try:
-        pipe = get_redis().pipeline(transaction=True)
-        pipe.delete(key)
-        pipe.hset(key, mapping=sample)
-        pipe.expire(key, lag.LAG_HISTORY_SECONDS)
-        pipe.execute()
+        lag.record_sample(minute, sample)
     except REDIS_ERRORS:
         return 0
     return len(sample)

@@ -1,8 +1,9 @@
 """The console's main pages at a desktop's width and a phone's, in the light theme, and
 in the dark one, with data in every dashboard chart: each page shows its heading and its
-charts, none is wider than the phone's screen, the audit trail's actions wrap between
-their words only, axe-core finds nothing serious on any (tests/browser/conftest.py), and
-each is photographed for a person to look at."""
+charts, none is wider than the phone's screen, the actions of the audit trail and of
+the dashboard's and a tenant's recent changes wrap between their words only, axe-core
+finds nothing serious on any (tests/browser/conftest.py), and each is photographed for
+a person to look at."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from apps.core.context import SYSTEM_ACTOR
 from apps.core.redis import get_redis
 from apps.core.scope import system_scope, tenant_scope
 from apps.core.setup import SetupReport
+from apps.eventing import lag
 from apps.eventing.models import DeliveryCount
 from apps.eventing.transports import stream_key
 from apps.governance import install
@@ -38,16 +40,15 @@ DASHBOARD_CHARTS = (
     "bindings-by-status",
     "orders-in-flight",
 )
+EVENTING_CHARTS = ("events-per-minute", "throughput-per-topic", "consumer-lag", "lag-over-time")
 # (screenshot's name, path, the charts it draws)
 MAIN_PAGES = (
     ("dashboard", "/", DASHBOARD_CHARTS),
-    ("eventing", "/eventing/", ("events-per-minute", "throughput-per-topic", "consumer-lag")),
-    # A week: the events over it, throughput and lag as far as they are kept, said so.
-    (
-        "eventing-week",
-        "/eventing/?range=7d",
-        ("events-per-minute", "throughput-per-topic", "consumer-lag"),
-    ),
+    ("eventing", "/eventing/", EVENTING_CHARTS),
+    # A day and a week: the events and the lag over them, throughput as far as it is
+    # kept (the inbox window, 3 days), said so.
+    ("eventing-day", "/eventing/?range=24h", EVENTING_CHARTS),
+    ("eventing-week", "/eventing/?range=7d", EVENTING_CHARTS),
     ("registry", "/registry/overview/", ("versions-per-topic", "acknowledgements-outstanding")),
     ("topics", "/registry/", ()),
     ("assets", "/assets/", ()),
@@ -59,12 +60,13 @@ MAIN_PAGES = (
     ("audit", "/audit/", ()),
 )
 
-# The audit trail's actions whose lines end inside a word (not after a "." or "_"): the
-# character on each side of every wrap, read from where the browser laid them out.
-ACTIONS_CUT_MID_WORD = """() => {
+# The actions of an audit table whose lines end inside a word (not after a "." or "_"):
+# the character on each side of every wrap, read from where the browser laid them out.
+# Its argument names the action cells: the audit trail's, or a page's recent changes.
+ACTIONS_CUT_MID_WORD = """(cells) => {
   const cut = [];
   const range = document.createRange();
-  for (const cell of document.querySelectorAll("table.audit tbody td:nth-child(4)")) {
+  for (const cell of document.querySelectorAll(cells)) {
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     let top = null, before = "";
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
@@ -82,12 +84,27 @@ ACTIONS_CUT_MID_WORD = """() => {
   }
   return cut;
 }"""
+# The action cells of the pages that list audit entries.
+ACTION_CELLS = {
+    "audit": "table.audit tbody td:nth-child(4)",
+    "dashboard": "table.recent-changes tbody td:nth-child(4)",
+    "tenant": "table.recent-changes tbody td:nth-child(3)",
+}
+
+
+def forget_lag():
+    """Redis outlives each test's database: earlier tests' lag samples would be drawn."""
+    redis = get_redis()
+    for key in redis.scan_iter(lag.LAG_HISTORY_KEY.format(minute="*")):
+        redis.delete(key)
 
 
 @pytest.fixture
 def lively(tenant_a, tenant_b, store, profile, operator):
     """Every dashboard chart's rows, and an hour that looks like one: traffic rising and
-    falling over the minutes on three topics, versions over the weeks, a sweep done."""
+    falling over the minutes on three topics, a week of consumer lag, versions over the
+    weeks, a sweep done."""
+    forget_lag()
     topics = [
         Topic.objects.create(name=name, current_schema_version=1)
         for name in ("shop.order", "billing.invoice", "catalog.item")
@@ -142,6 +159,18 @@ def lively(tenant_a, tenant_b, store, profile, operator):
             "rows_purged": 2812,
         },
     )
+    # A week of lag as the minute task samples it: three groups, each with its own
+    # rhythm, one with a short peak every few days; the last hour minute by minute.
+    lag_shapes = {
+        "shop.order: reader": lambda m: 4 + 3 * math.sin(m / 37),
+        "billing.invoice: invoice-mailer": lambda m: (
+            180 if m // 60 % 53 == 7 else 12 + 9 * math.sin(m / 90)
+        ),
+        "catalog.item: search-indexer": lambda m: 30 + 26 * math.sin(m / 400),
+    }
+    for m in sorted({*range(0, 60), *range(60, 7 * 24 * 60, 10)}, reverse=True):
+        sample = {group: max(0, round(shape(m))) for group, shape in lag_shapes.items()}
+        lag.record_sample(now - timedelta(minutes=m), sample)
     # Actions longer than their column at 1280 px.
     with tenant_scope(tenant_a):
         for action in (
@@ -152,6 +181,7 @@ def lively(tenant_a, tenant_b, store, profile, operator):
     yield
     for topic in topics:
         get_redis().delete(stream_key(topic.name))
+    forget_lag()
 
 
 @pytest.mark.parametrize(
@@ -160,11 +190,12 @@ def lively(tenant_a, tenant_b, store, profile, operator):
     ids=["1280-light", "390-light", "1280-dark", "390-dark"],
 )
 def test_the_main_pages_read_well_wide_and_narrow_light_and_dark(
-    journey, lively, operator, viewport, scheme
+    journey, lively, operator, tenant_a, viewport, scheme
 ):
     tab = journey(f"{viewport['width']}px-{scheme}", viewport=viewport, color_scheme=scheme)
     tab.sign_in_as(operator)
-    for name, path, charts in MAIN_PAGES:
+    pages = (*MAIN_PAGES, ("tenant", tenant_a.get_absolute_url(), ()))
+    for name, path, charts in pages:
         page = tab.open(path)
         expect(page.locator("main h1").first).to_be_visible()
         for key in charts:
@@ -174,8 +205,8 @@ def test_the_main_pages_read_well_wide_and_narrow_light_and_dark(
             expect(chart.locator("details.chart-figures tbody tr").first).to_be_attached()
         if viewport is NARROW:
             tab.assert_fits_the_width()
-        if name == "audit":
-            assert page.evaluate(ACTIONS_CUT_MID_WORD) == []
+        if name in ACTION_CELLS:
+            assert page.evaluate(ACTIONS_CUT_MID_WORD, ACTION_CELLS[name]) == []
         tab.screenshot(name)
 
 

@@ -116,6 +116,24 @@ def test_the_audit_trails_codes_wrap_between_their_words_only(client, operator, 
     assert row[4] == "alpha"  # a name is no code: it is written as it is
 
 
+@pytest.mark.parametrize("page", ["dashboard", "tenant page"])
+def test_the_recent_changes_tables_wrap_codes_as_the_audit_trail_does(
+    page, client, operator, tenant_a
+):
+    # given an entry whose action is long enough to wrap in its column
+    action = "schema_version.withdraw_acknowledgement"
+    with tenant_scope(tenant_a):
+        audit_record(actor=SYSTEM_ACTOR, action=action, instance=tenant_a, tenant=tenant_a)
+    client.force_login(operator)
+    # when the dashboard or the tenant's page lists it among its recent changes
+    url = reverse("console:dashboard") if page == "dashboard" else tenant_a.get_absolute_url()
+    html = client.get(url).content.decode()
+    # then its action cell is the audit trail's, wrapping after a "." or "_" only
+    recent = html[html.index("<h2>Recent changes</h2>") :]
+    assert "<td>schema_<wbr>version.<wbr>withdraw_<wbr>acknowledgement</td>" in recent
+    assert action not in recent
+
+
 @pytest.mark.parametrize(
     ("value", "written"),
     [

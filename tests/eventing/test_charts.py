@@ -13,7 +13,7 @@ from django.db.models.functions import TruncMinute
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.console.charts import WEEK
+from apps.console.charts import DAY, WEEK
 from apps.core.redis import get_redis
 from apps.core.scope import system_scope, tenant_scope
 from apps.eventing import charts, lag, selectors, services
@@ -114,6 +114,16 @@ def test_lag_over_time_draws_the_minutes_samples(client, operator, topic):
     assert {label: n for label, n in drawn.items() if n} == expected
     [slow] = lag.consumer_lag()
     assert (slow.consumer, slow.behind) == ("slow", 3)
+    # Over a day or a week, the two samples are in the columns holding their minutes,
+    # the worse one where they share a column.
+    for span in (DAY, WEEK):
+        html = client.get(reverse("eventing:overview"), {"range": span.key}).content.decode()
+        drawn = column(chart_figures(html, "lag-over-time"), f"{topic.name}: slow".capitalize())
+        expected = {}
+        for at, behind in ((minute - timedelta(minutes=3), 5), (minute, 3)):
+            label = span.full_label(span.start_of(at))
+            expected[label] = max(expected.get(label, 0), behind)
+        assert {label: n for label, n in drawn.items() if n} == expected
 
 
 def test_lag_over_time_says_when_nothing_was_sampled(client, operator):
@@ -219,8 +229,8 @@ def test_the_eventing_charts_span_a_day_or_a_week_as_far_as_their_figures_are_ke
     client, operator, tenant_a, tenant_b
 ):
     """The page's range switch takes every time chart to 24 hours or 7 days; one whose
-    figures are not kept that long (received events: the inbox window; lag samples: two
-    hours) shows the longest span it has and says so, rather than empty columns."""
+    figures are not kept that long (received events: the inbox window) shows the longest
+    span it has and says so, rather than empty columns."""
     received(tenant_a, "t.one", 2, minutes_ago=1)
     received(tenant_b, "t.two", 5, minutes_ago=60 * 20)
     five_days_ago = timezone.now() - timedelta(days=5)
@@ -237,10 +247,9 @@ def test_the_eventing_charts_span_a_day_or_a_week_as_far_as_their_figures_are_ke
     assert sum(column(throughput, "T.two").values()) == 5
     assert sum(column(throughput, "T.one").values()) == 2
     assert "are kept" not in card(day, "throughput-per-topic")
-    assert (
-        "Lag samples are kept 2 hours: this chart shows the last hour, not the last 24 hours."
-        in card(day, "lag-over-time")
-    )
+    assert "<h2>Lag per consumer, last 24 hours</h2>" in card(day, "lag-over-time")
+    assert "No lag sampled in the last 24 hours." in card(day, "lag-over-time")
+    assert "are kept" not in card(day, "lag-over-time")
 
     week = client.get(reverse("eventing:overview"), {"range": "7d"}).content.decode()
     assert '<strong aria-current="true">7 d</strong>' in week
@@ -257,6 +266,66 @@ def test_the_eventing_charts_span_a_day_or_a_week_as_far_as_their_figures_are_ke
         in throughput
     )
     assert sum(column(chart_figures(week, "throughput-per-topic"), "T.two").values()) == 5
+    assert "<h2>Lag per consumer, last 7 days</h2>" in card(week, "lag-over-time")
+    assert "are kept" not in card(week, "lag-over-time")
+
+
+def test_a_day_and_a_week_of_lag_show_each_columns_worst_minute(client, operator):
+    """Over 24 hours (30-minute columns) and 7 days (4-hour ones) each column draws each
+    group's worst minute in it, not its last or its mean, from samples kept as long as
+    the range; the footnote says what a column is."""
+    now = timezone.now().replace(second=0, microsecond=0)
+    earlier = DAY.start_of(now) - timedelta(minutes=28)  # the previous 30 minutes
+    three_days_ago = now - timedelta(days=3)
+    samples = {
+        earlier: {"orders: billing": 5},
+        earlier + timedelta(minutes=5): {"orders: billing": 9, "orders: audit": 1},
+        earlier + timedelta(minutes=10): {"orders: billing": 2},
+        three_days_ago: {"orders: billing": 40},
+    }
+    for minute, sample in samples.items():
+        lag.record_sample(minute, sample)
+    client.force_login(operator)
+
+    day = client.get(reverse("eventing:overview"), {"range": "24h"}).content.decode()
+    figures = chart_figures(day, "lag-over-time")
+    worst = DAY.full_label(DAY.start_of(earlier))
+    assert {label: n for label, n in column(figures, "Orders: billing").items() if n} == {worst: 9}
+    assert {label: n for label, n in column(figures, "Orders: audit").items() if n} == {worst: 1}
+    assert len(figures) == DAY.columns
+    assert (
+        "Each column shows the most each group was behind in each 30 minutes: "
+        "a peak is not averaged away." in card(day, "lag-over-time")
+    )
+
+    week = client.get(reverse("eventing:overview"), {"range": "7d"}).content.decode()
+    figures = chart_figures(week, "lag-over-time")
+    billing = {label: n for label, n in column(figures, "Orders: billing").items() if n}
+    assert billing == {
+        WEEK.full_label(WEEK.start_of(earlier)): 9,
+        WEEK.full_label(WEEK.start_of(three_days_ago)): 40,
+    }
+    assert len(figures) == WEEK.columns
+    assert "in each 4 hours: a peak is not averaged away." in card(week, "lag-over-time")
+
+    # The minute's sample is kept two hours; each column as long as its range spans.
+    redis = get_redis()
+    assert 0 < redis.ttl(lag.sample_key(earlier)) <= 2 * 3600
+    for span, at in ((DAY, earlier), (WEEK, three_days_ago)):
+        kept = redis.ttl(lag.sample_key(span.start_of(at), span.step))
+        assert kept > span.span.total_seconds()
+
+
+def test_a_lag_sample_lowers_no_columns_worst():
+    """A later, smaller sample of the same minute (overlapping runs of the task) replaces
+    the minute's figure but leaves the column's worst as it was."""
+    minute = timezone.now().replace(second=0, microsecond=0)
+    lag.record_sample(minute, {"orders: billing": 7})
+    lag.record_sample(minute, {"orders: billing": 3})
+    assert lag.lag_samples([minute]) == {"orders: billing": {minute: 3}}
+    for span in (DAY, WEEK):
+        start = span.start_of(minute)
+        assert lag.lag_samples([start], span.step) == {"orders: billing": {start: 7}}
 
 
 def test_a_longer_range_reads_the_same_statements_whatever_the_rows(

@@ -254,6 +254,14 @@ def cell(context, value):
     return mark_safe(Cells(context).cell(value))  # noqa: S308 - Cells escapes
 
 
+@register.simple_tag(takes_context=True)
+def code_cell(context, value):
+    """`{% code_cell value %}`: a code (an audit action) as a list's code column writes
+    it, wrapping only after a "." or "_" (apps.console.cells.Cells.code): the tables
+    that show a few audit rows break them as the audit trail does."""
+    return mark_safe(Cells(context).code(value))  # noqa: S308 - Cells escapes
+
+
 @register.simple_tag
 def record_json(value, summary="JSON"):
     """The value as pretty-printed JSON inside a closed <details>."""
