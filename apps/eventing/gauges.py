@@ -1,5 +1,6 @@
 """Eventing's gauges at `/metrics` (apps.core.metrics): the outbox backlog, deliveries
-per subscription, dead letters, the inbox and unsettled effects."""
+per subscription, each consumer group's lag, dead letters, the inbox and unsettled
+effects."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.utils import timezone
 
 from apps.core.counting import COUNTED_EXACTLY, table_estimate
 from apps.core.metrics import gauge, gauge_by
+from apps.eventing.lag import LAG_COUNTED, consumer_lag
 from apps.eventing.models import DeadLetter, DeliveryCount, InboxEntry, UncertainEffect
 from apps.eventing.selectors import outbox_backlog
 
@@ -59,6 +61,13 @@ def collect():
         "steward_delivery_failures_last_hour",
         "Failed delivery attempts in the last hour, per subscription (consumer, topic).",
         [(key, r["bad"] or 0) for key, r in deliveries],
+        labels=["consumer", "topic"],
+    )
+    yield gauge(
+        "steward_consumer_lag",
+        "Events each consumer group is behind on its topic's stream, waiting or delivered"
+        f" and not acknowledged (the eventing page's lag; counted up to {LAG_COUNTED:,}).",
+        [([lag.consumer, lag.topic], lag.behind) for lag in consumer_lag()],
         labels=["consumer", "topic"],
     )
     yield gauge_by(

@@ -88,6 +88,19 @@ def test_throughput_per_topic_and_lag_per_consumer(client, operator, tenant_a, t
     assert (lag["Waiting"], lag["Not acknowledged"]) == (3, group["pending"]) == (3, 1)
 
 
+def test_the_lag_chart_and_the_lag_gauge_say_the_same(client, operator, topic, scrape):
+    key = stream_key(topic.name)
+    for i in range(5):
+        get_redis().xadd(key, {"n": i})
+    get_redis().xgroup_create(key, "slow", id="0")
+    get_redis().xreadgroup("slow", "s-1", {key: ">"}, count=2)
+    client.force_login(operator)
+    html = client.get(reverse("eventing:overview")).content.decode()
+    drawn = chart_figures(html, "consumer-lag")[f"{topic.name}: slow"]
+    gauge = scrape()[f'steward_consumer_lag{{consumer="slow",topic="{topic.name}"}}']
+    assert gauge == drawn["Waiting"] + drawn["Not acknowledged"] == 5
+
+
 def test_lag_over_time_draws_the_minutes_samples(client, operator, topic):
     """Each minute's sample, as the periodic task records it, is the figure drawn for
     that minute; minutes without a sample draw nothing."""
