@@ -27,7 +27,7 @@ from functools import lru_cache
 from apps.registry.formats.errors import InvalidSchema
 from apps.registry.formats.protobuf.descriptors import MAIN, parse_file, resolved
 from apps.registry.formats.protobuf.rules import BREAKING, KINDS, Types, differences
-from apps.registry.formats.protobuf.text import proto_text
+from apps.registry.formats.protobuf.text import known_extensions, proto_text
 from apps.registry.formats.verdicts import MODES, POLICIES, Difference, Verdict, choose
 
 __all__ = [
@@ -57,7 +57,8 @@ class ProtobufSchema:
         files = resolved(main, deps)
         self._resolved = files[MAIN]
         self.canonical = proto_text(main, layout=layout)
-        self.normalized = proto_text(self._resolved, normalized=True)
+        known = known_extensions(files.values())
+        self.normalized = proto_text(self._resolved, normalized=True, extensions=known)
         reached = _reached(main, deps)
         self.dependencies = {
             name: proto_text(deps[name], layout=parsed[name][1]) for name in sorted(reached)

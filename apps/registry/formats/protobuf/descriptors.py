@@ -250,7 +250,7 @@ class _File:
         elif isinstance(element, ast.Service):
             self._service(proto.service.add(), element)
         elif isinstance(element, ast.Extension):
-            raise InvalidSchema("extensions (`extend`) are not supported by Steward's registry")
+            self._extend(proto.extension, element, "")
 
     def order(self, kind: str, path: str) -> list:
         """The list an element's options are recorded in, in the order written."""
@@ -306,7 +306,7 @@ class _File:
         elif isinstance(element, ast.Option):
             _option(message.options, element, self.order("message", path))
         elif isinstance(element, ast.Extension):
-            raise InvalidSchema("extensions (`extend`) are not supported by Steward's registry")
+            self._extend(message.extension, element, path)
 
     def _group(self, message, group: ast.Group, depth: int, oneof, path: str) -> None:
         if self.syntax == "proto3":
@@ -322,6 +322,22 @@ class _File:
             field.oneof_index = oneof
         group_message = ast.Message(group.name, group.elements)
         self._message(message.nested_type.add(), group_message, depth + 1, path)
+
+    def _extend(self, extensions, tree: ast.Extension, path: str) -> None:
+        """An `extend` block's fields, each an extension of the type it names (a custom
+        option's definition when that is one of google.protobuf's *Options)."""
+        count = 0
+        for element in tree.elements:
+            if isinstance(element, ast.Group):
+                raise InvalidSchema("groups in an `extend` block are not supported")
+            if isinstance(element, ast.Field):
+                order = self.order("extension", joined(path, element.name))
+                field = _field(extensions.add(), element, self.syntax, order)
+                field.extendee = tree.typeName
+                if field.proto3_optional:  # protoc's label for it: optional, no oneof
+                    field.ClearField("proto3_optional")
+                count += 1
+        self.statement("extend", path, count, 0)
 
     def _enum(self, enum, tree: ast.Enum, parent: str) -> None:
         enum.name = tree.name

@@ -87,19 +87,45 @@ _STANDARD_ORDER = {
         )
     )
 }
+_NO_MESSAGE = descriptor_pb2.DescriptorProto()  # an extension's: it has no map entries
 _NUMERIC = set(SCALARS.values()) - {FIELD.TYPE_STRING, FIELD.TYPE_BYTES, FIELD.TYPE_BOOL}
 
 
-def proto_text(proto: FDP, *, normalized: bool = False, layout: Layout | None = None) -> str:
-    """`layout`: the file's own grouping and order, for the text it was parsed from."""
-    return _Writer(proto, normalized, None if normalized else layout).file()
+def proto_text(
+    proto: FDP,
+    *,
+    normalized: bool = False,
+    layout: Layout | None = None,
+    extensions: dict[str, bool] | None = None,
+) -> str:
+    """`layout`: the file's own grouping and order, for the text it was parsed from;
+    `extensions`: the extensions the file can see (full name: whether repeated), which
+    normalize names custom options by and merges (known_extensions())."""
+    return _Writer(proto, normalized, None if normalized else layout, extensions or {}).file()
+
+
+def known_extensions(files) -> dict[str, bool]:
+    """Every extension the files define, by full name (no leading dot): whether it is
+    repeated."""
+    found = {}
+
+    def collect(scope: str, extensions, messages) -> None:
+        for field in extensions:
+            found[joined(scope, field.name)] = field.label == FIELD.LABEL_REPEATED
+        for message in messages:
+            collect(joined(scope, message.name), message.extension, message.nested_type)
+
+    for proto in files:
+        collect(proto.package, proto.extension, proto.message_type)
+    return found
 
 
 class _Writer:
-    def __init__(self, proto: FDP, normalized: bool, layout: Layout | None):
+    def __init__(self, proto: FDP, normalized: bool, layout: Layout | None, extensions):
         self.proto = proto
         self.normalized = normalized
         self.layout = layout
+        self.extensions = extensions if normalized else {}
         self.proto3 = proto.syntax == "proto3"
 
     def file(self) -> str:
@@ -115,7 +141,8 @@ class _Writer:
             line for m in self.messages(proto.message_type) for line in self.message(m, "")
         ]
         types += [line for enum in proto.enum_type for line in self.enum(enum, "")]
-        groups += [types, [line for s in proto.service for line in self.service(s)]]
+        extends = self.extends(proto.extension, "")
+        groups += [types, extends, [line for s in proto.service for line in self.service(s)]]
         for group in groups:
             if group:
                 out.append("")
@@ -150,13 +177,33 @@ class _Writer:
             if field.type == descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE:
                 continue  # no standard option of proto2 or proto3 is a message
             standard[field.name] = f"{field.name} = {self.standard_value(field, value)}"
-        custom = []
+        custom, merged = [], {}
         for kept in options.uninterpreted_option:
             parts = [(p.name_part, p.is_extension) for p in kept.name]
+            extension = self.extension(parts[0][0], key[1]) if parts[0][1] else None
+            if extension is not None:
+                # normalize, the extension known: named in full, `(ext).a.b = v` as
+                # `(ext) = { a: { b: v } }`, one option per extension unless repeated
+                value = self.option_value(kept)
+                for part, _ in reversed(parts[1:]):
+                    value = ast.MessageLiteral([ast.MessageLiteralField(part, value)])
+                if extension in merged and not self.extensions[extension]:
+                    merged[extension][1] = _merged(merged[extension][1], value)
+                else:
+                    entry = [extension, value]
+                    merged.setdefault(extension, entry)
+                    custom.append(entry)
+                continue
             name = ".".join(f"({part})" if extension else part for part, extension in parts)
             # the reference names `(acme.rules).max_len` by its extension, `acme.rules`,
             # without the parentheses, and sorts by that name alone
             custom.append((parts[0][0], f"{name}{self.custom(kept)}"))
+        custom = [  # a known extension's [name, value] written now its values are merged
+            (entry[0], f"({entry[0]}){self.written_value(entry[1])}")
+            if isinstance(entry, list)
+            else entry
+            for entry in custom
+        ]
         order = self.layout.options.get(key) if self.layout is not None else None
         if order is not None:
             found = [(n, standard.pop(n, None)) if isinstance(n, str) else custom[n] for n in order]
@@ -178,6 +225,40 @@ class _Writer:
         if isinstance(value, str | bytes):
             return quoted(value)
         return self.number(value)
+
+    def extension(self, name: str, path: str) -> str | None:
+        """The full name of the extension a custom option names, looked up as protoc
+        looks a name up: from the element's scope outwards; None when the file cannot
+        see its definition."""
+        if name.startswith("."):
+            return name[1:] if name[1:] in self.extensions else None
+        scope = [part for part in joined(self.proto.package, path).split(".") if part]
+        for end in range(len(scope), -1, -1):
+            candidate = ".".join([*scope[:end], name])
+            if candidate in self.extensions:
+                return candidate
+        return None
+
+    @staticmethod
+    def option_value(kept):
+        """An uninterpreted option's value as a message literal's value is parsed."""
+        if kept.HasField("aggregate_value"):
+            return aggregate_literal(kept.aggregate_value)
+        if kept.HasField("identifier_value"):
+            name = kept.identifier_value
+            return name == "true" if name in ("true", "false") else ast.Identifier(name)
+        if kept.HasField("string_value"):
+            return quoted(kept.string_value)[1:-1]  # as written: literal_value unescapes
+        if kept.HasField("positive_int_value"):
+            return kept.positive_int_value
+        if kept.HasField("negative_int_value"):
+            return kept.negative_int_value
+        return kept.double_value
+
+    def written_value(self, value) -> str:
+        if isinstance(value, ast.MessageLiteral):
+            return " = {\n" + self.literal(value) + "}"
+        return f" = {self.literal_value(value)}"
 
     def custom(self, kept) -> str:
         if kept.HasField("aggregate_value"):
@@ -268,6 +349,7 @@ class _Writer:
                 for line in self.group(message, f, path)
             ],
             self.ranges("extensions", message.extension_range, 1, path),
+            self.extends(message.extension, path),
             [line for n in nested for line in self.message(n, path)]
             + [line for enum in message.enum_type for line in self.enum(enum, path)],
         ]
@@ -325,13 +407,13 @@ class _Writer:
         head = f"{label}group {group.name} = {field.number}"
         return _block(head, [self.fields(group, group.field, joined(path, group.name))])
 
-    def field(self, message, field, path: str) -> list[str]:
+    def field(self, message, field, path: str, kind: str = "field") -> list[str]:
         extra = []
         if field.HasField("default_value"):
             extra.append(("default", f"default = {self.default(field)}"))
         if field.HasField("json_name") and field.json_name != _camel(field.name):
             extra.append(("json_name", f"json_name = {quoted(field.json_name)}"))
-        key = ("field", joined(path, field.name))
+        key = (kind, joined(path, field.name))
         options = self.bracketed(self.options(field.options, key, extra))
         entry = _map_entry(message, field)
         if entry is not None:
@@ -427,6 +509,33 @@ class _Writer:
             lines.append(f"{keyword} {', '.join(values)};")
         return lines
 
+    def extends(self, extensions, path: str) -> list[str]:
+        """`extend` blocks: as the file wrote them (its Layout); else one block per
+        extended type in the order they first come, each type named in full and its
+        fields by number when normalized (the reference's toExtendElements and
+        normalize)."""
+        blocks: list[tuple[str, list]] = []
+        grouping = self.layout.statements.get(("extend", path)) if self.layout else None
+        if grouping is not None:
+            fields = iter(extensions)
+            for count, _ in grouping:
+                block = [next(fields) for _ in range(count)]
+                blocks.append((block[0].extendee if block else "", block))
+        else:
+            by_type: dict[str, list] = {}
+            for field in extensions:
+                by_type.setdefault(field.extendee, []).append(field)
+            blocks = list(by_type.items())
+        lines = []
+        for extendee, fields in blocks:
+            written = [
+                line
+                for f in self.ordered(fields)
+                for line in self.field(_NO_MESSAGE, f, path, "extension")
+            ]
+            lines.extend(_block(f"extend {extendee}", [written]))
+        return lines
+
     def service(self, service) -> list[str]:
         rpcs = []
         for method in service.method:
@@ -443,6 +552,26 @@ class _Writer:
         options = self.options(service.options, ("service", service.name))
         sections = [[f"option {o};" for o in options], rpcs]
         return _block(f"service {service.name}", sections)
+
+
+def _merged(existing, replacement):
+    """Two values of one extension's options merged as the reference merges them
+    (ProtobufSchema.merge): message literals field by field, a field set by both
+    becoming the list of their values; otherwise the later value wins."""
+    if not (isinstance(existing, ast.MessageLiteral) and isinstance(replacement, ast.MessageLiteral)):
+        return replacement
+    fields: dict[str, object] = {}
+    for field in [*existing.elements, *replacement.elements]:
+        if field.name not in fields:
+            fields[field.name] = field.value
+            continue
+        values = []
+        for value in (fields[field.name], field.value):
+            for one in value if isinstance(value, list) else [value]:
+                if one not in values:
+                    values.append(one)
+        fields[field.name] = values
+    return ast.MessageLiteral([ast.MessageLiteralField(k, v) for k, v in fields.items()])
 
 
 def _block(head: str, sections: list[list[str]]) -> list[str]:
