@@ -11,8 +11,12 @@ ProtobufSchema.toProtoFile (how it reads a FileDescriptorProto)."""
 import base64
 
 import pytest
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf.message_factory import GetMessageClass
 
 from apps.registry.formats import protobuf
+from tests.registry.test_protobuf_confluent import compiled
 
 STOCK = r"""syntax = "proto2";
 package acme.stock;
@@ -27,7 +31,9 @@ message Item {
   reserved 2, 4 to 6;
   reserved "sku_old", "price_old";
   reserved 9;
-  required string sku = 1 [(acme.rules).len = 8, deprecated = true, (acme.rules).pattern = "[A-Z]+"];
+  required string sku = 1 [
+    (acme.rules).len = 8, deprecated = true, (acme.rules).pattern = "[A-Z]+"
+  ];
   optional bytes tag = 3 [default = "\x01\"ok\"\n"];
   optional string note = 7 [default = "tab\there \"quoted\""];
   optional double cap = 8 [default = 1e10];
@@ -51,7 +57,9 @@ message Item {
 service Stock {
   option (acme.meta.owner) = "ops";
   option deprecated = true;
-  rpc Watch (stream Item) returns (stream Item) { option (acme.meta.rate) = 5; option deprecated = true; }
+  rpc Watch (stream Item) returns (stream Item) {
+    option (acme.meta.rate) = 5; option deprecated = true;
+  }
 }
 """
 
@@ -289,3 +297,167 @@ def test_the_api_answers_the_files_layout_and_a_descriptor_registered_again_is_t
     ).json()["id"]
     assert again == first
     assert http.get("/subjects/stock-copy-value/versions/1").json()["schema"] == DESCRIPTOR
+
+
+# --------------------------------------------------------------------------- known extensions
+
+RULES = """syntax = "proto3";
+package acme;
+
+import "google/protobuf/descriptor.proto";
+
+message Rules {
+  int32 len = 1;
+  string pattern = 2;
+  repeated string tags = 3;
+}
+
+extend google.protobuf.FieldOptions {
+  Rules rules = 50001;
+}
+extend google.protobuf.FileOptions {
+  string owner = 50002;
+}
+extend google.protobuf.FieldOptions {
+  repeated string labels = 50003;
+}
+"""
+ITEM = """syntax = "proto3";
+package acme.stock;
+
+import "rules.proto";
+
+option (acme.owner) = "stores";
+
+message Item {
+  string sku = 1 [
+    (rules).pattern = "[A-Z]+", (acme.rules).tags = "x", (acme.labels) = "b",
+    (.acme.rules) = { len: 8 tags: "y" }, (acme.labels) = "a"
+  ];
+  string note = 2 [(acme.unknown).max = 3];
+}
+"""
+# ProtobufSchemaUtils.FormatContext.filterOptions: a custom option whose extension the
+# file can see is named in full, `(ext).a = v` becomes `(ext) = { a: v }`, and the options
+# of one extension that is not repeated are merged (ProtobufSchema.merge: a field both set
+# becomes the list of their values); a repeated extension's options stay one each; an
+# option whose definition is unknown is written as sent. Sorted by name, stably.
+ITEM_NORMALIZED = """syntax = "proto3";
+package acme.stock;
+
+import "rules.proto";
+
+option (acme.owner) = "stores";
+
+message Item {
+  string sku = 1 [
+    (acme.labels) = "b",
+    (acme.labels) = "a",
+    (acme.rules) = {
+      len: 8,
+      pattern: "[A-Z]+",
+      tags: [
+        "x",
+        "y"
+      ]
+    }
+  ];
+  string note = 2 [(acme.unknown).max = 3];
+}
+"""
+
+# ITEM as protoc takes it: every option's definition known, and an extension set by its
+# sub-fields only (protoc refuses one set both by sub-field and whole)
+ITEM_COMPILED = ITEM.replace("  string note = 2 [(acme.unknown).max = 3];\n", "").replace(
+    '(.acme.rules) = { len: 8 tags: "y" }', '(acme.rules).len = 8, (acme.rules).tags = "y"'
+)
+
+
+def test_extend_blocks_are_kept_and_normalized_as_the_reference_does():
+    schema = protobuf.parse_schema(RULES)
+    # the text: the file's blocks as written, after the types
+    assert schema.canonical == RULES
+    # normalized: one block per extended type, named in full, its fields by number
+    assert schema.normalized.endswith(
+        "extend .google.protobuf.FieldOptions {\n"
+        "  .acme.Rules rules = 50001;\n"
+        "  repeated string labels = 50003;\n"
+        "}\n"
+        "extend .google.protobuf.FileOptions {\n"
+        "  string owner = 50002;\n"
+        "}\n"
+    )
+
+
+def test_normalize_names_and_merges_the_options_of_an_extension_a_reference_defines():
+    schema = protobuf.parse_schema(ITEM, {"rules.proto": RULES})
+    assert schema.normalized == ITEM_NORMALIZED
+    # the text answered keeps the options as the file wrote them
+    assert '(rules).pattern = "[A-Z]+",' in schema.canonical
+    # written either way, the same schema
+    merged = ITEM.replace(
+        '(rules).pattern = "[A-Z]+", (acme.rules).tags = "x", (acme.labels) = "b",\n'
+        '    (.acme.rules) = { len: 8 tags: "y" }, (acme.labels) = "a"',
+        '(acme.labels) = "b",\n'
+        '    (acme.rules) = { pattern: "[A-Z]+" len: 8 tags: ["x", "y"] }, (acme.labels) = "a"',
+    )
+    assert merged != ITEM
+    assert protobuf.parse_schema(merged, {"rules.proto": RULES}).fingerprint == schema.fingerprint
+
+
+def test_a_descriptor_protoc_compiled_keeps_its_custom_options(tmp_path):
+    # given: the files compiled by protoc, whose options are extension fields of the
+    # descriptor's *Options (what confluent-kafka's serializer registers, base64)
+    pool = compiled(tmp_path, {"rules.proto": RULES, "item.proto": ITEM_COMPILED})
+    sent = {
+        name: base64.b64encode(pool.FindFileByName(name).serialized_pb).decode()
+        for name in ("rules.proto", "item.proto")
+    }
+    # when: each is read as the registry reads a serialized descriptor
+    rules = protobuf.parse_schema(sent["rules.proto"])
+    item = protobuf.parse_schema(sent["item.proto"], {"rules.proto": rules.canonical})
+    # then: the options are named by the extensions the reference defines, as the
+    # reference's toCustomOptions writes them (a message value as its fields, a repeated
+    # extension one option per value) ...
+    assert 'option (acme.owner) = "stores";' in item.canonical
+    assert (
+        "    (acme.rules) = {\n"
+        "      len: 8,\n"
+        '      pattern: "[A-Z]+",\n'
+        "      tags: [\n"
+        '        "x",\n'
+        '        "y"\n'
+        "      ]\n"
+        "    },\n"
+        '    (acme.labels) = "b",\n'
+        '    (acme.labels) = "a"\n'
+    ) in item.canonical
+    # ... kept through the serialized form answered, and the same schema as the text
+    again = protobuf.parse_schema(item.serialized(), {"rules.proto": rules.canonical})
+    assert again.normalized == item.normalized
+    text = protobuf.parse_schema(ITEM_COMPILED, {"rules.proto": rules.canonical})
+    assert item.normalized == text.normalized
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_serializer_registers_a_file_with_custom_options_and_they_are_kept(live, tmp_path):
+    # given: a producer's class protoc compiled from a file whose options an imported
+    # file defines
+    pool = compiled(tmp_path, {"rules.proto": RULES, "item.proto": ITEM_COMPILED})
+    item = GetMessageClass(pool.FindMessageTypeByName("acme.stock.Item"))
+    new_client, http = live
+    context = SerializationContext("items", MessageField.VALUE)
+    # when: the serializer registers both files as descriptors and writes a message
+    data = ProtobufSerializer(item, new_client())(item(sku="AB"), context)
+    # then: the subject's text names the options as the reference would, ...
+    served = http.get("/subjects/items-value/versions/latest").json()
+    assert 'option (acme.owner) = "stores";' in served["schema"]
+    assert '    (acme.labels) = "b",\n    (acme.labels) = "a"\n' in served["schema"]
+    assert "extend google.protobuf.FieldOptions {" not in served["schema"]
+    rules = http.get("/subjects/rules.proto/versions/latest").json()["schema"]
+    assert "extend .google.protobuf.FieldOptions {\n  .acme.Rules rules = 50001;\n" in rules
+    # ... the deserializer reads the message back with the registry's descriptor, and the
+    # serializer finds its schema again as the same version
+    assert ProtobufDeserializer(item, {}, new_client())(data, context).sku == "AB"
+    ProtobufSerializer(item, new_client())(item(sku="CD"), context)
+    assert http.get("/subjects/items-value/versions").json() == [1]

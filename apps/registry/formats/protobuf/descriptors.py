@@ -22,8 +22,10 @@ from google.protobuf import (
     duration_pb2,
     empty_pb2,
     field_mask_pb2,
+    message_factory,
     source_context_pb2,
     struct_pb2,
+    text_format,
     timestamp_pb2,
     type_pb2,
     wrappers_pb2,
@@ -192,6 +194,7 @@ def resolved(proto: FDP, dependencies: dict[str, FDP]) -> dict[str, FDP]:
             raise InvalidSchema(f'import "{name}" is not one of the schema\'s references')
         for imported in file.dependency:
             add(imported, (*chain, name))
+        _interpreted_options(file, pool)
         try:
             pool.Add(file)
         except (TypeError, ValueError) as exc:
@@ -205,6 +208,77 @@ def resolved(proto: FDP, dependencies: dict[str, FDP]) -> dict[str, FDP]:
         files[name] = FDP()
         pool.FindFileByName(name).CopyToProto(files[name])
     return files
+
+
+def _interpreted_options(proto: FDP, pool) -> None:
+    """A serialized descriptor's custom options protoc interpreted (extension fields of
+    its *Options, unknown to protobuf's own descriptor messages) read back through the
+    extensions the files it imports define, and kept as options protoc has not
+    interpreted (`(acme.rules) = { len: 8 }`), so that its text and its serialized form
+    keep them; those whose definition Steward does not hold are dropped, as the
+    reference drops them. Text never has any: its options are uninterpreted already."""
+    for options in _options_of(proto):
+        data = options.SerializeToString()
+        if not data:
+            continue
+        try:
+            kind = pool.FindMessageTypeByName(options.DESCRIPTOR.full_name)
+        except KeyError:
+            return  # descriptor.proto not imported: no definition of a custom option
+        read = message_factory.GetMessageClass(kind).FromString(data)
+        extensions = [(f, v) for f, v in read.ListFields() if f.is_extension]
+        if not extensions:
+            continue
+        options.DiscardUnknownFields()
+        for field, value in extensions:
+            values = value if field.is_repeated else [value]
+            for one in values:
+                kept = options.uninterpreted_option.add()
+                kept.name.add(name_part=field.full_name, is_extension=True)
+                _uninterpreted_value(kept, field, one)
+
+
+def _uninterpreted_value(kept, field, value) -> None:
+    if field.type == field.TYPE_MESSAGE:
+        kept.aggregate_value = text_format.MessageToString(value, as_one_line=True)
+    elif field.type == field.TYPE_ENUM:
+        constant = field.enum_type.values_by_number.get(value)
+        if constant is None:
+            kept.positive_int_value = value  # a constant the enum does not name
+        else:
+            kept.identifier_value = constant.name
+    elif isinstance(value, bool):
+        kept.identifier_value = "true" if value else "false"
+    elif isinstance(value, str):
+        kept.string_value = value.encode("utf-8")
+    elif isinstance(value, bytes):
+        kept.string_value = value
+    elif isinstance(value, float):
+        kept.double_value = value
+    elif value < 0:
+        kept.negative_int_value = value
+    else:
+        kept.positive_int_value = value
+
+
+def _options_of(proto: FDP):
+    """Every options message of a file's elements."""
+    yield proto.options
+    for service in proto.service:
+        yield service.options
+        yield from (method.options for method in service.method)
+    stack = [(proto.message_type, proto.enum_type, proto.extension)]
+    while stack:
+        messages, enums, extensions = stack.pop()
+        yield from (field.options for field in extensions)
+        for enum in enums:
+            yield enum.options
+            yield from (value.options for value in enum.value)
+        for message in messages:
+            yield message.options
+            yield from (field.options for field in message.field)
+            yield from (oneof.options for oneof in message.oneof_decl)
+            stack.append((message.nested_type, message.enum_type, message.extension))
 
 
 def _reason(exc: Exception) -> str:

@@ -137,9 +137,7 @@ class _Writer:
             out.append(f"package {proto.package};")
         options = self.options(proto.options, ("file", ""))
         groups = [self.imports(), [f"option {o};" for o in options]]
-        types = [
-            line for m in self.messages(proto.message_type) for line in self.message(m, "")
-        ]
+        types = [line for m in self.messages(proto.message_type) for line in self.message(m, "")]
         types += [line for enum in proto.enum_type for line in self.enum(enum, "")]
         extends = self.extends(proto.extension, "")
         groups += [types, extends, [line for s in proto.service for line in self.service(s)]]
@@ -275,7 +273,16 @@ class _Writer:
 
     def literal(self, literal: ast.MessageLiteral) -> str:
         """A message literal's entries, one a line, indented (`key: value,`)."""
-        entries = [(field.name, field.value) for field in literal.elements]
+        grouped: dict[str, object] = {}
+        for field in literal.elements:
+            if field.name not in grouped:
+                grouped[field.name] = field.value
+                continue
+            # a key set again is a list of its values, as the reference reads a literal
+            # (wire's OptionReader) and writes a repeated field of a descriptor's option
+            before = grouped[field.name]
+            grouped[field.name] = [*(before if isinstance(before, list) else [before]), field.value]
+        entries = list(grouped.items())
         if self.normalized:
             entries = sorted((k, v) for k, v in entries if v != [])
         lines = []
@@ -343,11 +350,7 @@ class _Writer:
             [f"option {o};" for o in self.options(message.options, ("message", path))],
             self.fields(message, plain, path),
             self.oneofs(message, path),
-            [
-                line
-                for f in self.ordered(groups.values())
-                for line in self.group(message, f, path)
-            ],
+            [line for f in self.ordered(groups.values()) for line in self.group(message, f, path)],
             self.ranges("extensions", message.extension_range, 1, path),
             self.extends(message.extension, path),
             [line for n in nested for line in self.message(n, path)]
@@ -558,7 +561,9 @@ def _merged(existing, replacement):
     """Two values of one extension's options merged as the reference merges them
     (ProtobufSchema.merge): message literals field by field, a field set by both
     becoming the list of their values; otherwise the later value wins."""
-    if not (isinstance(existing, ast.MessageLiteral) and isinstance(replacement, ast.MessageLiteral)):
+    if not (
+        isinstance(existing, ast.MessageLiteral) and isinstance(replacement, ast.MessageLiteral)
+    ):
         return replacement
     fields: dict[str, object] = {}
     for field in [*existing.elements, *replacement.elements]:
