@@ -437,6 +437,16 @@ def test_a_descriptor_protoc_compiled_keeps_its_custom_options(tmp_path):
     assert again.normalized == item.normalized
     text = protobuf.parse_schema(ITEM_COMPILED, {"rules.proto": rules.canonical})
     assert item.normalized == text.normalized
+    # an option whose definition Steward does not hold (here, the imported file as
+    # registered without its `extend` blocks) cannot be named: it is dropped, as the
+    # reference, which reads a descriptor knowing no extension, drops every one
+    bare = RULES[: RULES.index("extend")]
+    unnamed = protobuf.parse_schema(sent["item.proto"], {"rules.proto": bare})
+    assert "(acme." not in unnamed.canonical
+    assert "  string sku = 1;\n" in unnamed.canonical
+    assert (
+        "(acme." not in protobuf.parse_schema(unnamed.serialized(), {"rules.proto": bare}).canonical
+    )
 
 
 @pytest.mark.django_db(transaction=True)

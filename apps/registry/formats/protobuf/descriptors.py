@@ -28,6 +28,7 @@ from google.protobuf import (
     text_format,
     timestamp_pb2,
     type_pb2,
+    unknown_fields,
     wrappers_pb2,
 )
 from google.protobuf.message import DecodeError
@@ -218,24 +219,27 @@ def _interpreted_options(proto: FDP, pool) -> None:
     keep them; those whose definition Steward does not hold are dropped, as the
     reference drops them. Text never has any: its options are uninterpreted already."""
     for options in _options_of(proto):
-        data = options.SerializeToString()
-        if not data:
-            continue
-        try:
-            kind = pool.FindMessageTypeByName(options.DESCRIPTOR.full_name)
-        except KeyError:
-            return  # descriptor.proto not imported: no definition of a custom option
-        read = message_factory.GetMessageClass(kind).FromString(data)
-        extensions = [(f, v) for f, v in read.ListFields() if f.is_extension]
-        if not extensions:
-            continue
-        options.DiscardUnknownFields()
+        if not len(unknown_fields.UnknownFieldSet(options)):
+            continue  # a text's options, or a descriptor's protobuf knows
+        extensions = _extension_fields(options, pool)
+        options.DiscardUnknownFields()  # what no definition names is not kept
         for field, value in extensions:
             values = value if field.is_repeated else [value]
             for one in values:
                 kept = options.uninterpreted_option.add()
                 kept.name.add(name_part=field.full_name, is_extension=True)
                 _uninterpreted_value(kept, field, one)
+
+
+def _extension_fields(options, pool) -> list:
+    """The extension fields an options message's unknown fields are, for the extensions
+    the pool knows."""
+    try:
+        kind = pool.FindMessageTypeByName(options.DESCRIPTOR.full_name)
+    except KeyError:
+        return []  # descriptor.proto not imported: no custom option is defined
+    read = message_factory.GetMessageClass(kind).FromString(options.SerializeToString())
+    return [(field, value) for field, value in read.ListFields() if field.is_extension]
 
 
 def _uninterpreted_value(kept, field, value) -> None:
