@@ -430,7 +430,8 @@ def test_a_descriptor_protoc_compiled_keeps_its_custom_options(tmp_path):
         "      ]\n"
         "    },\n"
         '    (acme.labels) = "b",\n'
-        '    (acme.labels) = "a"\n'
+        '    (acme.labels) = "a",\n'
+        '    json_name = "sku"\n'  # protoc's descriptor carries it: written, as the reference does
     ) in item.canonical
     # ... kept through the serialized form answered, and the same schema as the text
     again = protobuf.parse_schema(item.serialized(), {"rules.proto": rules.canonical})
@@ -443,7 +444,7 @@ def test_a_descriptor_protoc_compiled_keeps_its_custom_options(tmp_path):
     bare = RULES[: RULES.index("extend")]
     unnamed = protobuf.parse_schema(sent["item.proto"], {"rules.proto": bare})
     assert "(acme." not in unnamed.canonical
-    assert "  string sku = 1;\n" in unnamed.canonical
+    assert '  string sku = 1 [json_name = "sku"];\n' in unnamed.canonical
     assert (
         "(acme." not in protobuf.parse_schema(unnamed.serialized(), {"rules.proto": bare}).canonical
     )
@@ -462,12 +463,32 @@ def test_the_serializer_registers_a_file_with_custom_options_and_they_are_kept(l
     # then: the subject's text names the options as the reference would, ...
     served = http.get("/subjects/items-value/versions/latest").json()
     assert 'option (acme.owner) = "stores";' in served["schema"]
-    assert '    (acme.labels) = "b",\n    (acme.labels) = "a"\n' in served["schema"]
+    assert '    (acme.labels) = "b",\n    (acme.labels) = "a",\n' in served["schema"]
     assert "extend google.protobuf.FieldOptions {" not in served["schema"]
     rules = http.get("/subjects/rules.proto/versions/latest").json()["schema"]
-    assert "extend .google.protobuf.FieldOptions {\n  .acme.Rules rules = 50001;\n" in rules
+    # (json_name: the serializer's descriptor carries every field's, and so does its text)
+    extend = (
+        'extend .google.protobuf.FieldOptions {\n  .acme.Rules rules = 50001 [json_name = "rules"];'
+    )
+    assert extend in rules
     # ... the deserializer reads the message back with the registry's descriptor, and the
     # serializer finds its schema again as the same version
     assert ProtobufDeserializer(item, {}, new_client())(data, context).sku == "AB"
     ProtobufSerializer(item, new_client())(item(sku="CD"), context)
     assert http.get("/subjects/items-value/versions").json() == [1]
+
+
+def test_a_written_json_name_is_written_back():
+    # the reference writes a field's json_name whenever the file (or descriptor) has one,
+    # even the one protoc would derive; Steward does too, except in the normalized text,
+    # where the derived one is left out so that a descriptor carrying every field's is
+    # the same schema as its text
+    text = 'syntax = "proto3";\nmessage M {\n  string order_id = 1 [json_name = "orderId"];\n}\n'
+    schema = protobuf.parse_schema(text)
+    assert '  string order_id = 1 [json_name = "orderId"];\n' in schema.canonical
+    assert "  string order_id = 1;\n" in schema.normalized
+    plain = protobuf.parse_schema('syntax = "proto3";\nmessage M {\n  string order_id = 1;\n}\n')
+    assert plain.fingerprint == schema.fingerprint
+    # Steward's serialized form carries only the json_names that were written
+    again = protobuf.parse_schema(plain.serialized())
+    assert "json_name" not in again.canonical

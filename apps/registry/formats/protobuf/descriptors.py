@@ -208,7 +208,27 @@ def resolved(proto: FDP, dependencies: dict[str, FDP]) -> dict[str, FDP]:
     for name in added:
         files[name] = FDP()
         pool.FindFileByName(name).CopyToProto(files[name])
+        source = proto if name == MAIN else dependencies.get(name)
+        if source is not None:
+            _json_names_as_sent(files[name], source)
     return files
+
+
+def _json_names_as_sent(built: FDP, source: FDP) -> None:
+    """The pool gives every field the json_name protoc derives: only those the file or
+    descriptor set are kept, as the reference's descriptors carry them (a text's written
+    `json_name`, a descriptor's own)."""
+    pairs = [(built.extension, source.extension)]
+    messages = [(built.message_type, source.message_type)]
+    while messages:
+        built_messages, source_messages = messages.pop()
+        for b, s in zip(built_messages, source_messages, strict=True):
+            pairs.extend([(b.field, s.field), (b.extension, s.extension)])
+            messages.append((b.nested_type, s.nested_type))
+    for built_fields, source_fields in pairs:
+        for b, s in zip(built_fields, source_fields, strict=True):
+            if not s.HasField("json_name"):
+                b.ClearField("json_name")
 
 
 def _interpreted_options(proto: FDP, pool) -> None:

@@ -414,7 +414,12 @@ class _Writer:
         extra = []
         if field.HasField("default_value"):
             extra.append(("default", f"default = {self.default(field)}"))
-        if field.HasField("json_name") and field.json_name != _camel(field.name):
+        # a json_name written or sent is written back, as the reference does; normalized,
+        # not the one protoc derives, so that a descriptor (which carries every field's)
+        # is the same schema as its text (the reference tells the two apart)
+        if field.HasField("json_name") and not (
+            self.normalized and field.json_name == _camel(field.name)
+        ):
             extra.append(("json_name", f"json_name = {quoted(field.json_name)}"))
         key = (kind, joined(path, field.name))
         options = self.bracketed(self.options(field.options, key, extra))
