@@ -1,12 +1,14 @@
 """A FileDescriptorProto written as `.proto` text in the layout the reference registry
 answers (its `ProtobufSchemaUtils.toString`, which `canonicalString()` is; learnt from its
-documented behaviour and public tests, written anew here):
+code, documentation and public tests, written anew here):
 
 - the file: `syntax` (when the file declares one), `package`, then, each group after a
   blank line, the imports (public ones after the others), the file's options, every
-  message followed by every enum (no blank line between types), and the services;
+  message followed by every enum (no blank line between types), the `extend` blocks and
+  the services;
 - a message: `message Name {`, then its reserved numbers and names, options, fields,
-  oneofs, groups, extension ranges and nested types (messages, then enums), a blank line
+  oneofs, groups, extension ranges, `extend` blocks and nested types (messages, then
+  enums), a blank line
   between two of these sections, two-space indents; `message Name {}` when empty;
 - an enum: its reserved values, options and constants with no blank line between;
 - a field's options in brackets, on its line when it has one, one per line when more
@@ -18,8 +20,9 @@ documented behaviour and public tests, written anew here):
 dot), a map field as `map<K, V>` without its synthetic entry message, imports sorted,
 options sorted by name, fields by number, oneofs by their first field's number, enum
 constants by number, each reserved value and extension range on its own line sorted,
-numbers in options written plainly, and `syntax` written for proto3 only. It is what
-Steward takes as a schema's identity.
+numbers in options written plainly, and `syntax` written for proto3 only; a custom option
+whose extension the file can see (`extensions`) named in full and one extension's
+options merged into one. It is what Steward takes as a schema's identity.
 
 The file's own grouping of its `reserved` and `extensions` statements, and the order it
 wrote its options in, come from its Layout (descriptors.py), as the reference keeps them
