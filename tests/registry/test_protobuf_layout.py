@@ -44,22 +44,15 @@ message Item {
   extensions 500 to max;
   oneof where { option (acme.meta.tag) = 1; string shelf = 20; string bin = 21; }
   enum Unit {
-    option (acme.meta.kind) = UNIT;
-    option allow_alias = true;
-    reserved 5 to 6;
-    reserved "G";
-    KG = 0 [(acme.meta.label) = "kg", deprecated = true];
-    KILO = 0;
-    LB = 1;
+    option (acme.meta.kind) = UNIT; option allow_alias = true; reserved 5 to 6; reserved "G";
+    KG = 0 [(acme.meta.label) = "kg", deprecated = true]; KILO = 0; LB = 1;
   }
 }
 
 service Stock {
-  option (acme.meta.owner) = "ops";
-  option deprecated = true;
+  option (acme.meta.owner) = "ops"; option deprecated = true;
   rpc Watch (stream Item) returns (stream Item) {
-    option (acme.meta.rate) = 5; option deprecated = true;
-  }
+    option (acme.meta.rate) = 5; option deprecated = true; }
 }
 """
 
