@@ -485,3 +485,29 @@ def test_a_written_json_name_is_written_back():
     # Steward's serialized form carries only the json_names that were written
     again = protobuf.parse_schema(plain.serialized())
     assert "json_name" not in again.canonical
+
+
+def test_a_descriptors_map_is_written_as_its_entry_message():
+    # ProtobufSchema.toMessage reads a descriptor's map as protoc keeps it: a repeated
+    # field of the nested entry message, which is written with `option map_entry = true;`
+    # (and normalize writes `map<K, V>` again, without the entry)
+    text = (
+        'syntax = "proto3";\npackage p;\n\nmessage M {\n'
+        "  map<string, Inner> things = 1 [deprecated = true];\n"
+        "  message Inner { int32 a = 1; }\n}\n"
+    )
+    schema = protobuf.parse_schema(text)
+    sent = protobuf.parse_schema(schema.serialized())
+    assert sent.canonical == (
+        'syntax = "proto3";\npackage p;\n\nmessage M {\n'
+        "  repeated .p.M.ThingsEntry things = 1 [deprecated = true];\n\n"
+        "  message ThingsEntry {\n"
+        "    option map_entry = true;\n\n"
+        "    string key = 1;\n"
+        "    .p.M.Inner value = 2;\n"
+        "  }\n"
+        "  message Inner {\n    int32 a = 1;\n  }\n}\n"
+    )
+    assert "  map<string, .p.M.Inner> things = 1 [deprecated = true];\n" in sent.normalized
+    # the text answered is the same schema when read again, as stored
+    assert protobuf.parse_schema(sent.canonical).fingerprint == schema.fingerprint

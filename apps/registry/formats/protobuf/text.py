@@ -87,6 +87,7 @@ _STANDARD_ORDER = {
             "php_metadata_namespace",
             "ruby_package",
             "idempotency_level",
+            "map_entry",
         )
     )
 }
@@ -130,6 +131,9 @@ class _Writer:
         self.layout = layout
         self.extensions = extensions if normalized else {}
         self.proto3 = proto.syntax == "proto3"
+        # the reference writes a descriptor's map as protoc has it, a repeated field of
+        # its entry message (`option map_entry = true;`), and `map<K, V>` otherwise
+        self.maps = normalized or layout is not None
 
     def file(self) -> str:
         proto = self.proto
@@ -173,7 +177,7 @@ class _Writer:
         json_name)."""
         standard = {}
         for field, value in options.ListFields():
-            if field.name == "uninterpreted_option" or field.name == "map_entry":
+            if field.name == "uninterpreted_option" or (field.name == "map_entry" and self.maps):
                 continue
             if field.type == descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE:
                 continue  # no standard option of proto2 or proto3 is a message
@@ -346,7 +350,8 @@ class _Writer:
         nested = [
             n
             for n in self.messages(message.nested_type)
-            if n.name not in groups and not (n.options.map_entry and self._map_of(message, n))
+            if n.name not in groups
+            and not (self.maps and n.options.map_entry and self._map_of(message, n))
         ]
         sections = [
             self.reserved(message.reserved_range, message.reserved_name, 1, path),
@@ -426,7 +431,7 @@ class _Writer:
             extra.append(("json_name", f"json_name = {quoted(field.json_name)}"))
         key = (kind, joined(path, field.name))
         options = self.bracketed(self.options(field.options, key, extra))
-        entry = _map_entry(message, field)
+        entry = _map_entry(message, field) if self.maps else None
         if entry is not None:
             key_type, value_type = self.type_of(entry.field[0]), self.type_of(entry.field[1])
             kind = f"map<{key_type}, {value_type}>"
