@@ -8,8 +8,8 @@ code, documentation and public tests, written anew here):
   the services;
 - a message: `message Name {`, then its reserved numbers and names, options, fields,
   oneofs, groups, extension ranges, `extend` blocks and nested types (messages, then
-  enums), a blank line
-  between two of these sections, two-space indents; `message Name {}` when empty;
+  enums), a blank line between two of these sections, two-space indents; `message Name
+  {}` when empty;
 - an enum: its reserved values, options and constants with no blank line between;
 - a field's options in brackets, on its line when it has one, one per line when more
   (`default` and `json_name` after the others); an option's message value as
