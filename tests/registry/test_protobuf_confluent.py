@@ -5,7 +5,9 @@ declared reader schemas for Protobuf as for Avro. The message classes are compil
 test time by protoc (grpcio-tools), never by Steward's own parser."""
 
 import uuid
+from pathlib import Path
 
+import grpc_tools
 import pytest
 from confluent_kafka.schema_registry import Schema
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
@@ -59,8 +61,16 @@ def compiled(tmp_path, files: dict[str, str]) -> descriptor_pool.DescriptorPool:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     out = tmp_path / "set.pb"
+    shipped = Path(grpc_tools.__file__).parent / "_proto"  # google/protobuf/*.proto
     status = protoc.main(
-        ["protoc", f"-I{tmp_path}", f"--descriptor_set_out={out}", "--include_imports", *files]
+        [
+            "protoc",
+            f"-I{tmp_path}",
+            f"-I{shipped}",
+            f"--descriptor_set_out={out}",
+            "--include_imports",
+            *files,
+        ]
     )
     assert status == 0, "protoc refused the test's .proto files"
     pool = descriptor_pool.DescriptorPool()

@@ -53,8 +53,8 @@ package acme.ship;
 import "google/protobuf/timestamp.proto";
 import public "units.proto";
 
-option java_package = "com.acme.ship";
 option (acme.meta.owner) = "warehouse";
+option java_package = "com.acme.ship";
 
 message Shipment {
   reserved 20 to max, 15, 11 to 12;
@@ -63,8 +63,8 @@ message Shipment {
   option (acme.meta.kind) = EVENT;
 
   string code = 2 [
-    deprecated = true,
     (acme.rules).max_len = 12,
+    deprecated = true,
     json_name = "ref"
   ];
   int64 weight = 1 [(acme.rules).range = {

@@ -25,9 +25,9 @@ import json
 from functools import lru_cache
 
 from apps.registry.formats.errors import InvalidSchema
-from apps.registry.formats.protobuf.descriptors import MAIN, file_proto, resolved
+from apps.registry.formats.protobuf.descriptors import MAIN, parse_file, resolved
 from apps.registry.formats.protobuf.rules import BREAKING, KINDS, Types, differences
-from apps.registry.formats.protobuf.text import proto_text
+from apps.registry.formats.protobuf.text import known_extensions, proto_text
 from apps.registry.formats.verdicts import MODES, POLICIES, Difference, Verdict, choose
 
 __all__ = [
@@ -49,16 +49,20 @@ class ProtobufSchema:
     __slots__ = ("canonical", "normalized", "dependencies", "types", "_resolved", "fingerprint")
 
     def __init__(self, text: str, dependencies: dict[str, str]):
-        deps = {name: file_proto(dep) for name, dep in dependencies.items()}
+        parsed = {name: parse_file(dep) for name, dep in dependencies.items()}
+        deps = {name: proto for name, (proto, _) in parsed.items()}
         for name, proto in deps.items():
             proto.name = name
-        main = file_proto(text)
+        main, layout = parse_file(text)
         files = resolved(main, deps)
         self._resolved = files[MAIN]
-        self.canonical = proto_text(main)
-        self.normalized = proto_text(self._resolved, normalized=True)
+        self.canonical = proto_text(main, layout=layout)
+        known = known_extensions(files.values())
+        self.normalized = proto_text(self._resolved, normalized=True, extensions=known)
         reached = _reached(main, deps)
-        self.dependencies = {name: proto_text(deps[name]) for name in sorted(reached)}
+        self.dependencies = {
+            name: proto_text(deps[name], layout=parsed[name][1]) for name in sorted(reached)
+        }
         self.types = Types(files, self._resolved)
         identity = json.dumps([self.normalized, self.dependencies], separators=(",", ":"))
         self.fingerprint = hashlib.sha256(identity.encode("utf-8")).hexdigest()

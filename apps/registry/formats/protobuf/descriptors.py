@@ -22,10 +22,13 @@ from google.protobuf import (
     duration_pb2,
     empty_pb2,
     field_mask_pb2,
+    message_factory,
     source_context_pb2,
     struct_pb2,
+    text_format,
     timestamp_pb2,
     type_pb2,
+    unknown_fields,
     wrappers_pb2,
 )
 from google.protobuf.message import DecodeError
@@ -101,9 +104,35 @@ def _quiet(target):
 _PARSER = Parser(setup_lexer=_quiet, setup_parser=_quiet)
 
 
+class Layout:
+    """What a .proto file's text says that its descriptor cannot, and the reference
+    registry writes back as the file has it: how its `reserved` and `extensions`
+    statements group their values, and the order its options were written in, standard
+    and custom interleaved.
+
+    Keys name an element by kind and dotted path inside the file (`("message",
+    "Order.Line")`, `("field", "Order.Line.sku")`, `("file", "")`); text.py walks the
+    descriptor with the same keys."""
+
+    __slots__ = ("options", "statements")
+
+    def __init__(self):
+        # an element's options as written: a standard option's name, or the index of a
+        # custom one among the element's uninterpreted_option
+        self.options: dict[tuple[str, str], list[str | int]] = {}
+        # ("reserved" | "extensions", path): (ranges, names) of each statement in turn
+        self.statements: dict[tuple[str, str], list[tuple[int, int]]] = {}
+
+
 def file_proto(text: str) -> FDP:
     """The schema's text (a .proto file, or the base64 of a serialized
     FileDescriptorProto) as a descriptor named MAIN, its type names as written."""
+    return parse_file(text)[0]
+
+
+def parse_file(text: str) -> tuple[FDP, Layout | None]:
+    """file_proto() with the file's Layout (None for a serialized descriptor, which
+    knows none)."""
     if not isinstance(text, str):
         raise InvalidSchema("a Protobuf schema is the text of a .proto file")
     if len(text) > MAX_TEXT:
@@ -111,7 +140,7 @@ def file_proto(text: str) -> FDP:
     decoded = _from_base64(text)
     if decoded is not None:
         decoded.name = MAIN
-        return decoded
+        return decoded, None
     try:
         tree = _PARSER.parse(text)
     except RecursionError:
@@ -121,9 +150,10 @@ def file_proto(text: str) -> FDP:
     except Exception as exc:  # the parser's own refusals of what its grammar took
         raise InvalidSchema(f"not a .proto file: {exc}") from None
     try:
-        return _File(tree).proto
+        built = _File(tree)
     except (ValueError, TypeError, OverflowError) as exc:  # a number past protobuf's range
         raise InvalidSchema(f"not a valid .proto file: {str(exc)[:200]}") from None
+    return built.proto, built.layout
 
 
 def _from_base64(text: str) -> FDP | None:
@@ -165,6 +195,7 @@ def resolved(proto: FDP, dependencies: dict[str, FDP]) -> dict[str, FDP]:
             raise InvalidSchema(f'import "{name}" is not one of the schema\'s references')
         for imported in file.dependency:
             add(imported, (*chain, name))
+        _interpreted_options(file, pool)
         try:
             pool.Add(file)
         except (TypeError, ValueError) as exc:
@@ -177,7 +208,101 @@ def resolved(proto: FDP, dependencies: dict[str, FDP]) -> dict[str, FDP]:
     for name in added:
         files[name] = FDP()
         pool.FindFileByName(name).CopyToProto(files[name])
+        source = proto if name == MAIN else dependencies.get(name)
+        if source is not None:
+            _json_names_as_sent(files[name], source)
     return files
+
+
+def _json_names_as_sent(built: FDP, source: FDP) -> None:
+    """The pool gives every field the json_name protoc derives: only those the file or
+    descriptor set are kept, as the reference's descriptors carry them (a text's written
+    `json_name`, a descriptor's own)."""
+    pairs = [(built.extension, source.extension)]
+    messages = [(built.message_type, source.message_type)]
+    while messages:
+        built_messages, source_messages = messages.pop()
+        for b, s in zip(built_messages, source_messages, strict=True):
+            pairs.extend([(b.field, s.field), (b.extension, s.extension)])
+            messages.append((b.nested_type, s.nested_type))
+    for built_fields, source_fields in pairs:
+        for b, s in zip(built_fields, source_fields, strict=True):
+            if not s.HasField("json_name"):
+                b.ClearField("json_name")
+
+
+def _interpreted_options(proto: FDP, pool) -> None:
+    """A serialized descriptor's custom options protoc interpreted (extension fields of
+    its *Options, unknown to protobuf's own descriptor messages) read back through the
+    extensions the files it imports define, and kept as options protoc has not
+    interpreted (`(acme.rules) = { len: 8 }`), so that its text and its serialized form
+    keep them; those whose definition Steward does not hold are dropped, as the
+    reference drops them. Text never has any: its options are uninterpreted already."""
+    for options in _options_of(proto):
+        if not len(unknown_fields.UnknownFieldSet(options)):
+            continue  # a text's options, or a descriptor's protobuf knows
+        extensions = _extension_fields(options, pool)
+        options.DiscardUnknownFields()  # what no definition names is not kept
+        for field, value in extensions:
+            values = value if field.is_repeated else [value]
+            for one in values:
+                kept = options.uninterpreted_option.add()
+                kept.name.add(name_part=field.full_name, is_extension=True)
+                _uninterpreted_value(kept, field, one)
+
+
+def _extension_fields(options, pool) -> list:
+    """The extension fields an options message's unknown fields are, for the extensions
+    the pool knows."""
+    try:
+        kind = pool.FindMessageTypeByName(options.DESCRIPTOR.full_name)
+    except KeyError:
+        return []  # descriptor.proto not imported: no custom option is defined
+    read = message_factory.GetMessageClass(kind).FromString(options.SerializeToString())
+    return [(field, value) for field, value in read.ListFields() if field.is_extension]
+
+
+def _uninterpreted_value(kept, field, value) -> None:
+    if field.type == field.TYPE_MESSAGE:
+        kept.aggregate_value = text_format.MessageToString(value, as_one_line=True)
+    elif field.type == field.TYPE_ENUM:
+        constant = field.enum_type.values_by_number.get(value)
+        if constant is None:
+            kept.positive_int_value = value  # a constant the enum does not name
+        else:
+            kept.identifier_value = constant.name
+    elif isinstance(value, bool):
+        kept.identifier_value = "true" if value else "false"
+    elif isinstance(value, str):
+        kept.string_value = value.encode("utf-8")
+    elif isinstance(value, bytes):
+        kept.string_value = value
+    elif isinstance(value, float):
+        kept.double_value = value
+    elif value < 0:
+        kept.negative_int_value = value
+    else:
+        kept.positive_int_value = value
+
+
+def _options_of(proto: FDP):
+    """Every options message of a file's elements."""
+    yield proto.options
+    for service in proto.service:
+        yield service.options
+        yield from (method.options for method in service.method)
+    stack = [(proto.message_type, proto.enum_type, proto.extension)]
+    while stack:
+        messages, enums, extensions = stack.pop()
+        yield from (field.options for field in extensions)
+        for enum in enums:
+            yield enum.options
+            yield from (value.options for value in enum.value)
+        for message in messages:
+            yield message.options
+            yield from (field.options for field in message.field)
+            yield from (oneof.options for oneof in message.oneof_decl)
+            stack.append((message.nested_type, message.enum_type, message.extension))
 
 
 def _reason(exc: Exception) -> str:
@@ -189,6 +314,7 @@ class _File:
 
     def __init__(self, tree: ast.File):
         self.proto = FDP(name=MAIN)
+        self.layout = Layout()
         if tree.edition is not None:
             raise InvalidSchema("Protobuf editions are not supported; use proto2 or proto3")
         self.syntax = tree.syntax or "proto2"
@@ -214,61 +340,73 @@ class _File:
                 proto.weak_dependency.append(len(proto.dependency))
             proto.dependency.append(element.name)
         elif isinstance(element, ast.Option):
-            _option(proto.options, element)
+            _option(proto.options, element, self.order("file", ""))
         elif isinstance(element, ast.Message):
-            self._message(proto.message_type.add(), element, 1)
+            self._message(proto.message_type.add(), element, 1, "")
         elif isinstance(element, ast.Enum):
-            _enum(proto.enum_type.add(), element)
+            self._enum(proto.enum_type.add(), element, "")
         elif isinstance(element, ast.Service):
-            _service(proto.service.add(), element)
+            self._service(proto.service.add(), element)
         elif isinstance(element, ast.Extension):
-            raise InvalidSchema("extensions (`extend`) are not supported by Steward's registry")
+            self._extend(proto.extension, element, "")
 
-    def _message(self, message, tree: ast.Message, depth: int) -> None:
+    def order(self, kind: str, path: str) -> list:
+        """The list an element's options are recorded in, in the order written."""
+        return self.layout.options.setdefault((kind, path), [])
+
+    def statement(self, kind: str, path: str, ranges: int, names: int) -> None:
+        self.layout.statements.setdefault((kind, path), []).append((ranges, names))
+
+    def _message(self, message, tree: ast.Message, depth: int, parent: str) -> None:
         if depth > MAX_DEPTH:
             raise SchemaTooComplex(f"messages nest deeper than {MAX_DEPTH}")
         message.name = tree.name
+        path = joined(parent, tree.name)
         optional: list = []  # proto3 `optional` fields, each with its synthetic oneof
         for element in tree.elements:
-            self._member(message, element, depth, optional, None)
+            self._member(message, element, depth, optional, None, path)
         for field in optional:
             field.oneof_index = len(message.oneof_decl)
             message.oneof_decl.add(name=_synthetic_oneof(message, field.name))
 
-    def _member(self, message, element, depth, optional, oneof) -> None:
+    def _member(self, message, element, depth, optional, oneof, path: str) -> None:
         if isinstance(element, ast.Field):
-            field = _field(message.field.add(), element, self.syntax, oneof is not None)
+            order = self.order("field", joined(path, element.name))
+            field = _field(message.field.add(), element, self.syntax, order, oneof is not None)
             if oneof is not None:
                 field.oneof_index = oneof
             elif field.proto3_optional:
                 optional.append(field)
         elif isinstance(element, ast.MapField):
-            _map_field(message, element)
+            _map_field(message, element, self.order("field", joined(path, element.name)))
         elif isinstance(element, ast.Group):
-            self._group(message, element, depth, oneof)
+            self._group(message, element, depth, oneof, path)
         elif isinstance(element, ast.OneOf):
             index = len(message.oneof_decl)
             message.oneof_decl.add(name=element.name)
+            order = self.order("oneof", joined(path, element.name))
             for member in element.elements:
                 if isinstance(member, ast.Option):
-                    _option(message.oneof_decl[index].options, member)
+                    _option(message.oneof_decl[index].options, member, order)
                 else:
-                    self._member(message, member, depth, optional, index)
+                    self._member(message, member, depth, optional, index, path)
         elif isinstance(element, ast.Message):
-            self._message(message.nested_type.add(), element, depth + 1)
+            self._message(message.nested_type.add(), element, depth + 1, path)
         elif isinstance(element, ast.Enum):
-            _enum(message.enum_type.add(), element)
+            self._enum(message.enum_type.add(), element, path)
         elif isinstance(element, ast.Reserved):
             _reserved(message.reserved_range, message.reserved_name, element, _FIELD_MAX, 1)
+            self.statement("reserved", path, len(element.ranges), len(element.names))
         elif isinstance(element, ast.ExtensionRange):
             for start, end in _ranges(element.ranges, _FIELD_MAX, 1):
                 message.extension_range.add(start=start, end=end)
+            self.statement("extensions", path, len(element.ranges), 0)
         elif isinstance(element, ast.Option):
-            _option(message.options, element)
+            _option(message.options, element, self.order("message", path))
         elif isinstance(element, ast.Extension):
-            raise InvalidSchema("extensions (`extend`) are not supported by Steward's registry")
+            self._extend(message.extension, element, path)
 
-    def _group(self, message, group: ast.Group, depth: int, oneof) -> None:
+    def _group(self, message, group: ast.Group, depth: int, oneof, path: str) -> None:
         if self.syntax == "proto3":
             raise InvalidSchema("groups are proto2 only")
         field = message.field.add(
@@ -280,7 +418,64 @@ class _File:
         )
         if oneof is not None:
             field.oneof_index = oneof
-        self._message(message.nested_type.add(), ast.Message(group.name, group.elements), depth + 1)
+        group_message = ast.Message(group.name, group.elements)
+        self._message(message.nested_type.add(), group_message, depth + 1, path)
+
+    def _extend(self, extensions, tree: ast.Extension, path: str) -> None:
+        """An `extend` block's fields, each an extension of the type it names (a custom
+        option's definition when that is one of google.protobuf's *Options)."""
+        count = 0
+        for element in tree.elements:
+            if isinstance(element, ast.Group):
+                raise InvalidSchema("groups in an `extend` block are not supported")
+            if isinstance(element, ast.Field):
+                order = self.order("extension", joined(path, element.name))
+                field = _field(extensions.add(), element, self.syntax, order)
+                field.extendee = tree.typeName
+                if field.proto3_optional:  # protoc's label for it: optional, no oneof
+                    field.ClearField("proto3_optional")
+                count += 1
+        self.statement("extend", path, count, 0)
+
+    def _enum(self, enum, tree: ast.Enum, parent: str) -> None:
+        enum.name = tree.name
+        path = joined(parent, tree.name)
+        for element in tree.elements:
+            if isinstance(element, ast.EnumValue):
+                value = enum.value.add(name=element.name, number=element.number)
+                order = self.order("value", joined(path, element.name))
+                for option in element.options:
+                    _option(value.options, option, order)
+            elif isinstance(element, ast.EnumReserved):
+                _reserved(enum.reserved_range, enum.reserved_name, element, _ENUM_MAX, 0)
+                self.statement("reserved", path, len(element.ranges), len(element.names))
+            elif isinstance(element, ast.Option):
+                _option(enum.options, element, self.order("enum", path))
+
+    def _service(self, service, tree: ast.Service) -> None:
+        service.name = tree.name
+        for element in tree.elements:
+            if isinstance(element, ast.Method):
+                method = service.method.add(
+                    name=element.name,
+                    input_type=element.input_type.type,
+                    output_type=element.output_type.type,
+                )
+                if element.input_type.stream:
+                    method.client_streaming = True
+                if element.output_type.stream:
+                    method.server_streaming = True
+                order = self.order("method", joined(tree.name, element.name))
+                for option in element.elements:
+                    if isinstance(option, ast.Option):
+                        _option(method.options, option, order)
+            elif isinstance(element, ast.Option):
+                _option(service.options, element, self.order("service", tree.name))
+
+
+def joined(parent: str, name: str) -> str:
+    """An element's dotted path inside its file (a Layout key's second half)."""
+    return f"{parent}.{name}" if parent else name
 
 
 def _synthetic_oneof(message, name: str) -> str:
@@ -293,7 +488,7 @@ def _synthetic_oneof(message, name: str) -> str:
     return chosen
 
 
-def _field(field, tree: ast.Field, syntax: str, in_oneof: bool = False):
+def _field(field, tree: ast.Field, syntax: str, order: list, in_oneof: bool = False):
     field.name, field.number = tree.name, tree.number
     if tree.type in SCALARS:
         field.type = SCALARS[tree.type]
@@ -311,23 +506,29 @@ def _field(field, tree: ast.Field, syntax: str, in_oneof: bool = False):
             field.proto3_optional = True
     for option in tree.options:
         if option.name == "default":
-            field.default_value = _default_text(option.value)
+            field.default_value = _default_text(option.value, field.type)
         elif option.name == "json_name":
             field.json_name = str(option.value)
         else:
-            _option(field.options, option)
+            _option(field.options, option, order)
     return field
 
 
-def _default_text(value) -> str:
+def _default_text(value, kind: int) -> str:
+    """A `default` as protoc keeps it in a descriptor: a string's content unescaped, a
+    bytes value C-escaped (the parser hands a literal with its escapes as written)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, ast.Identifier):
         return value.name
+    if isinstance(value, str) and kind == FIELD.TYPE_STRING:
+        return unescaped(value)
+    if isinstance(value, str) and kind == FIELD.TYPE_BYTES:
+        return c_escaped(unescaped(value))
     return str(value)
 
 
-def _map_field(message, tree: ast.MapField) -> None:
+def _map_field(message, tree: ast.MapField, order: list) -> None:
     entry_name = "".join(part[:1].upper() + part[1:] for part in tree.name.split("_")) + "Entry"
     entry = message.nested_type.add(name=entry_name)
     entry.options.map_entry = True
@@ -342,40 +543,7 @@ def _map_field(message, tree: ast.MapField) -> None:
     )
     field.type = FIELD.TYPE_MESSAGE
     for option in tree.options:
-        _option(field.options, option)
-
-
-def _enum(enum, tree: ast.Enum) -> None:
-    enum.name = tree.name
-    for element in tree.elements:
-        if isinstance(element, ast.EnumValue):
-            value = enum.value.add(name=element.name, number=element.number)
-            for option in element.options:
-                _option(value.options, option)
-        elif isinstance(element, ast.EnumReserved):
-            _reserved(enum.reserved_range, enum.reserved_name, element, _ENUM_MAX, 0)
-        elif isinstance(element, ast.Option):
-            _option(enum.options, element)
-
-
-def _service(service, tree: ast.Service) -> None:
-    service.name = tree.name
-    for element in tree.elements:
-        if isinstance(element, ast.Method):
-            method = service.method.add(
-                name=element.name,
-                input_type=element.input_type.type,
-                output_type=element.output_type.type,
-            )
-            if element.input_type.stream:
-                method.client_streaming = True
-            if element.output_type.stream:
-                method.server_streaming = True
-            for option in element.elements:
-                if isinstance(option, ast.Option):
-                    _option(method.options, option)
-        elif isinstance(element, ast.Option):
-            _option(service.options, element)
+        _option(field.options, option, order)
 
 
 def _reserved(ranges, names, tree, largest: int, end_extra: int) -> None:
@@ -399,15 +567,18 @@ def _ranges(ranges: list[str], largest: int, end_extra: int):
         yield start, end + end_extra
 
 
-def _option(options, option: ast.Option) -> None:
+def _option(options, option: ast.Option, order: list) -> None:
     """A standard option set on its options message; a custom one (`(name)`) kept as
     protoc keeps an option it has not interpreted yet (`uninterpreted_option`): its
     meaning lives in an extension Steward does not keep, but the reference registry
-    keeps it in the schema's text, and so does Steward (text.py writes it back)."""
+    keeps it in the schema's text, and so does Steward (text.py writes it back).
+    `order`: where the option's place among the element's others is recorded."""
     name = option.name
     if name.startswith("("):
+        order.append(len(options.uninterpreted_option))
         _custom_option(options.uninterpreted_option.add(), name, option.value)
         return
+    order.append(name)
     field = options.DESCRIPTOR.fields_by_name.get(name)
     if field is None:
         raise InvalidSchema(f"unknown option {name!r}")
@@ -535,6 +706,22 @@ _ESCAPES = {
     "'": "\\'",
     '"': '\\"',
 }
+
+
+def c_escaped(text: str) -> str:
+    """A bytes value as protoc keeps a bytes field's default (its CEscape): printable
+    ASCII as is, `\\n \\r \\t \\" \\' \\\\` by name, any other byte in octal (a character
+    an escape made stands for its byte, one written as is for its UTF-8)."""
+    out = []
+    for c in text:
+        if c in "\n\r\t\"'\\":
+            out.append(_ESCAPES[c])
+        elif " " <= c <= "~":
+            out.append(c)
+        else:
+            raw = bytes([ord(c)]) if ord(c) < 256 else c.encode("utf-8")
+            out.extend(f"\\{byte:03o}" for byte in raw)
+    return "".join(out)
 
 
 def quoted(text: str | bytes) -> str:
