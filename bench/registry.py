@@ -359,8 +359,9 @@ def _by_hand(topic_schemas: list[dict], n: int, producer) -> tuple[list[float], 
             with conn.transaction():
                 topic_id = conn.execute(
                     "INSERT INTO registry_topic (name, description, current_schema_version,"
-                    " compatibility_mode, subject_modes, compatibility_policy, created_at,"
-                    " updated_at) VALUES (%s, '', 1, 'BACKWARD', '{}', 'STRICT', now(), now())"
+                    " compatibility_mode, subject_modes, subject_levels, subject_contracts,"
+                    " compatibility_policy, created_at, updated_at)"
+                    " VALUES (%s, '', 1, 'BACKWARD', '{}', '{}', '{}', 'STRICT', now(), now())"
                     " RETURNING id",
                     [f"bench.sql_{uuid.uuid4().hex[:8]}_{k}"],
                 ).fetchone()[0]
