@@ -423,6 +423,10 @@ STEWARD_EVENTING = {
     "TRANSPORT": env("STEWARD_EVENT_TRANSPORT", "redis_stream"),
     "AMQP_URL": env("STEWARD_AMQP_URL", ""),
     "AMQP_LANES": env_int("STEWARD_AMQP_LANES", 4),
+    # How long a new quorum queue waits before it is bound (apps.eventing.amqp,
+    # declare_groups): RabbitMQ 3.10's Ra writes the queue's registration 500 ms after
+    # its name registry was last touched, and a queue killed before that loses its leader.
+    "AMQP_QUEUE_SETTLE_SECONDS": float(env("STEWARD_AMQP_QUEUE_SETTLE_SECONDS", "1.5")),
 }
 if STEWARD_EVENTING["TRANSPORT"] not in {"redis_stream", "amqp"}:
     raise ImproperlyConfigured("STEWARD_EVENT_TRANSPORT must be 'redis_stream' or 'amqp'.")
@@ -628,7 +632,6 @@ STEWARD_METRICS_ALLOW = [
     for n in env("STEWARD_METRICS_ALLOW", "" if PRODUCTION else "127.0.0.1/32,::1/128").split(",")
     if n.strip()
 ]
-
 # Bounded reconciliation of uncertain effects (apps/eventing/effects.py): checks of the
 # other side, and time since reconciliation began, before an effect still unknown
 # leaves reconciliation and waits on a person. With the default back-off (0.5 s doubling
