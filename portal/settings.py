@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import sys
 import warnings
 from datetime import timedelta
@@ -632,6 +633,16 @@ STEWARD_METRICS_ALLOW = [
     for n in env("STEWARD_METRICS_ALLOW", "" if PRODUCTION else "127.0.0.1/32,::1/128").split(",")
     if n.strip()
 ]
+# The consumers process's own figures (apps.eventing.delivery_metrics), served by
+# `run_consumers` at http://<host:port>/metrics, guarded as /metrics is; empty: not served.
+STEWARD_CONSUMERS_METRICS_ADDRESS = env("STEWARD_CONSUMERS_METRICS_ADDRESS", "").strip()
+if STEWARD_CONSUMERS_METRICS_ADDRESS and not re.fullmatch(
+    r"(\[[0-9a-fA-F:.]+\]|[^:\s]*):\d{1,5}", STEWARD_CONSUMERS_METRICS_ADDRESS
+):
+    raise ImproperlyConfigured(
+        "STEWARD_CONSUMERS_METRICS_ADDRESS is host:port (0.0.0.0:9108, [::]:9108, :9108)."
+    )
+
 # Bounded reconciliation of uncertain effects (apps/eventing/effects.py): checks of the
 # other side, and time since reconciliation began, before an effect still unknown
 # leaves reconciliation and waits on a person. With the default back-off (0.5 s doubling

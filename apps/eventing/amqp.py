@@ -35,7 +35,7 @@ from django.db import close_old_connections, connection
 from kombu import Connection, Consumer, Exchange, Queue
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from apps.eventing import services
+from apps.eventing import delivery_metrics, services
 from apps.eventing.consumer_registry import HANDLERS, Handler
 from apps.eventing.consumers import (
     Entry,
@@ -371,6 +371,7 @@ class AmqpRunner:
         )
         message.ack()
         self.dropped += 1
+        delivery_metrics.count_dropped(self.group, "tenant_deleted")
 
 
 @dataclass
@@ -411,11 +412,13 @@ class DeadLetterRunner:
         if tenants_gone([envelope]):
             logger.warning("dead letter %s of a deleted tenant; dropped", envelope.event_id)
             message.ack()
+            delivery_metrics.count_dropped(group, "tenant_deleted")
             return
         subscription = subscription_of_group(group, envelope.topic)
         if subscription is None:
             logger.error("dead letter of %s on %s: no such subscription; dropped", group, queue)
             message.ack()
+            delivery_metrics.count_dropped(group, "no_subscription")
             return
         if reason == "delivery_limit":
             error = error or f"delivered {max_attempts()} times without being acknowledged"
@@ -450,6 +453,7 @@ def consume_reconnecting(runner, consume: Callable[[Connection], None], on_loss=
                 # The exception's class and text, never the URL (its password).
                 error = f"AMQP: lost the broker ({type(exc).__name__}: {exc})"
                 logger.warning("%s: %s; reconnecting in %.1f s", runner.group, error, delay)
+                delivery_metrics.count_runner_error(runner.group, "broker_lost")
                 if on_loss is not None:
                     try:
                         on_loss(error[:500])

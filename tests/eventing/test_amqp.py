@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 from kombu import Consumer, Queue
+from prometheus_client import REGISTRY
 
 from apps.core.scope import system_scope
 from apps.eventing import dispatcher
@@ -533,6 +534,12 @@ def test_events_of_a_deleted_tenant_are_dropped_and_do_not_block_the_lane(
     # then: acknowledged and counted, not applied, not dead-lettered
     assert [e.event_id for e in recorder.applied] == [e.event_id for e in later]
     assert runner.dropped == 1
+    # in the consumers process's metrics too (the log alone was all an operator had)
+    dropped = REGISTRY.get_sample_value(
+        "steward_consumer_events_dropped_total",
+        {"group": recorder.handler.consumer, "reason": "tenant_deleted"},
+    )
+    assert dropped == 1
     assert "no longer exists" in caplog.text
     assert inbox_rows(recorder.handler.consumer) == 2
     assert dead_letters(recorder) == []
