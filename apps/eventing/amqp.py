@@ -259,7 +259,7 @@ class AmqpTransport:
                 if handler.topics is None or topic in handler.topics:
                     topics_of.setdefault(handler.consumer, set()).add(topic)
         declare_groups(channel, topics_of)  # one settle for all of them
-        self._declared |= new
+        self._declared.update(new)  # the class's set, which reset() replaces
 
     @classmethod
     def reset(cls) -> None:
