@@ -84,9 +84,13 @@ class Recorder:
         self.fail, self.pause = fail, pause
         self.handler = Handler(f"test.amqp.{uuid.uuid4().hex[:8]}", (topic.name,), self.apply)
         self.subscription = subscribe(topic, self.handler.consumer)
+        self.topic = topic
         if declare:  # its queues exist before the first event, as in set-up
-            with connect() as conn:
-                declare_subscription(conn.channel(), self.handler.consumer, [topic.name])
+            self.declare()
+
+    def declare(self) -> None:
+        with connect() as conn:
+            declare_subscription(conn.channel(), self.handler.consumer, [self.topic.name])
 
     def apply(self, envelope: Envelope) -> None:
         if self.fail:
@@ -352,11 +356,14 @@ def test_what_was_confirmed_into_a_new_queue_survives_a_sigkill_right_after(
     # or by the dispatcher before the topic's first message. (RabbitMQ 3.10 writes a new
     # quorum queue's registration 500 ms after the last change; killed before that, the
     # queue came back without a leader and kept what it had confirmed; docs/eventing.md.)
-    recorder = Recorder(topic, declare=declared_by == "subscription")
-    if declared_by == "dispatcher":
+    recorder = Recorder(topic, declare=False)
+    written = write_events(tenant_a, topic, 5)  # waiting in the outbox meanwhile
+    if declared_by == "subscription":
+        recorder.declare()
+    else:
         monkeypatch.setitem(HANDLERS, recorder.handler.consumer, recorder.handler)
-    written = write_events(tenant_a, topic, 5)
-    # when: the broker confirms them, and its node is SIGKILLed at once and started again
+    # when: the broker confirms them at once, and its node is SIGKILLed right after and
+    # started again
     assert dispatcher.drain() == 5
     assert outbox_size() == 0  # the outbox let them go: the broker holds them alone
     amqp.kill()
@@ -364,7 +371,12 @@ def test_what_was_confirmed_into_a_new_queue_survives_a_sigkill_right_after(
     # then: the queues elect their leaders, and every confirmed event is delivered
     with running(recorder.runner()):
         wait_until(lambda: len(recorder.applied) == 5, timeout=120, message="all delivered")
-    assert [e.event_id for e in recorder.applied] == [e.event_id for e in written]
+        # and every queue bound to the topic (Steward's own consumers' too, made in the
+        # same moment) takes new events: a queue without a leader would nack them
+        later = write_events(tenant_a, topic, 1, aggregate="later")
+        wait_until(publish_what_waits, timeout=60, message="the topic's queues take events")
+        wait_until(lambda: len(recorder.applied) == 6, timeout=60, message="the new one too")
+    assert [e.event_id for e in recorder.applied] == [e.event_id for e in [*written, *later]]
     assert recorder.ready_messages() == 0
 
 
