@@ -425,8 +425,8 @@ STEWARD_EVENTING = {
     "AMQP_URL": env("STEWARD_AMQP_URL", ""),
     "AMQP_LANES": env_int("STEWARD_AMQP_LANES", 4),
     # How long a new quorum queue waits before it is bound (apps.eventing.amqp,
-    # declare_groups): RabbitMQ 3.10's Ra writes the queue's registration 500 ms after
-    # its name registry was last touched, and a queue killed before that loses its leader.
+    # declare_groups): RabbitMQ 3.10's Ra saves the queue's registration lazily (DETS
+    # auto-save, 500 ms), and a queue killed before that loses its leader.
     "AMQP_QUEUE_SETTLE_SECONDS": float(env("STEWARD_AMQP_QUEUE_SETTLE_SECONDS", "1.5")),
 }
 if STEWARD_EVENTING["TRANSPORT"] not in {"redis_stream", "amqp"}:

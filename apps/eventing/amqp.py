@@ -112,8 +112,8 @@ def declare_groups(channel, topics_of: Mapping[str, Iterable[str]]) -> dict[str,
     settled (`STEWARD_AMQP_QUEUE_SETTLE_SECONDS`).
 
     Why the wait. RabbitMQ 3.10's Ra (2.2) writes a new quorum queue's server into its
-    name registry (a DETS file, names.dets) only once that file has been idle for
-    500 ms. A node killed before then comes back with the queue's record but without
+    name registry (a DETS file, names.dets) lazily, by the table's auto-save (500 ms),
+    not at each change. A node killed before then comes back with the queue's record but without
     the registration: it starts a new, empty Ra server for the queue, which never
     elects a leader, and what was confirmed into the queue stays in the orphaned
     server's log (rabbitmq/ra#443 syncs the file since; rabbitmq/rabbitmq-server#15725

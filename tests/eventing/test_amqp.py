@@ -353,8 +353,8 @@ def test_what_was_confirmed_into_a_new_queue_survives_a_sigkill_right_after(
     amqp, tenant_a, topic, monkeypatch, declared_by
 ):
     # given: a consumer whose lane queues are new: declared as its subscription is made,
-    # or by the dispatcher before the topic's first message. (RabbitMQ 3.10 writes a new
-    # quorum queue's registration 500 ms after the last change; killed before that, the
+    # or by the dispatcher before the topic's first message. (RabbitMQ 3.10 saves a new
+    # quorum queue's registration lazily, by a 500 ms auto-save; killed before that, the
     # queue came back without a leader and kept what it had confirmed; docs/eventing.md.)
     recorder = Recorder(topic, declare=False)
     written = write_events(tenant_a, topic, 5)  # waiting in the outbox meanwhile
