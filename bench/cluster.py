@@ -1,6 +1,6 @@
 """`cluster`: Steward on several nodes while each kind of node is lost in turn.
 
-    python -m bench cluster [--transport amqp|redis_stream]
+    python -m bench cluster [--transport amqp|redis_stream] [--celery-broker redis|rabbitmq]
 
 On one machine (as root), each of Steward's nodes runs in a network namespace of the
 drill's own, joined by veth pairs to a bridge: two web nodes (gunicorn), two worker
@@ -15,6 +15,9 @@ Events go over RabbitMQ (STEWARD_EVENT_TRANSPORT=amqp, the default here): the
 dispatcher publishes to it with confirms, the consumers process reads its quorum
 queues. `--transport redis_stream` runs the same drill with events on Redis streams
 instead (through the Sentinels, so the Redis failover hits them) and no RabbitMQ.
+Celery's broker is the Redis behind the Sentinels unless `--celery-broker rabbitmq`
+puts the tasks' queues on the RabbitMQ node (STEWARD_CELERY_BROKER_URL); RabbitMQ's
+restart then hits the workers too.
 
 The chaos drill's mixed traffic (bench/chaos.py) goes to both web nodes in turn, as a
 load balancer without health checks would send it; a request that fails (a killed
@@ -29,8 +32,9 @@ the traffic and the Workflow Service's callbacks saw is counted. Faults, in orde
    (pg_promote), and repoint PgBouncer at it (a new [databases] line and RELOAD),
    which is what an operator's failover tooling does; the drill's own process uses a
    libpq multi-host URL with target_session_attrs=read-write instead;
-5. restart RabbitMQ (amqp only), the hard way: SIGKILL the node, start it again on
-   its data, while events wait in its queues and in the outbox.
+5. restart RabbitMQ (when it carries the events or the tasks), the hard way: SIGKILL
+   the node, start it again on its data, while events wait in its queues and in the
+   outbox.
 
 The verdict is the chaos drill's (0 lost, 0 applied twice, every order finished,
 settled within its bound after the last fault) and, besides, no answer was a 5xx other
@@ -85,6 +89,11 @@ NODE_OF = {"worker-3": "worker-1", "worker-4": "worker-2"}
 WEB_PROCESSES = 2  # gunicorn processes per web node: two nodes share the drill's 2 cores
 REDIS_PASSWORD = "cluster-drill-secret"  # noqa: S105 - the drill's throwaway server's
 TRANSPORTS = ("amqp", "redis_stream")
+CELERY_BROKERS = ("redis", "rabbitmq")
+USAGE = (
+    "usage: python -m bench cluster [--transport amqp|redis_stream]"
+    " [--celery-broker redis|rabbitmq]"
+)
 # What the drill does not exercise, by transport (its output lists it).
 NOT_COVERED = {
     "amqp": ["the lost primaries rejoining as standbys or replicas"],
@@ -93,6 +102,7 @@ NOT_COVERED = {
         "the lost primaries rejoining as standbys or replicas",
     ],
 }
+CELERY_NOT_COVERED = {"redis": "Celery on RabbitMQ (run with --celery-broker rabbitmq)"}
 
 
 class RoundRobin(httpx.BaseTransport):
@@ -152,10 +162,17 @@ class Servers:
     (for the AMQP transport) a RabbitMQ node, on the host's end of the drill's bridge
     (PostgreSQL on loopback: only PgBouncer and the drill itself reach it)."""
 
-    def __init__(self, root: Path, network: ClusterNetwork, transport: str = "amqp"):
+    def __init__(
+        self,
+        root: Path,
+        network: ClusterNetwork,
+        transport: str = "amqp",
+        celery_broker: str = "redis",
+    ):
         self.root = root
         self.network = network
         self.transport = transport
+        self.celery_broker = celery_broker
         self.logs = root / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.pair: PostgresPair | None = None
@@ -209,15 +226,19 @@ class Servers:
         self.redis = SentinelSet(here, REDIS_PASSWORD, ports, {}, host=self.network.host)
         self.redis.start(server, sentinel)
         wait_until(self.redis.ready, timeout=60, what="Redis and its Sentinels agreeing")
-        if self.transport == "amqp":
+        if self.transport == "amqp" or self.celery_broker == "rabbitmq":
             self.rabbit = RabbitNode(self.root / "rabbitmq", host=self.network.host)
             self.rabbit.start()
 
     def event_settings(self) -> dict:
-        """The environment that carries events over the drill's transport."""
-        if self.rabbit is None:
-            return {"STEWARD_EVENT_TRANSPORT": "redis_stream"}
-        return {"STEWARD_EVENT_TRANSPORT": "amqp", "STEWARD_AMQP_URL": self.rabbit.url}
+        """The environment that carries events over the drill's transport, and Celery's
+        tasks over its broker (REDIS_URL's Redis unless STEWARD_CELERY_BROKER_URL)."""
+        chosen = {"STEWARD_EVENT_TRANSPORT": self.transport}
+        if self.transport == "amqp":
+            chosen["STEWARD_AMQP_URL"] = self.rabbit.url
+        if self.celery_broker == "rabbitmq":
+            chosen["STEWARD_CELERY_BROKER_URL"] = self.rabbit.url
+        return chosen
 
     def _server(self, which: str) -> str:
         return f"host=127.0.0.1 port={self.pair.ports[which]}"
@@ -334,14 +355,14 @@ def fault_plan(stack: Stack, balancer: RoundRobin) -> list:
 
 
 @contextlib.contextmanager
-def cluster_stack(transport: str = "amqp"):
+def cluster_stack(transport: str = "amqp", celery_broker: str = "redis"):
     """The network, servers and stand-ins, gone at the end (STEWARD_CHAOS_KEEP=1 keeps
     the directory, logs included)."""
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="steward-cluster-"))
     root.chmod(0o755)  # the servers' users reach their folders through it
     network = ClusterNetwork(NODES).create()
-    servers = Servers(root, network, transport)
+    servers = Servers(root, network, transport, celery_broker)
     nodes = None
     stand_ins = []
     try:
@@ -375,8 +396,8 @@ def cluster_stack(transport: str = "amqp"):
             say(f"kept {root}")
 
 
-def run(transport: str = "amqp") -> dict:
-    with cluster_stack(transport) as stack:
+def run(transport: str = "amqp", celery_broker: str = "redis") -> dict:
+    with cluster_stack(transport, celery_broker) as stack:
         nodes: Nodes = stack.processes
         balancer = RoundRobin(nodes.web_addresses())
 
@@ -417,24 +438,37 @@ def run(transport: str = "amqp") -> dict:
         }
         summary["database"] = "PgBouncer (transaction mode), repointed after promotion"
         summary["transport"] = transport
-        summary["not_covered"] = NOT_COVERED[transport]
+        summary["celery_broker"] = celery_broker
+        summary["not_covered"] = [
+            *NOT_COVERED[transport],
+            *([CELERY_NOT_COVERED[celery_broker]] if celery_broker in CELERY_NOT_COVERED else []),
+        ]
         return summary
 
 
+def parse_options(argv: list[str]) -> dict | None:
+    """The drill's options from `--flag value` pairs, or None when one is unknown."""
+    allowed = {"--transport": TRANSPORTS, "--celery-broker": CELERY_BROKERS}
+    chosen = {"--transport": "amqp", "--celery-broker": "redis"}
+    if len(argv) % 2:
+        return None
+    for flag, value in zip(argv[::2], argv[1::2], strict=True):
+        if value not in allowed.get(flag, ()):
+            return None
+        chosen[flag] = value
+    return {"transport": chosen["--transport"], "celery_broker": chosen["--celery-broker"]}
+
+
 def main(argv: list[str]) -> int:
-    """`python -m bench cluster [--transport amqp|redis_stream]`: 0 when nothing was
-    lost or doubled and no answer was a 500, 1 otherwise, 2 when the drill itself could
-    not run."""
-    transport = "amqp"
-    if argv[:1] == ["--transport"] and len(argv) == 2 and argv[1] in TRANSPORTS:
-        transport = argv[1]
-    elif argv:
-        print(
-            f"usage: python -m bench cluster [--transport amqp|redis_stream] (got {' '.join(argv)})"
-        )
+    """`python -m bench cluster [--transport amqp|redis_stream] [--celery-broker
+    redis|rabbitmq]`: 0 when nothing was lost or doubled and no answer was a 500, 1
+    otherwise, 2 when the drill itself could not run."""
+    options = parse_options(argv)
+    if options is None:
+        print(f"{USAGE} (got {' '.join(argv)})")
         return 2
     try:
-        summary = run(transport)
+        summary = run(**options)
     except (DrillError, StackError) as exc:
         print(json.dumps({"name": "cluster", "ok": False, "error": str(exc)}))
         return 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import sys
 import warnings
 from datetime import timedelta
@@ -423,6 +424,10 @@ STEWARD_EVENTING = {
     "TRANSPORT": env("STEWARD_EVENT_TRANSPORT", "redis_stream"),
     "AMQP_URL": env("STEWARD_AMQP_URL", ""),
     "AMQP_LANES": env_int("STEWARD_AMQP_LANES", 4),
+    # How long a new quorum queue waits before it is bound (apps.eventing.amqp,
+    # declare_groups): RabbitMQ 3.10's Ra saves the queue's registration lazily (DETS
+    # auto-save, 500 ms), and a queue killed before that loses its leader.
+    "AMQP_QUEUE_SETTLE_SECONDS": float(env("STEWARD_AMQP_QUEUE_SETTLE_SECONDS", "1.5")),
 }
 if STEWARD_EVENTING["TRANSPORT"] not in {"redis_stream", "amqp"}:
     raise ImproperlyConfigured("STEWARD_EVENT_TRANSPORT must be 'redis_stream' or 'amqp'.")
@@ -628,6 +633,15 @@ STEWARD_METRICS_ALLOW = [
     for n in env("STEWARD_METRICS_ALLOW", "" if PRODUCTION else "127.0.0.1/32,::1/128").split(",")
     if n.strip()
 ]
+# The consumers process's own figures (apps.eventing.delivery_metrics), served by
+# `run_consumers` at http://<host:port>/metrics, guarded as /metrics is; empty: not served.
+STEWARD_CONSUMERS_METRICS_ADDRESS = env("STEWARD_CONSUMERS_METRICS_ADDRESS", "").strip()
+if STEWARD_CONSUMERS_METRICS_ADDRESS and not re.fullmatch(
+    r"(\[[0-9a-fA-F:.]+\]|[^:\s]*):\d{1,5}", STEWARD_CONSUMERS_METRICS_ADDRESS
+):
+    raise ImproperlyConfigured(
+        "STEWARD_CONSUMERS_METRICS_ADDRESS is host:port (0.0.0.0:9108, [::]:9108, :9108)."
+    )
 
 # Bounded reconciliation of uncertain effects (apps/eventing/effects.py): checks of the
 # other side, and time since reconciliation began, before an effect still unknown

@@ -22,7 +22,11 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+import socket
+import threading
 import time
+from socketserver import ThreadingMixIn
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from django.conf import settings
 from django.http import HttpResponse, HttpResponseForbidden
@@ -35,6 +39,7 @@ from prometheus_client import (
     CollectorRegistry,
     Histogram,
     generate_latest,
+    make_wsgi_app,
     multiprocess,
 )
 from prometheus_client.core import GaugeMetricFamily
@@ -128,14 +133,19 @@ def schedule_gauges():
 
 
 def _allowed(request) -> bool:
+    # The client's address, not a trusted proxy's (apps.core.addresses): behind one,
+    # every caller would otherwise come from the proxy's own, often loopback, address.
+    return scrape_allowed(request.headers.get("Authorization", ""), client_address(request))
+
+
+def scrape_allowed(authorization: str, client: str) -> bool:
+    """The metrics token when one is set, or else a client in STEWARD_METRICS_ALLOW."""
     token = settings.STEWARD_METRICS_TOKEN
     if token:
-        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        given = authorization.removeprefix("Bearer ").strip()
         return hmac.compare_digest(given.encode(), token.encode())
     try:
-        # The client's, not a trusted proxy's (apps.core.addresses): behind one, every
-        # caller would otherwise come from the proxy's own, often loopback, address.
-        address = ipaddress.ip_address(client_address(request))
+        address = ipaddress.ip_address(client)
     except ValueError:
         return False
     return any(address in ipaddress.ip_network(net) for net in settings.STEWARD_METRICS_ALLOW)
@@ -175,3 +185,44 @@ def _process_registry() -> CollectorRegistry:
     processes = CollectorRegistry()
     multiprocess.MultiProcessCollector(processes)
     return processes
+
+
+# --------------------------------------------------------------------------- other processes
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        """A scrape every few seconds is not news."""
+
+
+class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True  # a slow scraper never holds the process at exit
+
+
+class _ThreadingWSGIServer6(_ThreadingWSGIServer):
+    address_family = socket.AF_INET6
+
+
+def serve_metrics(address: str) -> WSGIServer:
+    """This process's own figures at http://<address>/metrics, from a daemon thread: for
+    a process that serves no web requests (`run_consumers`), guarded as the web's
+    /metrics is (the token, or else the allowed networks; the peer's own address, as
+    no proxy stands in front). `address` is host:port; port 0 takes a free one (the
+    returned server's `server_port`). Stop it with `shutdown()`."""
+    host, _, port = address.rpartition(":")
+    figures = make_wsgi_app(REGISTRY)
+
+    def app(environ, start_response):
+        if environ.get("PATH_INFO") != "/metrics":
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"Metrics are at /metrics.\n"]
+        if not scrape_allowed(environ.get("HTTP_AUTHORIZATION", ""), environ["REMOTE_ADDR"]):
+            start_response("403 Forbidden", [("Content-Type", "text/plain")])
+            return [b"Metrics need the metrics token or an allowed network.\n"]
+        return figures(environ, start_response)
+
+    host = host.strip("[]") or "0.0.0.0"  # noqa: S104 - the operator chose to listen widely
+    server_class = _ThreadingWSGIServer6 if ":" in host else _ThreadingWSGIServer
+    server = make_server(host, int(port), app, server_class, handler_class=_QuietHandler)
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    return server

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from amqp.exceptions import MessageNacked
@@ -34,7 +35,7 @@ from django.db import close_old_connections, connection
 from kombu import Connection, Consumer, Exchange, Queue
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from apps.eventing import services
+from apps.eventing import delivery_metrics, services
 from apps.eventing.consumer_registry import HANDLERS, Handler
 from apps.eventing.consumers import (
     Entry,
@@ -84,30 +85,64 @@ def lane_queue_arguments() -> dict:
     }
 
 
-def declare_dead_letters(channel) -> Queue:
+def queue_settle_seconds() -> float:
+    return settings.STEWARD_EVENTING["AMQP_QUEUE_SETTLE_SECONDS"]
+
+
+def dead_letters_queue(channel) -> Queue:
     """The exchange every lane queue dead-letters to, and the queue that keeps them."""
     exchange = Exchange(DEAD_LETTERS, type="fanout", durable=True)
-    queue = Queue(
+    return Queue(
         DEAD_LETTERS, exchange=exchange, durable=True, queue_arguments={"x-queue-type": "quorum"}
     )(channel)
-    queue.declare()
-    return queue
+
+
+def declare_dead_letters(channel) -> Queue:
+    return declare_groups(channel, {})[DEAD_LETTERS][0]
 
 
 def declare_subscription(channel, group: str, topics: Sequence[str]) -> list[Queue]:
     """The group's lane queues, bound to each topic's exchange (idempotent)."""
-    declare_dead_letters(channel)
-    queues = []
-    for lane in range(lane_count()):
-        queue = Queue(
-            lane_queue_name(group, lane), durable=True, queue_arguments=lane_queue_arguments()
-        )(channel)
-        queue.declare()
-        for topic in topics:
+    return declare_groups(channel, {group: topics})[group]
+
+
+def declare_groups(channel, topics_of: Mapping[str, Iterable[str]]) -> dict[str, list[Queue]]:
+    """The dead-letter queue and each group's lane queues, bound to the exchanges of the
+    group's topics (idempotent): every queue declared first, bound only once it has
+    settled (`STEWARD_AMQP_QUEUE_SETTLE_SECONDS`).
+
+    Why the wait. RabbitMQ 3.10's Ra (2.2) writes a new quorum queue's server into its
+    name registry (a DETS file, names.dets) lazily, by the table's auto-save (500 ms),
+    not at each change. A node killed before then comes back with the queue's record but without
+    the registration: it starts a new, empty Ra server for the queue, which never
+    elects a leader, and what was confirmed into the queue stays in the orphaned
+    server's log (rabbitmq/ra#443 syncs the file since; rabbitmq/rabbitmq-server#15725
+    describes the same stuck queue). A binding is the only way Steward's messages
+    reach a queue (the dispatcher publishes to the topics' exchanges; the broker
+    dead-letters to the fanout exchange), so binding after the settle means nothing
+    is ever confirmed into a queue whose registration could still be lost. No client
+    can see when the file is written, hence a wait rather than a condition; it is one
+    wait per call, which happens when a runner connects, when a dispatcher first
+    publishes a topic, and when a subscription is made."""
+    dead_letters = dead_letters_queue(channel)
+    dead_letters.queue_declare()
+    queues: dict[str, list[Queue]] = {DEAD_LETTERS: [dead_letters]}
+    for group in topics_of:
+        queues[group] = []
+        for lane in range(lane_count()):
+            queue = Queue(
+                lane_queue_name(group, lane), durable=True, queue_arguments=lane_queue_arguments()
+            )(channel)
+            queue.queue_declare()
+            queues[group].append(queue)
+    time.sleep(queue_settle_seconds())
+    dead_letters.declare()  # its exchange, and the binding
+    for group, topics in topics_of.items():
+        for topic in sorted(set(topics)):
             exchange = topic_exchange(topic)(channel)
             exchange.declare()
-            queue.bind_to(exchange=exchange, routing_key=str(lane))
-        queues.append(queue)
+            for lane, queue in enumerate(queues[group]):
+                queue.bind_to(exchange=exchange, routing_key=str(lane))
     return queues
 
 
@@ -124,9 +159,7 @@ def declare_subscriptions(subscriptions: Sequence[Subscription]) -> None:
         return
     conn = connect()
     try:
-        channel = conn.channel()
-        for group, topics in sorted(topics_of.items()):
-            declare_subscription(channel, group, sorted(topics))
+        declare_groups(conn.channel(), topics_of)
     except _broker_errors(conn) as exc:
         logger.warning("AMQP: could not declare the queues of %s (%s)", sorted(topics_of), exc)
     finally:
@@ -216,12 +249,17 @@ class AmqpTransport:
         return cls._connection
 
     def _declare_topics(self, channel, topics: set[str]) -> None:
-        for topic in sorted(topics - self._declared):
+        new = topics - self._declared
+        if not new:
+            return
+        topics_of: dict[str, set[str]] = {}
+        for topic in sorted(new):
             topic_exchange(topic)(channel).declare()
             for handler in HANDLERS.values():
                 if handler.topics is None or topic in handler.topics:
-                    declare_subscription(channel, handler.consumer, [topic])
-            self._declared.add(topic)
+                    topics_of.setdefault(handler.consumer, set()).add(topic)
+        declare_groups(channel, topics_of)  # one settle for all of them
+        self._declared.update(new)  # the class's set, which reset() replaces
 
     @classmethod
     def reset(cls) -> None:
@@ -333,6 +371,7 @@ class AmqpRunner:
         )
         message.ack()
         self.dropped += 1
+        delivery_metrics.count_dropped(self.group, "tenant_deleted")
 
 
 @dataclass
@@ -373,11 +412,13 @@ class DeadLetterRunner:
         if tenants_gone([envelope]):
             logger.warning("dead letter %s of a deleted tenant; dropped", envelope.event_id)
             message.ack()
+            delivery_metrics.count_dropped(group, "tenant_deleted")
             return
         subscription = subscription_of_group(group, envelope.topic)
         if subscription is None:
             logger.error("dead letter of %s on %s: no such subscription; dropped", group, queue)
             message.ack()
+            delivery_metrics.count_dropped(group, "no_subscription")
             return
         if reason == "delivery_limit":
             error = error or f"delivered {max_attempts()} times without being acknowledged"
@@ -412,6 +453,7 @@ def consume_reconnecting(runner, consume: Callable[[Connection], None], on_loss=
                 # The exception's class and text, never the URL (its password).
                 error = f"AMQP: lost the broker ({type(exc).__name__}: {exc})"
                 logger.warning("%s: %s; reconnecting in %.1f s", runner.group, error, delay)
+                delivery_metrics.count_runner_error(runner.group, "broker_lost")
                 if on_loss is not None:
                     try:
                         on_loss(error[:500])

@@ -38,7 +38,7 @@ from django.utils import timezone
 
 from apps.core.redis import REDIS_ERRORS, get_redis
 from apps.core.scope import system_scope
-from apps.eventing import services
+from apps.eventing import delivery_metrics, services
 from apps.eventing.consumer_registry import HANDLERS, Handler
 from apps.eventing.envelope import Envelope
 from apps.eventing.inbox import handle_envelopes
@@ -185,9 +185,11 @@ class Runner:
                 logger.warning("%s: lost the lease; another runner carries on", self.group)
             except REDIS_ERRORS as exc:
                 logger.warning("%s: Redis unavailable (%s); retrying", self.group, exc)
+                delivery_metrics.count_runner_error(self.group, "broker_lost")
                 self.stop.wait(1.0)
             except Exception:  # noqa: BLE001 - a runner thread must survive anything
                 logger.exception("%s: runner error", self.group)
+                delivery_metrics.count_runner_error(self.group, "error")
                 self.stop.wait(1.0)
             finally:
                 close_old_connections()
@@ -306,6 +308,7 @@ class Runner:
                 tenant_id,
             )
             client.xack(entry.stream, self.group, entry.entry_id)
+            delivery_metrics.count_dropped(self.group, "tenant_deleted")
         return kept
 
     def deliver_one(self, entry: Entry) -> None:

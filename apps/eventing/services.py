@@ -32,7 +32,7 @@ from apps.core.kick import kick
 from apps.core.outbox import NewEvent
 from apps.core.redis import REDIS_ERRORS, get_redis
 from apps.core.scope import owner_scope, system_scope
-from apps.eventing import lag, streams
+from apps.eventing import delivery_metrics, lag, streams
 from apps.eventing.codes import EventingCode
 from apps.eventing.consumer_registry import HANDLERS
 from apps.eventing.envelope import Envelope
@@ -195,10 +195,12 @@ def subscription_record_delivery(*, subscription: Subscription, delivered: int) 
     """The subscription took `delivered` envelopes: its health and the minute's count."""
     registry_services.subscription_mark_delivered(subscription_id=subscription.pk)
     count_deliveries(subscription_id=subscription.pk, delivered=delivered)
+    delivery_metrics.count_delivery(subscription.group_name, "delivered", delivered)
 
 
 def subscription_record_failure(*, subscription: Subscription, error: str) -> None:
     registry_services.subscription_mark_failed(subscription_id=subscription.pk, error=error)
+    delivery_metrics.count_delivery(subscription.group_name, "failed")
 
 
 # --------------------------------------------------------------------------- subscriptions
@@ -277,6 +279,7 @@ def dead_letter_record(
             if constraint != "dead_letter_once":
                 raise  # not a duplicate: the entry stays pending rather than vanish
     count_deliveries(subscription_id=subscription.pk, failed=1)
+    delivery_metrics.count_delivery(subscription.group_name, "dead_lettered")
     logger.error(
         "dead letter: %s %s for %s after %s attempts: %s",
         envelope.topic,

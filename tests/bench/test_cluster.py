@@ -1,6 +1,6 @@
 """The cluster drill's own pieces (bench/cluster.py): the verdict on the answers the
 traffic saw, the round-robin balancer, the nodes' network namespaces, and the choice of
-transport with its RabbitMQ fault. The servers
+transport and Celery's broker with the RabbitMQ fault. The servers
 it starts are tested in tests/ha; the drill's consistency checks in test_chaos.py."""
 
 import subprocess
@@ -19,6 +19,7 @@ from bench.cluster import (
     answers_verdict,
     fault_plan,
     main,
+    parse_options,
 )
 from bench.cluster_stack import Network
 from portal.rabbitmq import RabbitNode
@@ -134,3 +135,24 @@ def test_restarting_rabbitmq_is_the_last_fault_when_it_carries_the_events(tmp_pa
     else:
         assert len(names) == 4 and not any("RabbitMQ" in name for name in names)
         assert servers.event_settings() == {"STEWARD_EVENT_TRANSPORT": "redis_stream"}
+
+
+def test_celery_can_run_on_the_drills_rabbitmq_whose_restart_then_hits_the_workers(tmp_path):
+    # given: events on Redis streams, Celery's tasks on RabbitMQ
+    options = parse_options(["--transport", "redis_stream", "--celery-broker", "rabbitmq"])
+    assert options == {"transport": "redis_stream", "celery_broker": "rabbitmq"}
+    servers = Servers(tmp_path, Network(["web-1"]), **options)
+    servers.rabbit = RabbitNode(tmp_path / "rabbitmq")  # made, not started
+    stack = SimpleNamespace(servers=servers, processes=None)
+    # then: the nodes' Celery goes to the node, the events stay on Redis, and the node's
+    # SIGKILL is the last fault
+    assert servers.event_settings() == {
+        "STEWARD_EVENT_TRANSPORT": "redis_stream",
+        "STEWARD_CELERY_BROKER_URL": servers.rabbit.url,
+    }
+    names = [names[0] for names, _ in fault_plan(stack, RoundRobin({}))]
+    assert names[-1] == "restart RabbitMQ (SIGKILL, start on its data)"
+    # and by default Celery stays on Redis; an unknown broker is refused
+    assert parse_options([]) == {"transport": "amqp", "celery_broker": "redis"}
+    assert parse_options(["--celery-broker", "kafka"]) is None
+    assert parse_options(["--celery-broker"]) is None

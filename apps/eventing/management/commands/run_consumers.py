@@ -4,11 +4,13 @@ import logging
 import signal
 import threading
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import DatabaseError, close_old_connections
 
+from apps.core.metrics import serve_metrics
 from apps.core.redis import REDIS_ERRORS
-from apps.eventing import services
+from apps.eventing import delivery_metrics, services
 from apps.eventing.consumers import build_runners
 from apps.registry.selectors import active_subscriptions
 
@@ -31,6 +33,19 @@ class Command(BaseCommand):
         self.run(stopping)
 
     def run(self, stopping: threading.Event) -> None:
+        metrics = None
+        if settings.STEWARD_CONSUMERS_METRICS_ADDRESS:
+            metrics = serve_metrics(settings.STEWARD_CONSUMERS_METRICS_ADDRESS)
+            host = settings.STEWARD_CONSUMERS_METRICS_ADDRESS.rpartition(":")[0]
+            self.stdout.write(f"metrics at http://{host}:{metrics.server_port}/metrics")
+        try:
+            self.run_runners(stopping)
+        finally:
+            if metrics is not None:
+                metrics.shutdown()
+                metrics.server_close()
+
+    def run_runners(self, stopping: threading.Event) -> None:
         running: dict[tuple, tuple] = {}
         while not stopping.is_set():
             try:
@@ -64,6 +79,7 @@ class Command(BaseCommand):
                 thread.start()
                 running[key] = (runner, thread)
                 self.stdout.write(f"consuming {', '.join(runner.streams)} as {runner.group}")
+        delivery_metrics.RUNNERS.set(len(running))
 
     @staticmethod
     def _key(runner) -> tuple:
