@@ -134,3 +134,17 @@ def test_promtool_parses_every_query(tmp_path):
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"{len(queries())} rules found" in checked.stdout
+
+
+def test_every_panel_has_its_own_id_and_place():
+    """Grafana keys a panel by its id, and two panels on the same cells of the grid are
+    drawn over each other."""
+    panels = dashboard()["panels"]
+    assert len({panel["id"] for panel in panels}) == len(panels)
+    taken: dict[tuple[int, int], str] = {}
+    for panel in panels:
+        place = panel["gridPos"]
+        for y in range(place["y"], place["y"] + place["h"]):
+            for x in range(place["x"], place["x"] + place["w"]):
+                assert (x, y) not in taken, (panel["title"], taken[(x, y)])
+                taken[(x, y)] = panel["title"]
