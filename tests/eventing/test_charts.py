@@ -53,16 +53,23 @@ def received(tenant, topic, n, minutes_ago):
         )
 
 
+def behind(topic, *, entries: int, read: int) -> str:
+    """The topic's stream with `entries` entries and a group "slow" that was handed the
+    first `read` of them and acknowledged none; the stream's key."""
+    key = stream_key(topic.name)
+    for i in range(entries):
+        get_redis().xadd(key, {"n": i})
+    get_redis().xgroup_create(key, "slow", id="0")
+    get_redis().xreadgroup("slow", "s-1", {key: ">"}, count=read)
+    return key
+
+
 def test_throughput_per_topic_and_lag_per_consumer(client, operator, tenant_a, tenant_b, topic):
     received(tenant_a, "t.one", 4, minutes_ago=1)
     received(tenant_b, "t.one", 2, minutes_ago=5)
     received(tenant_b, "t.two", 3, minutes_ago=5)
     received(tenant_b, "t.two", 9, minutes_ago=90)  # older than the hour
-    key = stream_key(topic.name)
-    for i in range(4):
-        get_redis().xadd(key, {"n": i})
-    get_redis().xgroup_create(key, "slow", id="0")
-    get_redis().xreadgroup("slow", "s-1", {key: ">"}, count=1)
+    key = behind(topic, entries=4, read=1)
     client.force_login(operator)
     html = client.get(reverse("eventing:overview")).content.decode()
 
@@ -89,11 +96,7 @@ def test_throughput_per_topic_and_lag_per_consumer(client, operator, tenant_a, t
 
 
 def test_the_lag_chart_and_the_lag_gauge_say_the_same(client, operator, topic, scrape):
-    key = stream_key(topic.name)
-    for i in range(5):
-        get_redis().xadd(key, {"n": i})
-    get_redis().xgroup_create(key, "slow", id="0")
-    get_redis().xreadgroup("slow", "s-1", {key: ">"}, count=2)
+    behind(topic, entries=5, read=2)
     client.force_login(operator)
     html = client.get(reverse("eventing:overview")).content.decode()
     drawn = chart_figures(html, "consumer-lag")[f"{topic.name}: slow"]
