@@ -331,9 +331,14 @@ class SchemaList(ConfluentView):
 class SchemaById(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.SchemaText, **ERRORS})
     def get(self, request, schema_id):
+        """The schema of that id; with `fetchMaxId=true`, `maxId` too: the highest id the
+        registry has given, for a tool that walks every id."""
         answer = wire.registered(_by_id(schema_id), fmt=request.query_params.get("format"))
         shown = ("schema", "schemaType", "references", "metadata", "ruleSet")
-        return Response({k: answer[k] for k in shown if k in answer})
+        found = {k: answer[k] for k in shown if k in answer}
+        if _flag(request, "fetchMaxId"):
+            found["maxId"] = selectors.max_schema_id()
+        return Response(found)
 
 
 class SchemaByIdText(ConfluentView):

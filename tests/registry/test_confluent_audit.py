@@ -1,0 +1,91 @@
+"""Issue 38's audit of the Schema Registry API against the reference registry's
+documented answers (Confluent's API reference and its resources' source): the answers
+the conformance module did not pin yet, each as the reference gives it."""
+
+import json
+
+import pytest
+
+from tests.registry import test_confluent_conformance as conformance
+from tests.registry.test_confluent_conformance import AVRO, ORDER, ORDER_2, body, check, seed
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+http = conformance.http  # the conformance module's client, a registry:admin service's
+
+
+def test_avro_answers_leave_the_default_schema_type_out(http):
+    """The reference serializes schemaType through SchemaTypeConverter: AVRO, its
+    default, is left out of every answer; other types are named."""
+    _, _, avro = seed(http)
+    assert "schemaType" not in check(http, "GET", f"/schemas/ids/{avro}", 200)
+    assert "schemaType" not in check(http, "GET", "/subjects/payments-value/versions/1", 200)
+    listed = check(http, "GET", "/schemas", 200)
+    assert {s["subject"]: s.get("schemaType") for s in listed} == {
+        "orders-value": "JSON",
+        "payments-value": None,
+    }
+    found = check(http, "POST", "/subjects/payments-value", 200, json=body(AVRO, "AVRO"))
+    assert "schemaType" not in found and found["id"] == avro
+
+
+def test_schema_by_id_parameters(http):
+    """`fetchMaxId=true` adds `maxId`, the highest id; `subject` scopes the lookup and
+    answers the same schema."""
+    first, second, avro = seed(http)
+    top = max(first, second, avro)
+    found = check(http, "GET", f"/schemas/ids/{first}", 200, params={"fetchMaxId": "true"})
+    assert found["maxId"] == top and json.loads(found["schema"]) == ORDER
+    assert "maxId" not in check(http, "GET", f"/schemas/ids/{first}", 200)
+    scoped = check(http, "GET", f"/schemas/ids/{first}", 200, params={"subject": "orders-value"})
+    assert json.loads(scoped["schema"]) == ORDER
+
+
+def test_versions_and_their_errors(http):
+    """Version ids: `latest` and -1 the latest, any other number below 1 or a word 42202;
+    an unknown subject is 40401 before its version is looked at."""
+    seed(http)
+    check(http, "GET", "/subjects/orders-value/versions/latest/schema", 200, ORDER_2)
+    check(http, "GET", "/subjects/nothing-value/versions/latest/schema", 404, error=40401)
+    check(http, "GET", "/subjects/nothing-value/versions/latest", 404, error=40401)
+    for bad in ("0", "-2"):
+        check(http, "GET", f"/subjects/orders-value/versions/{bad}", 422, error=42202)
+        check(http, "DELETE", f"/subjects/orders-value/versions/{bad}", 422, error=42202)
+    check(http, "DELETE", "/subjects/orders-value/versions/7", 404, error=40402)
+    check(http, "DELETE", "/subjects/nothing-value/versions/1", 404, error=40401)
+    check(http, "GET", "/schemas/ids/999999/versions", 404, error=40403)
+    check(http, "GET", "/schemas/ids/999999/schema", 404, error=40403)
+
+
+def test_subject_deletion_rules(http):
+    """A subject is soft-deleted before it is removed (40405 otherwise); a READONLY
+    registry refuses writes and deletions (42205) and still answers reads."""
+    seed(http)
+    params = {"permanent": "true"}
+    check(http, "DELETE", "/subjects/orders-value", 404, error=40405, params=params)
+    check(http, "PUT", "/mode", 200, {"mode": "READONLY"}, json={"mode": "READONLY"})
+    check(http, "DELETE", "/subjects/orders-value", 422, error=42205)
+    check(http, "DELETE", "/subjects/orders-value/versions/1", 422, error=42205)
+    check(http, "GET", "/subjects/orders-value/versions", 200, [1, 2])
+    check(http, "PUT", "/mode", 200, {"mode": "READWRITE"}, json={"mode": "READWRITE"})
+    check(http, "DELETE", "/subjects/orders-value", 200, [1, 2])
+
+
+def test_context_qualified_subjects_are_listed_and_filtered(http):
+    """A subject in a context is registered and read under its qualified name; the
+    prefix filter takes the qualified name."""
+    seed(http)
+    check(http, "POST", "/subjects/:.eu:orders-value/versions", 200, json=body(ORDER))
+    check(http, "GET", "/subjects/:.eu:orders-value/versions", 200, [1])
+    check(http, "GET", "/subjects", 200, [":.eu:orders-value"], params={"subjectPrefix": ":.eu:"})
+
+
+def test_per_subject_levels_and_modes_are_independent(http):
+    """orders-value and orders-key keep their own level and mode."""
+    seed(http)
+    check(http, "PUT", "/config/orders-key", 200, json={"compatibility": "NONE"})
+    check(http, "GET", "/config/orders-key", 200, {"compatibilityLevel": "NONE"})
+    check(http, "GET", "/config/orders-value", 404, error=40408)
+    check(http, "PUT", "/mode/orders-key", 200, json={"mode": "READONLY"})
+    check(http, "GET", "/mode/orders-value", 404, error=40409)
+    check(http, "POST", "/subjects/orders-value/versions", 200, json=body(ORDER))
