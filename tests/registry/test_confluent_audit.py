@@ -89,3 +89,16 @@ def test_per_subject_levels_and_modes_are_independent(http):
     check(http, "PUT", "/mode/orders-key", 200, json={"mode": "READONLY"})
     check(http, "GET", "/mode/orders-value", 404, error=40409)
     check(http, "POST", "/subjects/orders-value/versions", 200, json=body(ORDER))
+
+
+def test_the_registry_enters_import_mode_only_empty_or_forced(http):
+    """PUT /mode IMPORT on a registry with live subjects is 42205 ("Cannot import since
+    found existing subjects") unless force=true; an empty registry takes it."""
+    check(http, "PUT", "/mode", 200, {"mode": "IMPORT"}, json={"mode": "IMPORT"})
+    check(http, "PUT", "/mode", 200, {"mode": "READWRITE"}, json={"mode": "READWRITE"})
+    seed(http)
+    check(http, "PUT", "/mode", 422, json={"mode": "IMPORT"}, error=42205)
+    check(http, "GET", "/mode", 200, {"mode": "READWRITE"})
+    forced = {"force": "true"}
+    check(http, "PUT", "/mode", 200, {"mode": "IMPORT"}, json={"mode": "IMPORT"}, params=forced)
+    check(http, "GET", "/mode", 200, {"mode": "IMPORT"})

@@ -434,10 +434,15 @@ class Mode(ConfluentView):
         responses={200: wire.ModeIn, **ERRORS},
     )
     def put(self, request):
-        """The registry's mode: operators (and `registry:admin` tokens) only."""
+        """The registry's mode: operators (and `registry:admin` tokens) only. IMPORT only
+        on a registry with no live subject yet, unless `force=true` (42205)."""
         mode = _mode_in(request)
         versions.set_registry_default(
-            actor=request.actor, key="mode", value=mode, registry_admin=_admin(request)
+            actor=request.actor,
+            key="mode",
+            value=mode,
+            registry_admin=_admin(request),
+            force=_flag(request, "force"),
         )
         return Response({"mode": mode})
 
