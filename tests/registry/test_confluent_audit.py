@@ -102,3 +102,10 @@ def test_the_registry_enters_import_mode_only_empty_or_forced(http):
     forced = {"force": "true"}
     check(http, "PUT", "/mode", 200, {"mode": "IMPORT"}, json={"mode": "IMPORT"}, params=forced)
     check(http, "GET", "/mode", 200, {"mode": "IMPORT"})
+
+
+def test_the_root_answers_an_empty_object(http):
+    """The reference's root resource, a liveness check: GET and POST answer `{}`."""
+    check(http, "GET", "/", 200, {})
+    check(http, "POST", "/", 200, {}, json={"any": "thing"})
+    check(http, "POST", "/", 400, content=b"[1]", error=400)

@@ -141,6 +141,31 @@ def _parsed(request):
     )
 
 
+class Root(ConfluentView):
+    """The API's root: an empty object, as the reference answers it, which tools and load
+    balancers call to see the registry is up."""
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_root",
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def get(self, request):
+        return Response({})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_root_post",
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def post(self, request):
+        """Any object posted, answered empty (the reference's way to test a client's
+        requests without touching a subject)."""
+        _body(request)
+        return Response({})
+
+
 class Subjects(ConfluentView):
     @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
     def get(self, request):
