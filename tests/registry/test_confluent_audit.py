@@ -109,3 +109,25 @@ def test_the_root_answers_an_empty_object(http):
     check(http, "GET", "/", 200, {})
     check(http, "POST", "/", 200, {}, json={"any": "thing"})
     check(http, "POST", "/", 400, content=b"[1]", error=400)
+
+
+def test_a_configs_normalize_is_kept_answered_and_normalizes_registrations(http):
+    """`normalize` is a field of the reference's config: kept registry-wide and per
+    subject, answered by GET and DELETE, and a registration under it is normalized as
+    `normalize=true` would (sorted keys for JSON Schema); not true/false is 422."""
+    on = {"normalize": True}
+    check(http, "PUT", "/config", 200, on, json=on)
+    check(http, "GET", "/config", 200, {"compatibilityLevel": "BACKWARD", "normalize": True})
+    found = check(http, "POST", "/subjects/orders-value/versions", 200, json=body(ORDER))
+    assert found["schema"] == '{"properties":{"id":{"type":"string"}},"type":"object"}'
+    check(
+        http, "PUT", "/config/payments-value", 200, {"normalize": False}, json={"normalize": False}
+    )
+    check(http, "GET", "/config/payments-value", 200, {"normalize": False})
+    in_force = check(http, "GET", "/config/payments-value", 200, params={"defaultToGlobal": "true"})
+    assert in_force == {"compatibilityLevel": "BACKWARD", "normalize": False}
+    kept = check(http, "POST", "/subjects/payments-value/versions", 200, json=body(ORDER))
+    assert kept["schema"] == json.dumps(ORDER, separators=(",", ":"))  # its own key order
+    check(http, "PUT", "/config", 422, json={"normalize": "yes"}, error=422)
+    check(http, "DELETE", "/config", 200, {"compatibilityLevel": "BACKWARD", "normalize": True})
+    check(http, "GET", "/config", 200, {"compatibilityLevel": "BACKWARD"})

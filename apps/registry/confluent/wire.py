@@ -97,6 +97,9 @@ class Contract(serializers.Serializer):
     overrideMetadata = serializers.JSONField(required=False)  # noqa: N815
     defaultRuleSet = serializers.JSONField(required=False)  # noqa: N815
     overrideRuleSet = serializers.JSONField(required=False)  # noqa: N815
+    normalize = serializers.BooleanField(
+        required=False, help_text="Whether registrations are normalized (normalize=true)."
+    )
 
 
 class Level(Contract):
