@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet
 
 from apps.core.redis import REDIS_ERRORS, get_redis
 from apps.registry.models import (
@@ -288,6 +288,16 @@ def published_version_by_id(schema_id: int) -> SchemaVersion | None:
         .order_by(F("deleted_at").asc(nulls_first=True), "pk")
         .first()
     )
+
+
+def max_schema_id() -> int:
+    """The highest schema id a published version has (soft-deleted ones included: they
+    are still served by id); 0 when there is none. The reference answers it as `maxId`
+    for a client that walks every id (`fetchMaxId`)."""
+    found = SchemaVersion.objects.filter(state=SchemaVersion.State.PUBLISHED).aggregate(
+        top=Max("identity_id")
+    )
+    return found["top"] or 0
 
 
 def versions_of_schema_id(schema_id: int, *, deleted: bool = False) -> list[SchemaVersion]:

@@ -28,6 +28,7 @@ VERSION = f"{SUBJECT}/versions/<str:version>"
 SCHEMA = "schemas/ids/<int:schema_id>"
 
 urlpatterns = [
+    path("", confluent.Root.as_view(), name="root"),
     path("subjects", confluent.Subjects.as_view(), name="subjects"),
     path(f"{VERSION}/schema", confluent.SubjectVersionSchema.as_view(), name="version-schema"),
     path(f"{VERSION}/referencedby", confluent.ReferencedBy.as_view(), name="referencedby"),

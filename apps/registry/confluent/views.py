@@ -141,6 +141,31 @@ def _parsed(request):
     )
 
 
+class Root(ConfluentView):
+    """The API's root: an empty object, as the reference answers it, which tools and load
+    balancers call to see the registry is up."""
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_root",
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def get(self, request):
+        return Response({})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_root_post",
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def post(self, request):
+        """Any object posted, answered empty (the reference's way to test a client's
+        requests without touching a subject)."""
+        _body(request)
+        return Response({})
+
+
 class Subjects(ConfluentView):
     @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
     def get(self, request):
@@ -331,9 +356,14 @@ class SchemaList(ConfluentView):
 class SchemaById(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.SchemaText, **ERRORS})
     def get(self, request, schema_id):
+        """The schema of that id; with `fetchMaxId=true`, `maxId` too: the highest id the
+        registry has given, for a tool that walks every id."""
         answer = wire.registered(_by_id(schema_id), fmt=request.query_params.get("format"))
         shown = ("schema", "schemaType", "references", "metadata", "ruleSet")
-        return Response({k: answer[k] for k in shown if k in answer})
+        found = {k: answer[k] for k in shown if k in answer}
+        if _flag(request, "fetchMaxId"):
+            found["maxId"] = selectors.max_schema_id()
+        return Response(found)
 
 
 class SchemaByIdText(ConfluentView):
@@ -429,10 +459,15 @@ class Mode(ConfluentView):
         responses={200: wire.ModeIn, **ERRORS},
     )
     def put(self, request):
-        """The registry's mode: operators (and `registry:admin` tokens) only."""
+        """The registry's mode: operators (and `registry:admin` tokens) only. IMPORT only
+        on a registry with no live subject yet, unless `force=true` (42205)."""
         mode = _mode_in(request)
         versions.set_registry_default(
-            actor=request.actor, key="mode", value=mode, registry_admin=_admin(request)
+            actor=request.actor,
+            key="mode",
+            value=mode,
+            registry_admin=_admin(request),
+            force=_flag(request, "force"),
         )
         return Response({"mode": mode})
 

@@ -66,7 +66,9 @@ class Registered(serializers.Serializer):
     id = serializers.IntegerField()
     version = serializers.IntegerField()
     schema = serializers.CharField()
-    schemaType = serializers.CharField()  # noqa: N815
+    schemaType = serializers.CharField(  # noqa: N815
+        required=False, help_text="Left out for AVRO, the default, as the reference does."
+    )
     references = ReferenceIn(many=True, required=False, help_text="Only when it has any.")
     metadata = serializers.JSONField(required=False, help_text="Only when it has any.")
     ruleSet = serializers.JSONField(required=False, help_text="Only when it has any.")  # noqa: N815
@@ -74,10 +76,15 @@ class Registered(serializers.Serializer):
 
 class SchemaText(serializers.Serializer):
     schema = serializers.CharField()
-    schemaType = serializers.CharField()  # noqa: N815
+    schemaType = serializers.CharField(  # noqa: N815
+        required=False, help_text="Left out for AVRO, the default, as the reference does."
+    )
     references = ReferenceIn(many=True, required=False, help_text="Only when it has any.")
     metadata = serializers.JSONField(required=False, help_text="Only when it has any.")
     ruleSet = serializers.JSONField(required=False, help_text="Only when it has any.")  # noqa: N815
+    maxId = serializers.IntegerField(  # noqa: N815
+        required=False, help_text="With fetchMaxId=true: the highest schema id."
+    )
 
 
 class SubjectVersionOut(serializers.Serializer):
@@ -90,6 +97,9 @@ class Contract(serializers.Serializer):
     overrideMetadata = serializers.JSONField(required=False)  # noqa: N815
     defaultRuleSet = serializers.JSONField(required=False)  # noqa: N815
     overrideRuleSet = serializers.JSONField(required=False)  # noqa: N815
+    normalize = serializers.BooleanField(
+        required=False, help_text="Whether registrations are normalized (normalize=true)."
+    )
 
 
 class Level(Contract):
@@ -164,8 +174,10 @@ def registered(
         "id": version.identity_id,
         "version": version.version,
         "schema": text or registry_text(version, references),
-        "schemaType": version.schema_type,
     }
+    # the reference leaves Avro's type out (its default; SchemaTypeConverter)
+    if version.schema_type != "AVRO":
+        answer["schemaType"] = version.schema_type
     if subject is not None:
         answer["subject"] = subject
     if references:

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from apps.registry.models import SchemaVersion
 from apps.registry.versions.errors import RegistryRefused
 
-CONFIG_KEYS = ("defaultMetadata", "overrideMetadata", "defaultRuleSet", "overrideRuleSet")
+CONFIG_KEYS = (
+    "defaultMetadata",
+    "overrideMetadata",
+    "defaultRuleSet",
+    "overrideRuleSet",
+    "normalize",  # whether registrations are normalized, as `normalize=true` asks
+)
 RULE_LISTS = ("migrationRules", "domainRules", "encodingRules")
 RULE_KINDS = ("TRANSFORM", "CONDITION")
 RULE_MODES = ("UPGRADE", "DOWNGRADE", "UPDOWN", "READ", "WRITE", "WRITEREAD")
@@ -89,13 +95,24 @@ def valid_rule_set(value, where: str = "ruleSet") -> dict | None:
 
 
 def valid_config(body: dict) -> dict:
-    """The config's data-contract fields the body sends (those it leaves out: absent)."""
+    """The config's data-contract fields (and `normalize`) the body sends (those it
+    leaves out: absent)."""
     given = {}
     for key in CONFIG_KEYS:
-        if key in body:
+        if key == "normalize" and key in body:
+            given[key] = _valid_flag(body[key], key)
+        elif key in body:
             check = valid_metadata if key.endswith("Metadata") else valid_rule_set
             given[key] = check(body[key], key)
     return given
+
+
+def _valid_flag(value, where: str) -> bool | None:
+    """A config's true/false field; null clears it. Anything else is refused as the
+    reference refuses a body it cannot read into its config (422, error_code 422)."""
+    if value is not None and not isinstance(value, bool):
+        raise RegistryRefused(f"{where} is true or false", registry_code=422)
+    return value
 
 
 def merge_metadata(base: dict | None, over: dict | None) -> dict | None:

@@ -19,6 +19,7 @@ from apps.registry.selectors import (
     registry_contract,
     registry_mode_of,
     subject_contract,
+    subjects_with_published_versions,
     topic_by_name,
 )
 from apps.registry.services import (
@@ -148,15 +149,27 @@ def _with(settings_by_role: dict | None, role: str, value) -> dict:
 
 
 def set_registry_default(
-    *, actor: Actor, key: str, value: str | None, registry_admin: bool = False
+    *,
+    actor: Actor,
+    key: str,
+    value: str | None,
+    registry_admin: bool = False,
+    force: bool = False,
 ) -> str | None:
     """The registry-wide compatibility level or mode (None: back to the configured
     default); operators (and `registry_admin`) only, audited. A lowered level is announced
-    on each topic that has consumers and no level of its own."""
+    on each topic that has consumers and no level of its own. IMPORT only on a registry
+    with no live subject yet, unless `force`, as the reference rules it (42205)."""
     require_may_manage(actor, None, registry_admin)
     with system_scope(), transaction.atomic():
         row = RegistryDefault.objects.select_for_update().filter(key=key).first()
         before = row.value if row else None
+        importing = key == "mode" and value == "IMPORT" and before != "IMPORT"
+        if importing and not force and subjects_with_published_versions():
+            raise RegistryRefused(
+                "Cannot import since found existing subjects; set force=true to import "
+                "into the registry anyway."
+            )
         if value is None:
             if row is not None:
                 row.delete()

@@ -69,23 +69,29 @@ def subject_register(
     `schema_id` (and `number`), or on a subject in IMPORT mode, the version a migration
     brings, with its id and number."""
     with _system_scope_once():  # the view's transaction, or one of its own
-        parsed, resolved = parse_submitted(
-            schema_type, schema, references, normalize=normalize, lock=True
-        )
         topic = selectors.topic_for_registering(subject.topic)
         if topic is not None and topic.produced:
             require_produces(actor, topic)
         # the mode and the level, both registry-wide settings, in one read
         defaults = selectors.registry_defaults()
+        config = contracts.config_in_force(
+            selectors.subject_contract(topic, subject.role),
+            selectors.registry_contract(defaults),
+        )
+        # a config's `normalize` normalizes every registration, as the reference's does
+        parsed, resolved = parse_submitted(
+            schema_type,
+            schema,
+            references,
+            normalize=normalize or bool(config.get("normalize")),
+            lock=True,
+        )
         mode = require_writable(topic, subject.role, subject.name, defaults)
         service = service_ensure(actor=actor, name=caller)
         contract = contracts.Sent(
             metadata=contracts.valid_metadata(metadata),
             rule_set=contracts.valid_rule_set(rule_set),
-            config=contracts.config_in_force(
-                selectors.subject_contract(topic, subject.role),
-                selectors.registry_contract(defaults),
-            ),
+            config=config,
         )
         given = {
             "actor": actor,
