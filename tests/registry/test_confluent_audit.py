@@ -91,6 +91,18 @@ def test_per_subject_levels_and_modes_are_independent(http):
     check(http, "POST", "/subjects/orders-value/versions", 200, json=body(ORDER))
 
 
+def test_a_mode_change_echoes_the_request_as_sent(http):
+    """The reference answers PUT /mode with the request it was sent ("On success, echoes
+    the original request back to the client"), the mode in the case it was written; the
+    mode it keeps is upper-cased."""
+    seed(http)
+    check(http, "PUT", "/mode", 200, {"mode": "readonly"}, json={"mode": "readonly"})
+    check(http, "GET", "/mode", 200, {"mode": "READONLY"})
+    check(http, "PUT", "/mode", 200, {"mode": "ReadWrite"}, json={"mode": "ReadWrite"})
+    check(http, "PUT", "/mode/orders-key", 200, {"mode": "readonly"}, json={"mode": "readonly"})
+    check(http, "GET", "/mode/orders-key", 200, {"mode": "READONLY"})
+
+
 def test_the_registry_enters_import_mode_only_empty_or_forced(http):
     """PUT /mode IMPORT on a registry with live subjects is 42205 ("Cannot import since
     found existing subjects") unless force=true; an empty registry takes it."""

@@ -416,6 +416,12 @@ class Contexts(ConfluentView):
         return Response(sorted(named | {"."}))
 
 
+def _mode_echo(request) -> dict:
+    """A PUT /mode's answer: the request as it was sent (`readonly` stays lowercase), as
+    the reference echoes its ModeUpdateRequest."""
+    return {"mode": _body(request).get("mode")}
+
+
 def _mode_in(request) -> str:
     mode = str(_body(request).get("mode", "")).upper()
     if mode not in REGISTRY_MODES:
@@ -469,7 +475,7 @@ class Mode(ConfluentView):
             registry_admin=_admin(request),
             force=_flag(request, "force"),
         )
-        return Response({"mode": mode})
+        return Response(_mode_echo(request))
 
     @extend_schema(
         tags=TAG,
@@ -512,7 +518,7 @@ class SubjectMode(ConfluentView):
             force=_flag(request, "force"),
             registry_admin=_admin(request),
         )
-        return Response({"mode": mode})
+        return Response(_mode_echo(request))
 
     @extend_schema(tags=TAG, responses={200: wire.ModeIn, **ERRORS})
     def delete(self, request, subject):
