@@ -202,7 +202,7 @@ class _Writer:
             name = ".".join(f"({part})" if extension else part for part, extension in parts)
             # the reference names `(acme.rules).max_len` by its extension, `acme.rules`,
             # without the parentheses, and sorts by that name alone
-            custom.append((parts[0][0], f"{name}{self.custom(kept)}"))
+            custom.append((parts[0][0], f"{name}{self.written_value(self.option_value(kept))}"))
         custom = [  # a known extension's [name, value] written now its values are merged
             (entry[0], f"({entry[0]}){self.written_value(entry[1])}")
             if isinstance(entry, list)
@@ -264,19 +264,6 @@ class _Writer:
         if isinstance(value, ast.MessageLiteral):
             return " = {\n" + self.literal(value) + "}"
         return f" = {self.literal_value(value)}"
-
-    def custom(self, kept) -> str:
-        if kept.HasField("aggregate_value"):
-            return " = {\n" + self.literal(aggregate_literal(kept.aggregate_value)) + "}"
-        if kept.HasField("identifier_value"):
-            return f" = {kept.identifier_value}"
-        if kept.HasField("string_value"):
-            return f" = {quoted(kept.string_value)}"
-        if kept.HasField("positive_int_value"):
-            return f" = {kept.positive_int_value}"
-        if kept.HasField("negative_int_value"):
-            return f" = {kept.negative_int_value}"
-        return f" = {self.number(kept.double_value)}"
 
     def literal(self, literal: ast.MessageLiteral) -> str:
         """A message literal's entries, one a line, indented (`key: value,`)."""
