@@ -491,6 +491,11 @@ STEWARD_WORKFLOW_DECISION_OVERDUE_DAYS_BY_TENANT = days_by_tenant(
 
 # Schema registry: the compatibility mode of topics that set none.
 STEWARD_REGISTRY_DEFAULT_MODE = env("STEWARD_REGISTRY_DEFAULT_MODE", "BACKWARD")
+# The cluster ids the Schema Registry API's /v1/metadata/id answers, as the reference
+# answers its `schema.registry.group.id` and the id of the Kafka cluster it serves: tools
+# (role bindings, Control Center) name the registry by them.
+STEWARD_REGISTRY_CLUSTER_ID = env("STEWARD_REGISTRY_CLUSTER_ID", "schema-registry")
+STEWARD_REGISTRY_KAFKA_CLUSTER_ID = env("STEWARD_REGISTRY_KAFKA_CLUSTER_ID", "")
 
 # Store bindings: the secret broker (a class implementing apps.stores.brokers.SecretBroker).
 # Production's names credentials in every process's environment, so no replica needs a
