@@ -341,6 +341,28 @@ class SubjectVersion(ConfluentView):
         return Response(number)
 
 
+class LatestWithMetadata(ConfluentView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_latest_with_metadata",
+        responses={200: wire.Registered, **ERRORS},
+    )
+    def get(self, request, subject):
+        """The subject's latest version whose metadata has every `key`=`value` pair asked
+        (`?key=a&value=1&key=b&value=2`, paired in order), as serializers configured with
+        `use.latest.with.metadata` ask for it: 40401 for a subject with no version, 40403
+        when none has them."""
+        deleted = _flag(request, "deleted")
+        topic, role = _topic(subject, deleted=deleted)
+        keys, values = request.query_params.getlist("key"), request.query_params.getlist("value")
+        # as the reference pairs them: as many pairs as both lists hold
+        wanted = dict(zip(keys, values, strict=False))
+        found = selectors.latest_with_metadata(topic, role, wanted, deleted=deleted)
+        if found is None:
+            raise RegistryError(404, 40403, "Schema not found")
+        return Response(wire.registered(found, subject, fmt=request.query_params.get("format")))
+
+
 class SubjectVersionSchema(ConfluentView):
     @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request, subject, version):
