@@ -82,7 +82,7 @@ message Item {
   ];
   optional bytes tag = 3 [default = "\001\"ok\"\n"];
   optional string note = 7 [default = "tab\there \"quoted\""];
-  optional double cap = 8 [default = 10000000000.0];
+  optional double cap = 8 [default = 1e10];
   optional float low = 10 [default = -inf];
   optional int32 count = 11 [default = 0x10];
   optional Unit unit = 12 [default = KG];
