@@ -420,12 +420,9 @@ class _Writer:
         extra = []
         if field.HasField("default_value"):
             extra.append(("default", f"default = {self.default(field, key)}"))
-        # a json_name written or sent is written back, as the reference does; normalized,
-        # not the one protoc derives, so that a descriptor (which carries every field's)
-        # is the same schema as its text (the reference tells the two apart)
-        if field.HasField("json_name") and not (
-            self.normalized and field.json_name == _camel(field.name)
-        ):
+        # a json_name written or sent is written back, normalized too, as the reference
+        # does: a descriptor carrying every field's is another schema than its text
+        if field.HasField("json_name"):
             extra.append(("json_name", f"json_name = {quoted(field.json_name)}"))
         options = self.bracketed(self.options(field.options, key, extra))
         entry = _map_entry(message, field) if self.maps else None
@@ -664,8 +661,3 @@ def _special(value: float) -> str:
     if value != value:
         return "-nan" if math.copysign(1, value) < 0 else "nan"
     return "inf" if value > 0 else "-inf"
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
