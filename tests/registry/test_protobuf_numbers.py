@@ -198,6 +198,8 @@ def test_the_value_is_the_one_protoc_reads():
         'syntax = "proto2";\nmessage M { optional int32 a = 1 [default = 1.5]; }\n',
         'syntax = "proto2";\nmessage M { optional int32 a = 1 [default = 1e3]; }\n',
         'syntax = "proto3";\noption (a) = 09;\n',
+        'syntax = "proto3";\noption java_multiple_files = 1;\n',
+        'syntax = "proto3";\noption (a) = 18446744073709551616;\n',  # past uint64
     ],
 )
 def test_a_number_protoc_refuses_is_an_invalid_schema(text):
@@ -236,8 +238,15 @@ message Limit {
 
 @pytest.mark.django_db(transaction=True)
 def test_a_text_s_defaults_reach_the_clients_with_the_values_protoc_reads(live, tmp_path):
-    # given: the file registered as text, its numbers spelt as the file spelt them
+    # given: the file registered as text, its numbers spelt as the file spelt them (a
+    # number protoc refuses first: the reference's invalid-schema answer, nothing kept)
     new_client, http = live
+    bad = _DEFAULTS.replace("default = 0x10", "default = 1.5")
+    refused = http.post(
+        "/subjects/limits-value/versions", json={"schemaType": "PROTOBUF", "schema": bad}
+    )
+    assert (refused.status_code, refused.json()["error_code"]) == (422, 42201)
+    assert http.get("/subjects/limits-value/versions").status_code == 404
     body = {"schemaType": "PROTOBUF", "schema": _DEFAULTS}
     first = http.post("/subjects/limits-value/versions", json=body).json()["id"]
     served = http.get("/subjects/limits-value/versions/1").json()["schema"]

@@ -105,7 +105,7 @@ def _quiet(target):
     target.addErrorListener(_Raise())
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class Number:
     """A number literal of a .proto file: its token as written (`0x10`, `1e10`, `-.5`),
     which the reference writes back (wire keeps a number's text), and its value as protoc
@@ -114,7 +114,7 @@ class Number:
     text: str
     value: int | float = dataclasses.field(compare=False)
 
-    def __str__(self) -> str:
+    def __repr__(self) -> str:  # in a refusal's reason, and str(): as written
         return self.text
 
     @classmethod
