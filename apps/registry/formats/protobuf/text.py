@@ -14,21 +14,24 @@ code, documentation and public tests, written anew here):
 - a field's options in brackets, on its line when it has one, one per line when more
   (`default` and `json_name` after the others); an option's message value as
   `{ key: value, … }` one entry per line; custom options (`(acme.rules).max = 3`) kept;
+- a number as the file spelt it (`1e10`, `0x10`), wherever it is;
 - comments dropped.
 
 `normalized=True` is the reference's `normalize`: every type named in full (a leading
 dot), a map field as `map<K, V>` without its synthetic entry message, imports sorted,
 options sorted by name, fields by number, oneofs by their first field's number, enum
 constants by number, each reserved value and extension range on its own line sorted,
-numbers in options written plainly, and `syntax` written for proto3 only; a custom option
+numbers written plainly by their value (_plain), every json_name kept, and `syntax`
+written for proto3 only; a custom option
 whose extension the file can see (`extensions`) named in full and one extension's
 options merged into one. It is what Steward takes as a schema's identity.
 
-The file's own grouping of its `reserved` and `extensions` statements, and the order it
-wrote its options in, come from its Layout (descriptors.py), as the reference keeps them
-from the file's text. A schema sent as a descriptor has none, and is written as the
-reference writes a descriptor: each reserved value and extension range in a statement of
-its own, the standard options in the reference's order, then the custom ones."""
+The file's own grouping of its `reserved` and `extensions` statements, the order it
+wrote its options in and the tokens of its numbers come from its Layout (descriptors.py),
+as the reference keeps them from the file's text. A schema sent as a descriptor has none,
+and is written as the reference writes a descriptor: each reserved value and extension
+range in a statement of its own, the standard options in the reference's order, then the
+custom ones."""
 
 from __future__ import annotations
 
