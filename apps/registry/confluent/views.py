@@ -96,24 +96,17 @@ def _named(subject: str) -> subjects.Subject:
 
 def _aliased(subject: str) -> str:
     """The subject a `/subjects/{subject}/…` or `/compatibility/subjects/{subject}/…` path
-    stands for: the one its own config's `alias` names (followed once, not chained; an
-    unqualified alias in the subject's context), else itself, as the reference's
-    AliasFilter rewrites those paths. The call then goes on as if the path named that
-    subject, under the caller's own rights: an alias reaches nothing its target's name
-    would not, and a missing target answers as itself."""
+    stands for (contracts.alias_of), else itself, as the reference's AliasFilter rewrites
+    those paths. The call then goes on as if the path named that subject, under the
+    caller's own rights: an alias reaches nothing its target's name would not, and a
+    missing target answers as itself. (Registering resolves it itself, with the topic it
+    reads anyway: versions.subject_register.)"""
     try:
         named = subjects.parse(subject)
     except subjects.InvalidSubject:
         return subject
-    alias = selectors.subject_contract(selectors.topic_by_name(named.topic), named.role).get(
-        "alias"
-    )
-    if not alias:
-        return subject
-    context = subjects.context_of(subject)
-    if context != "." and not alias.startswith(":."):
-        return f":{context}:{alias}"
-    return alias
+    own = selectors.subject_contract(selectors.topic_by_name(named.topic), named.role)
+    return contracts.alias_of(subject, own) or subject
 
 
 def _admin(request) -> bool:
@@ -287,8 +280,8 @@ class SubjectVersions(ConfluentView):
         keys for JSON Schema; Avro's normalized form); a schema's id does not depend on
         it. `references` name other
         subjects' versions the schema uses; the same schema with the same references is the
-        same version."""
-        subject = _aliased(subject)
+        same version. On a subject whose config names an `alias`, the aliased subject's,
+        answered with its name."""
         body = _body(request)
         named = _named(subject)
         account = request.service_account
@@ -305,7 +298,7 @@ class SubjectVersions(ConfluentView):
             metadata=body.get("metadata"),
             rule_set=body.get("ruleSet"),
         )
-        return Response(wire.registered(done.version, subject, done.references))
+        return Response(wire.registered(done.version, done.subject or subject, done.references))
 
 
 class SubjectVersion(ConfluentView):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from google.protobuf import descriptor_pb2
 
+from apps.registry import subjects
 from apps.registry.formats import Difference
 from apps.registry.models import SchemaVersion
 from apps.registry.versions.errors import RegistryRefused
@@ -211,6 +212,19 @@ def rules_changed(version: SchemaVersion, before: SchemaVersion | None) -> bool:
     """Whether the version's rules differ from the version before it: news to consumers,
     as a schema change is."""
     return before is not None and (version.rule_set or None) != (before.rule_set or None)
+
+
+def alias_of(subject: str, own: dict) -> str | None:
+    """The subject `subject` stands for: the alias its own config (`own`) names, once (an
+    alias's alias is not followed), qualified with the subject's context when it names
+    none, as the reference's AliasFilter resolves it; None when it names none."""
+    alias = own.get("alias")
+    if not alias:
+        return None
+    context = subjects.context_of(subject)
+    if context != "." and not alias.startswith(":."):
+        return f":{context}:{alias}"
+    return alias
 
 
 def group_value(metadata: dict | None, group: str) -> str | None:
