@@ -3,6 +3,7 @@ documented answers (Confluent's API reference and its resources' source): the an
 the conformance module did not pin yet, each as the reference gives it."""
 
 import json
+import tomllib
 
 import pytest
 
@@ -114,6 +115,32 @@ def test_the_registry_enters_import_mode_only_empty_or_forced(http):
     forced = {"force": "true"}
     check(http, "PUT", "/mode", 200, {"mode": "IMPORT"}, json={"mode": "IMPORT"}, params=forced)
     check(http, "GET", "/mode", 200, {"mode": "IMPORT"})
+
+
+def test_a_subject_enters_import_mode_when_it_has_no_live_version(http):
+    """PUT /mode/{subject} IMPORT is 42205 while the subject has a live version; as the
+    reference counts subjects (hasSubjects without the deleted), soft-deleted versions do
+    not count; a subject already in IMPORT (the registry's mode) is not checked again."""
+    seed(http)
+    check(http, "PUT", "/mode/orders-value", 422, json={"mode": "IMPORT"}, error=42205)
+    check(http, "GET", "/mode/orders-value", 404, error=40409)
+    check(http, "DELETE", "/subjects/orders-value", 200, [1, 2])
+    check(http, "PUT", "/mode/orders-value", 200, {"mode": "IMPORT"}, json={"mode": "IMPORT"})
+    check(http, "GET", "/mode/orders-value", 200, {"mode": "IMPORT"})
+    forced = {"force": "true"}
+    check(http, "PUT", "/mode", 200, {"mode": "IMPORT"}, json={"mode": "IMPORT"}, params=forced)
+    check(http, "PUT", "/mode/payments-value", 200, {"mode": "IMPORT"}, json={"mode": "IMPORT"})
+
+
+def test_server_metadata(http, settings):
+    """/v1/metadata/id answers the reference's ServerClusterId (no `id`: it is empty and
+    left out; the cluster ids under scope.clusters), /v1/metadata/version the release."""
+    settings.STEWARD_REGISTRY_KAFKA_CLUSTER_ID = "lkc-9z7q"
+    clusters = {"kafka-cluster": "lkc-9z7q", "schema-registry-cluster": "schema-registry"}
+    check(http, "GET", "/v1/metadata/id", 200, {"scope": {"path": [], "clusters": clusters}})
+    release = tomllib.loads((settings.BASE_DIR / "pyproject.toml").read_text())["project"]
+    check(http, "GET", "/v1/metadata/version", 200, {"version": release["version"]})
+    check(http, "GET", "/v1/metadata/other", 404, error=404)
 
 
 def test_the_root_answers_an_empty_object(http):

@@ -165,6 +165,9 @@ OPERATIONS = {
         ({"subject": "alpha.orders-value"}, None, "refused"),
     ],
     "GET /api/schema-registry/contexts": [({}, None, "read")],
+    # the registry's own ids and release: nothing any tenant or service owns
+    "GET /api/schema-registry/v1/metadata/id": [({}, None, "read")],
+    "GET /api/schema-registry/v1/metadata/version": [({}, None, "read")],
     "GET /api/schema-registry/mode": [({}, None, "read")],
     "PUT /api/schema-registry/mode": [({}, {"mode": "READONLY"}, "refused")],
     "DELETE /api/schema-registry/mode": [({}, None, "refused")],

@@ -56,5 +56,7 @@ urlpatterns = [
     path("mode", confluent.Mode.as_view(), name="mode"),
     path("mode/<subject:subject>", confluent.SubjectMode.as_view(), name="subject-mode"),
     path("contexts", confluent.Contexts.as_view(), name="contexts"),
+    path("v1/metadata/id", confluent.ClusterId.as_view(), name="metadata-id"),
+    path("v1/metadata/version", confluent.ServerVersion.as_view(), name="metadata-version"),
     re_path(r"^.*$", confluent.UnknownPath.as_view(), name="unknown"),
 ]

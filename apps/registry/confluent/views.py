@@ -4,8 +4,10 @@ in the registry's shape (`errors`)."""
 
 from __future__ import annotations
 
+import importlib.metadata
 from dataclasses import dataclass
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -181,6 +183,36 @@ class Root(ConfluentView):
         requests without touching a subject)."""
         _body(request)
         return Response({})
+
+
+class ClusterId(ConfluentView):
+    """`/v1/metadata/id`: the ids tools name the registry by, in the reference's shape
+    (ServerClusterId: its empty `id` left out, the ids under `scope.clusters`)."""
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_metadata_id",
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def get(self, request):
+        clusters = {
+            "kafka-cluster": settings.STEWARD_REGISTRY_KAFKA_CLUSTER_ID,
+            "schema-registry-cluster": settings.STEWARD_REGISTRY_CLUSTER_ID,
+        }
+        return Response({"scope": {"path": [], "clusters": clusters}})
+
+
+class ServerVersion(ConfluentView):
+    """`/v1/metadata/version`: Steward's release, where the reference answers its own
+    (`commitId` is left out, as the reference leaves out what it does not know)."""
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_metadata_version",
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def get(self, request):
+        return Response({"version": importlib.metadata.version("steward")})
 
 
 class Subjects(ConfluentView):

@@ -13,7 +13,7 @@ from django.db import transaction
 
 from apps.core.context import Actor
 from apps.core.scope import system_scope
-from apps.registry.models import RegistryDefault, Topic
+from apps.registry.models import RegistryDefault, SchemaVersion, Topic
 from apps.registry.selectors import (
     mode_of,
     registry_contract,
@@ -218,10 +218,18 @@ def set_registry_mode(
     registry_admin: bool = False,
 ) -> str:
     """A subject's Schema Registry mode (the topic's role; blank: back to the
-    registry's); the topic's producers and operators only, audited. IMPORT only on a
-    subject with no version yet, unless `force`."""
+    registry's); the topic's producers and operators only, audited. IMPORT, unless the
+    subject is in IMPORT already or `force`, only on a subject with no live version: as the
+    reference rules it, soft-deleted versions do not count, nor do versions that were never
+    published (superseded or withdrawn while awaiting acknowledgement)."""
     require_may_manage(actor, topic, registry_admin)
-    if mode == "IMPORT" and not force and topic.schema_versions.filter(role=role).exists():
+    importing = mode == "IMPORT" and registry_mode_of(topic, role) != "IMPORT"
+    live = topic.schema_versions.filter(
+        role=role,
+        deleted_at__isnull=True,
+        state__in=(SchemaVersion.State.PUBLISHED, SchemaVersion.State.AWAITING),
+    )
+    if importing and not force and live.exists():
         raise RegistryRefused(
             f"Cannot import since found existing subjects for {topic.name} ({role}); set "
             "force=true to import into it anyway."
