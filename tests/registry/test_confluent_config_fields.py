@@ -107,6 +107,8 @@ def test_an_alias_answers_every_subject_call_as_the_aliased_subject(http):
     assert (latest["subject"], latest["version"], latest["id"]) == ("orders-value", 2, second)
     check(http, "GET", "/subjects/legacy-value/versions/1/schema", 200, ORDER)
     check(http, "GET", "/subjects/legacy-value/versions/1/referencedby", 200, [])
+    # the aliased subject has versions, none with metadata (legacy itself has none: 40401)
+    check(http, "GET", "/subjects/legacy-value/metadata", 404, error=40403)
     found = check(http, "POST", "/subjects/legacy-value", 200, json=body(ORDER))
     assert (found["subject"], found["id"]) == ("orders-value", first)
     path = "/compatibility/subjects/legacy-value/versions"

@@ -374,6 +374,7 @@ class LatestWithMetadata(ConfluentView):
         (`?key=a&value=1&key=b&value=2`, paired in order), as serializers configured with
         `use.latest.with.metadata` ask for it: 40401 for a subject with no version, 40403
         when none has them."""
+        subject = _aliased(subject)
         deleted = _flag(request, "deleted")
         topic, role = _topic(subject, deleted=deleted)
         keys, values = request.query_params.getlist("key"), request.query_params.getlist("value")
