@@ -25,6 +25,7 @@ from apps.registry.models import (
     Service,
     Topic,
     held_by,
+    schema_guid,
     schema_identity_key,
 )
 from apps.registry.news import AWAITING
@@ -289,20 +290,25 @@ def _parsed(spec: dict):
     return parse_referencing(kind, spec["schema"], spec.get("references", ()))
 
 
-def schema_id_for(kind: str, fingerprint: str, references=(), contract=None) -> int:
-    """The schema id of a schema (with its references: (name, referenced version id)):
-    the one it has already, under any subject, else a new one. One statement when the
-    schema is new; concurrent registrations of the same schema wait on the unique index
-    for the first to commit, then read its id."""
-    key = schema_identity_key(kind, fingerprint, references, contract)
+def schema_id_for(parsed, references=(), contract=None) -> int:
+    """The schema id of a parsed schema (with its resolved references: (name, referenced
+    version)): the one it has already, under any subject, else a new one, with the GUID
+    of this content (schema_guid; an id that had none, from before GUIDs, gets it now).
+    One statement; concurrent registrations of the same new schema wait on the unique
+    index for the first to commit, then read its id."""
+    key = schema_identity_key(parsed.kind, parsed.fingerprint, reference_key(references), contract)
+    guid = schema_guid(parsed.text, references, contract)
     with connection.cursor() as cursor:
         cursor.execute(
-            "WITH made AS (INSERT INTO registry_schemaidentity (key, schema_type, reusable,"
-            " created_at) VALUES (%s, %s, true, now()) ON CONFLICT (key) WHERE reusable"
-            " DO NOTHING RETURNING id)"
-            " SELECT id FROM made UNION ALL"
-            " SELECT id FROM registry_schemaidentity WHERE key = %s AND reusable LIMIT 1",
-            [key, kind, key],
+            "WITH made AS (INSERT INTO registry_schemaidentity (key, guid, schema_type,"
+            " reusable, created_at) VALUES (%s, %s::uuid, %s, true, now())"
+            " ON CONFLICT (key) WHERE reusable DO NOTHING RETURNING id),"
+            " found AS (SELECT id FROM made UNION ALL"
+            " SELECT id FROM registry_schemaidentity WHERE key = %s AND reusable LIMIT 1),"
+            " named AS (UPDATE registry_schemaidentity SET guid = %s::uuid"
+            " WHERE id IN (SELECT id FROM found) AND guid IS NULL)"
+            " SELECT id FROM found",
+            [key, guid, parsed.kind, key, guid],
         )
         row = cursor.fetchone()
         if row is None:
@@ -579,9 +585,7 @@ def _submit(
         role=role,
         version=number,
         schema_type=parsed.kind,
-        identity_id=schema_id_for(
-            parsed.kind, parsed.fingerprint, reference_key(references), (metadata, rule_set)
-        ),
+        identity_id=schema_id_for(parsed, references, (metadata, rule_set)),
         metadata=metadata,
         rule_set=rule_set,
         schema=parsed.document,
