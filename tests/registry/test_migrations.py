@@ -102,7 +102,9 @@ def test_protobuf_fingerprints_are_computed_again_from_the_reference_text():
 
 # the reference's own vector (SchemaValueTest.testSchemaValueMD5): this string, with an
 # empty metadata and one migration rule of the default kind and mode
-PINNED = '{"type":"record","name":"myrecord","fields":[{"type":"string","default":null,"name":"f"}]}'
+PINNED = (
+    '{"type":"record","name":"myrecord","fields":[{"type":"string","default":null,"name":"f"}]}'
+)
 PINNED_CONTRACT = ({}, {"migrationRules": [{"kind": "TRANSFORM", "mode": "WRITEREAD"}]})
 PINNED_GUID = "16f1eca5-ebf9-22b3-da80-212f8fa7342e"
 
