@@ -65,7 +65,9 @@ class Registered(serializers.Serializer):
     subject = serializers.CharField(required=False)
     id = serializers.IntegerField()
     version = serializers.IntegerField()
-    guid = serializers.UUIDField(help_text="The schema's GUID, derived from its content.")
+    guid = serializers.UUIDField(
+        required=False, help_text="The schema's GUID, from its content as the reference derives it."
+    )
     schema = serializers.CharField()
     schemaType = serializers.CharField(  # noqa: N815
         required=False, help_text="Left out for AVRO, the default, as the reference does."
@@ -77,7 +79,9 @@ class Registered(serializers.Serializer):
 
 class SchemaText(serializers.Serializer):
     schema = serializers.CharField()
-    guid = serializers.UUIDField(help_text="The schema's GUID, derived from its content.")
+    guid = serializers.UUIDField(
+        required=False, help_text="The schema's GUID, from its content as the reference derives it."
+    )
     schemaType = serializers.CharField(  # noqa: N815
         required=False, help_text="Left out for AVRO, the default, as the reference does."
     )

@@ -259,6 +259,9 @@ def _import_identity(schema_id: int, kind: str, key: str, guid: str) -> None:
     before gets a new id if it is registered again."""
     existing = SchemaIdentity.objects.select_for_update().filter(pk=schema_id).first()
     if existing is not None and existing.key == key:
+        if existing.guid is None:  # an id from before GUIDs (migration 0024), given again
+            existing.guid = guid
+            existing.save(update_fields=["guid"])
         return
     if existing is not None and existing.versions.exists():
         raise RegistryRefused(
