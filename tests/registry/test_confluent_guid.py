@@ -19,6 +19,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from apps.registry.models import SchemaIdentity, schema_guid
+from tests.registry.test_confluent_references import AVRO_ADDRESS, AVRO_ORDER
 
 pytestmark_live = pytest.mark.django_db(transaction=True)
 
@@ -277,26 +278,10 @@ def test_a_header_guid_round_trips_through_the_serializer_and_deserializer(live)
 def test_a_schema_with_references_has_the_guid_of_its_string_and_references(live):
     new_client, http = live
     client = new_client()
-    address = {
-        "type": "record",
-        "name": "Address",
-        "namespace": "com.acme",
-        "fields": [
-            {"name": "zip", "type": "string"},
-        ],
-    }
-    client.register_schema("address-value", avro(address))
-    order = {
-        "type": "record",
-        "name": "Order",
-        "namespace": "com.acme",
-        "fields": [
-            {"name": "to", "type": "com.acme.Address"},
-        ],
-    }
+    client.register_schema("address-value", avro(AVRO_ADDRESS))
     reference = SchemaReference("com.acme.Address", "address-value", 1)
     registered = client.register_schema_full_response(
-        "orders-value", avro(order, references=[reference])
+        "orders-value", avro(AVRO_ORDER, references=[reference])
     )
     text = http.get("/subjects/orders-value/versions/1").json()["schema"]
     body = text.encode() + b"com.acme.Address" + b"address-value" + (1).to_bytes(4, "big")
