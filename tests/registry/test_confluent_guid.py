@@ -18,6 +18,9 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from apps.core.context import SYSTEM_ACTOR
+from apps.registry import services
+from apps.registry import versions as schemas
 from apps.registry.models import SchemaIdentity, schema_guid
 from tests.registry.test_confluent_references import AVRO_ADDRESS, AVRO_ORDER
 
@@ -301,3 +304,28 @@ def test_an_id_from_before_guids_gets_its_guid_when_its_schema_is_registered_aga
     # then: the same id, with its content's GUID, answered and kept
     assert (again.schema_id, again.guid) == (first.schema_id, first.guid)
     assert str(SchemaIdentity.objects.get(pk=first.schema_id).guid) == first.guid
+
+
+@pytestmark_live
+def test_an_imported_id_gets_the_guid_of_its_content_and_a_reused_one_the_new_contents(live):
+    _, http = live
+    topic = services.topic_create(actor=SYSTEM_ACTOR, name="migrated")
+    schemas.set_registry_mode(actor=SYSTEM_ACTOR, topic=topic, role="value", mode="IMPORT")
+
+    def imported(document, version: int) -> dict:
+        body = {"schema": json.dumps(document), "id": 9101, "version": version}
+        return http.post("/subjects/migrated-value/versions", json=body).json()
+
+    first = imported(RECORD_V1, 1)
+    assert first["guid"] == md5_guid(first["schema"])
+    assert http.get("/schemas/guids/" + first["guid"] + "/ids").json() == [
+        {"context": ".", "id": 9101}
+    ]
+    # given: every version with the id deleted permanently
+    http.delete("/subjects/migrated-value/versions/1")
+    http.delete("/subjects/migrated-value/versions/1", params={"permanent": "true"})
+    # when: another schema is imported under it
+    other = imported({**RECORD_V1, "name": "Refund"}, 1)
+    # then: the id's GUID is the new content's; the old one names nothing
+    assert other["guid"] == md5_guid(other["schema"]) != first["guid"]
+    assert http.get("/schemas/guids/" + first["guid"]).json()["error_code"] == 40403

@@ -432,7 +432,7 @@ class SchemaList(ConfluentView):
         return Response(answer)
 
 
-def _schema_string(request, schema_id: int) -> dict:
+def _schema_by_id(request, schema_id: int) -> dict:
     """The schema of that id as the reference answers it by id or GUID (SchemaString): no
     id, version or subject; `format` as asked."""
     answer = wire.registered(_by_id(schema_id), fmt=request.query_params.get("format"))
@@ -457,7 +457,7 @@ class SchemaById(ConfluentView):
     def get(self, request, schema_id):
         """The schema of that id; with `fetchMaxId=true`, `maxId` too: the highest id the
         registry has given, for a tool that walks every id."""
-        found = _schema_string(request, schema_id)
+        found = _schema_by_id(request, schema_id)
         if _flag(request, "fetchMaxId"):
             found["maxId"] = selectors.max_schema_id()
         return Response(found)
@@ -470,7 +470,7 @@ class SchemaByGuid(ConfluentView):
         deserializer asks for the one a message header names: the default context's id
         when it has one, else the first context's."""
         ids = _guid_ids(guid)
-        return Response(_schema_string(request, ids.get(".", next(iter(ids.values())))))
+        return Response(_schema_by_id(request, ids.get(".", next(iter(ids.values())))))
 
 
 class SchemaByGuidIds(ConfluentView):
