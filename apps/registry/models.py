@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 
 from django.db import models
 from django.db.models import Q
@@ -17,6 +18,7 @@ from apps.core.search import name_indexes
 from apps.core.transitions import Transitions
 from apps.core.urls import reverse_pk
 from apps.registry.formats import LABELS, MODES
+from apps.registry.subjects import subject_of
 
 # the schema types, as the console names them
 SCHEMA_TYPES = list(LABELS.items())
@@ -184,6 +186,75 @@ def schema_identity_key(kind: str, fingerprint: str, references=(), contract=Non
     return hashlib.sha256(body.encode()).hexdigest()
 
 
+def _java_sorted(strings) -> list[str]:
+    """Sorted as Java's TreeMap and TreeSet sort strings (by UTF-16 code unit), without
+    repeats."""
+    return sorted(set(strings), key=lambda s: s.encode("utf-16-be"))
+
+
+def _utf8(value) -> bytes:
+    """A field as the reference hashes it: a string's UTF-8, a lone surrogate as `?` (as
+    Java encodes one); anything else as Jackson would have read it into a string."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text.encode("utf-8", "replace")
+
+
+def _metadata_bytes(metadata: dict) -> bytes:
+    """Metadata.updateHash: each tag path (sorted) with its tags (sorted), each property
+    (sorted) with its value, each sensitive name (sorted)."""
+    tags = metadata.get("tags") or {}
+    properties = metadata.get("properties") or {}
+    parts = []
+    for path in _java_sorted(tags):
+        parts += [path, *_java_sorted(tags[path] or [])]
+    for name in _java_sorted(properties):
+        parts += [name, properties[name]]
+    parts += _java_sorted(metadata.get("sensitive") or [])
+    return b"".join(_utf8(p) for p in parts)
+
+
+def _rule_bytes(rule: dict) -> bytes:
+    """Rule.updateHash, field by field; a kind and mode left out are the reference's
+    defaults (TRANSFORM, WRITEREAD), and `disabled` counts only when true."""
+    params = rule.get("params") or {}
+    parts = [
+        rule.get("name"),
+        rule.get("doc"),
+        rule.get("kind") or "TRANSFORM",
+        rule.get("mode") or "WRITEREAD",
+        rule.get("type"),
+        *_java_sorted(rule.get("tags") or []),
+        *(p for name in _java_sorted(params) for p in (name, params[name])),
+        rule.get("expr"),
+        rule.get("onSuccess"),
+        rule.get("onFailure"),
+    ]
+    found = b"".join(_utf8(p) for p in parts if p is not None)
+    return found + (b"\x01" if rule.get("disabled") is True else b"")
+
+
+def schema_guid(text: str, references=(), contract=None) -> str:
+    """The GUID of a schema id, as the reference registry derives it from the schema's
+    content (MD5.ofSchema): the UUID made of the MD5 of the schema's string (the one the
+    Schema Registry API answers), then of each reference's name, subject and version (4
+    bytes, big-endian), in order, then, when there is one, of a 1 byte and the metadata,
+    and of a 1 byte and the rule set (migration, domain, then encoding rules).
+    `references`: (name, referenced version) pairs; `contract`: (metadata, ruleSet)."""
+    digest = hashlib.md5(_utf8(text), usedforsecurity=False)
+    for name, referenced in references:
+        digest.update(_utf8(name))
+        digest.update(_utf8(subject_of(referenced.topic.name, referenced.role)))
+        digest.update(referenced.version.to_bytes(4, "big", signed=True))
+    metadata, rule_set = contract or (None, None)
+    if metadata is not None:
+        digest.update(b"\x01" + _metadata_bytes(metadata))
+    if rule_set is not None:
+        phases = ("migrationRules", "domainRules", "encodingRules")
+        rules = [rule for phase in phases for rule in rule_set.get(phase) or []]
+        digest.update(b"\x01" + b"".join(_rule_bytes(rule) for rule in rules))
+    return str(uuid.UUID(bytes=digest.digest()))
+
+
 class SchemaIdentity(models.Model):
     """A schema id of the Schema Registry API, shared by every subject-version that
     registered the same schema (the same `schema_identity_key`).
@@ -193,6 +264,10 @@ class SchemaIdentity(models.Model):
     hold either, so each keeps resolving to its schema."""
 
     key = models.CharField(max_length=64)
+    # The reference registry's other name for the schema (schema_guid), from the content
+    # the id was first given for: clients write it in a message header and look it up.
+    # None only for an id no version had when GUIDs came, until it is given again.
+    guid = models.UUIDField(null=True, db_index=True)
     schema_type = models.CharField(max_length=8)
     reusable = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now)

@@ -25,7 +25,7 @@ from apps.registry.models import (
     schema_identity_key,
 )
 from apps.registry.news import NEWS_TOPIC_PREFIX, news_topic
-from apps.registry.subjects import subject_of
+from apps.registry.subjects import context_of, subject_of
 
 logger = logging.getLogger(__name__)
 TOPIC_CACHE_SECONDS = 300
@@ -323,6 +323,20 @@ def versions_of_schema_id(schema_id: int, *, deleted: bool = False) -> list[Sche
     return list(versions.order_by("topic__name", "role", "version"))
 
 
+def schema_ids_of_guid(guid) -> dict[str, int]:
+    """The schema ids with that GUID a published version has (soft-deleted ones too: they
+    are still served by id), the highest in each context its subjects are in, by context
+    name (`.`: the default); empty when none has."""
+    rows = SchemaVersion.objects.filter(
+        identity__guid=guid, state=SchemaVersion.State.PUBLISHED
+    ).values_list("identity_id", "topic__name", "role")
+    found: dict[str, int] = {}
+    for schema_id, topic, role in rows:
+        context = context_of(subject_of(topic, role))
+        found[context] = max(schema_id, found.get(context, 0))
+    return dict(sorted(found.items()))
+
+
 def versions_answered_as(
     versions: Iterable[SchemaVersion], text: str, kind: str, references=()
 ) -> list[SchemaVersion]:
@@ -365,7 +379,7 @@ def published_version_list(*, deleted: bool = False) -> QuerySet[SchemaVersion]:
     versions = SchemaVersion.objects.filter(state=SchemaVersion.State.PUBLISHED)
     if not deleted:
         versions = versions.filter(deleted_at__isnull=True)
-    return versions.select_related("topic")
+    return versions.select_related("topic", "identity")
 
 
 # --------------------------------------------------------------------------- schema news

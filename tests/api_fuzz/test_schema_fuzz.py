@@ -133,11 +133,12 @@ def flatmap_path_parameters(context, path_parameters):
 def _confluent_values(template: str) -> dict[str, str] | None:
     if not template.startswith("/api/schema-registry/"):
         return None
-    version = SchemaVersion.objects.select_related("topic").order_by("pk").first()
+    version = SchemaVersion.objects.select_related("topic", "identity").order_by("pk").first()
     return {
         "subject": f"{version.topic.name}-value",
         "version": str(version.version),
         "schema_id": str(version.pk),
+        "guid": str(version.identity.guid),
     }
 
 

@@ -1,5 +1,8 @@
 """Migrations that move data the registry has handed out: schema ids clients hold."""
 
+import hashlib
+import uuid
+
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -10,7 +13,7 @@ from apps.registry.models import SchemaIdentity, SchemaVersion, Topic, schema_id
 BEFORE = [("registry", "0013_merge_references_and_readers")]
 # the latest: the models the assertions use are the latest's, and so is what the test
 # leaves the database at for the tests after it
-AFTER = [("registry", "0023_protobuf_numbers_as_written")]
+AFTER = [("registry", "0024_schema_identity_guid")]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -95,3 +98,65 @@ def test_protobuf_fingerprints_are_computed_again_from_the_reference_text():
     assert SchemaIdentity.objects.get(pk=identity.pk).key == schema_identity_key(
         "PROTOBUF", fingerprint, [], (None, None)
     )
+
+
+# the reference's own vector (SchemaValueTest.testSchemaValueMD5): this string, with an
+# empty metadata and one migration rule of the default kind and mode
+PINNED = (
+    '{"type":"record","name":"myrecord","fields":[{"type":"string","default":null,"name":"f"}]}'
+)
+PINNED_CONTRACT = ({}, {"migrationRules": [{"kind": "TRANSFORM", "mode": "WRITEREAD"}]})
+PINNED_GUID = "16f1eca5-ebf9-22b3-da80-212f8fa7342e"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_id_handed_out_gets_the_guid_of_its_first_versions_content():
+    before = [("registry", "0023_protobuf_numbers_as_written")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    OldTopic, OldVersion, OldIdentity, OldReference = (
+        old.get_model("registry", "Topic"),
+        old.get_model("registry", "SchemaVersion"),
+        old.get_model("registry", "SchemaIdentity"),
+        old.get_model("registry", "SchemaReference"),
+    )
+    topic = OldTopic.objects.create(name="ledger")
+
+    def version(identity, number, text, role="value", **contract):
+        return OldVersion.objects.create(
+            topic=topic,
+            role=role,
+            version=number,
+            schema_type="AVRO",
+            schema={},
+            canonical=text,
+            text=text,
+            fingerprint=f"f{identity.pk}.{number}",
+            state="published",
+            identity_id=identity.pk,
+            **contract,
+        )
+
+    # given: an id with a data contract, given to two versions (the first's counts)
+    pinned = OldIdentity.objects.create(key="pinned", schema_type="AVRO")
+    first = version(pinned, 1, PINNED, metadata=PINNED_CONTRACT[0], rule_set=PINNED_CONTRACT[1])
+    version(pinned, 2, '"string"')
+    # an id whose schema references another subject's version
+    referenced = version(OldIdentity.objects.create(key="r", schema_type="AVRO"), 1, '"int"', "key")
+    referencing = OldIdentity.objects.create(key="referencing", schema_type="AVRO")
+    OldReference.objects.create(
+        version=version(referencing, 3, '"long"'), position=0, name="Id", referenced=referenced
+    )
+    # and an id no version has any more
+    orphan = OldIdentity.objects.create(key="orphan", schema_type="AVRO")
+    # when
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(AFTER)
+    # then: the reference's GUID of each first version's content
+    assert str(SchemaIdentity.objects.get(pk=first.identity_id).guid) == PINNED_GUID
+    expected = hashlib.md5(b'"long"Idledger-key' + (1).to_bytes(4, "big")).digest()
+    assert SchemaIdentity.objects.get(pk=referencing.pk).guid == uuid.UUID(bytes=expected)
+    # none for an id whose content is gone
+    assert SchemaIdentity.objects.get(pk=orphan.pk).guid is None

@@ -191,6 +191,10 @@ OPERATIONS = {
     "GET /api/schema-registry/schemas/ids/{schema_id}/versions": [
         ({"schema_id": "alpha_id"}, None, "read"),
     ],
+    "GET /api/schema-registry/schemas/guids/{guid}": [({"guid": "alpha_guid"}, None, "read")],
+    "GET /api/schema-registry/schemas/guids/{guid}/ids": [
+        ({"guid": "alpha_guid"}, None, "read"),
+    ],
     "GET /api/schema-registry/schemas/types": [({}, None, "read")],
     "GET /api/schema-registry/subjects": [({}, None, "read")],
     # a look-up: a POST that changes nothing
@@ -310,6 +314,7 @@ def world():
         "alpha_service": alpha.pk,
         "alpha_subscription": subscription.pk,
         "alpha_id": published.identity_id,
+        "alpha_guid": published.identity.guid,
     }
 
 

@@ -26,6 +26,7 @@ register_converter(SubjectName, "subject")
 SUBJECT = "subjects/<subject:subject>"
 VERSION = f"{SUBJECT}/versions/<str:version>"
 SCHEMA = "schemas/ids/<int:schema_id>"
+GUID = "schemas/guids/<str:guid>"
 
 urlpatterns = [
     path("", confluent.Root.as_view(), name="root"),
@@ -42,6 +43,8 @@ urlpatterns = [
     path(f"{SCHEMA}/schema", confluent.SchemaByIdText.as_view(), name="schema-text"),
     path(f"{SCHEMA}/subjects", confluent.SchemaByIdSubjects.as_view(), name="schema-subjects"),
     path(f"{SCHEMA}/versions", confluent.SchemaByIdVersions.as_view(), name="schema-versions"),
+    path(f"{GUID}/ids", confluent.SchemaByGuidIds.as_view(), name="schema-guid-ids"),
+    path(GUID, confluent.SchemaByGuid.as_view(), name="schema-guid"),
     path(
         f"compatibility/{VERSION}",
         confluent.Compatibility.as_view(),

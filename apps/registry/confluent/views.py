@@ -5,6 +5,7 @@ in the registry's shape (`errors`)."""
 from __future__ import annotations
 
 import importlib.metadata
+import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -431,17 +432,54 @@ class SchemaList(ConfluentView):
         return Response(answer)
 
 
+def _schema_by_id(request, schema_id: int) -> dict:
+    """The schema of that id as the reference answers it by id or GUID (SchemaString): no
+    id, version or subject; `format` as asked."""
+    answer = wire.registered(_by_id(schema_id), fmt=request.query_params.get("format"))
+    shown = ("schema", "schemaType", "references", "metadata", "ruleSet", "guid")
+    return {k: answer[k] for k in shown if k in answer}
+
+
+def _guid_ids(guid: str) -> dict[str, int]:
+    """The ids a GUID names, by context (selectors.schema_ids_of_guid); 40403 for a GUID
+    no published version's id has, or one that is no UUID."""
+    try:
+        found = selectors.schema_ids_of_guid(uuid.UUID(guid))
+    except ValueError:
+        found = {}
+    if not found:
+        raise RegistryError(404, 40403, "Schema not found")
+    return found
+
+
 class SchemaById(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.SchemaText, **ERRORS})
     def get(self, request, schema_id):
         """The schema of that id; with `fetchMaxId=true`, `maxId` too: the highest id the
         registry has given, for a tool that walks every id."""
-        answer = wire.registered(_by_id(schema_id), fmt=request.query_params.get("format"))
-        shown = ("schema", "schemaType", "references", "metadata", "ruleSet")
-        found = {k: answer[k] for k in shown if k in answer}
+        found = _schema_by_id(request, schema_id)
         if _flag(request, "fetchMaxId"):
             found["maxId"] = selectors.max_schema_id()
         return Response(found)
+
+
+class SchemaByGuid(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: wire.SchemaText, **ERRORS})
+    def get(self, request, guid):
+        """The schema whose content has that GUID, as by its id (`format` alike), as a
+        deserializer asks for the one a message header names: the default context's id
+        when it has one, else the first context's."""
+        ids = _guid_ids(guid)
+        return Response(_schema_by_id(request, ids.get(".", next(iter(ids.values())))))
+
+
+class SchemaByGuidIds(ConfluentView):
+    @extend_schema(tags=TAG, responses={200: wire.ContextId(many=True), **ERRORS})
+    def get(self, request, guid):
+        """The ids of the schema with that GUID: in each context (by name) where a
+        subject's version has it, the highest."""
+        found = _guid_ids(guid)
+        return Response([{"context": name, "id": schema_id} for name, schema_id in found.items()])
 
 
 class SchemaByIdText(ConfluentView):

@@ -65,6 +65,9 @@ class Registered(serializers.Serializer):
     subject = serializers.CharField(required=False)
     id = serializers.IntegerField()
     version = serializers.IntegerField()
+    guid = serializers.UUIDField(
+        required=False, help_text="The schema's GUID, from its content as the reference derives it."
+    )
     schema = serializers.CharField()
     schemaType = serializers.CharField(  # noqa: N815
         required=False, help_text="Left out for AVRO, the default, as the reference does."
@@ -76,6 +79,9 @@ class Registered(serializers.Serializer):
 
 class SchemaText(serializers.Serializer):
     schema = serializers.CharField()
+    guid = serializers.UUIDField(
+        required=False, help_text="The schema's GUID, from its content as the reference derives it."
+    )
     schemaType = serializers.CharField(  # noqa: N815
         required=False, help_text="Left out for AVRO, the default, as the reference does."
     )
@@ -85,6 +91,11 @@ class SchemaText(serializers.Serializer):
     maxId = serializers.IntegerField(  # noqa: N815
         required=False, help_text="With fetchMaxId=true: the highest schema id."
     )
+
+
+class ContextId(serializers.Serializer):
+    context = serializers.CharField(help_text="`.`: the default context.")
+    id = serializers.IntegerField()
 
 
 class SubjectVersionOut(serializers.Serializer):
@@ -184,6 +195,9 @@ def registered(
         "version": version.version,
         "schema": text or registry_text(version, references),
     }
+    # the id's GUID, whatever form the schema is answered in, as the reference answers it
+    if version.identity.guid is not None:
+        answer["guid"] = str(version.identity.guid)
     # the reference leaves Avro's type out (its default; SchemaTypeConverter)
     if version.schema_type != "AVRO":
         answer["schemaType"] = version.schema_type

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.core.context import Actor
@@ -21,10 +21,12 @@ from apps.core.errors import Conflict, InvalidTransition
 from apps.registry import formats
 from apps.registry.codes import RegistryCode
 from apps.registry.models import (
+    SchemaIdentity,
     SchemaVersion,
     Service,
     Topic,
     held_by,
+    schema_guid,
     schema_identity_key,
 )
 from apps.registry.news import AWAITING
@@ -289,30 +291,32 @@ def _parsed(spec: dict):
     return parse_referencing(kind, spec["schema"], spec.get("references", ()))
 
 
-def schema_id_for(kind: str, fingerprint: str, references=(), contract=None) -> int:
-    """The schema id of a schema (with its references: (name, referenced version id)):
-    the one it has already, under any subject, else a new one. One statement when the
-    schema is new; concurrent registrations of the same schema wait on the unique index
-    for the first to commit, then read its id."""
-    key = schema_identity_key(kind, fingerprint, references, contract)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "WITH made AS (INSERT INTO registry_schemaidentity (key, schema_type, reusable,"
-            " created_at) VALUES (%s, %s, true, now()) ON CONFLICT (key) WHERE reusable"
-            " DO NOTHING RETURNING id)"
-            " SELECT id FROM made UNION ALL"
-            " SELECT id FROM registry_schemaidentity WHERE key = %s AND reusable LIMIT 1",
-            [key, kind, key],
-        )
-        row = cursor.fetchone()
-        if row is None:
-            # A concurrent registration made it after this statement's snapshot: the
-            # insert waited for it to commit; a new statement sees it.
-            cursor.execute(
-                "SELECT id FROM registry_schemaidentity WHERE key = %s AND reusable", [key]
-            )
-            row = cursor.fetchone()
-    return row[0]
+def schema_identity_for(parsed, references=(), contract=None) -> SchemaIdentity:
+    """The schema id of a parsed schema (with its resolved references: (name, referenced
+    version)): the one it has already, under any subject, else a new one, with the GUID
+    of this content (schema_guid; an id that had none, from before GUIDs, gets it now),
+    read whole so that answering it costs nothing more. One statement; concurrent
+    registrations of the same new schema wait on the unique index for the first to
+    commit, then read its id."""
+    key = schema_identity_key(parsed.kind, parsed.fingerprint, reference_key(references), contract)
+    guid = schema_guid(parsed.text, references, contract)
+    found = SchemaIdentity.objects.raw(
+        "WITH made AS (INSERT INTO registry_schemaidentity (key, guid, schema_type, reusable,"
+        " created_at) VALUES (%s, %s::uuid, %s, true, now())"
+        " ON CONFLICT (key) WHERE reusable DO NOTHING RETURNING *),"
+        " found AS (SELECT * FROM made UNION ALL"
+        " SELECT * FROM registry_schemaidentity WHERE key = %s AND reusable LIMIT 1),"
+        " named AS (UPDATE registry_schemaidentity SET guid = %s::uuid"
+        " WHERE id IN (SELECT id FROM found) AND guid IS NULL)"
+        " SELECT id, key, COALESCE(guid, %s::uuid) AS guid, schema_type, reusable, created_at"
+        " FROM found",
+        [key, guid, parsed.kind, key, guid, guid],
+    )
+    for identity in found:
+        return identity
+    # A concurrent registration made it after this statement's snapshot: the insert
+    # waited for it to commit; a new statement sees it.
+    return SchemaIdentity.objects.get(key=key, reusable=True)
 
 
 @dataclass(frozen=True)
@@ -579,9 +583,7 @@ def _submit(
         role=role,
         version=number,
         schema_type=parsed.kind,
-        identity_id=schema_id_for(
-            parsed.kind, parsed.fingerprint, reference_key(references), (metadata, rule_set)
-        ),
+        identity=schema_identity_for(parsed, references, (metadata, rule_set)),
         metadata=metadata,
         rule_set=rule_set,
         schema=parsed.document,

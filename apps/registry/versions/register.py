@@ -21,7 +21,14 @@ from django.utils import timezone
 from apps.core.context import Actor
 from apps.core.scope import current_scope, system_scope
 from apps.registry import selectors, subjects
-from apps.registry.models import SchemaIdentity, SchemaVersion, Service, Topic, schema_identity_key
+from apps.registry.models import (
+    SchemaIdentity,
+    SchemaVersion,
+    Service,
+    Topic,
+    schema_guid,
+    schema_identity_key,
+)
 from apps.registry.services import (
     require_produces,
     schema_references_record,
@@ -240,7 +247,7 @@ def _system_scope_once():
     return system_scope()
 
 
-def _import_identity(schema_id: int, kind: str, key: str) -> None:
+def _import_identity(schema_id: int, kind: str, key: str, guid: str) -> None:
     """The imported id, made the schema's: refused (42205, as the reference words it)
     when the id is another schema's. The same schema under a second id is kept, as the
     reference keeps it, without taking over from the id new registrations reuse.
@@ -252,6 +259,9 @@ def _import_identity(schema_id: int, kind: str, key: str) -> None:
     before gets a new id if it is registered again."""
     existing = SchemaIdentity.objects.select_for_update().filter(pk=schema_id).first()
     if existing is not None and existing.key == key:
+        if existing.guid is None:  # an id from before GUIDs (migration 0024), given again
+            existing.guid = guid
+            existing.save(update_fields=["guid"])
         return
     if existing is not None and existing.versions.exists():
         raise RegistryRefused(
@@ -259,10 +269,13 @@ def _import_identity(schema_id: int, kind: str, key: str) -> None:
         )
     taken = SchemaIdentity.objects.filter(key=key, reusable=True).exclude(pk=schema_id).exists()
     if existing is not None:
-        existing.key, existing.schema_type, existing.reusable = key, kind, not taken
-        existing.save(update_fields=["key", "schema_type", "reusable"])
+        existing.key, existing.guid, existing.schema_type = key, guid, kind
+        existing.reusable = not taken
+        existing.save(update_fields=["key", "guid", "schema_type", "reusable"])
         return
-    SchemaIdentity.objects.create(pk=schema_id, key=key, schema_type=kind, reusable=not taken)
+    SchemaIdentity.objects.create(
+        pk=schema_id, key=key, guid=guid, schema_type=kind, reusable=not taken
+    )
     # ids Steward assigns from now on come after the imported ones
     with connection.cursor() as cursor:
         cursor.execute(
@@ -288,13 +301,14 @@ def version_import(
     gate (it is history already in use), audited, not announced. The same import again
     answers the same version."""
     key = schema_identity_key(parsed.kind, parsed.fingerprint, reference_key(references), contract)
+    guid = schema_guid(parsed.text, references, contract)
     with system_scope(), transaction.atomic():
         same = SchemaVersion.objects.filter(
             topic__name=topic_name, role=role, version=number, identity_id=schema_id
         ).first()
         if same is not None and same.fingerprint == parsed.fingerprint:
             return same
-        _import_identity(schema_id, parsed.kind, key)
+        _import_identity(schema_id, parsed.kind, key, guid)
         topic = Topic.objects.select_for_update().filter(name=topic_name).first()
         if topic is None:
             topic = Topic(name=topic_name)
