@@ -2,6 +2,7 @@
 
 from django.urls import path, re_path, register_converter
 
+from apps.registry.confluent import levels
 from apps.registry.confluent import views as confluent
 
 app_name = "schema-registry"
@@ -55,10 +56,10 @@ urlpatterns = [
         confluent.CompatibilityAll.as_view(),
         name="compatibility-all",
     ),
-    path("config", confluent.Config.as_view(), name="config"),
-    path("config/<subject:subject>", confluent.SubjectConfig.as_view(), name="subject-config"),
-    path("mode", confluent.Mode.as_view(), name="mode"),
-    path("mode/<subject:subject>", confluent.SubjectMode.as_view(), name="subject-mode"),
+    path("config", levels.Config.as_view(), name="config"),
+    path("config/<subject:subject>", levels.SubjectConfig.as_view(), name="subject-config"),
+    path("mode", levels.Mode.as_view(), name="mode"),
+    path("mode/<subject:subject>", levels.SubjectMode.as_view(), name="subject-mode"),
     path("contexts", confluent.Contexts.as_view(), name="contexts"),
     path("v1/metadata/id", confluent.ClusterId.as_view(), name="metadata-id"),
     path("v1/metadata/version", confluent.ServerVersion.as_view(), name="metadata-version"),

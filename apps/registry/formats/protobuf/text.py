@@ -50,9 +50,8 @@ from apps.registry.formats.protobuf.descriptors import (
     Number,
     aggregate_literal,
     joined,
-    quoted,
-    unescaped,
 )
+from apps.registry.formats.protobuf.strings import quoted, unescaped
 
 _SCALAR_NAMES = {number: name for name, number in SCALARS.items()}
 _LABELS = {
