@@ -348,7 +348,7 @@ def _parse(value, table, external, validate_defaults) -> AvroSchema:
     except _fastavro.UnknownType as exc:
         raise InvalidSchema(
             f"unknown type {exc.name!r}: neither a primitive type nor a named type defined "
-            "before its use, in the schema or in its references"
+            f"before its use, in the schema or in its references ({_undefined(value, exc.name)})"
         ) from None
     except _fastavro.SchemaParseException as exc:
         raise InvalidSchema(f"not a valid Avro schema: {exc}") from None
@@ -372,6 +372,28 @@ def _parse(value, table, external, validate_defaults) -> AvroSchema:
     return AvroSchema(parsed, form, root, names, used)
 
 
+def _undefined(value, name) -> str:
+    """Avro Java's words for an undefined name, which the reference registry's answer
+    carries and tools match: a field's type names the field."""
+    quoted = json.dumps(name)
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(reversed(node))
+        elif isinstance(node, dict):
+            for item in node.get("fields") or ():
+                if isinstance(item, dict) and item.get("type") == name:
+                    return (
+                        f'{quoted} is not a defined name. The type of the "{item.get("name")}" '
+                        'field must be a defined name or a {"type": ...} expression.'
+                    )
+            fields = [item for item in node.get("fields") or () if isinstance(item, dict)]
+            pending.extend(item.get("type") for item in reversed(fields))
+            pending.extend(node[key] for key in ("type", "items", "values") if key in node)
+    return f"Undefined name: {quoted}"
+
+
 def _canonical_form(parsed) -> str:
     """fastavro's Parsing Canonical Form; a union's or a bare name's piece by piece, since
     fastavro parses it again without the named types a reference defines."""
@@ -383,15 +405,16 @@ def _canonical_form(parsed) -> str:
 
 
 def _merge_named(table: dict, parsed) -> None:
-    """Add the named types of a parsed reference to `table`."""
-    found = parsed.get("__named_schemas") if isinstance(parsed, dict) else None
-    if found is None and isinstance(parsed, list):
-        for branch in parsed:
-            if isinstance(branch, dict) and "__named_schemas" in branch:
-                found = branch["__named_schemas"]
-                break
-    if found:
-        table.update(found)
+    """Add the named types of a parsed reference to `table`: fastavro lists them with a
+    record (`__named_schemas`), not with an enum or a fixed parsed on its own."""
+    for item in parsed if isinstance(parsed, list) else [parsed]:
+        if not isinstance(item, dict):
+            continue
+        found = item.get("__named_schemas")
+        if found:
+            table.update(found)
+        elif item.get("type") in _DEFINING and isinstance(item.get("name"), str):
+            table[item["name"]] = item
 
 
 def bundle(text_or_obj, references: list[tuple[str, object]]) -> AvroSchema:
