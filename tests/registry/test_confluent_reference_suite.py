@@ -27,6 +27,7 @@ from confluent_kafka.schema_registry import (
     SchemaRegistryClient,
 )
 from confluent_kafka.schema_registry.error import SchemaRegistryError
+from django.conf import settings
 from django.db import connection
 
 from apps.registry.models import SchemaIdentity
@@ -169,6 +170,13 @@ def imported(registry, subject, text, version, schema_id, status=200, error=None
 # ------------------------------------------------------------------- RestApiTest (Avro)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "GET /subjects pages by offset and limit (offset=1&limit=1: the second subject); fix in "
+        "apps/registry/confluent/views.py (Subjects.get)"
+    ),
+)
 def test_basic(registry):
     """RestApiTest.testBasic."""
     refused(lambda: registry.client.get_versions("testTopic1"), 40401)
@@ -229,6 +237,16 @@ def test_import_different_schema_on_same_id(registry):
     imported(registry, "subject2", schema2, 1, 1, status=422, error=42205)
 
 
+def test_import_same_schema_different_version(registry):
+    """RestApiTest.testImportSameSchemaDifferentVersion: one schema, one id, imported as
+    two versions; the first import again answers the same."""
+    text = record(field("field1"))
+    assert registry.client.update_global_mode("IMPORT") == "IMPORT"
+    imported(registry, "subject1", text, 1, 1)
+    imported(registry, "subject1", text, 2, 1)
+    imported(registry, "subject1", text, 1, 1)
+
+
 def test_compatible_schema_lookup_by_subject(registry):
     """RestApiTest.testCompatibleSchemaLookupBySubject: a check registers nothing."""
     texts = avro_strings(10)
@@ -249,6 +267,14 @@ def test_incompatible_schema_lookup_by_subject(registry):
     assert registry.client.test_compatibility("testSubject", avro(schema2), version) is False
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the 409's details end with {oldSchemaVersion: N}, {oldSchema: '…'} and {compatibility: "
+        "'…'}; fix in apps/registry/versions/gate.py (pass old_version, old_schema and "
+        "compatibility to Incompatible)"
+    ),
+)
 def test_incompatible_schema_by_subject(registry):
     """RestApiTest.testIncompatibleSchemaBySubject: FORWARD_TRANSITIVE checks every
     version, the latest alone passing."""
@@ -260,7 +286,23 @@ def test_incompatible_schema_by_subject(registry):
     registry.level("FORWARD_TRANSITIVE", "testSubject")
     assert registry.client.test_compatibility("testSubject", avro(schema3), "latest") is True
     assert registry.client.test_compatibility_all_versions("testSubject", avro(schema3)) is False
-    refused(lambda: registry.client.register_schema("testSubject", avro(schema3)), 40901, 409)
+    error = refused(lambda: registry.client.register_schema("testSubject", avro(schema3)), 40901)
+    for part in ("oldSchemaVersion:", "oldSchema:", "compatibility:"):
+        assert part in error.error_message
+
+
+def test_bad_format(registry):
+    """RestApiTest.testBadFormat: a `format` an Avro schema has none of is ignored."""
+    text = record(field("f"))
+    registry.client.register_schema("testSubject", avro(text))
+    check(
+        registry.http,
+        "GET",
+        f"/schemas/ids/{registry.id(1)}",
+        200,
+        lambda b: b["schema"] == text,
+        params={"format": "bad-format"},
+    )
 
 
 def test_schema_registration_under_diff_subjects(registry):
@@ -304,6 +346,100 @@ def test_subject_config_change(registry):
         "/config/testSubject",
         200,
         {"compatibilityLevel": "NONE"},
+        params={"defaultToGlobal": "true"},
+    )
+
+
+def test_global_config_change(registry):
+    """RestApiTest.testGlobalConfigChange."""
+    assert registry.client.get_compatibility() == "NONE"
+    for level in ("FORWARD", "BACKWARD"):
+        registry.client.set_compatibility(level=level)
+        assert registry.client.get_compatibility() == level
+    # deleted, the registry's level is its server's default again (the harness's NONE)
+    registry.client.delete_config()
+    default = settings.STEWARD_REGISTRY_DEFAULT_MODE
+    check(
+        registry.http,
+        "GET",
+        "/config",
+        200,
+        {"compatibilityLevel": default},
+        params={"defaultToGlobal": "true"},
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "`:.:` names the default context: its config and mode are the registry's; fix in "
+        "apps/registry/subjects.py and apps/registry/confluent/views.py (SubjectConfig, "
+        "SubjectMode: `:.:` as no subject)"
+    ),
+)
+def test_default_context_config_and_mode(registry):
+    """RestApiTest.testDefaultContextConfigAndMode."""
+    check(
+        registry.http,
+        "PUT",
+        "/config",
+        200,
+        {"compatibility": "FORWARD"},
+        json={"compatibility": "FORWARD"},
+    )
+    check(
+        registry.http,
+        "GET",
+        "/config/:.:",
+        200,
+        {"compatibilityLevel": "FORWARD"},
+        params={"defaultToGlobal": "true"},
+    )
+    check(
+        registry.http,
+        "PUT",
+        "/config/:.:",
+        200,
+        {"compatibility": "FORWARD_TRANSITIVE"},
+        json={"compatibility": "FORWARD_TRANSITIVE"},
+    )
+    check(
+        registry.http,
+        "GET",
+        "/config",
+        200,
+        {"compatibilityLevel": "FORWARD_TRANSITIVE"},
+        params={"defaultToGlobal": "true"},
+    )
+    check(registry.http, "DELETE", "/config/:.:", 200)
+    check(
+        registry.http,
+        "GET",
+        "/config",
+        200,
+        {"compatibilityLevel": settings.STEWARD_REGISTRY_DEFAULT_MODE},
+        params={"defaultToGlobal": "true"},
+    )
+    check(registry.http, "PUT", "/mode", 200, {"mode": "IMPORT"}, json={"mode": "IMPORT"})
+    check(
+        registry.http,
+        "GET",
+        "/mode/:.:",
+        200,
+        {"mode": "IMPORT"},
+        params={"defaultToGlobal": "true"},
+    )
+    check(registry.http, "PUT", "/mode/:.:", 200, {"mode": "READONLY"}, json={"mode": "READONLY"})
+    check(
+        registry.http, "GET", "/mode", 200, {"mode": "READONLY"}, params={"defaultToGlobal": "true"}
+    )
+    check(registry.http, "DELETE", "/mode/:.:", 200, {"mode": "READONLY"})
+    check(
+        registry.http,
+        "GET",
+        "/mode",
+        200,
+        {"mode": "READWRITE"},
         params={"defaultToGlobal": "true"},
     )
 
@@ -372,6 +508,14 @@ def test_get_version(registry):
     assert registry.client.get_latest_version("test").schema.schema_str == texts[1]
 
 
+def test_get_only_schema_by_id(registry):
+    """RestApiTest.testGetOnlySchemaById: `/schemas/ids/{id}/schema` is the schema's text."""
+    text = f"[{avro_strings(1)[0]}]"  # String.valueOf of the list: a union of one record
+    register_and_verify(registry, text, 1, "test")
+    answer = registry.http.get(f"/schemas/ids/{registry.id(1)}/schema")
+    assert (answer.status_code, answer.text) == (200, text)
+
+
 def test_get_latest_version_schema_only(registry):
     """RestApiTest.testGetLatestVersionSchemaOnly: the schema's text itself."""
     texts = avro_strings(2)
@@ -421,6 +565,10 @@ def test_schema_references(registry):
     assert [(r.name, r.subject, r.version) for r in found.references] == [
         ("otherns.Subrecord", "reference", 1)
     ]
+    by_id = check(
+        registry.http, "GET", f"/schemas/ids/{registry.id(2)}", 200, params={"subject": "referrer"}
+    )
+    assert (by_id["subject"], by_id["version"]) == ("referrer", 1)
     assert registry.client.get_referenced_by("reference", 1) == [registry.id(2)]
     # the schema with its reference written out, and no references: SR compares deeply
     resolved = json.dumps(
@@ -436,6 +584,7 @@ def test_schema_references(registry):
     refused(lambda: registry.client.delete_version("reference", 1), 42206)
     assert registry.client.delete_version("referrer", 1) == 1
     assert registry.client.get_referenced_by("reference", 1) == []
+    assert registry.client.get_referenced_by("reference", 1, offset=0, limit=1) == []
     assert registry.client.delete_version("reference", 1) == 1
 
 
@@ -1051,6 +1200,13 @@ def test_import_mode_without_id(backward):
     assert error.http_status_code == 422
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        'PUT /mode {"mode": null} clears the registry\'s mode and answers it; fix in '
+        "apps/registry/confluent/views.py (Mode.put, _mode_in)"
+    ),
+)
 def test_clear_mode(backward):
     """RestApiModeTest.testClearMode: PUT /mode with no mode answers none, and the
     registry is READWRITE again."""
@@ -1068,6 +1224,13 @@ def test_invalid_import_mode(backward):
     assert backward.client.update_global_mode("IMPORT", force=True) == "IMPORT"
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "in IMPORT a registration without id of a schema the subject has answers its id; fix in "
+        "apps/registry/versions/register.py (subject_register)"
+    ),
+)
 def test_register_schema_with_no_id_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithNoIdAfterImport: in IMPORT, a schema the
     subject has already is answered without an id."""
@@ -1077,6 +1240,13 @@ def test_register_schema_with_no_id_after_import(backward):
     assert backward.client.register_schema("testSubject", avro(MODE_SCHEMA)) == backward.id(1)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "an import over a soft-deleted version of the same number replaces it; fix in "
+        "apps/registry/versions/register.py (version_import)"
+    ),
+)
 def test_register_schema_with_different_id_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithDifferentIdAfterImport."""
     assert backward.client.update_global_mode("READWRITE") == "READWRITE"
@@ -1086,6 +1256,13 @@ def test_register_schema_with_different_id_after_import(backward):
     imported(backward, "testSubject", MODE_SCHEMA, 1, 2)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "an import of a soft-deleted version's schema, id and number makes it live again; fix in "
+        "apps/registry/versions/register.py (version_import)"
+    ),
+)
 def test_register_schema_with_same_id_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithSameIdAfterImport."""
     assert backward.client.register_schema("testSubject", avro(MODE_SCHEMA)) == backward.id(1)
@@ -1097,6 +1274,13 @@ def test_register_schema_with_same_id_after_import(backward):
     assert backward.client.get_version("testSubject", 1).schema.schema_str == MODE_SCHEMA
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "an import of a soft-deleted version's schema, id and number makes it live again; fix in "
+        "apps/registry/versions/register.py (version_import)"
+    ),
+)
 def test_register_schema_with_same_id_but_with_metadata_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithSameIdButWithMetadataAfterImport."""
     assert backward.client.register_schema("testSubject", avro(MODE_SCHEMA)) == backward.id(1)
@@ -1239,6 +1423,13 @@ def test_config_metadata(backward):
     assert looked_up(third) == third["version"]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a registration without `schema` takes the subject's latest version's schema; fix in "
+        "apps/registry/versions/register.py (subject_register)"
+    ),
+)
 def test_schema_metadata(backward):
     """RestApiCompatibilityTest.testSchemaMetadata: a registration of metadata alone
     takes the schema of the subject's latest version."""
@@ -1263,6 +1454,13 @@ def test_schema_metadata(backward):
     assert found["metadata"] == metadata
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a registration without `schema` takes the subject's latest version's schema; fix in "
+        "apps/registry/versions/register.py (subject_register)"
+    ),
+)
 def test_schema_rule_set(backward):
     """RestApiCompatibilityTest.testSchemaRuleSet: a ruleSet alone likewise."""
     assert backward.client.register_schema("testSubject", avro(F1)) == backward.id(1)
@@ -1287,6 +1485,13 @@ def test_schema_rule_set(backward):
     assert found["ruleSet"]["migrationRules"][0]["name"] == "foo"
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a `version` other than the next is 42201 outside IMPORT; fix in "
+        "apps/registry/versions/register.py (subject_register)"
+    ),
+)
 def test_compare_and_set_version(backward):
     """RestApiCompatibilityTest.testCompareAndSetVersion: a `version` that is not the
     next is 42201; the next one registers."""
@@ -1305,6 +1510,13 @@ def test_compare_and_set_version(backward):
     )
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a READ rule among migrationRules is 422; fix in apps/registry/versions/contracts.py "
+        "(valid_rule_set)"
+    ),
+)
 def test_config_invalid_rule_set(backward):
     """RestApiCompatibilityTest.testConfigInvalidRuleSet: a READ rule among migration
     rules, or two rules of one name, is 422."""
@@ -1319,6 +1531,13 @@ def test_config_invalid_rule_set(backward):
     )
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a READ rule among migrationRules is 422; fix in apps/registry/versions/contracts.py "
+        "(valid_rule_set)"
+    ),
+)
 def test_register_invalid_rule_set(backward):
     """RestApiCompatibilityTest.testRegisterInvalidRuleSet."""
     read = {"name": "foo", "kind": "TRANSFORM", "mode": "READ"}
@@ -1331,6 +1550,14 @@ def test_register_invalid_rule_set(backward):
     )
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "an invalid default passes unless normalizing (validate.defaults off); Steward validates "
+        "defaults always, as RestApiTest's harness (testRegisterBadDefault) does: "
+        "apps/registry/formats/avro"
+    ),
+)
 def test_register_bad_default_with_normalize_config(backward):
     """RestApiCompatibilityTest.testRegisterBadDefaultWithNormalizeConfig: an invalid
     default passes unless the config normalizes."""
@@ -1370,6 +1597,10 @@ def test_validate_transitive_effect(registry):
 # ------------------------------------------- RestApiRejectEmptySubjectTest, SchemaTooLarge
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="`:.:` is the empty subject, 42208; fix in apps/registry/subjects.py (parse)",
+)
 def test_empty_subject_rejected(registry):
     """RestApiRejectEmptySubjectTest.testEmptySubjectRejectedWhenFlagEnabled: `:.:`
     names the empty subject of the default context, 42208."""
