@@ -73,6 +73,10 @@ class Registry:
         `reference_id`: its ids count on from the ones earlier tests took."""
         return self._ids + reference_id
 
+    def by_id(self, reference_id: int, **params) -> dict:
+        """GET /schemas/ids/{id} of the id Steward gives for `reference_id`."""
+        return check(self.http, "GET", f"/schemas/ids/{self.id(reference_id)}", 200, params=params)
+
     def level(self, level: str, subject: str | None = None) -> None:
         path = f"/config/{subject}" if subject else "/config"
         check(self.http, "PUT", path, 200, json={"compatibility": level})
@@ -295,14 +299,7 @@ def test_bad_format(registry):
     """RestApiTest.testBadFormat: a `format` an Avro schema has none of is ignored."""
     text = record(field("f"))
     registry.client.register_schema("testSubject", avro(text))
-    check(
-        registry.http,
-        "GET",
-        f"/schemas/ids/{registry.id(1)}",
-        200,
-        lambda b: b["schema"] == text,
-        params={"format": "bad-format"},
-    )
+    assert registry.by_id(1, format="bad-format")["schema"] == text
 
 
 def test_schema_registration_under_diff_subjects(registry):
@@ -454,15 +451,8 @@ def test_get_schema_with_fetch_max_id(registry):
     latest = 0
     for text in avro_strings(3):
         latest = registry.client.register_schema("subject", avro(text))
-    check(registry.http, "GET", f"/schemas/ids/{registry.id(1)}", 200, lambda b: "maxId" not in b)
-    check(
-        registry.http,
-        "GET",
-        f"/schemas/ids/{registry.id(1)}",
-        200,
-        lambda b: b["maxId"] == latest,
-        params={"fetchMaxId": "true"},
-    )
+    assert "maxId" not in registry.by_id(1)
+    assert registry.by_id(1, fetchMaxId="true")["maxId"] == latest
 
 
 def test_get_schema_types(registry):
@@ -602,13 +592,7 @@ def test_schema_references_in_context(registry):
     assert registry.client.get_referenced_by("my_reference", 1, offset=0, limit=1) == [
         registry.id(2)
     ]
-    by_id = check(
-        registry.http,
-        "GET",
-        f"/schemas/ids/{registry.id(2)}",
-        200,
-        params={"subject": "my_referrer"},
-    )
+    by_id = registry.by_id(2, subject="my_referrer")
     assert (by_id["subject"], by_id["version"]) == ("my_referrer", 1)
 
 
@@ -1289,13 +1273,7 @@ def test_register_schema_with_different_id_after_import(backward):
 )
 def test_register_schema_with_same_id_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithSameIdAfterImport."""
-    assert backward.client.register_schema("testSubject", avro(MODE_SCHEMA)) == backward.id(1)
-    backward.client.delete_subject("testSubject")
-    assert backward.client.update_global_mode("IMPORT") == "IMPORT"
-    imported(backward, "testSubject", MODE_SCHEMA, 1, 1)
-    backward.client.delete_subject("testSubject")
-    imported(backward, "testSubject", MODE_SCHEMA, 1, 1)
-    assert backward.client.get_version("testSubject", 1).schema.schema_str == MODE_SCHEMA
+    imported_twice_over_deleted(backward)
 
 
 @pytest.mark.xfail(
@@ -1307,15 +1285,20 @@ def test_register_schema_with_same_id_after_import(backward):
 )
 def test_register_schema_with_same_id_but_with_metadata_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithSameIdButWithMetadataAfterImport."""
-    assert backward.client.register_schema("testSubject", avro(MODE_SCHEMA)) == backward.id(1)
-    backward.client.delete_subject("testSubject")
-    assert backward.client.update_global_mode("IMPORT") == "IMPORT"
-    metadata = {"properties": {"foo": "bar"}}
-    imported(backward, "testSubject", MODE_SCHEMA, 1, 1, metadata=metadata)
-    assert backward.client.get_version("testSubject", 1).schema.schema_str == MODE_SCHEMA
-    backward.client.delete_subject("testSubject")
-    imported(backward, "testSubject", MODE_SCHEMA, 1, 1, metadata=metadata)
-    assert backward.client.get_version("testSubject", 1).schema.schema_str == MODE_SCHEMA
+    imported_twice_over_deleted(backward, metadata={"properties": {"foo": "bar"}})
+
+
+def imported_twice_over_deleted(registry, **extra):
+    """A schema registered, its subject deleted, then imported with the id and number it
+    had, twice (the subject deleted between): version 1 each time."""
+    assert registry.client.register_schema("testSubject", avro(MODE_SCHEMA)) == registry.id(1)
+    registry.client.delete_subject("testSubject")
+    assert registry.client.update_global_mode("IMPORT") == "IMPORT"
+    for again in (False, True):
+        if again:
+            registry.client.delete_subject("testSubject")
+        imported(registry, "testSubject", MODE_SCHEMA, 1, 1, **extra)
+        assert registry.client.get_version("testSubject", 1).schema.schema_str == MODE_SCHEMA
 
 
 def test_import_mode_with_equivalent_schema_different_id(backward):
@@ -1426,13 +1409,7 @@ def test_config_metadata(backward):
         "subjectKey": "subjectValue",
     }
     assert looked_up(second) == second["version"]
-    by_id = check(
-        backward.http,
-        "GET",
-        f"/schemas/ids/{backward.id(2)}",
-        200,
-        params={"subject": "testSubject"},
-    )
+    by_id = backward.by_id(2, subject="testSubject")
     assert by_id["metadata"]["properties"]["subjectKey"] == "subjectValue"
     assert register(F1_F2)["id"] == backward.id(2)
     third = register(
@@ -1457,25 +1434,8 @@ def test_config_metadata(backward):
 def test_schema_metadata(backward):
     """RestApiCompatibilityTest.testSchemaMetadata: a registration of metadata alone
     takes the schema of the subject's latest version."""
-    assert backward.client.register_schema("testSubject", avro(F1)) == backward.id(1)
     metadata = {"properties": {"subjectKey": "subjectValue"}}
-    check(
-        backward.http,
-        "POST",
-        "/subjects/testSubject/versions",
-        200,
-        lambda b: b["id"] == backward.id(2),
-        json={"metadata": metadata},
-    )
-    found = check(
-        backward.http,
-        "GET",
-        f"/schemas/ids/{backward.id(2)}",
-        200,
-        params={"subject": "testSubject"},
-    )
-    assert found["schema"] == F1
-    assert found["metadata"] == metadata
+    assert registered_alone(backward, {"metadata": metadata})["metadata"] == metadata
 
 
 @pytest.mark.xfail(
@@ -1487,35 +1447,22 @@ def test_schema_metadata(backward):
 )
 def test_schema_rule_set(backward):
     """RestApiCompatibilityTest.testSchemaRuleSet: a ruleSet alone likewise."""
-    assert backward.client.register_schema("testSubject", avro(F1)) == backward.id(1)
-    rules = {"migrationRules": [{"name": "foo", "kind": "TRANSFORM", "mode": "UPGRADE",
-                                 "type": "IGNORE"}]}  # fmt: skip
-    check(
-        backward.http,
-        "POST",
-        "/subjects/testSubject/versions",
-        200,
-        lambda b: b["id"] == backward.id(2),
-        json={"ruleSet": rules},
-    )
-    found = check(
-        backward.http,
-        "GET",
-        f"/schemas/ids/{backward.id(2)}",
-        200,
-        params={"subject": "testSubject"},
-    )
-    assert found["schema"] == F1
+    rule = {"name": "foo", "kind": "TRANSFORM", "mode": "UPGRADE", "type": "IGNORE"}
+    found = registered_alone(backward, {"ruleSet": {"migrationRules": [rule]}})
     assert found["ruleSet"]["migrationRules"][0]["name"] == "foo"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a `version` other than the next is 42201 outside IMPORT; fix in "
-        "apps/registry/versions/register.py (subject_register)"
-    ),
-)
+def registered_alone(registry, contract: dict) -> dict:
+    """A data contract registered without a schema after F1's version: the version made,
+    found by its id under the subject, with F1's schema."""
+    assert registry.client.register_schema("testSubject", avro(F1)) == registry.id(1)
+    path = "/subjects/testSubject/versions"
+    check(registry.http, "POST", path, 200, lambda b: b["id"] == registry.id(2), json=contract)
+    found = registry.by_id(2, subject="testSubject")
+    assert found["schema"] == F1
+    return found
+
+
 def test_compare_and_set_version(backward):
     """RestApiCompatibilityTest.testCompareAndSetVersion: a `version` that is not the
     next is 42201; the next one registers."""
