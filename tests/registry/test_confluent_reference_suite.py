@@ -1463,6 +1463,13 @@ def registered_alone(registry, contract: dict) -> dict:
     return found
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a `version` other than the next is 42201 outside IMPORT; fix in "
+        "apps/registry/versions/register.py (subject_register)"
+    ),
+)
 def test_compare_and_set_version(backward):
     """RestApiCompatibilityTest.testCompareAndSetVersion: a `version` that is not the
     next is 42201; the next one registers."""
