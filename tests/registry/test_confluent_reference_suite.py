@@ -1309,6 +1309,163 @@ def test_json_bad(registry):
     assert registry.client.get_subjects() == []
 
 
+# ------------------------------------------------------------------- protobuf/RestApiTest
+
+
+def proto_strings(count: int) -> list[str]:
+    """protobuf/RestApiTest.getRandomProtobufSchemas."""
+    return [
+        'syntax = "proto3";\npackage io.confluent.kafka.serializers.protobuf.test;\n\n'
+        f"message MyMessage {{\n  string f{n} = 1;\n  bool is_active = 2;\n}}\n"
+        for n in random.sample(range(1, 2**31), count)
+    ]
+
+
+def register_proto(registry: Registry, text: str, expected_id: int, subject: str, refs=()):
+    """protobuf/RestApiTest.registerAndVerifySchema: the id, and the text found by it."""
+    expected_id = registry.id(expected_id)
+    found = registry.client.register_schema(subject, Schema(text, "PROTOBUF", list(refs)))
+    assert found == expected_id
+    assert registry.client.get_schema(expected_id).schema_str.strip() == text.strip()
+
+
+def proto_package(name: str, body: str, imports=()) -> str:
+    """A file of the package `name` with the options protobuf/RestApiTest gives its own."""
+    imported = "".join(f'import "{i}";\n' for i in imports)
+    return (
+        f'syntax = "proto3";\npackage {name};\n\noption go_package = "{name}pb";\n'
+        "option java_multiple_files = true;\n"
+        f'option java_outer_classname = "{name.capitalize()}Proto";\n'
+        f'option java_package = "com.{name}";\n\n' + (f"{imported}\n" if imports else "") + body
+    )
+
+
+def test_protobuf_basic(registry):
+    """protobuf/RestApiTest.testBasic."""
+    assert registry.client.get_subjects() == []
+    first, second = proto_strings(10), proto_strings(5)
+    for number, text in enumerate(first, start=1):
+        register_proto(registry, text, number, "testTopic1")
+    for number, text in enumerate(first, start=1):
+        found = registry.client.register_schema("testTopic1", Schema(text, "PROTOBUF"))
+        assert found == registry.id(number)
+    for number, text in enumerate(second, start=11):
+        register_proto(registry, text, number, "testTopic2")
+    assert registry.client.get_versions("testTopic1") == list(range(1, 11))
+    assert registry.client.get_versions("testTopic2") == list(range(1, 6))
+    assert registry.client.get_subjects() == ["testTopic1", "testTopic2"]
+
+
+MSG1 = proto_package("pkg1", "message Message1 {\n  string s = 1;\n}\n")
+
+
+def test_protobuf_schema_references_pkg(registry):
+    """protobuf/RestApiTest.testSchemaReferencesPkg: a map of an imported package's type."""
+    register_proto(registry, MSG1, 1, "pkg1/msg1.proto")
+    body = "message Message2 {\n  map<string, pkg1.Message1> map = 1;\n  pkg1.Message1 f2 = 2;\n}\n"
+    msg2 = proto_package("pkg2", body, ["pkg1/msg1.proto"])
+    reference = SchemaReference("pkg1/msg1.proto", "pkg1/msg1.proto", 1)
+    found = registry.client.register_schema(
+        "pkg2/msg2.proto", Schema(msg2, "PROTOBUF", [reference])
+    )
+    assert found == registry.id(2)
+
+
+def test_protobuf_schema_missing_references(registry):
+    """protobuf/RestApiTest.testSchemaMissingReferences: an import no reference names."""
+    body = "message Message2 {\n  pkg1.Message1 f2 = 2;\n}\n"
+    text = Schema(proto_package("pkg2", body, ["pkg1/msg1.proto"]), "PROTOBUF")
+    with pytest.raises(SchemaRegistryError):
+        registry.client.register_schema("referrer", text)
+
+
+PROTO_F2_STRING = (
+    'syntax = "proto3";\npackage pkg3;\n\n'
+    "message Schema1 {\n  string f1 = 1;\n  string f2 = 2;\n}\n"
+)
+PROTO_F2_INT = PROTO_F2_STRING.replace("string f2", "int32 f2")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a 409's details, and the verbose check's messages (third to fifth), name the version, "
+        "schema and level judged against (oldSchemaVersion:, oldSchema:, compatibility:); fix "
+        "in apps/registry/versions/gate.py (Incompatible) and apps/registry/confluent/views.py "
+        "(_compatibility)"
+    ),
+)
+def test_protobuf_incompatible_schema(registry):
+    """protobuf/RestApiTest.testIncompatibleSchema."""
+    registry.level("FULL", "testSubject")
+    first = registry.client.register_schema(
+        "testSubject", Schema(PROTO_F2_STRING, "PROTOBUF"), normalize_schemas=True
+    )
+    changed = Schema(PROTO_F2_INT, "PROTOBUF")
+    error = refused(
+        lambda: registry.client.register_schema("testSubject", changed, normalize_schemas=True),
+        40901,
+    )
+    for part in ("oldSchemaVersion:", "oldSchema:", "compatibility:"):
+        assert part in error.error_message
+    found = check(
+        registry.http,
+        "POST",
+        f"/compatibility/subjects/testSubject/versions/{first}",
+        200,
+        json={"schema": PROTO_F2_INT, "schemaType": "PROTOBUF"},
+        params={"verbose": "true"},
+    )
+    messages = found["messages"]
+    assert "oldSchemaVersion:" in messages[2] and "oldSchema:" in messages[3]
+    assert "compatibility:" in messages[4]
+
+
+def test_protobuf_schema_normalization(registry):
+    """protobuf/RestApiTest.testSchemaNormalization: with normalize, the order of options,
+    imports, fields and references does not count."""
+    register_proto(registry, MSG1, 1, "pkg1/msg1.proto")
+    msg2 = proto_package("pkg2", "message Message2 {\n  string s = 1;\n}\n")
+    register_proto(registry, msg2, 2, "pkg2/msg2.proto")
+    fields = [
+        "  map<string, pkg1.Message1> map = 1;\n",
+        "  pkg1.Message1 f1 = 2;\n",
+        "  pkg2.Message2 f2 = 3;\n",
+    ]
+    imports = ["pkg1/msg1.proto", "pkg2/msg2.proto"]
+    msg3 = proto_package("pkg3", "message Message3 {\n" + "".join(fields) + "}\n", imports)
+    ref1 = SchemaReference("pkg1/msg1.proto", "pkg1/msg1.proto", 1)
+    ref2 = SchemaReference("pkg2/msg2.proto", "pkg2/msg2.proto", 1)
+    registered = registry.client.register_schema(
+        "testSubject1", Schema(msg3, "PROTOBUF", [ref1, ref2]), normalize_schemas=True
+    )
+    assert registered == registry.id(3)
+    options = (
+        'option java_package = "com.pkg3";\noption java_outer_classname = "Pkg3Proto";\n'
+        'option java_multiple_files = true;\noption go_package = "pkg3pb";\n'
+    )
+    alternate = (
+        'syntax = "proto3";\npackage pkg3;\n\n' + options + "\n"
+        'import "pkg2/msg2.proto";\nimport "pkg1/msg1.proto";\n\n'
+        "message Message3 {\n" + "".join(reversed(fields)) + "}\n"
+    )
+    found = registry.client.lookup_schema(
+        "testSubject1", Schema(alternate, "PROTOBUF", [ref2, ref1]), normalize_schemas=True
+    )
+    assert found.version == 1
+
+
+def test_protobuf_bad(registry):
+    """protobuf/RestApiTest.testBad."""
+    assert registry.client.get_subjects() == []
+    bad = proto_strings(1)[0].replace("message MyMessage", "bad-message MyMessage")
+    refused(lambda: registry.client.register_schema("testTopic1", Schema(bad, "PROTOBUF")), 42201)
+    reference = SchemaReference("bad", "bad", 100)
+    text = Schema(proto_strings(1)[0], "PROTOBUF", [reference])
+    refused(lambda: registry.client.register_schema("testTopic1", text), 42201)
+    assert registry.client.get_subjects() == []
+
+
 # ------------------------------------------------------------------- RestApiModeTest
 
 MODE_SCHEMA = record(field("f1"))
