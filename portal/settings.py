@@ -564,11 +564,14 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("STEWARD_TASK_SOFT_TIME_LIMIT", 240)
 CELERY_TASK_TIME_LIMIT = env_int("STEWARD_TASK_TIME_LIMIT", 300)
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {"*.periodic_*": {"queue": "periodic"}}
-# With acks_late, a message is redelivered when unacknowledged for this long: keep it
-# well above the longest task (CELERY_TASK_TIME_LIMIT) so no task runs twice by accident.
-# Redis only: RabbitMQ returns a message when its consumer's connection goes.
+# Redis: with acks_late, a message is redelivered when unacknowledged for this long: keep
+# it well above the longest task (CELERY_TASK_TIME_LIMIT) so no task runs twice by
+# accident. RabbitMQ returns a message when its consumer's connection goes instead; there
+# a task is sent with publisher confirms, so that one the broker did not take (a nack, a
+# node lost before it wrote the message) fails its sender rather than vanishing, and the
+# caller's retry or its sweep sees it at once.
 CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {}
+    {"confirm_publish": True}
     if STEWARD_CELERY_BROKER_URL
     else {**_broker_options, "visibility_timeout": CELERY_TASK_TIME_LIMIT * 4}
 )

@@ -275,6 +275,18 @@ def published_versions(
     return versions.order_by("version")
 
 
+def latest_with_metadata(
+    topic: Topic, role: str, properties: dict[str, str], *, deleted: bool = False
+) -> SchemaVersion | None:
+    """The subject's latest published version whose metadata properties hold each of
+    `properties`, as the reference's getLatestWithMetadata finds it (a version without
+    metadata matches nothing, not even no property asked); None when no version does."""
+    versions = published_versions(topic, role, deleted=deleted).filter(metadata__isnull=False)
+    if properties:
+        versions = versions.filter(metadata__properties__contains=properties)
+    return versions.last()
+
+
 def published_before(version: SchemaVersion) -> SchemaVersion | None:
     """The topic's latest published version older than `version`: what it is compared with."""
     return (

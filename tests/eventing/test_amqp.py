@@ -5,6 +5,7 @@ and crashes of the node, webhook subscriptions; and RabbitMQ as Celery's broker.
 
 import contextlib
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -46,7 +47,7 @@ from apps.eventing.models import (
 )
 from apps.eventing.services import sync_consumer_subscriptions
 from apps.eventing.transports import outbox_transport, webhook_signature
-from portal.rabbitmq import RabbitNode, free_port
+from portal.rabbitmq import SCRIPTS, RabbitNode, free_port
 from tests.eventing.factories import SECRET, stream_envelopes, subscribe, webhook, write_events
 from tests.support import ROOT, LocalServer, database_url
 
@@ -594,3 +595,42 @@ def test_celery_runs_its_tasks_through_rabbitmq_when_it_is_the_broker(rabbit, te
 
 
 SEND_DISPATCH = "from apps.core.enqueue import send_task; send_task('eventing.dispatch_outbox')"
+
+
+def test_a_task_rabbitmq_refuses_fails_its_sender_instead_of_vanishing(rabbit):
+    # given: Celery's queue made to refuse every message by a policy (RabbitMQ then nacks
+    # the publish; Celery sends through the default exchange, so no other queue can be
+    # bound beside it)
+    env = {**os.environ, "DATABASE_URL": database_url(), "STEWARD_CELERY_BROKER_URL": rabbit.url}
+    refuse = {"max-length": 0, "overflow": "reject-publish"}
+    ctl = [str(SCRIPTS / "rabbitmqctl"), "-n", rabbit.name]
+    policy = ["set_policy", "--apply-to", "queues", "refuse", "^default$", json.dumps(refuse)]
+    subprocess.run(ctl + policy, env=rabbit.env(), check=True, capture_output=True, timeout=120)  # noqa: S603
+
+    def send():
+        return subprocess.run(  # noqa: S603
+            [sys.executable, "manage.py", "shell", "-c", SEND_DISPATCH],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    try:
+        # when: a process sends a task
+        refused = send()
+    finally:
+        subprocess.run(  # noqa: S603
+            ctl + ["clear_policy", "refuse"], env=rabbit.env(), check=True, capture_output=True
+        )
+    # then: the sender is told (publisher confirms), rather than the task being lost silently
+    assert refused.returncode != 0
+    assert "MessageNacked" in refused.stderr
+    # and once the queue takes messages, the same send succeeds
+    taken = send()
+    assert taken.returncode == 0, taken.stderr
+    with connect(rabbit.url) as conn:
+        default = Queue("default")(conn.channel())
+        assert default.queue_declare(passive=True).message_count == 1
+        default.purge()

@@ -410,6 +410,51 @@ def test_metadata_and_rules_are_kept_per_version_and_answered(live):
     assert client().get_versions("payments-value") == [1, 2]
 
 
+def test_the_latest_version_with_metadata_is_found_by_its_properties(live):
+    """GET /subjects/{subject}/metadata (the client's get_latest_with_metadata, which a
+    serializer configured with `use.latest.with.metadata` calls): the latest version
+    whose metadata has every property asked; 40403 when none has, 40401 for a subject
+    with no version; soft-deleted versions only with `deleted`."""
+    client, http = live
+    registry = client()
+    first = registry.register_schema(
+        "payments-value", schema(V1, metadata=_metadata(app="v1", tier="gold"))
+    )
+    second = registry.register_schema(
+        "payments-value", schema(V2_COMPATIBLE, metadata=_metadata(app="v2", tier="gold"))
+    )
+
+    def latest(**properties):
+        return client().get_latest_with_metadata("payments-value", properties)
+
+    assert (latest(app="v1").schema_id, latest(app="v1").version) == (first, 1)
+    assert (latest(tier="gold").schema_id, latest(tier="gold").version) == (second, 2)
+    assert latest(app="v1", tier="gold").version == 1
+    assert latest(app="v1").schema.metadata.properties.properties == {"app": "v1", "tier": "gold"}
+    assert refused(lambda: latest(app="v3")).error_code == 40403
+    assert refused(lambda: latest(app="v1", tier="silver")).error_code == 40403
+    missing = refused(lambda: client().get_latest_with_metadata("nothing-value", {"a": "b"}))
+    assert missing.error_code == 40401
+    # a soft-deleted version is found only when deleted ones are asked for
+    registry.delete_version("payments-value", 1)
+    assert refused(lambda: latest(app="v1")).error_code == 40403
+    also_deleted = client().get_latest_with_metadata("payments-value", {"app": "v1"}, deleted=True)
+    assert also_deleted.version == 1
+    # a key sent without its value is not asked for (the reference pairs them in order)
+    answer = http().get("/subjects/payments-value/metadata", params={"key": ["app", "tier"]})
+    assert answer.status_code == 200 and answer.json()["version"] == 2
+    # a serializer told to write with the latest version that has app=v2 takes its id
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    conf = {"auto.register.schemas": False, "use.latest.with.metadata": {"app": "v2"}}
+    serialize = JSONSerializer(json.dumps(V1), client(), conf=conf)
+    data = serialize(
+        {"id": "p-1", "total": 3}, SerializationContext("payments", MessageField.VALUE)
+    )
+    assert int.from_bytes(data[1:5], "big") == second
+
+
 def test_config_defaults_and_overrides_apply_on_registration(live):
     client, http = live
     admin = client("tooling", ADMIN)

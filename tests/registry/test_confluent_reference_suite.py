@@ -9,10 +9,8 @@ confluent-kafka SchemaRegistryClient where the client has the call and over HTTP
 otherwise, against a live Steward.
 
 Left out: contexts other than the default, exporters, associations, schema tags and
-provenance, encryption keys, multi-tenancy, SSL, leader forwarding, the config fields
-Steward does not keep (`alias`, `validateFields`, `compatibilityGroup`, stated in
-docs/schema-registry.md; `validateNames` and reserved fields with them), a subject's one
-schema type, the data contracts Steward keeps where the reference's default drops a
+provenance, encryption keys, multi-tenancy, SSL, leader forwarding, `validateNames`, a
+subject's one schema type (stated in docs/schema-registry.md), the data contracts Steward keeps where the reference's default drops a
 ruleSet, and a referenced version deleted permanently while a soft-deleted schema uses
 it (each stated there too); and the schema's `guid`, `timestamp` and `deleted` the newest
 reference answers, HTTP headers a harness configures, and schema tags.

@@ -10,7 +10,7 @@ from apps.registry.models import SchemaIdentity, SchemaVersion, Topic, schema_id
 BEFORE = [("registry", "0013_merge_references_and_readers")]
 # the latest: the models the assertions use are the latest's, and so is what the test
 # leaves the database at for the tests after it
-AFTER = [("registry", "0022_protobuf_option_order_and_defaults")]
+AFTER = [("registry", "0023_protobuf_numbers_as_written")]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -105,6 +105,31 @@ def test_a_release_lays_its_contract_over_the_subjects_defaults_and_under_its_ov
     assert (kept.metadata, kept.rule_set) == (answer["metadata"], answer["ruleSet"])
 
 
+def test_a_release_is_held_to_the_subjects_validate_fields_and_compatibility_group(db):
+    """The config's `validateFields` and `compatibilityGroup` apply to a release as to a
+    registration: a field its metadata reserves refuses it (whatever the level); a
+    schema breaking group 1's version is judged in group 2 against nothing."""
+    client = releasing()
+    model_sync(client, "r0", metadata={"properties": {"major": "1"}})
+    versions.set_contract_config(
+        actor=SYSTEM_ACTOR,
+        topic=Topic.objects.get(name="payments"),
+        values={"validateFields": True, "compatibilityGroup": "major"},
+    )
+    reserved = {"properties": {"major": "1", "confluent:reserved": "total"}}
+    # when
+    answer = model_sync(client, "r1", metadata=reserved).json()["topics"][0]
+    # then
+    assert answer["outcome"] == "refused"
+    assert "conflicts with the reserved field total" in answer["reason"]
+    breaking = {**V1, "properties": {**V1["properties"], "id": {"type": "integer"}}}
+    grouped = model_sync(client, "r2", schema=breaking, metadata={"properties": {"major": "2"}})
+    [topic] = grouped.json()["topics"]
+    # judged against no version: group 1's is not looked at
+    assert (topic["outcome"], topic["verdict"]["compatible"]) == ("published", True)
+    assert topic["verdict"]["differences"] == []
+
+
 @pytest.mark.parametrize(
     ("entry", "field"),
     [

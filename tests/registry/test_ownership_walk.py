@@ -202,6 +202,9 @@ OPERATIONS = {
         # a subject no one produces, which alpha registered
         ({"subject": "loose.alpha-value"}, None, "refused"),
     ],
+    "GET /api/schema-registry/subjects/{subject}/metadata": [
+        ({"subject": "loose.alpha-value"}, None, "read"),
+    ],
     "GET /api/schema-registry/subjects/{subject}/versions": [
         ({"subject": "alpha.orders-value"}, None, "read"),
     ],
@@ -264,7 +267,8 @@ def world():
     """alpha produces alpha.orders (v1 published, v2 breaking waiting on carol) and
     consumes bravo.feed, bravo's, through a subscription of its own, with a reader schema
     and an acknowledgement of bravo's waiting v2 (still waiting on carol); it registered
-    loose.alpha-value through the Schema Registry API (a topic no one produces)."""
+    loose.alpha-value through the Schema Registry API (a topic no one produces), with
+    metadata."""
     alpha = services.service_ensure(actor=SYSTEM_ACTOR, name="alpha")
     bravo = services.service_ensure(actor=SYSTEM_ACTOR, name="bravo")
 
@@ -296,7 +300,7 @@ def world():
     published = SchemaVersion.objects.get(topic=orders, version=1)
     loose = _client("alpha").post(
         "/api/schema-registry/subjects/loose.alpha-value/versions",
-        _registry_body(V1),
+        {**_registry_body(V1), "metadata": {"properties": {"owner": "alpha"}}},
         format="json",
     )
     assert loose.status_code == 200, loose.content

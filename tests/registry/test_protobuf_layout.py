@@ -82,7 +82,7 @@ message Item {
   ];
   optional bytes tag = 3 [default = "\001\"ok\"\n"];
   optional string note = 7 [default = "tab\there \"quoted\""];
-  optional double cap = 8 [default = 10000000000.0];
+  optional double cap = 8 [default = 1e10];
   optional float low = 10 [default = -inf];
   optional int32 count = 11 [default = 0x10];
   optional Unit unit = 12 [default = KG];
@@ -426,11 +426,17 @@ def test_a_descriptor_protoc_compiled_keeps_its_custom_options(tmp_path):
         '    (acme.labels) = "a",\n'
         '    json_name = "sku"\n'  # protoc's descriptor carries it: written, as the reference does
     ) in item.canonical
-    # ... kept through the serialized form answered, and the same schema as the text
+    # ... kept through the serialized form answered; and, as the reference's normalize
+    # keeps the json_name protoc's descriptor carries, another schema than the text
+    # (which sets none), the same once the text sets it too
     again = protobuf.parse_schema(item.serialized(), {"rules.proto": rules.canonical})
     assert again.normalized == item.normalized
     text = protobuf.parse_schema(ITEM_COMPILED, {"rules.proto": rules.canonical})
-    assert item.normalized == text.normalized
+    assert item.normalized.replace(',\n    json_name = "sku"\n', "\n") == text.normalized
+    assert item.fingerprint != text.fingerprint
+    named = ITEM_COMPILED.replace('(acme.labels) = "a"', '(acme.labels) = "a", json_name = "sku"')
+    named = protobuf.parse_schema(named, {"rules.proto": rules.canonical})
+    assert named.normalized == item.normalized
     # an option whose definition Steward does not hold (here, the imported file as
     # registered without its `extend` blocks) cannot be named: it is dropped, as the
     # reference, which reads a descriptor knowing no extension, drops every one
@@ -471,17 +477,18 @@ def test_the_serializer_registers_a_file_with_custom_options_and_they_are_kept(l
     assert http.get("/subjects/items-value/versions").json() == [1]
 
 
-def test_a_written_json_name_is_written_back():
+def test_a_written_json_name_is_written_back_normalized_too():
     # the reference writes a field's json_name whenever the file (or descriptor) has one,
-    # even the one protoc would derive; Steward does too, except in the normalized text,
-    # where the derived one is left out so that a descriptor carrying every field's is
-    # the same schema as its text
+    # even the one protoc would derive, in its normalized text too
+    # (ProtobufSchemaUtils.toFormattedString adds it to the field's options whatever
+    # its value): a file that writes it is another schema than one that does not
     text = 'syntax = "proto3";\nmessage M {\n  string order_id = 1 [json_name = "orderId"];\n}\n'
     schema = protobuf.parse_schema(text)
     assert '  string order_id = 1 [json_name = "orderId"];\n' in schema.canonical
-    assert "  string order_id = 1;\n" in schema.normalized
+    assert '  string order_id = 1 [json_name = "orderId"];\n' in schema.normalized
     plain = protobuf.parse_schema('syntax = "proto3";\nmessage M {\n  string order_id = 1;\n}\n')
-    assert plain.fingerprint == schema.fingerprint
+    assert "  string order_id = 1;\n" in plain.normalized
+    assert plain.fingerprint != schema.fingerprint
     # Steward's serialized form carries only the json_names that were written
     again = protobuf.parse_schema(plain.serialized())
     assert "json_name" not in again.canonical
@@ -511,3 +518,30 @@ def test_a_descriptors_map_is_written_as_its_entry_message():
     assert "  map<string, .p.M.Inner> things = 1 [deprecated = true];\n" in sent.normalized
     # the text answered is the same schema when read again, as stored
     assert protobuf.parse_schema(sent.canonical).fingerprint == schema.fingerprint
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_serializers_descriptor_is_another_schema_than_a_text_without_its_json_names(
+    live, tmp_path
+):
+    # given: a file registered as text, which sets no json_name
+    new_client, http = live
+    text = 'syntax = "proto3";\npackage acme;\n\nmessage Parcel {\n  string parcel_id = 1;\n}\n'
+    body = {"schemaType": "PROTOBUF", "schema": text}
+    first = http.post("/subjects/parcels-value/versions", json=body).json()["id"]
+    pool = compiled(tmp_path, {"parcel.proto": text})
+    parcel = GetMessageClass(pool.FindMessageTypeByName("acme.Parcel"))
+    sent = base64.b64encode(pool.FindFileByName("parcel.proto").serialized_pb).decode()
+    # when: the descriptor protoc compiled from it (every field's json_name set) is
+    # looked up under the subject, then registered by the serializer
+    lookup = http.post("/subjects/parcels-value", json={**body, "schema": sent})
+    context = SerializationContext("parcels", MessageField.VALUE)
+    data = ProtobufSerializer(parcel, new_client())(parcel(parcel_id="p-1"), context)
+    # then: as the reference, whose normalized text keeps the json_name: not found, and a
+    # new version with an id of its own (compatible: json_name changes no field)
+    assert (lookup.status_code, lookup.json()["error_code"]) == (404, 40403)
+    assert int.from_bytes(data[1:5], "big") != first
+    assert http.get("/subjects/parcels-value/versions").json() == [1, 2]
+    served = http.get("/subjects/parcels-value/versions/2").json()["schema"]
+    assert '  string parcel_id = 1 [json_name = "parcelId"];\n' in served
+    assert ProtobufDeserializer(parcel, {}, new_client())(data, context).parcel_id == "p-1"

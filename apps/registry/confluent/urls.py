@@ -34,6 +34,7 @@ urlpatterns = [
     path(f"{VERSION}/referencedby", confluent.ReferencedBy.as_view(), name="referencedby"),
     path(VERSION, confluent.SubjectVersion.as_view(), name="version"),
     path(f"{SUBJECT}/versions", confluent.SubjectVersions.as_view(), name="versions"),
+    path(f"{SUBJECT}/metadata", confluent.LatestWithMetadata.as_view(), name="metadata"),
     path(SUBJECT, confluent.Subject.as_view(), name="subject"),
     path("schemas", confluent.SchemaList.as_view(), name="schemas"),
     path("schemas/types", confluent.SchemaTypes.as_view(), name="schema-types"),

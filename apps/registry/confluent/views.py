@@ -5,6 +5,7 @@ in the registry's shape (`errors`)."""
 from __future__ import annotations
 
 import importlib.metadata
+from dataclasses import dataclass
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
@@ -93,6 +94,21 @@ def _named(subject: str) -> subjects.Subject:
         return subjects.parse(subject)
     except subjects.InvalidSubject as exc:
         raise RegistryError(422, 42208, str(exc)) from None
+
+
+def _aliased(subject: str) -> str:
+    """The subject a `/subjects/{subject}/…` or `/compatibility/subjects/{subject}/…` path
+    stands for (contracts.alias_of), else itself, as the reference's AliasFilter rewrites
+    those paths. The call then goes on as if the path named that subject, under the
+    caller's own rights: an alias reaches nothing its target's name would not, and a
+    missing target answers as itself. (Registering resolves it itself, with the topic it
+    reads anyway: versions.subject_register.)"""
+    try:
+        named = subjects.parse(subject)
+    except subjects.InvalidSubject:
+        return subject
+    own = selectors.subject_contract(selectors.topic_by_name(named.topic), named.role)
+    return contracts.alias_of(subject, own) or subject
 
 
 def _admin(request) -> bool:
@@ -217,6 +233,7 @@ class Subject(ConfluentView):
     def post(self, request, subject):
         """Look a schema up under the subject (`deleted=true`: its soft-deleted versions
         too); with `metadata` or `ruleSet`, a version with that data contract only."""
+        subject = _aliased(subject)
         deleted = _flag(request, "deleted")
         topic, role = _topic(subject, deleted=deleted)
         # with its references: bundled as registering bundles
@@ -243,6 +260,7 @@ class Subject(ConfluentView):
     def delete(self, request, subject):
         """Soft-delete the subject's versions, or (`permanent=true`) remove a subject soft
         deleted before: the version numbers. The topic's producers and operators only."""
+        subject = _aliased(subject)
         named = _subject(subject)
         topic = selectors.topic_by_name(named.topic)
         if topic is None:
@@ -266,6 +284,7 @@ class SubjectVersions(ConfluentView):
     def get(self, request, subject):
         """The subject's version numbers (`deleted=true`: soft-deleted ones too;
         `deletedOnly=true`: only those)."""
+        subject = _aliased(subject)
         deleted_only = _deleted_only(request)
         deleted = _flag(request, "deleted") or deleted_only
         topic, role = _topic(subject, deleted=deleted)
@@ -293,7 +312,8 @@ class SubjectVersions(ConfluentView):
         keys for JSON Schema; Avro's normalized form); a schema's id does not depend on
         it. `references` name other
         subjects' versions the schema uses; the same schema with the same references is the
-        same version."""
+        same version. On a subject whose config names an `alias`, the aliased subject's,
+        answered with its name."""
         body = _body(request)
         named = _named(subject)
         account = request.service_account
@@ -310,7 +330,7 @@ class SubjectVersions(ConfluentView):
             metadata=body.get("metadata"),
             rule_set=body.get("ruleSet"),
         )
-        return Response(wire.registered(done.version, subject, done.references))
+        return Response(wire.registered(done.version, done.subject or subject, done.references))
 
 
 class SubjectVersion(ConfluentView):
@@ -320,6 +340,7 @@ class SubjectVersion(ConfluentView):
         responses={200: wire.Registered, **ERRORS},
     )
     def get(self, request, subject, version):
+        subject = _aliased(subject)
         deleted = _flag(request, "deleted")
         topic, role = _topic(subject, deleted=deleted)
         found = _version(topic, version, role, deleted=deleted)
@@ -329,6 +350,7 @@ class SubjectVersion(ConfluentView):
     def delete(self, request, subject, version):
         """Soft-delete a version, or (`permanent=true`) remove one soft-deleted before; a
         version the topic's consumers read is refused (42206)."""
+        subject = _aliased(subject)
         topic, role = _topic(subject, deleted=True)
         number = versions.version_delete(
             actor=request.actor,
@@ -341,11 +363,34 @@ class SubjectVersion(ConfluentView):
         return Response(number)
 
 
+class LatestWithMetadata(ConfluentView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_latest_with_metadata",
+        responses={200: wire.Registered, **ERRORS},
+    )
+    def get(self, request, subject):
+        """The subject's latest version whose metadata has every `key`=`value` pair asked
+        (`?key=a&value=1&key=b&value=2`, paired in order), as serializers configured with
+        `use.latest.with.metadata` ask for it: 40401 for a subject with no version, 40403
+        when none has them."""
+        subject = _aliased(subject)
+        deleted = _flag(request, "deleted")
+        topic, role = _topic(subject, deleted=deleted)
+        keys, values = request.query_params.getlist("key"), request.query_params.getlist("value")
+        # as the reference pairs them: as many pairs as both lists hold
+        wanted = dict(zip(keys, values, strict=False))
+        found = selectors.latest_with_metadata(topic, role, wanted, deleted=deleted)
+        if found is None:
+            raise RegistryError(404, 40403, "Schema not found")
+        return Response(wire.registered(found, subject, fmt=request.query_params.get("format")))
+
+
 class SubjectVersionSchema(ConfluentView):
     @extend_schema(tags=TAG, responses={200: OpenApiTypes.OBJECT, **ERRORS})
     def get(self, request, subject, version):
         """The version's schema itself, nothing around it."""
-        topic, role = _topic(subject)
+        topic, role = _topic(_aliased(subject))
         return wire.schema_string(_version(topic, version, role))
 
 
@@ -353,7 +398,7 @@ class ReferencedBy(ConfluentView):
     @extend_schema(tags=TAG, responses={200: INTS, **ERRORS})
     def get(self, request, subject, version):
         """The ids of the schemas that reference this version."""
-        topic, role = _topic(subject)
+        topic, role = _topic(_aliased(subject))
         return Response(selectors.referencing_ids(_version(topic, version, role)))
 
 
@@ -572,10 +617,13 @@ class SubjectMode(ConfluentView):
         return Response({"mode": before})
 
 
-def _compatibility(request, against: list[SchemaVersion], *, mode: str, policy: str):
-    """`{is_compatible}` of the body's schema against `against` (published versions,
-    oldest first; none: compatible, as the reference answers), `messages` with
-    `verbose=true`, where an invalid schema is an incompatible one with the reason."""
+def _compatibility(request, checked: _Checked, against: list[SchemaVersion], *, mode: str):
+    """`{is_compatible}` of the body's schema against `against` (published versions of
+    the subject, oldest first; none: compatible, as the reference answers), `messages`
+    with `verbose=true`, where an invalid schema is an incompatible one with the reason.
+    As the reference checks it: under the config's `compatibilityGroup` only the versions
+    of the schema's group (its `metadata` as sent) count, and under its `validateFields`
+    its reserved fields are checked too (against the subject's latest version)."""
     verbose = _flag(request, "verbose")
     try:
         parsed, _ = _parsed(request)
@@ -583,22 +631,45 @@ def _compatibility(request, against: list[SchemaVersion], *, mode: str, policy: 
         if not verbose or exc.registry_code != 42201:
             raise
         return Response({"is_compatible": False, "messages": [exc.detail]})
-    if not against:
-        return Response({"is_compatible": True, **({"messages": []} if verbose else {})})
-    verdict = submitted.compatibility_verdict(parsed, against, mode=mode, policy=policy)
-    answer = {"is_compatible": verdict.compatible}
+    metadata = contracts.valid_metadata(_body(request).get("metadata"))
+    latest = checked.versions[-1] if checked.versions else None
+    fields = contracts.top_level_fields(parsed)
+    breaking = contracts.reserved_breaks(checked.config, fields, metadata, latest)
+    against = contracts.in_group(against, metadata, checked.config)
+    if against:
+        verdict = submitted.compatibility_verdict(parsed, against, mode=mode, policy=checked.policy)
+        breaking = [*breaking, *verdict.breaking]
+    answer = {"is_compatible": not breaking}
     if verbose:
-        answer["messages"] = [f"{d.kind} at {d.path}: {d.message}" for d in verdict.breaking]
+        answer["messages"] = [f"{d.kind} at {d.path}: {d.message}" for d in breaking]
     return Response(answer)
 
 
-def _checked_subject(subject: str) -> tuple[Topic | None, str, list[SchemaVersion]]:
-    """The subject's topic, role and live versions, to test a schema against: a subject
-    that does not exist has none."""
-    named = _subject(subject)
+@dataclass(frozen=True)
+class _Checked:
+    """A subject to test a schema against: its live versions (none when it does not
+    exist), its level and policy, and its config in force."""
+
+    versions: list[SchemaVersion]
+    level: str
+    policy: str
+    config: dict
+
+
+def _checked_subject(subject: str) -> _Checked:
+    named = _subject(_aliased(subject))
     topic = selectors.topic_by_name(named.topic)
-    found = list(selectors.published_versions(topic, named.role)) if topic else []
-    return topic, named.role, found
+    if topic is None:
+        return _Checked([], selectors.default_mode(), "STRICT", selectors.registry_contract())
+    config = contracts.config_in_force(
+        selectors.subject_contract(topic, named.role), selectors.registry_contract()
+    )
+    return _Checked(
+        list(selectors.published_versions(topic, named.role)),
+        selectors.mode_of(topic, role=named.role),
+        topic.compatibility_policy,
+        config,
+    )
 
 
 class Compatibility(ConfluentView):
@@ -612,15 +683,13 @@ class Compatibility(ConfluentView):
         """The schema against one version (`latest`: the latest, if the subject has any),
         in the subject's level's direction."""
         number = submitted.version_number(version)
-        topic, role, found = _checked_subject(subject)
+        checked = _checked_subject(subject)
+        found = checked.versions
         against = found[-1:] if number is None else [v for v in found if v.version == number]
         if number is not None and not against:
             raise RegistryError(404, 40402, f"Version {version} not found.")
-        level = selectors.mode_of(topic, role=role) if topic else selectors.default_mode()
-        policy = topic.compatibility_policy if topic else "STRICT"
-        return _compatibility(
-            request, against, mode=level.removesuffix("_TRANSITIVE"), policy=policy
-        )
+        mode = checked.level.removesuffix("_TRANSITIVE")
+        return _compatibility(request, checked, against, mode=mode)
 
 
 class CompatibilityAll(ConfluentView):
@@ -634,15 +703,8 @@ class CompatibilityAll(ConfluentView):
         """The schema against the subject's versions as registering would check it: the
         latest, or every one under a transitive level. A subject with no version has
         nothing to be incompatible with, as the reference answers."""
-        topic, role, found = _checked_subject(subject)
-        if not found:
-            return _compatibility(request, [], mode="NONE", policy="STRICT")
-        return _compatibility(
-            request,
-            found,
-            mode=selectors.mode_of(topic, role=role),
-            policy=topic.compatibility_policy,
-        )
+        checked = _checked_subject(subject)
+        return _compatibility(request, checked, checked.versions, mode=checked.level)
 
 
 class Config(ConfluentView):

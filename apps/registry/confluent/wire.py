@@ -100,6 +100,15 @@ class Contract(serializers.Serializer):
     normalize = serializers.BooleanField(
         required=False, help_text="Whether registrations are normalized (normalize=true)."
     )
+    alias = serializers.CharField(
+        required=False, help_text="The subject this one stands for under /subjects/{subject}."
+    )
+    validateFields = serializers.BooleanField(  # noqa: N815
+        required=False, help_text="Whether reserved fields (confluent:reserved) are enforced."
+    )
+    compatibilityGroup = serializers.CharField(  # noqa: N815
+        required=False, help_text="The metadata property whose value groups the versions checked."
+    )
 
 
 class Level(Contract):

@@ -11,8 +11,14 @@ a new version, with its own id.
 
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import dataclass
 
+from google.protobuf import descriptor_pb2
+
+from apps.registry import subjects
+from apps.registry.formats import Difference
 from apps.registry.models import SchemaVersion
 from apps.registry.versions.errors import RegistryRefused
 
@@ -22,7 +28,13 @@ CONFIG_KEYS = (
     "defaultRuleSet",
     "overrideRuleSet",
     "normalize",  # whether registrations are normalized, as `normalize=true` asks
+    "alias",  # the subject this one stands for (a subject's own config only)
+    "validateFields",  # whether reserved fields (`confluent:reserved`) are enforced
+    "compatibilityGroup",  # the metadata property whose value groups the versions checked
 )
+FLAGS = ("normalize", "validateFields")
+NAMES = ("alias", "compatibilityGroup")
+RESERVED = "confluent:reserved"  # the metadata property naming a schema's reserved fields
 RULE_LISTS = ("migrationRules", "domainRules", "encodingRules")
 RULE_KINDS = ("TRANSFORM", "CONDITION")
 RULE_MODES = ("UPGRADE", "DOWNGRADE", "UPDOWN", "READ", "WRITE", "WRITEREAD")
@@ -95,13 +107,17 @@ def valid_rule_set(value, where: str = "ruleSet") -> dict | None:
 
 
 def valid_config(body: dict) -> dict:
-    """The config's data-contract fields (and `normalize`) the body sends (those it
-    leaves out: absent)."""
+    """The config's fields other than its level the body sends (those it leaves out:
+    absent): the data-contract settings, the flags and the names."""
     given = {}
     for key in CONFIG_KEYS:
-        if key == "normalize" and key in body:
+        if key not in body:
+            continue
+        if key in FLAGS:
             given[key] = _valid_flag(body[key], key)
-        elif key in body:
+        elif key in NAMES:
+            given[key] = _valid_name(body[key], key)
+        else:
             check = valid_metadata if key.endswith("Metadata") else valid_rule_set
             given[key] = check(body[key], key)
     return given
@@ -113,6 +129,16 @@ def _valid_flag(value, where: str) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise RegistryRefused(f"{where} is true or false", registry_code=422)
     return value
+
+
+def _valid_name(value, where: str) -> str | None:
+    """A config's string field (a subject, a property's name); null or "" clears it, as
+    the reference treats an empty alias as none."""
+    if value is not None and not isinstance(value, str):
+        raise RegistryRefused(f"{where} is a string", registry_code=422)
+    if value is not None and (len(value) > 500 or not value.isprintable()):
+        raise RegistryRefused(f"{where} is at most 500 printable characters", registry_code=422)
+    return value or None
 
 
 def merge_metadata(base: dict | None, over: dict | None) -> dict | None:
@@ -186,3 +212,92 @@ def rules_changed(version: SchemaVersion, before: SchemaVersion | None) -> bool:
     """Whether the version's rules differ from the version before it: news to consumers,
     as a schema change is."""
     return before is not None and (version.rule_set or None) != (before.rule_set or None)
+
+
+def alias_of(subject: str, own: dict) -> str | None:
+    """The subject `subject` stands for: the alias its own config (`own`) names, once (an
+    alias's alias is not followed), qualified with the subject's context when it names
+    none, as the reference's AliasFilter resolves it; None when it names none."""
+    alias = own.get("alias")
+    if not alias:
+        return None
+    context = subjects.context_of(subject)
+    if context != "." and not alias.startswith(":."):
+        return f":{context}:{alias}"
+    return alias
+
+
+def group_value(metadata: dict | None, group: str) -> str | None:
+    """The value a version's metadata gives the compatibility group's property (None:
+    none, a group of its own too)."""
+    return ((metadata or {}).get("properties") or {}).get(group)
+
+
+def in_group(versions: list[SchemaVersion], metadata: dict | None, config: dict) -> list:
+    """The versions a new one (with `metadata`) is checked against: under a config's
+    `compatibilityGroup`, only those whose metadata gives that property the same value
+    (no value matching no value), as the reference filters them; else all."""
+    group = config.get("compatibilityGroup")
+    if not group:
+        return versions
+    value = group_value(metadata, group)
+    return [v for v in versions if group_value(v.metadata, group) == value]
+
+
+def reserved_fields(metadata: dict | None) -> set[str]:
+    """The fields a version's metadata reserves: `confluent:reserved`, comma-separated."""
+    listed = group_value(metadata, RESERVED) or ""
+    return {name.strip() for name in listed.split(",") if name.strip()}
+
+
+def top_level_fields(parsed) -> set[str]:
+    """The names of a parsed schema's top-level fields, as the reference's
+    `hasTopLevelField` reads them: an Avro record's fields, a JSON Schema's properties, the
+    fields of a .proto file's first message."""
+    if parsed.kind == "PROTOBUF":
+        descriptor = descriptor_pb2.FileDescriptorProto.FromString(
+            base64.standard_b64decode(parsed.checked.serialized())
+        )
+        first = descriptor.message_type[0] if descriptor.message_type else None
+        return {f.name for f in first.field} if first is not None else set()
+    source = parsed.sent if parsed.sent is not None else parsed.document
+    if isinstance(source, str):
+        source = json.loads(source)  # parsed already: valid JSON
+    if not isinstance(source, dict):
+        return set()
+    if parsed.kind == "AVRO":
+        fields = source.get("fields") if source.get("type") == "record" else None
+        return {f["name"] for f in fields or () if isinstance(f, dict)}
+    properties = source.get("properties")
+    return set(properties) if isinstance(properties, dict) else set()
+
+
+def reserved_breaks(
+    config: dict, fields: set[str], metadata: dict | None, previous: SchemaVersion | None
+) -> list[Difference]:
+    """With the config's `validateFields` (the reference's `schema.validate.fields`, false
+    by default), what a new version with those top-level `fields` and that `metadata`
+    breaks: a reserved field it has, a field the latest version (`previous`) reserved that
+    it no longer reserves. The reference reports both as incompatibilities."""
+    if not config.get("validateFields"):
+        return []
+    reserved = reserved_fields(metadata)
+    kept = reserved_fields(previous.metadata) if previous is not None else set()
+    removed = [
+        Difference(
+            kind="RESERVED_FIELD_REMOVED",
+            path=f"#/metadata/properties/{RESERVED}",
+            message=f"The new schema has reserved field {name} removed from its metadata "
+            "which is present in the old schema's metadata.",
+        )
+        for name in sorted(kept - reserved)
+    ]
+    conflicts = [
+        Difference(
+            kind="FIELD_CONFLICTS_WITH_RESERVED_FIELD",
+            path=f"#/{name}",
+            message=f"The new schema has field that conflicts with the reserved field {name}.",
+        )
+        for name in sorted(reserved & fields)
+    ]
+    return removed + conflicts

@@ -373,6 +373,9 @@ def _decided(
     published = [v for v in history if v.state == State.PUBLISHED and v.deleted_at is None]
     pending = next((v for v in history if v.state == State.AWAITING), None)
     contract = sent.effective(published[-1] if published else None)
+    config = sent.config or {}
+    # a config's compatibilityGroup: only the versions of the new one's group are checked
+    checked = contracts.in_group(published, contract[0], config)
     key = reference_key(references)
     mode = sync.mode_of(topic, role)
     # Through the Schema Registry API a schema of another type than the subject's is
@@ -380,25 +383,28 @@ def _decided(
     # which lets it in. A release (ModelSync) never changes a subject's type.
     retyped = registering is not None and bool(published)
     retyped = retyped and published[-1].schema_type != parsed.kind
-    if retyped:
+    if retyped and checked:
         verdict = compatibility_verdict(
-            parsed, published, mode=mode, policy=topic.compatibility_policy
+            parsed, checked, mode=mode, policy=topic.compatibility_policy
         )
         if not verdict.compatible:
             raise Incompatible(registering.subject, [d.as_dict() for d in verdict.breaking])
     known = _known(topic.name, parsed, published, pending, key, any_version, contract, retyped)
     if known is not None:
         return known
-    if not retyped:
+    reserved = _reserved_breaks(topic, parsed, config, contract, published, registering)
+    if reserved is not None:
+        return reserved
+    if not (retyped and checked):
         verdict = formats.check(
             parsed.kind,
             parsed.checked,
-            [v.schema for v in published],
+            [v.schema for v in checked],
             mode=mode,
             policy=topic.compatibility_policy,
         )
     if pending is not None and verdict.compatible:
-        refused = _held_by_waiting(sync, topic, parsed, published, pending, role)
+        refused = _held_by_waiting(sync, topic, parsed, checked, pending, role)
         if refused is not None:
             return refused
     if pending is not None:  # a newer release replaces the version that was waiting
@@ -408,6 +414,26 @@ def _decided(
         TRANSITIONS.move(pending, State.SUPERSEDED)
     number = (history[-1].version if history else 0) + 1
     return _submit(sync, topic, parsed, role, references, verdict, number, registering, contract)
+
+
+def _reserved_breaks(
+    topic: Topic, parsed, config: dict, contract, published, registering
+) -> TopicAnswer | None:
+    """Under the config's `validateFields`, a new version that has a field its metadata
+    reserves, or no longer reserves one the latest version reserved: refused whatever
+    the level (no consumer's acknowledgement makes it right), as the reference refuses
+    it (409, 40901 through the Schema Registry API)."""
+    breaks = contracts.reserved_breaks(
+        config,
+        contracts.top_level_fields(parsed),
+        contract[0],
+        published[-1] if published else None,
+    )
+    if not breaks:
+        return None
+    if registering is not None:
+        raise Incompatible(registering.subject, [d.as_dict() for d in breaks])
+    return TopicAnswer(topic.name, "refused", reason=" ".join(d.message for d in breaks))
 
 
 def _known(

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from apps.core.context import Actor
 from apps.core.scope import current_scope, system_scope
-from apps.registry import selectors
+from apps.registry import selectors, subjects
 from apps.registry.models import SchemaIdentity, SchemaVersion, Service, Topic, schema_identity_key
 from apps.registry.services import (
     require_produces,
@@ -46,6 +46,7 @@ class Registered:
 
     version: SchemaVersion
     references: list | None = None
+    subject: str | None = None  # the subject registered under, when an alias named another
 
 
 def subject_register(
@@ -70,6 +71,11 @@ def subject_register(
     brings, with its id and number."""
     with _system_scope_once():  # the view's transaction, or one of its own
         topic = selectors.topic_for_registering(subject.topic)
+        # a subject whose own config names an alias registers under the aliased subject
+        alias = contracts.alias_of(subject.name, selectors.subject_contract(topic, subject.role))
+        if alias is not None:
+            subject = _alias_subject(alias)
+            topic = selectors.topic_for_registering(subject.topic)
         if topic is not None and topic.produced:
             require_produces(actor, topic)
         # the mode and the level, both registry-wide settings, in one read
@@ -106,7 +112,7 @@ def subject_register(
             given["contract"] = contract.effective(previous)
             version = _import(given, subject, mode, schema_id, number)
             schema_references_record(version, resolved)
-            return Registered(version)
+            return Registered(version, subject=subject.name)
         answer = schema_register(
             **given,
             release=f"schema-registry:{subject.name}:{parsed.fingerprint}",
@@ -115,6 +121,15 @@ def subject_register(
             registering=Registering(subject.name, contract),
         )
         return _registered(answer, subject.name)
+
+
+def _alias_subject(alias: str) -> Subject:
+    """The subject an alias names, to register under: refused (42208) when its name is
+    not a subject's, as naming it in the path would be."""
+    try:
+        return subjects.parse(alias)
+    except subjects.InvalidSubject as exc:
+        raise RegistryRefused(str(exc), registry_code=42208) from None
 
 
 def _registered(answer: TopicAnswer, subject: str) -> Registered:
@@ -127,7 +142,7 @@ def _registered(answer: TopicAnswer, subject: str) -> Registered:
     if answer.outcome == "awaiting_acknowledgement":
         raise NotRegistered(_held(answer, subject))
     # the reference rows the gate made with a new version (a waiting one holds them too)
-    return Registered(answer.row, answer.recorded)
+    return Registered(answer.row, answer.recorded, subject)
 
 
 def _held(answer: TopicAnswer, subject: str) -> str:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import re
 from functools import lru_cache
 
+from antlr4 import CommonTokenStream, InputStream
 from antlr4.error.ErrorListener import ErrorListener
 from google.protobuf import (
     any_pb2,
@@ -33,7 +35,9 @@ from google.protobuf import (
 )
 from google.protobuf.message import DecodeError
 from proto_schema_parser import ast
-from proto_schema_parser.parser import Parser
+from proto_schema_parser.antlr.ProtobufLexer import ProtobufLexer
+from proto_schema_parser.antlr.ProtobufParser import ProtobufParser
+from proto_schema_parser.parser import _ASTConstructor
 
 from apps.registry.formats.errors import InvalidSchema, SchemaTooComplex
 
@@ -101,25 +105,75 @@ def _quiet(target):
     target.addErrorListener(_Raise())
 
 
-_PARSER = Parser(setup_lexer=_quiet, setup_parser=_quiet)
+@dataclasses.dataclass(frozen=True, repr=False)
+class Number:
+    """A number literal of a .proto file: its token as written (`0x10`, `1e10`, `-.5`),
+    which the reference writes back (wire keeps a number's text), and its value as protoc
+    reads it (`010` is 8). Two are the same when they are written alike."""
+
+    text: str
+    value: int | float = dataclasses.field(compare=False)
+
+    def __repr__(self) -> str:  # in a refusal's reason, and str(): as written
+        return self.text
+
+    @classmethod
+    def read(cls, text: str, integer: bool) -> Number:
+        digits = text.removeprefix("-")
+        if not integer:
+            value = float(digits)  # `1e10`, `.5`, `5.`, `inf`, `nan`
+        elif digits[:2] in ("0x", "0X"):
+            value = int(digits, 16)
+        elif digits[:1] == "0" and len(digits) > 1:
+            value = int(digits, 8)
+        else:
+            value = int(digits)
+        return cls(text, -value if text.startswith("-") else value)
+
+
+class _Tree(_ASTConstructor):
+    """proto-schema-parser's tree, a number literal read as a Number (the parser's own
+    reads `1e10` as a float, and hands `0x10` as a string a quoted value is too)."""
+
+    def visitScalarValue(self, ctx):  # noqa: N802
+        for literal, integer in (
+            (ctx.intLiteral(), True),
+            (ctx.floatLiteral(), False),
+            (ctx.specialFloatLiteral(), False),
+        ):
+            if literal is not None:
+                text = "".join(child.getText() for child in literal.getChildren())
+                return Number.read(text, integer)
+        return super().visitScalarValue(ctx)
+
+
+def _parse(text: str) -> ast.File:
+    lexer = ProtobufLexer(InputStream(text))
+    _quiet(lexer)
+    parser = ProtobufParser(CommonTokenStream(lexer))
+    _quiet(parser)
+    return _Tree().visit(parser.file_())
 
 
 class Layout:
     """What a .proto file's text says that its descriptor cannot, and the reference
     registry writes back as the file has it: how its `reserved` and `extensions`
-    statements group their values, and the order its options were written in, standard
-    and custom interleaved.
+    statements group their values, the order its options were written in, standard
+    and custom interleaved, and how it spelt its numbers.
 
     Keys name an element by kind and dotted path inside the file (`("message",
     "Order.Line")`, `("field", "Order.Line.sku")`, `("file", "")`); text.py walks the
     descriptor with the same keys."""
 
-    __slots__ = ("options", "statements")
+    __slots__ = ("numbers", "options", "statements")
 
     def __init__(self):
         # an element's options as written: a standard option's name, or the index of a
         # custom one among the element's uninterpreted_option
         self.options: dict[tuple[str, str], list[str | int]] = {}
+        # the tokens of an element's numbers as written (its descriptor keeps their
+        # values): a custom option's by its index, a field's `default` as "default"
+        self.numbers: dict[tuple[str, str], dict[int | str, str]] = {}
         # ("reserved" | "extensions", path): (ranges, names) of each statement in turn
         self.statements: dict[tuple[str, str], list[tuple[int, int]]] = {}
 
@@ -142,7 +196,7 @@ def parse_file(text: str) -> tuple[FDP, Layout | None]:
         decoded.name = MAIN
         return decoded, None
     try:
-        tree = _PARSER.parse(text)
+        tree = _parse(text)
     except RecursionError:
         raise SchemaTooComplex("the .proto file nests too deeply") from None
     except InvalidSchema:
@@ -340,7 +394,7 @@ class _File:
                 proto.weak_dependency.append(len(proto.dependency))
             proto.dependency.append(element.name)
         elif isinstance(element, ast.Option):
-            _option(proto.options, element, self.order("file", ""))
+            _option(proto.options, element, self.written("file", ""))
         elif isinstance(element, ast.Message):
             self._message(proto.message_type.add(), element, 1, "")
         elif isinstance(element, ast.Enum):
@@ -350,9 +404,9 @@ class _File:
         elif isinstance(element, ast.Extension):
             self._extend(proto.extension, element, "")
 
-    def order(self, kind: str, path: str) -> list:
-        """The list an element's options are recorded in, in the order written."""
-        return self.layout.options.setdefault((kind, path), [])
+    def written(self, kind: str, path: str) -> _Written:
+        """Where an element's options are recorded as written."""
+        return _Written(self.layout, (kind, path))
 
     def statement(self, kind: str, path: str, ranges: int, names: int) -> None:
         self.layout.statements.setdefault((kind, path), []).append((ranges, names))
@@ -371,23 +425,23 @@ class _File:
 
     def _member(self, message, element, depth, optional, oneof, path: str) -> None:
         if isinstance(element, ast.Field):
-            order = self.order("field", joined(path, element.name))
-            field = _field(message.field.add(), element, self.syntax, order, oneof is not None)
+            written = self.written("field", joined(path, element.name))
+            field = _field(message.field.add(), element, self.syntax, written, oneof is not None)
             if oneof is not None:
                 field.oneof_index = oneof
             elif field.proto3_optional:
                 optional.append(field)
         elif isinstance(element, ast.MapField):
-            _map_field(message, element, self.order("field", joined(path, element.name)))
+            _map_field(message, element, self.written("field", joined(path, element.name)))
         elif isinstance(element, ast.Group):
             self._group(message, element, depth, oneof, path)
         elif isinstance(element, ast.OneOf):
             index = len(message.oneof_decl)
             message.oneof_decl.add(name=element.name)
-            order = self.order("oneof", joined(path, element.name))
+            written = self.written("oneof", joined(path, element.name))
             for member in element.elements:
                 if isinstance(member, ast.Option):
-                    _option(message.oneof_decl[index].options, member, order)
+                    _option(message.oneof_decl[index].options, member, written)
                 else:
                     self._member(message, member, depth, optional, index, path)
         elif isinstance(element, ast.Message):
@@ -402,7 +456,7 @@ class _File:
                 message.extension_range.add(start=start, end=end)
             self.statement("extensions", path, len(element.ranges), 0)
         elif isinstance(element, ast.Option):
-            _option(message.options, element, self.order("message", path))
+            _option(message.options, element, self.written("message", path))
         elif isinstance(element, ast.Extension):
             self._extend(message.extension, element, path)
 
@@ -429,8 +483,8 @@ class _File:
             if isinstance(element, ast.Group):
                 raise InvalidSchema("groups in an `extend` block are not supported")
             if isinstance(element, ast.Field):
-                order = self.order("extension", joined(path, element.name))
-                field = _field(extensions.add(), element, self.syntax, order)
+                written = self.written("extension", joined(path, element.name))
+                field = _field(extensions.add(), element, self.syntax, written)
                 field.extendee = tree.typeName
                 if field.proto3_optional:  # protoc's label for it: optional, no oneof
                     field.ClearField("proto3_optional")
@@ -443,14 +497,14 @@ class _File:
         for element in tree.elements:
             if isinstance(element, ast.EnumValue):
                 value = enum.value.add(name=element.name, number=element.number)
-                order = self.order("value", joined(path, element.name))
+                written = self.written("value", joined(path, element.name))
                 for option in element.options:
-                    _option(value.options, option, order)
+                    _option(value.options, option, written)
             elif isinstance(element, ast.EnumReserved):
                 _reserved(enum.reserved_range, enum.reserved_name, element, _ENUM_MAX, 0)
                 self.statement("reserved", path, len(element.ranges), len(element.names))
             elif isinstance(element, ast.Option):
-                _option(enum.options, element, self.order("enum", path))
+                _option(enum.options, element, self.written("enum", path))
 
     def _service(self, service, tree: ast.Service) -> None:
         service.name = tree.name
@@ -465,12 +519,12 @@ class _File:
                     method.client_streaming = True
                 if element.output_type.stream:
                     method.server_streaming = True
-                order = self.order("method", joined(tree.name, element.name))
+                written = self.written("method", joined(tree.name, element.name))
                 for option in element.elements:
                     if isinstance(option, ast.Option):
-                        _option(method.options, option, order)
+                        _option(method.options, option, written)
             elif isinstance(element, ast.Option):
-                _option(service.options, element, self.order("service", tree.name))
+                _option(service.options, element, self.written("service", tree.name))
 
 
 def joined(parent: str, name: str) -> str:
@@ -488,7 +542,7 @@ def _synthetic_oneof(message, name: str) -> str:
     return chosen
 
 
-def _field(field, tree: ast.Field, syntax: str, order: list, in_oneof: bool = False):
+def _field(field, tree: ast.Field, syntax: str, written: _Written, in_oneof: bool = False):
     field.name, field.number = tree.name, tree.number
     if tree.type in SCALARS:
         field.type = SCALARS[tree.type]
@@ -507,20 +561,25 @@ def _field(field, tree: ast.Field, syntax: str, order: list, in_oneof: bool = Fa
     for option in tree.options:
         if option.name == "default":
             field.default_value = _default_text(option.value, field.type)
+            written.number("default", option.value)
         elif option.name == "json_name":
             field.json_name = str(option.value)
         else:
-            _option(field.options, option, order)
+            _option(field.options, option, written)
     return field
 
 
 def _default_text(value, kind: int) -> str:
     """A `default` as protoc keeps it in a descriptor: a string's content unescaped, a
-    bytes value C-escaped (the parser hands a literal with its escapes as written)."""
+    bytes value C-escaped (the parser hands a literal with its escapes as written), a
+    number by its value (the pool writes it as protoc does: `0x10` is 16; the token as
+    written is in the Layout)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, ast.Identifier):
         return value.name
+    if isinstance(value, Number):
+        return repr(value.value)
     if isinstance(value, str) and kind == FIELD.TYPE_STRING:
         return unescaped(value)
     if isinstance(value, str) and kind == FIELD.TYPE_BYTES:
@@ -528,7 +587,7 @@ def _default_text(value, kind: int) -> str:
     return str(value)
 
 
-def _map_field(message, tree: ast.MapField, order: list) -> None:
+def _map_field(message, tree: ast.MapField, written: _Written) -> None:
     entry_name = "".join(part[:1].upper() + part[1:] for part in tree.name.split("_")) + "Entry"
     entry = message.nested_type.add(name=entry_name)
     entry.options.map_entry = True
@@ -543,7 +602,7 @@ def _map_field(message, tree: ast.MapField, order: list) -> None:
     )
     field.type = FIELD.TYPE_MESSAGE
     for option in tree.options:
-        _option(field.options, option, order)
+        _option(field.options, option, written)
 
 
 def _reserved(ranges, names, tree, largest: int, end_extra: int) -> None:
@@ -567,18 +626,37 @@ def _ranges(ranges: list[str], largest: int, end_extra: int):
         yield start, end + end_extra
 
 
-def _option(options, option: ast.Option, order: list) -> None:
+class _Written:
+    """Where one element's options are recorded as its text has them (its Layout): their
+    order, and the tokens of their numbers."""
+
+    __slots__ = ("layout", "key")
+
+    def __init__(self, layout: Layout, key: tuple[str, str]):
+        self.layout, self.key = layout, key
+
+    def place(self, name: str | int) -> None:
+        self.layout.options.setdefault(self.key, []).append(name)
+
+    def number(self, slot: str | int, value) -> None:
+        if isinstance(value, Number):
+            self.layout.numbers.setdefault(self.key, {})[slot] = value.text
+
+
+def _option(options, option: ast.Option, written: _Written) -> None:
     """A standard option set on its options message; a custom one (`(name)`) kept as
     protoc keeps an option it has not interpreted yet (`uninterpreted_option`): its
     meaning lives in an extension Steward does not keep, but the reference registry
     keeps it in the schema's text, and so does Steward (text.py writes it back).
-    `order`: where the option's place among the element's others is recorded."""
+    `written`: where the option's place among the element's others is recorded."""
     name = option.name
     if name.startswith("("):
-        order.append(len(options.uninterpreted_option))
+        index = len(options.uninterpreted_option)
+        written.place(index)
+        written.number(index, option.value)
         _custom_option(options.uninterpreted_option.add(), name, option.value)
         return
-    order.append(name)
+    written.place(name)
     field = options.DESCRIPTOR.fields_by_name.get(name)
     if field is None:
         raise InvalidSchema(f"unknown option {name!r}")
@@ -589,6 +667,8 @@ def _option(options, option: ast.Option, order: list) -> None:
             setattr(options, name, field.enum_type.values_by_name[label].number)
         elif field.type == field.TYPE_BOOL and not isinstance(value, bool):
             raise TypeError
+        elif isinstance(value, Number):
+            setattr(options, name, value.value)
         else:
             setattr(options, name, unescaped(value) if isinstance(value, str) else value)
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -605,13 +685,12 @@ def _custom_option(kept, name: str, value) -> None:
         kept.identifier_value = "true" if value else "false"
     elif isinstance(value, ast.Identifier):
         kept.identifier_value = value.name
-    elif isinstance(value, int):
-        if value < 0:
-            kept.negative_int_value = value
-        else:
-            kept.positive_int_value = value
-    elif isinstance(value, float):
-        kept.double_value = value
+    elif isinstance(value, Number) and isinstance(value.value, float):
+        kept.double_value = value.value
+    elif isinstance(value, Number) and value.value < 0:
+        kept.negative_int_value = value.value
+    elif isinstance(value, Number):
+        kept.positive_int_value = value.value
     elif isinstance(value, str):
         kept.string_value = unescaped(value).encode("utf-8")
     elif isinstance(value, ast.MessageLiteral):
@@ -664,13 +743,13 @@ def _literal_value(value) -> str:
         return "[" + ", ".join(_literal_value(v) for v in value) + "]"
     if isinstance(value, ast.MessageLiteral):
         return "{ " + aggregate_text(value) + " }"
-    return repr(value) if isinstance(value, float) else str(value)
+    return str(value)  # a Number as written, as protoc keeps an aggregate's tokens
 
 
 @lru_cache(maxsize=1024)
 def aggregate_literal(text: str) -> ast.MessageLiteral:
     """An aggregate option's kept text read back into its message literal."""
-    tree = _PARSER.parse(f"option (x) = {{ {text} }};")
+    tree = _parse(f"option (x) = {{ {text} }};")
     return tree.file_elements[0].value
 
 

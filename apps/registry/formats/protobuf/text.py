@@ -14,23 +14,30 @@ code, documentation and public tests, written anew here):
 - a field's options in brackets, on its line when it has one, one per line when more
   (`default` and `json_name` after the others); an option's message value as
   `{ key: value, … }` one entry per line; custom options (`(acme.rules).max = 3`) kept;
+- a number as the file spelt it (`1e10`, `0x10`), wherever it is;
 - comments dropped.
 
 `normalized=True` is the reference's `normalize`: every type named in full (a leading
 dot), a map field as `map<K, V>` without its synthetic entry message, imports sorted,
 options sorted by name, fields by number, oneofs by their first field's number, enum
 constants by number, each reserved value and extension range on its own line sorted,
-numbers in options written plainly, and `syntax` written for proto3 only; a custom option
+numbers written plainly by their value (_plain), every json_name kept, and `syntax`
+written for proto3 only; a custom option
 whose extension the file can see (`extensions`) named in full and one extension's
 options merged into one. It is what Steward takes as a schema's identity.
 
-The file's own grouping of its `reserved` and `extensions` statements, and the order it
-wrote its options in, come from its Layout (descriptors.py), as the reference keeps them
-from the file's text. A schema sent as a descriptor has none, and is written as the
-reference writes a descriptor: each reserved value and extension range in a statement of
-its own, the standard options in the reference's order, then the custom ones."""
+The file's own grouping of its `reserved` and `extensions` statements, the order it
+wrote its options in and the tokens of its numbers come from its Layout (descriptors.py),
+as the reference keeps them from the file's text. A schema sent as a descriptor has none,
+and is written as the reference writes a descriptor: each reserved value and extension
+range in a statement of its own, the standard options in the reference's order, then the
+custom ones."""
 
 from __future__ import annotations
+
+import math
+import struct
+from decimal import ROUND_HALF_EVEN, Context, Decimal
 
 from google.protobuf import descriptor_pb2
 from proto_schema_parser import ast
@@ -40,6 +47,7 @@ from apps.registry.formats.protobuf.descriptors import (
     FIELD,
     SCALARS,
     Layout,
+    Number,
     aggregate_literal,
     joined,
     quoted,
@@ -183,7 +191,8 @@ class _Writer:
                 continue  # no standard option of proto2 or proto3 is a message
             standard[field.name] = f"{field.name} = {self.standard_value(field, value)}"
         custom, merged = [], {}
-        for kept in options.uninterpreted_option:
+        numbers = self.layout.numbers.get(key, {}) if self.layout is not None else {}
+        for n, kept in enumerate(options.uninterpreted_option):
             parts = [(p.name_part, p.is_extension) for p in kept.name]
             extension = self.extension(parts[0][0], key[1]) if parts[0][1] else None
             if extension is not None:
@@ -202,7 +211,8 @@ class _Writer:
             name = ".".join(f"({part})" if extension else part for part, extension in parts)
             # the reference names `(acme.rules).max_len` by its extension, `acme.rules`,
             # without the parentheses, and sorts by that name alone
-            custom.append((parts[0][0], f"{name}{self.written_value(self.option_value(kept))}"))
+            value = self.option_value(kept, numbers.get(n))
+            custom.append((parts[0][0], f"{name}{self.written_value(value)}"))
         custom = [  # a known extension's [name, value] written now its values are merged
             (entry[0], f"({entry[0]}){self.written_value(entry[1])}")
             if isinstance(entry, list)
@@ -245,8 +255,9 @@ class _Writer:
         return None
 
     @staticmethod
-    def option_value(kept):
-        """An uninterpreted option's value as a message literal's value is parsed."""
+    def option_value(kept, token: str | None = None):
+        """An uninterpreted option's value as a message literal's value is parsed;
+        `token`: a number's as the file wrote it (its Layout), when it did."""
         if kept.HasField("aggregate_value"):
             return aggregate_literal(kept.aggregate_value)
         if kept.HasField("identifier_value"):
@@ -255,10 +266,12 @@ class _Writer:
         if kept.HasField("string_value"):
             return quoted(kept.string_value)[1:-1]  # as written: literal_value unescapes
         if kept.HasField("positive_int_value"):
-            return kept.positive_int_value
-        if kept.HasField("negative_int_value"):
-            return kept.negative_int_value
-        return kept.double_value
+            value = kept.positive_int_value
+        elif kept.HasField("negative_int_value"):
+            value = kept.negative_int_value
+        else:
+            value = kept.double_value
+        return value if token is None else Number(token, value)
 
     def written_value(self, value) -> str:
         if isinstance(value, ast.MessageLiteral):
@@ -303,18 +316,18 @@ class _Writer:
         return self.number(value)
 
     def number(self, value) -> str:
-        """A number as written; normalized as the reference's DecimalFormat writes it (no
-        exponent, at most three decimals)."""
-        if isinstance(value, float):
-            if value != value:
-                return "nan"
-            if value in (float("inf"), float("-inf")):
-                return "inf" if value > 0 else "-inf"
-            if self.normalized:
-                written = f"{round(value, 3):.3f}".rstrip("0").rstrip(".")
-                return "0" if written in ("-0", "") else written
-            return repr(value)
-        return str(value)
+        """A number as the file wrote it (a Number: its token, as the reference keeps
+        it), else as Python writes it (a descriptor's, which has no token); normalized,
+        by its value, as the reference normalizes one (_plain)."""
+        if isinstance(value, Number):
+            if not self.normalized:
+                return value.text
+            value = value.value
+        if self.normalized:
+            return _plain(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            return _special(value)
+        return repr(value)
 
     def bracketed(self, options: list[str]) -> str:
         """A field's or enum constant's options: ` [one]`, or one a line."""
@@ -406,17 +419,14 @@ class _Writer:
         return _block(head, [self.fields(group, group.field, joined(path, group.name))])
 
     def field(self, message, field, path: str, kind: str = "field") -> list[str]:
+        key = (kind, joined(path, field.name))
         extra = []
         if field.HasField("default_value"):
-            extra.append(("default", f"default = {self.default(field)}"))
-        # a json_name written or sent is written back, as the reference does; normalized,
-        # not the one protoc derives, so that a descriptor (which carries every field's)
-        # is the same schema as its text (the reference tells the two apart)
-        if field.HasField("json_name") and not (
-            self.normalized and field.json_name == _camel(field.name)
-        ):
+            extra.append(("default", f"default = {self.default(field, key)}"))
+        # a json_name written or sent is written back, normalized too, as the reference
+        # does: a descriptor carrying every field's is another schema than its text
+        if field.HasField("json_name"):
             extra.append(("json_name", f"json_name = {quoted(field.json_name)}"))
-        key = (kind, joined(path, field.name))
         options = self.bracketed(self.options(field.options, key, extra))
         entry = _map_entry(message, field) if self.maps else None
         if entry is not None:
@@ -426,26 +436,27 @@ class _Writer:
         line = f"{self.label(field)}{self.type_of(field)} {field.name} = {field.number}"
         return f"{line}{options};".split("\n")
 
-    def default(self, field) -> str:
+    def default(self, field, key: tuple[str, str]) -> str:
         """A field's `default` as the reference writes it: a string quoted and escaped,
-        an enum constant or a bool as is, a number as written (normalized, plainly, as
-        its DecimalFormat writes it; `inf` and `nan` as they are). A bytes value is
-        quoted with protoc's escapes: the reference writes it unquoted, which neither
-        it nor protoc can read back."""
+        an enum constant or a bool as is, a number as the file wrote it (its Layout; a
+        descriptor's as protoc wrote it), normalized by its value (_plain). A bytes
+        value is quoted with protoc's escapes: the reference writes it unquoted, which
+        neither it nor protoc can read back."""
         value = field.default_value
         if field.type == FIELD.TYPE_STRING:
             return quoted(value)
         if field.type == FIELD.TYPE_BYTES:
             return f'"{value}"'
         if self.normalized and field.type in _NUMERIC:
+            # a floating field's as a decimal: what protoc writes (`1e+20`) and what a
+            # file writes (`1e20`) are, to the reference's createNumber
+            decimal = field.type in (FIELD.TYPE_DOUBLE, FIELD.TYPE_FLOAT)
             try:
-                number = int(value, 0)
+                return _plain(float(value) if decimal else int(value))
             except ValueError:
-                try:
-                    number = float(value)
-                except ValueError:
-                    return value
-            return self.number(number)
+                return value
+        if self.layout is not None:
+            return self.layout.numbers.get(key, {}).get("default", value)
         return value
 
     def label(self, field) -> str:
@@ -609,6 +620,47 @@ def _last(type_name: str) -> str:
     return type_name.rsplit(".", 1)[-1]
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+_WIDE = Context(prec=400, rounding=ROUND_HALF_EVEN)  # every double's digits, and three decimals
+_THOUSANDTH = Decimal("0.001")
+
+
+def _plain(value: int | float) -> str:
+    """A number as the reference normalizes one: commons-lang's createNumber reads it (an
+    integer as it is; a decimal as a float when the float writes as the same shortest
+    decimal as the double, else as the double) and DecimalFormat writes it (no grouping
+    or exponent, at most three decimals rounded half-even from the exact binary value, a
+    negative zero's sign kept); `inf` and `nan`, which createNumber refuses, as they
+    are."""
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        return _special(value)
+    single = _as_float(value)
+    exact = Decimal(value if single is None else single)
+    written = f"{_WIDE.quantize(exact, _THOUSANDTH):f}"
+    return written.rstrip("0").rstrip(".")
+
+
+def _as_float(value: float) -> float | None:
+    """The value as a 32-bit float when createNumber would take it as one: the float is
+    finite, not zero for a value that is not, and its shortest decimal is the
+    double's."""
+    try:
+        single = struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        return None
+    if single == 0 and value != 0:
+        return None
+    for digits in range(1, 10):
+        shortest = f"{single:.{digits}g}"
+        if struct.unpack("f", struct.pack("f", float(shortest)))[0] == single:
+            return single if Decimal(shortest) == Decimal(repr(value)) else None
+    return None
+
+
+def _special(value: float) -> str:
+    """`inf`, `-inf`, `nan` (`-nan`, as protoc reads a negated one) as .proto text
+    writes them."""
+    if value != value:
+        return "-nan" if math.copysign(1, value) < 0 else "nan"
+    return "inf" if value > 0 else "-inf"
