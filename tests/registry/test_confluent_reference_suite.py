@@ -10,10 +10,11 @@ otherwise, against a live Steward.
 
 Left out: contexts other than the default, exporters, associations, schema tags and
 provenance, encryption keys, multi-tenancy, SSL, leader forwarding, `validateNames`, a
-subject's one schema type (stated in docs/schema-registry.md), the data contracts Steward keeps where the reference's default drops a
-ruleSet, and a referenced version deleted permanently while a soft-deleted schema uses
-it (each stated there too); and the schema's `guid`, `timestamp` and `deleted` the newest
-reference answers, HTTP headers a harness configures, and schema tags.
+subject's one schema type (stated in docs/schema-registry.md), the data contracts
+Steward keeps where the reference's default drops a ruleSet, and a referenced version
+deleted permanently while a soft-deleted schema uses it (each stated there too); and the
+schema's `guid`, `timestamp` and `deleted` the newest reference answers, HTTP headers a
+harness configures, and schema tags.
 
 The reference's harness starts each registry empty, its ids from 1, and (but for
 RestApiCompatibilityTest and RestApiModeTest, BACKWARD, and the transitive suite,
