@@ -164,19 +164,21 @@ def global_registry_mode(defaults: dict[str, str] | None = None) -> str:
     return _setting("mode", defaults) or "READWRITE"
 
 
-def own_registry_mode(topic: Topic | None, role: str) -> str:
-    """The mode the subject (the topic's role) was given itself; blank when none."""
+def own_registry_mode(topic: Topic | None, role: str, defaults: dict | None = None) -> str:
+    """The subject's (the topic's role's) mode as the reference's getMode(subject) answers
+    it: the mode it was given itself (blank when none), unless READONLY_OVERRIDE is set
+    registry-wide, which stands for every subject's."""
+    registry = global_registry_mode(defaults)
+    if registry == "READONLY_OVERRIDE":
+        return registry
     return (topic.subject_modes or {}).get(role, "") if topic is not None else ""
 
 
 def registry_mode_of(topic: Topic | None, role: str, defaults: dict | None = None) -> str:
     """The mode a subject (a topic's role) is in: READONLY_OVERRIDE set registry-wide
     wins, then the subject's own, then the registry's."""
-    registry = global_registry_mode(defaults)
-    own = own_registry_mode(topic, role)
-    if registry == "READONLY_OVERRIDE" or not own:
-        return registry
-    return own
+    defaults = registry_defaults() if defaults is None else defaults
+    return own_registry_mode(topic, role, defaults) or global_registry_mode(defaults)
 
 
 def own_level(topic: Topic | None, role: str = "value") -> str:

@@ -745,8 +745,11 @@ def test_references_may_not_redefine_a_name():
     again = record("Customer", field("home", ADDRESS), namespace="shop")
     with pytest.raises(InvalidSchema, match="redefines the named type common.Address"):
         parse_schema(again, {"address": ADDRESS})
+    other = record("Address", field("street", "string"), field("zip", "string"), namespace="common")
     with pytest.raises(InvalidSchema, match="redefines"):
-        parse_schema('"string"', {"a": ADDRESS, "b": ADDRESS})
+        parse_schema('"string"', {"a": ADDRESS, "b": other})
+    # two references that each carry the same type (stored versions are bundled) agree
+    parse_schema('"string"', {"a": ADDRESS, "b": ADDRESS})
 
 
 def test_compatibility_across_referenced_types():

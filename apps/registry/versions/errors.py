@@ -48,14 +48,29 @@ class Incompatible(NotRegistered):
     no consumer must acknowledge it: refused, as the reference registry refuses it, with
     the differences its level does not allow."""
 
-    def __init__(self, subject: str, breaking: list[dict]):
-        details = ", ".join(
+    def __init__(
+        self,
+        subject: str,
+        breaking: list[dict],
+        *,
+        old_version: int | None = None,
+        old_schema: str | None = None,
+        compatibility: str | None = None,
+    ):
+        details = [
             f"{{errorType:'{d['kind']}', description:'{d['path']}: {d.get('message', '')}'}}"
             for d in breaking
-        )
+        ]
+        # what it was judged against, as the reference's message ends (tools read them)
+        if old_version is not None:
+            details.append(f"{{oldSchemaVersion: {old_version}}}")
+        if old_schema is not None:
+            details.append(f"{{oldSchema: '{old_schema}'}}")
+        if compatibility is not None:
+            details.append(f"{{validateFields: 'false', compatibility: '{compatibility}'}}")
         super().__init__(
             "Schema being registered is incompatible with an earlier schema for subject "
-            f'"{subject[:300]}", details: [{details}]'
+            f'"{subject[:300]}", details: [{", ".join(details)}]'
         )
 
 

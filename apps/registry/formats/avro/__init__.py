@@ -154,7 +154,9 @@ class AvroSchema:
 _CACHE: dict = {}
 
 
-def parse_schema(text_or_obj, named=None, *, validate_defaults: bool = True) -> AvroSchema:
+def parse_schema(
+    text_or_obj, named=None, *, validate_defaults: bool = True, _agreeing: bool = False
+) -> AvroSchema:
     """Parse (if text) and validate an Avro schema; raise InvalidSchema with a reason.
 
     `text_or_obj` is the schema's JSON text (`'"string"'`, `'{"type": "record", ...}'`,
@@ -171,12 +173,12 @@ def parse_schema(text_or_obj, named=None, *, validate_defaults: bool = True) -> 
     if isinstance(text_or_obj, AvroSchema):
         return text_or_obj
     references = _references(named)  # once: `named` may be an iterator
-    key = _cache_key(text_or_obj, references, validate_defaults)
+    key = _cache_key(text_or_obj, references, (validate_defaults, _agreeing))
     if key is not None:
         hit = _CACHE.get(key)
         if hit is not None:
             return hit
-    schema = _parse_uncached(text_or_obj, references, validate_defaults)
+    schema = _parse_uncached(text_or_obj, references, validate_defaults, _agreeing)
     if key is not None:
         while len(_CACHE) >= CACHE_SIZE:  # the oldest first; another thread may be at it too
             try:
@@ -187,8 +189,10 @@ def parse_schema(text_or_obj, named=None, *, validate_defaults: bool = True) -> 
     return schema
 
 
-def _parse_uncached(text_or_obj, references, validate_defaults) -> AvroSchema:
-    """Parse without the cache; `references` is a list of (label, schema)."""
+def _parse_uncached(text_or_obj, references, validate_defaults, agreeing=False) -> AvroSchema:
+    """Parse without the cache; `references` is a list of (label, schema). `agreeing`: the
+    schema is a reference, which may define again, alike, a type an earlier one defines
+    (stored versions are bundled: two may carry a type both use)."""
     value = _decoded(text_or_obj)
     loader.bound(
         value,
@@ -204,20 +208,26 @@ def _parse_uncached(text_or_obj, references, validate_defaults) -> AvroSchema:
     for label, reference in references:
         try:
             ref = parse_schema(
-                reference, dict(earlier) or None, validate_defaults=validate_defaults
+                reference,
+                dict(earlier) or None,
+                validate_defaults=validate_defaults,
+                _agreeing=True,
             )
         except InvalidSchema as exc:
             raise type(exc)(f"reference {label!r}: {exc.reason}") from None
+        defined: dict = {}
+        _merge_named(defined, ref.parsed)
         for name in ref.names:
-            if name in external:
+            # two references may each carry a type they both use (stored bundled), alike
+            if name in external and _normalised(defined[name]) != _normalised(table[name]):
                 raise InvalidSchema(
                     f"reference {label!r} redefines the named type {name}, "
                     f"which reference {external[name]!r} defines"
                 )
-        _merge_named(table, ref.parsed)
+        table.update(defined)
         external.update(dict.fromkeys(ref.names, label))
         earlier[label] = reference
-    return _parse(value, table, external, validate_defaults)
+    return _parse(value, table, external, validate_defaults, agreeing)
 
 
 def canonical(schema) -> str:
@@ -337,7 +347,7 @@ def _decoded(value):
     )
 
 
-def _parse(value, table, external, validate_defaults) -> AvroSchema:
+def _parse(value, table, external, validate_defaults, agreeing=False) -> AvroSchema:
     value = _Shape().type(value, "", 1, False)
     before = dict(table)
     try:
@@ -348,14 +358,17 @@ def _parse(value, table, external, validate_defaults) -> AvroSchema:
     except _fastavro.UnknownType as exc:
         raise InvalidSchema(
             f"unknown type {exc.name!r}: neither a primitive type nor a named type defined "
-            "before its use, in the schema or in its references"
+            f"before its use, in the schema or in its references ({_undefined(value, exc.name)})"
         ) from None
     except _fastavro.SchemaParseException as exc:
         raise InvalidSchema(f"not a valid Avro schema: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InvalidSchema(f"not a valid Avro schema: {type(exc).__name__} {exc}") from None
     for name, definition in before.items():
-        if table.get(name) is not definition:
+        mine = table.get(name)
+        if mine is not definition and not (
+            agreeing and _normalised(mine) == _normalised(definition)
+        ):
             raise InvalidSchema(
                 f"the schema redefines the named type {name}, which reference "
                 f"{external.get(name, '?')!r} defines"
@@ -372,6 +385,28 @@ def _parse(value, table, external, validate_defaults) -> AvroSchema:
     return AvroSchema(parsed, form, root, names, used)
 
 
+def _undefined(value, name) -> str:
+    """Avro Java's words for an undefined name, which the reference registry's answer
+    carries and tools match: a field's type names the field."""
+    quoted = json.dumps(name)
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(reversed(node))
+        elif isinstance(node, dict):
+            for item in node.get("fields") or ():
+                if isinstance(item, dict) and item.get("type") == name:
+                    return (
+                        f'{quoted} is not a defined name. The type of the "{item.get("name")}" '
+                        'field must be a defined name or a {"type": ...} expression.'
+                    )
+            fields = [item for item in node.get("fields") or () if isinstance(item, dict)]
+            pending.extend(item.get("type") for item in reversed(fields))
+            pending.extend(node[key] for key in ("type", "items", "values") if key in node)
+    return f"Undefined name: {quoted}"
+
+
 def _canonical_form(parsed) -> str:
     """fastavro's Parsing Canonical Form; a union's or a bare name's piece by piece, since
     fastavro parses it again without the named types a reference defines."""
@@ -383,15 +418,16 @@ def _canonical_form(parsed) -> str:
 
 
 def _merge_named(table: dict, parsed) -> None:
-    """Add the named types of a parsed reference to `table`."""
-    found = parsed.get("__named_schemas") if isinstance(parsed, dict) else None
-    if found is None and isinstance(parsed, list):
-        for branch in parsed:
-            if isinstance(branch, dict) and "__named_schemas" in branch:
-                found = branch["__named_schemas"]
-                break
-    if found:
-        table.update(found)
+    """Add the named types of a parsed reference to `table`: fastavro lists them with a
+    record (`__named_schemas`), not with an enum or a fixed parsed on its own."""
+    for item in parsed if isinstance(parsed, list) else [parsed]:
+        if not isinstance(item, dict):
+            continue
+        found = item.get("__named_schemas")
+        if found:
+            table.update(found)
+        elif item.get("type") in _DEFINING and isinstance(item.get("name"), str):
+            table[item["name"]] = item
 
 
 def bundle(text_or_obj, references: list[tuple[str, object]]) -> AvroSchema:

@@ -234,6 +234,9 @@ def _normalised(value):
         out["aliases"] = sorted(
             a if "." in a or not namespace else f"{namespace}.{a}" for a in out["aliases"]
         )
+    if len(out) == 1 and isinstance(out.get("type"), str) and out["type"] in PRIMITIVES:
+        # `{"type": "int"}` is `"int"`, as Avro Java writes and compares it
+        return out["type"]
     return out
 
 

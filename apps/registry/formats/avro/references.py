@@ -64,8 +64,10 @@ class _Inliner:
             return {**value, "items": self.type(value.get("items"), namespace)}
         if kind == "map":
             return {**value, "values": self.type(value.get("values"), namespace)}
-        named_use = isinstance(kind, str) and kind not in PRIMITIVES and kind not in _DEFINING
-        if isinstance(kind, dict | list) or named_use:  # {"type": "com.acme.Address"}
+        if isinstance(kind, str) and kind not in PRIMITIVES and kind not in _DEFINING:
+            # {"type": "com.acme.Address"} is the named type itself, as Avro Java reads it
+            return self.type(kind, namespace)
+        if isinstance(kind, dict | list):
             return {**value, "type": self.type(kind, namespace)}
         return value
 

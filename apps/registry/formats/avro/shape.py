@@ -50,6 +50,10 @@ class _Shape:
                 f"'type' of a schema object must be a type name, not {json_type_name(typ)}, "
                 f"at {path}/type (only a field's 'type' holds a whole schema)"
             )
+        if typ not in PRIMITIVES and typ not in _KEYWORDS:
+            # `{"type": "com.acme.Name"}` names a type defined elsewhere, as Avro Java reads
+            # it (its other attributes are not the named type's)
+            return typ
         if typ in ("record", "error"):
             node = self.record(node, path, depth, typ)
         elif typ == "enum":
@@ -176,6 +180,9 @@ class _Shape:
         self.aliases(field, f"field {name!r}")
         inner = self.type(field["type"], f"{path}/type", depth + 1, False)
         return field if inner is field["type"] else {**field, "type": inner}
+
+
+_KEYWORDS = frozenset({"record", "error", "enum", "fixed", "array", "map"})
 
 
 def _decimal_ok(node) -> bool:
