@@ -1,6 +1,7 @@
 """Migrations that move data the registry has handed out: schema ids clients hold."""
 
 import hashlib
+import json
 import uuid
 
 import pytest
@@ -13,7 +14,7 @@ from apps.registry.models import SchemaIdentity, SchemaVersion, Topic, schema_id
 BEFORE = [("registry", "0013_merge_references_and_readers")]
 # the latest: the models the assertions use are the latest's, and so is what the test
 # leaves the database at for the tests after it
-AFTER = [("registry", "0024_schema_identity_guid")]
+AFTER = [("registry", "0025_avro_primitive_type_objects")]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -97,6 +98,47 @@ def test_protobuf_fingerprints_are_computed_again_from_the_reference_text():
     assert SchemaVersion.objects.get(pk=version.pk).fingerprint == fingerprint
     assert SchemaIdentity.objects.get(pk=identity.pk).key == schema_identity_key(
         "PROTOBUF", fingerprint, [], (None, None)
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_avro_versions_holding_a_primitive_type_object_are_found_as_themselves_again():
+    before = [("registry", "0024_schema_identity_guid")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    OldTopic, OldVersion, OldIdentity = (
+        old.get_model("registry", "Topic"),
+        old.get_model("registry", "SchemaVersion"),
+        old.get_model("registry", "SchemaIdentity"),
+    )
+    # given: a version whose field type is {"type": "int"}, kept with the normal form and
+    # fingerprint from before that was the same schema as "int"
+    schema = {"type": "record", "name": "Order", "fields": [{"name": "n", "type": {"type": "int"}}]}
+    stale = '{"fields":[{"name":"n","type":{"type":"int"}}],"name":"Order","type":"record"}'
+    identity = OldIdentity.objects.create(key="stale", schema_type="AVRO")
+    version = OldVersion.objects.create(
+        topic=OldTopic.objects.create(name="orders"),
+        version=1,
+        schema_type="AVRO",
+        schema=schema,
+        canonical=stale,
+        fingerprint=hashlib.sha256(stale.encode()).hexdigest(),
+        state="published",
+        identity_id=identity.pk,
+    )
+    # when
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(AFTER)
+    # then: the schema is found as itself, in either spelling, with the same id
+    plain = {**schema, "fields": [{"name": "n", "type": "int"}]}
+    parsed = formats.parse("AVRO", json.dumps(plain))
+    kept = SchemaVersion.objects.get(pk=version.pk)
+    assert (kept.fingerprint, kept.canonical) == (parsed.fingerprint, parsed.canonical)
+    assert formats.parse("AVRO", json.dumps(schema)).fingerprint == parsed.fingerprint
+    assert SchemaIdentity.objects.get(pk=identity.pk).key == schema_identity_key(
+        "AVRO", parsed.fingerprint, [], (None, None)
     )
 
 

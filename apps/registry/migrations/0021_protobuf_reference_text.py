@@ -10,45 +10,56 @@ from apps.registry.formats import InvalidSchema, parse_stored
 from apps.registry.models import schema_identity_key
 
 
-def fingerprints_again(apps, schema_editor):
-    SchemaVersion = apps.get_model("registry", "SchemaVersion")
-    SchemaIdentity = apps.get_model("registry", "SchemaIdentity")
-    SchemaReference = apps.get_model("registry", "SchemaReference")
-    ReaderSchema = apps.get_model("registry", "ReaderSchema")
-    identities = {}
-    for version in SchemaVersion.objects.filter(schema_type="PROTOBUF").order_by("pk"):
-        try:
-            fingerprint = parse_stored("PROTOBUF", version.schema).fingerprint
-        except InvalidSchema:
-            continue  # kept as it is: judged as it was
-        if fingerprint != version.fingerprint:
-            version.fingerprint = fingerprint
-            version.save(update_fields=["fingerprint"])
-        references = [
-            (r.name, r.referenced_id)
-            for r in SchemaReference.objects.filter(version=version).order_by("position")
-        ]
-        contract = (version.metadata, version.rule_set)
-        identities.setdefault(
-            version.identity_id, schema_identity_key("PROTOBUF", fingerprint, references, contract)
-        )
-    for pk, key in identities.items():
-        identity = SchemaIdentity.objects.get(pk=pk)
-        if identity.key == key:
-            continue
-        # two ids the old text told apart may now be one schema: the first keeps being
-        # reused, the other still names its versions
-        taken = SchemaIdentity.objects.filter(key=key, reusable=True).exclude(pk=pk).exists()
-        identity.key, identity.reusable = key, identity.reusable and not taken
-        identity.save(update_fields=["key", "reusable"])
-    for reader in ReaderSchema.objects.filter(schema_type="PROTOBUF"):
-        try:
-            fingerprint = parse_stored("PROTOBUF", reader.schema).fingerprint
-        except InvalidSchema:
-            continue
-        if fingerprint != reader.fingerprint:
-            reader.fingerprint = fingerprint
-            reader.save(update_fields=["fingerprint"])
+def fingerprints_of(kind: str):
+    """The recomputation of one schema type's fingerprints and canonical forms, and of
+    the schema ids' keys made from them (later migrations run it again, for this type or
+    another, when what the fingerprint hashes changes)."""
+
+    def again(apps, schema_editor):
+        SchemaVersion = apps.get_model("registry", "SchemaVersion")
+        SchemaIdentity = apps.get_model("registry", "SchemaIdentity")
+        SchemaReference = apps.get_model("registry", "SchemaReference")
+        ReaderSchema = apps.get_model("registry", "ReaderSchema")
+        identities = {}
+        for version in SchemaVersion.objects.filter(schema_type=kind).order_by("pk"):
+            try:
+                parsed = parse_stored(kind, version.schema)
+            except InvalidSchema:
+                continue  # kept as it is: judged as it was
+            if (parsed.fingerprint, parsed.canonical) != (version.fingerprint, version.canonical):
+                version.fingerprint, version.canonical = parsed.fingerprint, parsed.canonical
+                version.save(update_fields=["fingerprint", "canonical"])
+            references = [
+                (r.name, r.referenced_id)
+                for r in SchemaReference.objects.filter(version=version).order_by("position")
+            ]
+            contract = (version.metadata, version.rule_set)
+            identities.setdefault(
+                version.identity_id,
+                schema_identity_key(kind, parsed.fingerprint, references, contract),
+            )
+        for pk, key in identities.items():
+            identity = SchemaIdentity.objects.get(pk=pk)
+            if identity.key == key:
+                continue
+            # two ids the old form told apart may now be one schema: the first keeps being
+            # reused, the other still names its versions
+            taken = SchemaIdentity.objects.filter(key=key, reusable=True).exclude(pk=pk).exists()
+            identity.key, identity.reusable = key, identity.reusable and not taken
+            identity.save(update_fields=["key", "reusable"])
+        for reader in ReaderSchema.objects.filter(schema_type=kind):
+            try:
+                fingerprint = parse_stored(kind, reader.schema).fingerprint
+            except InvalidSchema:
+                continue
+            if fingerprint != reader.fingerprint:
+                reader.fingerprint = fingerprint
+                reader.save(update_fields=["fingerprint"])
+
+    return again
+
+
+fingerprints_again = fingerprints_of("PROTOBUF")
 
 
 class Migration(migrations.Migration):
