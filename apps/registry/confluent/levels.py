@@ -1,13 +1,14 @@
 """The Schema Registry API's config and mode views: a subject's (or the registry's)
 compatibility level, mode and data-contract settings, as the reference's ConfigResource
-and ModeResource answer them."""
+and ModeResource answer them. A subject's path naming the default context itself (`:.:`)
+names the registry's own (subjects.names_registry)."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from apps.registry import formats, selectors, versions
+from apps.registry import formats, selectors, subjects, versions
 from apps.registry.confluent import wire
 from apps.registry.confluent.base import (
     ConfluentView,
@@ -33,8 +34,13 @@ def _mode_echo(request) -> dict:
     return {"mode": read_body(request).get("mode")}
 
 
-def _mode_in(request) -> str:
-    mode = str(read_body(request).get("mode", "")).upper()
+def _mode_in(request) -> str | None:
+    """The mode a PUT sends; None when it sends none (`"mode": null`, or no `mode`): the
+    mode is cleared, as the reference reads a request without one."""
+    sent = read_body(request).get("mode")
+    if sent is None:
+        return None
+    mode = str(sent).upper()
     if mode not in REGISTRY_MODES:
         raise RegistryError(
             422,
@@ -77,7 +83,8 @@ class Mode(ConfluentView):
     )
     def put(self, request):
         """The registry's mode: operators (and `registry:admin` tokens) only. IMPORT only
-        on a registry with no live subject yet, unless `force=true` (42205)."""
+        on a registry with no live subject yet, unless `force=true` (42205). No mode
+        (`"mode": null`) clears it: READWRITE again, `{"mode": null}` answered."""
         mode = _mode_in(request)
         versions.set_registry_default(
             actor=request.actor,
@@ -101,11 +108,13 @@ class Mode(ConfluentView):
         return Response({"mode": before})
 
 
-class SubjectMode(ConfluentView):
+class SubjectMode(Mode):
     @extend_schema(tags=TAG, responses={200: wire.ModeIn, **ERRORS})
     def get(self, request, subject):
         """The subject's own mode (40409 when it has none); with `defaultToGlobal=true`,
-        the mode it is in (its own, else the registry's)."""
+        the mode it is in (its own, else the registry's). `:.:`: the registry's."""
+        if subjects.names_registry(subject):
+            return super().get(request)
         named = parsed_subject(subject)
         topic = selectors.topic_by_name(named.topic)
         if not flag(request, "defaultToGlobal") and not selectors.own_registry_mode(
@@ -120,8 +129,23 @@ class SubjectMode(ConfluentView):
     def put(self, request, subject):
         """The subject's own mode (its topic's other subjects keep theirs): the topic's
         producers, operators and `registry:admin` tokens. IMPORT only on a subject with
-        no version yet, unless `force=true`."""
+        no version yet, unless `force=true`. No mode (`"mode": null`) clears the
+        subject's own, if any. `:.:`: the registry's."""
+        if subjects.names_registry(subject):
+            return super().put(request)
         mode = _mode_in(request)
+        if mode is None:
+            named = named_subject(subject)
+            topic = selectors.topic_by_name(named.topic)
+            if selectors.own_registry_mode(topic, named.role):
+                versions.set_registry_mode(
+                    actor=request.actor,
+                    topic=topic,
+                    role=named.role,
+                    mode="",
+                    registry_admin=is_admin(request),
+                )
+            return Response(_mode_echo(request))
         versions.subject_mode_set(
             actor=request.actor,
             subject=named_subject(subject),
@@ -134,7 +158,9 @@ class SubjectMode(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.ModeIn, **ERRORS})
     def delete(self, request, subject):
         """The subject's own mode removed (answered): it follows the registry's again.
-        40401 when it had none, as the reference answers."""
+        40401 when it had none, as the reference answers. `:.:`: the registry's."""
+        if subjects.names_registry(subject):
+            return super().delete(request)
         named = parsed_subject(subject)
         topic = selectors.topic_by_name(named.topic)
         before = selectors.own_registry_mode(topic, named.role)
@@ -203,12 +229,14 @@ class Config(ConfluentView):
         return Response(before)
 
 
-class SubjectConfig(ConfluentView):
+class SubjectConfig(Config):
     @extend_schema(tags=TAG, responses={200: wire.Level, **ERRORS})
     def get(self, request, subject):
         """The subject's own level and data-contract settings (40408 when it has
         neither); with `defaultToGlobal=true`, those in force (the registry's where it
-        has none)."""
+        has none). `:.:`: the registry's."""
+        if subjects.names_registry(subject):
+            return super().get(request)
         named = parsed_subject(subject)
         topic = selectors.topic_by_name(named.topic)
         own = selectors.own_level(topic, named.role)
@@ -229,7 +257,9 @@ class SubjectConfig(ConfluentView):
     def delete(self, request, subject):
         """Back to the registry's level and settings (audited, and announced if that
         lowers the level): the level and settings it had answered; 40401 when it had
-        none, as the reference answers."""
+        none, as the reference answers. `:.:`: the registry's."""
+        if subjects.names_registry(subject):
+            return super().delete(request)
         named = parsed_subject(subject)
         topic = selectors.topic_by_name(named.topic)
         own = selectors.own_level(topic, named.role)
@@ -255,7 +285,10 @@ class SubjectConfig(ConfluentView):
     def put(self, request, subject):
         """The subject's own level and data-contract settings (its topic's other subjects
         keep theirs), a subject with no schema yet's too: the topic's producers,
-        operators and `registry:admin` tokens. Fields left out keep their value."""
+        operators and `registry:admin` tokens. Fields left out keep their value. `:.:`:
+        the registry's."""
+        if subjects.names_registry(subject):
+            return super().put(request)
         level, given = _config_in(request)
         admin = is_admin(request)
         named = named_subject(subject)
