@@ -153,7 +153,8 @@ ERRORS = {
     404: error("Subject (40401), version (40402) or schema (40403) not found."),
     422: error(
         "Invalid schema (42201; an unknown reference too), compatibility level (42203), "
-        "a referenced schema's deletion (42206) or subject name (42208)."
+        "a referenced schema's deletion (42206), subject name (42208) or a body too large "
+        "(42209)."
     ),
     429: error("Too many requests (error_code 429); `Retry-After` says when to retry."),
 }
