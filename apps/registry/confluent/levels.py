@@ -69,6 +69,21 @@ def _config_out(level: str | None, settings: dict, key: str = "compatibilityLeve
     return {**answer, **{k: v for k, v in settings.items() if v is not None}}
 
 
+def _clear_own_mode(request, named: subjects.Subject) -> str:
+    """The subject's own mode removed, if it has one: the mode it had ("": none)."""
+    topic = selectors.topic_by_name(named.topic)
+    before = selectors.own_registry_mode(topic, named.role)
+    if before:
+        versions.set_registry_mode(
+            actor=request.actor,
+            topic=topic,
+            role=named.role,
+            mode="",
+            registry_admin=is_admin(request),
+        )
+    return before
+
+
 class Mode(ConfluentView):
     @extend_schema(tags=TAG, operation_id="schema_registry_mode", responses={200: wire.ModeIn})
     def get(self, request):
@@ -135,16 +150,7 @@ class SubjectMode(Mode):
             return super().put(request)
         mode = _mode_in(request)
         if mode is None:
-            named = named_subject(subject)
-            topic = selectors.topic_by_name(named.topic)
-            if selectors.own_registry_mode(topic, named.role):
-                versions.set_registry_mode(
-                    actor=request.actor,
-                    topic=topic,
-                    role=named.role,
-                    mode="",
-                    registry_admin=is_admin(request),
-                )
+            _clear_own_mode(request, named_subject(subject))
             return Response(_mode_echo(request))
         versions.subject_mode_set(
             actor=request.actor,
@@ -161,18 +167,9 @@ class SubjectMode(Mode):
         40401 when it had none, as the reference answers. `:.:`: the registry's."""
         if subjects.names_registry(subject):
             return super().delete(request)
-        named = parsed_subject(subject)
-        topic = selectors.topic_by_name(named.topic)
-        before = selectors.own_registry_mode(topic, named.role)
+        before = _clear_own_mode(request, parsed_subject(subject))
         if not before:
             raise subject_not_found(subject)
-        versions.set_registry_mode(
-            actor=request.actor,
-            topic=topic,
-            role=named.role,
-            mode="",
-            registry_admin=is_admin(request),
-        )
         return Response({"mode": before})
 
 
