@@ -35,12 +35,13 @@ def _mode_echo(request) -> dict:
 
 
 def _mode_in(request) -> str | None:
-    """The mode a PUT sends; None when it sends none (`"mode": null`, or no `mode`): the
-    mode is cleared, as the reference reads a request without one."""
-    sent = read_body(request).get("mode")
-    if sent is None:
+    """The mode a PUT sends; None for `"mode": null`: the mode is cleared, as the
+    reference reads a request without one. A body that names no mode at all is refused
+    (42204), as Steward refuses a body with none of the fields it reads."""
+    body = read_body(request)
+    if "mode" in body and body["mode"] is None:
         return None
-    mode = str(sent).upper()
+    mode = str(body.get("mode", "")).upper()
     if mode not in REGISTRY_MODES:
         raise RegistryError(
             422,
