@@ -93,6 +93,8 @@ def _bounds_its_own_body(request) -> bool:
 
 
 def body_too_large(request):
+    """413; the Schema Registry API's 422, 42209, as the reference refuses a schema too
+    large for its store (the body holds the schema)."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     return bad_input_response(
         request,
@@ -100,6 +102,7 @@ def body_too_large(request):
         code=CoreCode.BODY_TOO_LARGE,
         title="Request body too large",
         detail=f"The request body is larger than {limit} bytes.",
+        registry=(422, 42209),
     )
 
 

@@ -69,6 +69,8 @@ def readyz(request):
 
 API_PREFIX = "/api/"
 SCHEMA_REGISTRY_PREFIX = "/api/schema-registry/"
+# The Schema Registry API's own media type, its answers' (apps.registry.confluent.wire)
+SCHEMA_REGISTRY_MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
 
 
 def error_page(request, *, status: int, heading: str, message: str) -> HttpResponse:
@@ -97,12 +99,27 @@ def _came_from(request) -> str:
     return urlunsplit(("", "", parts.path, parts.query, "")) if same else ""
 
 
-def bad_input_response(request, *, status: int, code: str, title: str, detail: str):
+def bad_input_response(
+    request,
+    *,
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    registry: tuple[int, int] | None = None,
+):
     """The answer to input refused before any view ran, in the shape its caller reads:
-    the Schema Registry's error body, a problem for the API, Steward's page otherwise."""
+    the Schema Registry's error body (in its media type; `registry`: the status and
+    error code the reference answers it with, where it has its own, else the status as
+    both), a problem for the API, Steward's page otherwise."""
     path = request.path
     if path.startswith(SCHEMA_REGISTRY_PREFIX):
-        return JsonResponse({"error_code": status, "message": detail}, status=status)
+        status, error_code = registry or (status, status)
+        return JsonResponse(
+            {"error_code": error_code, "message": detail},
+            status=status,
+            content_type=SCHEMA_REGISTRY_MEDIA_TYPE,
+        )
     if path.startswith(API_PREFIX):
         return problem_response(status_code=status, code=code, title=title, detail=detail)
     return error_page(request, status=status, heading=title, message=detail)

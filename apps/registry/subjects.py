@@ -16,7 +16,8 @@ a name with spaces or slashes) is a subject too: the topic named after it (its c
 Kafka refuses replaced by `_`), with the role `subject:<the name>`, so that it keeps its
 own history and its own gate. Only an empty name, or one with a control character, is
 no subject (the reference's 42208). The default context's qualifier (`:.:`) names the
-plain subject.
+plain subject; alone, it is the empty subject, no subject either, but where a setting's
+path names it (`/config/:.:`, `/mode/:.:`), the registry's own (`names_registry`).
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ class Subject:
 
 def parse(subject: str) -> Subject:
     """The topic and role a subject names; InvalidSubject when it names none."""
-    if not subject or CONTROL.search(subject):
+    if not subject.removeprefix(DEFAULT_CONTEXT) or CONTROL.search(subject):
         raise InvalidSubject(f"The specified subject '{subject[:300]}' is not a valid.")
-    subject = subject.removeprefix(DEFAULT_CONTEXT) or subject
+    subject = subject.removeprefix(DEFAULT_CONTEXT)
     strategy = _strategy(subject)
     if strategy is not None:
         return strategy
@@ -65,6 +66,12 @@ def parse(subject: str) -> Subject:
         )
     topic = NOT_IN_TOPIC_NAME.sub("_", subject)[:249]
     return Subject(topic, OTHER_PREFIX + subject)
+
+
+def names_registry(subject: str) -> bool:
+    """Whether a setting's path names the default context itself (`:.:`, the empty
+    subject in it): the registry's own config and mode, as the reference reads it."""
+    return subject == DEFAULT_CONTEXT
 
 
 def _strategy(subject: str) -> Subject | None:

@@ -168,6 +168,7 @@ OPERATIONS = {
     # the registry's own ids and release: nothing any tenant or service owns
     "GET /api/schema-registry/v1/metadata/id": [({}, None, "read")],
     "GET /api/schema-registry/v1/metadata/version": [({}, None, "read")],
+    "GET /api/schema-registry/v1/metadata/deployment": [({}, None, "read")],
     "GET /api/schema-registry/mode": [({}, None, "read")],
     "PUT /api/schema-registry/mode": [({}, {"mode": "READONLY"}, "refused")],
     "DELETE /api/schema-registry/mode": [({}, None, "refused")],

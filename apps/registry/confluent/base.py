@@ -65,6 +65,15 @@ def int_param(request, name: str, default: int) -> int:
         raise RegistryError(400, 400, f"{name} is a whole number.") from None
 
 
+def page(request, items: list) -> list:
+    """The page of `items` (already in the order answered) that `offset` and `limit` ask
+    for, as the reference pages its lists: from `offset` (0, the first), at most `limit`
+    (-1, the default: no limit)."""
+    offset = max(int_param(request, "offset", 0), 0)
+    limit = int_param(request, "limit", -1)
+    return items[offset:] if limit < 0 else items[offset : offset + limit]
+
+
 def wants_deleted_only(request) -> bool:
     """`deletedOnly`, as the reference names it (confluent-kafka sends `deleted_only`)."""
     return flag(request, "deletedOnly") or flag(request, "deleted_only")

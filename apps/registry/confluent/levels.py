@@ -1,13 +1,14 @@
 """The Schema Registry API's config and mode views: a subject's (or the registry's)
 compatibility level, mode and data-contract settings, as the reference's ConfigResource
-and ModeResource answer them."""
+and ModeResource answer them. A subject's path naming the default context itself (`:.:`)
+names the registry's own (subjects.names_registry)."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from apps.registry import formats, selectors, versions
+from apps.registry import formats, selectors, subjects, versions
 from apps.registry.confluent import wire
 from apps.registry.confluent.base import (
     ConfluentView,
@@ -33,8 +34,14 @@ def _mode_echo(request) -> dict:
     return {"mode": read_body(request).get("mode")}
 
 
-def _mode_in(request) -> str:
-    mode = str(read_body(request).get("mode", "")).upper()
+def _mode_in(request) -> str | None:
+    """The mode a PUT sends; None for `"mode": null`: the mode is cleared, as the
+    reference reads a request without one. A body that names no mode at all is refused
+    (42204), as Steward refuses a body with none of the fields it reads."""
+    body = read_body(request)
+    if "mode" in body and body["mode"] is None:
+        return None
+    mode = str(body.get("mode", "")).upper()
     if mode not in REGISTRY_MODES:
         raise RegistryError(
             422,
@@ -63,6 +70,21 @@ def _config_out(level: str | None, settings: dict, key: str = "compatibilityLeve
     return {**answer, **{k: v for k, v in settings.items() if v is not None}}
 
 
+def _clear_own_mode(request, named: subjects.Subject) -> str:
+    """The subject's own mode removed, if it has one: the mode it had ("": none)."""
+    topic = selectors.topic_by_name(named.topic)
+    before = selectors.own_registry_mode(topic, named.role)
+    if before:
+        versions.set_registry_mode(
+            actor=request.actor,
+            topic=topic,
+            role=named.role,
+            mode="",
+            registry_admin=is_admin(request),
+        )
+    return before
+
+
 class Mode(ConfluentView):
     @extend_schema(tags=TAG, operation_id="schema_registry_mode", responses={200: wire.ModeIn})
     def get(self, request):
@@ -77,7 +99,8 @@ class Mode(ConfluentView):
     )
     def put(self, request):
         """The registry's mode: operators (and `registry:admin` tokens) only. IMPORT only
-        on a registry with no live subject yet, unless `force=true` (42205)."""
+        on a registry with no live subject yet, unless `force=true` (42205). No mode
+        (`"mode": null`) clears it: READWRITE again, `{"mode": null}` answered."""
         mode = _mode_in(request)
         versions.set_registry_default(
             actor=request.actor,
@@ -101,11 +124,13 @@ class Mode(ConfluentView):
         return Response({"mode": before})
 
 
-class SubjectMode(ConfluentView):
+class SubjectMode(Mode):
     @extend_schema(tags=TAG, responses={200: wire.ModeIn, **ERRORS})
     def get(self, request, subject):
         """The subject's own mode (40409 when it has none); with `defaultToGlobal=true`,
-        the mode it is in (its own, else the registry's)."""
+        the mode it is in (its own, else the registry's). `:.:`: the registry's."""
+        if subjects.names_registry(subject):
+            return super().get(request)
         named = parsed_subject(subject)
         topic = selectors.topic_by_name(named.topic)
         if not flag(request, "defaultToGlobal") and not selectors.own_registry_mode(
@@ -120,8 +145,14 @@ class SubjectMode(ConfluentView):
     def put(self, request, subject):
         """The subject's own mode (its topic's other subjects keep theirs): the topic's
         producers, operators and `registry:admin` tokens. IMPORT only on a subject with
-        no version yet, unless `force=true`."""
+        no version yet, unless `force=true`. No mode (`"mode": null`) clears the
+        subject's own, if any. `:.:`: the registry's."""
+        if subjects.names_registry(subject):
+            return super().put(request)
         mode = _mode_in(request)
+        if mode is None:
+            _clear_own_mode(request, named_subject(subject))
+            return Response(_mode_echo(request))
         versions.subject_mode_set(
             actor=request.actor,
             subject=named_subject(subject),
@@ -134,19 +165,12 @@ class SubjectMode(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.ModeIn, **ERRORS})
     def delete(self, request, subject):
         """The subject's own mode removed (answered): it follows the registry's again.
-        40401 when it had none, as the reference answers."""
-        named = parsed_subject(subject)
-        topic = selectors.topic_by_name(named.topic)
-        before = selectors.own_registry_mode(topic, named.role)
+        40401 when it had none, as the reference answers. `:.:`: the registry's."""
+        if subjects.names_registry(subject):
+            return super().delete(request)
+        before = _clear_own_mode(request, parsed_subject(subject))
         if not before:
             raise subject_not_found(subject)
-        versions.set_registry_mode(
-            actor=request.actor,
-            topic=topic,
-            role=named.role,
-            mode="",
-            registry_admin=is_admin(request),
-        )
         return Response({"mode": before})
 
 
@@ -203,12 +227,14 @@ class Config(ConfluentView):
         return Response(before)
 
 
-class SubjectConfig(ConfluentView):
+class SubjectConfig(Config):
     @extend_schema(tags=TAG, responses={200: wire.Level, **ERRORS})
     def get(self, request, subject):
         """The subject's own level and data-contract settings (40408 when it has
         neither); with `defaultToGlobal=true`, those in force (the registry's where it
-        has none)."""
+        has none). `:.:`: the registry's."""
+        if subjects.names_registry(subject):
+            return super().get(request)
         named = parsed_subject(subject)
         topic = selectors.topic_by_name(named.topic)
         own = selectors.own_level(topic, named.role)
@@ -229,7 +255,9 @@ class SubjectConfig(ConfluentView):
     def delete(self, request, subject):
         """Back to the registry's level and settings (audited, and announced if that
         lowers the level): the level and settings it had answered; 40401 when it had
-        none, as the reference answers."""
+        none, as the reference answers. `:.:`: the registry's."""
+        if subjects.names_registry(subject):
+            return super().delete(request)
         named = parsed_subject(subject)
         topic = selectors.topic_by_name(named.topic)
         own = selectors.own_level(topic, named.role)
@@ -255,7 +283,10 @@ class SubjectConfig(ConfluentView):
     def put(self, request, subject):
         """The subject's own level and data-contract settings (its topic's other subjects
         keep theirs), a subject with no schema yet's too: the topic's producers,
-        operators and `registry:admin` tokens. Fields left out keep their value."""
+        operators and `registry:admin` tokens. Fields left out keep their value. `:.:`:
+        the registry's."""
+        if subjects.names_registry(subject):
+            return super().put(request)
         level, given = _config_in(request)
         admin = is_admin(request)
         named = named_subject(subject)

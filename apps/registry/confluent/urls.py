@@ -63,5 +63,8 @@ urlpatterns = [
     path("contexts", confluent.Contexts.as_view(), name="contexts"),
     path("v1/metadata/id", confluent.ClusterId.as_view(), name="metadata-id"),
     path("v1/metadata/version", confluent.ServerVersion.as_view(), name="metadata-version"),
+    path(
+        "v1/metadata/deployment", confluent.ServerDeployment.as_view(), name="metadata-deployment"
+    ),
     re_path(r"^.*$", confluent.UnknownPath.as_view(), name="unknown"),
 ]

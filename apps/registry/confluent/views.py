@@ -21,8 +21,8 @@ from apps.registry.confluent.base import (
     alias_target,
     by_id,
     flag,
-    int_param,
     named_subject,
+    page,
     parsed_subject,
     read_body,
     submitted_schema,
@@ -96,17 +96,32 @@ class ServerVersion(ConfluentView):
         return Response({"version": importlib.metadata.version("steward")})
 
 
+class ServerDeployment(ConfluentView):
+    """`/v1/metadata/deployment`: the attributes the reference's operator configures to
+    describe the deployment (`schema.registry.metadata.deployment.attributes`), none by
+    default; Steward configures none."""
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="schema_registry_metadata_deployment",
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    )
+    def get(self, request):
+        return Response({"attributes": []})
+
+
 class Subjects(ConfluentView):
     @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
     def get(self, request):
         """Every subject with a published version (`deleted=true`: soft-deleted ones too;
-        `deletedOnly=true`: only those), those whose name starts with `subjectPrefix`."""
+        `deletedOnly=true`: only those), those whose name starts with `subjectPrefix`, in
+        name order; `offset` and `limit` page the list (-1: no limit)."""
         found = selectors.subjects_with_published_versions(
             deleted=flag(request, "deleted"), deleted_only=wants_deleted_only(request)
         )
         prefix = request.query_params.get("subjectPrefix", "")
         names = (subjects.subject_of(topic, role) for topic, role in found)
-        return Response(sorted(name for name in names if name.startswith(prefix)))
+        return Response(page(request, sorted(n for n in names if n.startswith(prefix))))
 
 
 class Subject(ConfluentView):
@@ -164,7 +179,7 @@ class SubjectVersions(ConfluentView):
     )
     def get(self, request, subject):
         """The subject's version numbers (`deleted=true`: soft-deleted ones too;
-        `deletedOnly=true`: only those)."""
+        `deletedOnly=true`: only those); `offset` and `limit` page them (-1: no limit)."""
         subject = alias_target(subject)
         deleted_only = wants_deleted_only(request)
         deleted = flag(request, "deleted") or deleted_only
@@ -172,7 +187,7 @@ class SubjectVersions(ConfluentView):
         found = selectors.published_versions(
             topic, role, deleted=deleted, deleted_only=deleted_only
         )
-        return Response(list(found.values_list("version", flat=True)))
+        return Response(page(request, list(found.values_list("version", flat=True))))
 
     @extend_schema(
         tags=TAG,
@@ -278,9 +293,10 @@ class SubjectVersionSchema(ConfluentView):
 class ReferencedBy(ConfluentView):
     @extend_schema(tags=TAG, responses={200: INTS, **ERRORS})
     def get(self, request, subject, version):
-        """The ids of the schemas that reference this version."""
+        """The ids of the schemas that reference this version; `offset` and `limit` page
+        them (-1: no limit)."""
         topic, role = topic_of(alias_target(subject))
-        return Response(selectors.referencing_ids(version_of(topic, version, role)))
+        return Response(page(request, selectors.referencing_ids(version_of(topic, version, role))))
 
 
 class SchemaList(ConfluentView):
@@ -304,20 +320,27 @@ class SchemaList(ConfluentView):
         )
         if flag(request, "latestOnly"):
             found = list({wire.subject_name(v): v for v in found}.values())
-        offset = max(int_param(request, "offset", 0), 0)
-        limit = int_param(request, "limit", -1)
-        found = found[offset:] if limit < 0 else found[offset : offset + limit]
+        found = page(request, found)
         references = selectors.references_of(v.pk for v in found)  # one query for all
         answer = [wire.registered(v, wire.subject_name(v), references.get(v.pk, [])) for v in found]
         return Response(answer)
 
 
-def _schema_by_id(request, schema_id: int) -> dict:
+def _schema_by_id(request, schema_id: int, *, under: str | None = None) -> dict:
     """The schema of that id as the reference answers it by id or GUID (SchemaString): no
-    id, version or subject; `format` as asked."""
-    answer = wire.registered(by_id(schema_id), fmt=request.query_params.get("format"))
+    id, version or subject; `format` as asked. `under` (a subject asked for): its subject
+    and version too, of that subject's version with the id if it has one, else of another
+    subject's, as the reference's getSchemaKeyUsingContexts falls back."""
+    fmt = request.query_params.get("format")
     shown = ("schema", "schemaType", "references", "metadata", "ruleSet", "guid")
-    return {k: answer[k] for k in shown if k in answer}
+    found = by_id(schema_id)
+    if under is None:
+        answer = wire.registered(found, fmt=fmt)
+        return {k: answer[k] for k in shown if k in answer}
+    uses = selectors.versions_of_schema_id(schema_id, deleted=True)
+    found = next((v for v in uses if wire.subject_name(v) == under), found)
+    answer = wire.registered(found, wire.subject_name(found), fmt=fmt)
+    return {k: answer[k] for k in ("subject", "version", *shown) if k in answer}
 
 
 def _guid_ids(guid: str) -> dict[str, int]:
@@ -336,8 +359,10 @@ class SchemaById(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.SchemaText, **ERRORS})
     def get(self, request, schema_id):
         """The schema of that id; with `fetchMaxId=true`, `maxId` too: the highest id the
-        registry has given, for a tool that walks every id."""
-        found = _schema_by_id(request, schema_id)
+        registry has given, for a tool that walks every id. With `subject`, its `subject`
+        and `version` too: the subject's version with that id (or, when it has none,
+        another subject's)."""
+        found = _schema_by_id(request, schema_id, under=request.query_params.get("subject"))
         if flag(request, "fetchMaxId"):
             found["maxId"] = selectors.max_schema_id()
         return Response(found)
@@ -381,19 +406,22 @@ def _uses(request, schema_id: int) -> list[SchemaVersion]:
 class SchemaByIdSubjects(ConfluentView):
     @extend_schema(tags=TAG, responses={200: STRINGS, **ERRORS})
     def get(self, request, schema_id):
-        """The subjects that registered the schema of that id."""
-        return Response(sorted({wire.subject_name(v) for v in _uses(request, schema_id)}))
+        """The subjects that registered the schema of that id, in name order; `offset` and
+        `limit` page them (-1: no limit)."""
+        found = sorted({wire.subject_name(v) for v in _uses(request, schema_id)})
+        return Response(page(request, found))
 
 
 class SchemaByIdVersions(ConfluentView):
     @extend_schema(tags=TAG, responses={200: wire.SubjectVersionOut(many=True), **ERRORS})
     def get(self, request, schema_id):
-        """Every subject-version that registered the schema of that id."""
+        """Every subject-version that registered the schema of that id, by subject and
+        version; `offset` and `limit` page them (-1: no limit)."""
         found = [
             {"subject": wire.subject_name(v), "version": v.version}
             for v in _uses(request, schema_id)
         ]
-        return Response(sorted(found, key=lambda r: (r["subject"], r["version"])))
+        return Response(page(request, sorted(found, key=lambda r: (r["subject"], r["version"]))))
 
 
 class SchemaTypes(ConfluentView):

@@ -11,13 +11,15 @@ from rest_framework import serializers
 from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 
+from apps.core.views import SCHEMA_REGISTRY_MEDIA_TYPE
 from apps.registry import formats, selectors, subjects
 from apps.registry.models import REGISTRY_MODES, SchemaReference, SchemaVersion
 from apps.registry.versions.texts import registry_text
 
 # The reference registry answers in its own media type and reads it, its unversioned
 # one and plain JSON; a client that asks for none of them in particular gets the first.
-MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+# (Core's refusals before any view answer in it too.)
+MEDIA_TYPE = SCHEMA_REGISTRY_MEDIA_TYPE
 
 
 class RegistryV1Renderer(JSONRenderer):
@@ -131,7 +133,8 @@ class LevelIn(Contract):
 
 
 class ModeIn(serializers.Serializer):
-    mode = serializers.ChoiceField(choices=REGISTRY_MODES)
+    # null: no mode (a PUT clears it and answers it so)
+    mode = serializers.ChoiceField(choices=REGISTRY_MODES, allow_null=True)
 
 
 class RegistryErrorSerializer(serializers.Serializer):
@@ -150,7 +153,8 @@ ERRORS = {
     404: error("Subject (40401), version (40402) or schema (40403) not found."),
     422: error(
         "Invalid schema (42201; an unknown reference too), compatibility level (42203), "
-        "a referenced schema's deletion (42206) or subject name (42208)."
+        "a referenced schema's deletion (42206), subject name (42208) or a body too large "
+        "(42209)."
     ),
     429: error("Too many requests (error_code 429); `Retry-After` says when to retry."),
 }
