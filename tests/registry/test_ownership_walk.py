@@ -177,6 +177,10 @@ OPERATIONS = {
         ({"subject": "alpha.orders-value"}, {"mode": "READONLY"}, "refused"),
         # a subject of alpha's topic that has no version yet
         ({"subject": "alpha.orders-key"}, {"mode": "IMPORT"}, "refused"),
+        # clearing a mode: the one alpha set, and none at all (nothing to clear is no
+        # leave to call it)
+        ({"subject": "alpha.orders-value"}, {"mode": None}, "refused"),
+        ({"subject": "alpha.orders-key"}, {"mode": None}, "refused"),
     ],
     "DELETE /api/schema-registry/mode/{subject}": [
         ({"subject": "alpha.orders-value"}, None, "refused"),

@@ -70,21 +70,6 @@ def _config_out(level: str | None, settings: dict, key: str = "compatibilityLeve
     return {**answer, **{k: v for k, v in settings.items() if v is not None}}
 
 
-def _clear_own_mode(request, named: subjects.Subject) -> str:
-    """The subject's own mode removed, if it has one: the mode it had ("": none)."""
-    topic = selectors.topic_by_name(named.topic)
-    before = selectors.own_registry_mode(topic, named.role)
-    if before:
-        versions.set_registry_mode(
-            actor=request.actor,
-            topic=topic,
-            role=named.role,
-            mode="",
-            registry_admin=is_admin(request),
-        )
-    return before
-
-
 class Mode(ConfluentView):
     @extend_schema(tags=TAG, operation_id="schema_registry_mode", responses={200: wire.ModeIn})
     def get(self, request):
@@ -151,7 +136,11 @@ class SubjectMode(Mode):
             return super().put(request)
         mode = _mode_in(request)
         if mode is None:
-            _clear_own_mode(request, named_subject(subject))
+            versions.subject_mode_clear(
+                actor=request.actor,
+                subject=named_subject(subject),
+                registry_admin=is_admin(request),
+            )
             return Response(_mode_echo(request))
         versions.subject_mode_set(
             actor=request.actor,
@@ -168,7 +157,9 @@ class SubjectMode(Mode):
         40401 when it had none, as the reference answers. `:.:`: the registry's."""
         if subjects.names_registry(subject):
             return super().delete(request)
-        before = _clear_own_mode(request, parsed_subject(subject))
+        before = versions.subject_mode_clear(
+            actor=request.actor, subject=parsed_subject(subject), registry_admin=is_admin(request)
+        )
         if not before:
             raise subject_not_found(subject)
         return Response({"mode": before})

@@ -32,6 +32,7 @@ from apps.registry.versions.modes import (
     set_policy,
     set_registry_default,
     set_registry_mode,
+    subject_mode_clear,
     subject_mode_set,
     subject_topic,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "set_contract_config",
     "set_registry_mode",
     "subject_delete",
+    "subject_mode_clear",
     "subject_mode_set",
     "subject_topic",
     "subject_register",

@@ -16,6 +16,7 @@ from apps.core.scope import system_scope
 from apps.registry.models import RegistryDefault, SchemaVersion, Topic
 from apps.registry.selectors import (
     mode_of,
+    own_registry_mode,
     registry_contract,
     registry_mode_of,
     subject_contract,
@@ -287,6 +288,20 @@ def subject_mode_set(
         force=force,
         registry_admin=registry_admin,
     )
+
+
+def subject_mode_clear(*, actor: Actor, subject: Subject, registry_admin: bool = False) -> str:
+    """A subject's own Schema Registry mode removed, by those who may set it (the subject
+    follows the registry's again): the mode it had; "" when it had none, and nothing
+    changes."""
+    topic = topic_by_name(subject.topic)
+    require_may_manage(actor, topic, registry_admin)
+    before = own_registry_mode(topic, subject.role)
+    if before:
+        set_registry_mode(
+            actor=actor, topic=topic, role=subject.role, mode="", registry_admin=registry_admin
+        )
+    return before
 
 
 # --------------------------------------------------------------------------- data contracts
