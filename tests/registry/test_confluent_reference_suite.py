@@ -277,14 +277,6 @@ def test_incompatible_schema_lookup_by_subject(registry):
     assert registry.client.test_compatibility("testSubject", avro(schema2), version) is False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the 409's details end with {oldSchemaVersion: N}, {oldSchema: '…'} and {compatibility: "
-        "'…'}; fix in apps/registry/versions/gate.py (pass old_version, old_schema and "
-        "compatibility to Incompatible)"
-    ),
-)
 def test_incompatible_schema_by_subject(registry):
     """RestApiTest.testIncompatibleSchemaBySubject: FORWARD_TRANSITIVE checks every
     version, the latest alone passing."""
@@ -1392,19 +1384,10 @@ PROTO_F2_STRING = (
 PROTO_F2_INT = PROTO_F2_STRING.replace("string f2", "int32 f2")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a 409's details, and the verbose check's messages (third to fifth), name the version, "
-        "schema and level judged against (oldSchemaVersion:, oldSchema:, compatibility:); fix "
-        "in apps/registry/versions/gate.py (Incompatible) and apps/registry/confluent/views.py "
-        "(_compatibility)"
-    ),
-)
 def test_protobuf_incompatible_schema(registry):
     """protobuf/RestApiTest.testIncompatibleSchema."""
     registry.level("FULL", "testSubject")
-    first = registry.client.register_schema(
+    registry.client.register_schema(
         "testSubject", Schema(PROTO_F2_STRING, "PROTOBUF"), normalize_schemas=True
     )
     changed = Schema(PROTO_F2_INT, "PROTOBUF")
@@ -1414,10 +1397,11 @@ def test_protobuf_incompatible_schema(registry):
     )
     for part in ("oldSchemaVersion:", "oldSchema:", "compatibility:"):
         assert part in error.error_message
+    # the reference names the version by the first id, 1 in its fresh registry: version 1
     found = check(
         registry.http,
         "POST",
-        f"/compatibility/subjects/testSubject/versions/{first}",
+        "/compatibility/subjects/testSubject/versions/1",
         200,
         json={"schema": PROTO_F2_INT, "schemaType": "PROTOBUF"},
         params={"verbose": "true"},
@@ -1858,13 +1842,6 @@ def test_compare_and_set_version(backward):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a READ rule among migrationRules is 422; fix in apps/registry/versions/contracts.py "
-        "(valid_rule_set)"
-    ),
-)
 def test_config_invalid_rule_set(backward):
     """RestApiCompatibilityTest.testConfigInvalidRuleSet: a READ rule among migration
     rules, or two rules of one name, is 422."""
@@ -1879,13 +1856,6 @@ def test_config_invalid_rule_set(backward):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a READ rule among migrationRules is 422; fix in apps/registry/versions/contracts.py "
-        "(valid_rule_set)"
-    ),
-)
 def test_register_invalid_rule_set(backward):
     """RestApiCompatibilityTest.testRegisterInvalidRuleSet."""
     read = {"name": "foo", "kind": "TRANSFORM", "mode": "READ"}

@@ -35,9 +35,19 @@ CONFIG_KEYS = (
 FLAGS = ("normalize", "validateFields")
 NAMES = ("alias", "compatibilityGroup")
 RESERVED = "confluent:reserved"  # the metadata property naming a schema's reserved fields
+# the differences reserved_breaks finds (judged against no version)
+RESERVED_KINDS = ("RESERVED_FIELD_REMOVED", "FIELD_CONFLICTS_WITH_RESERVED_FIELD")
 RULE_LISTS = ("migrationRules", "domainRules", "encodingRules")
 RULE_KINDS = ("TRANSFORM", "CONDITION")
-RULE_MODES = ("UPGRADE", "DOWNGRADE", "UPDOWN", "READ", "WRITE", "WRITEREAD")
+MIGRATION_MODES = ("UPGRADE", "DOWNGRADE", "UPDOWN")
+DOMAIN_MODES = ("WRITE", "READ", "WRITEREAD")
+RULE_MODES = MIGRATION_MODES + DOMAIN_MODES
+# the modes each list takes, and the reference's words when a rule's is another (42210)
+LIST_MODES = {
+    "migrationRules": (MIGRATION_MODES, "Migration rules can only be UPGRADE, DOWNGRADE, UPDOWN"),
+    "domainRules": (DOMAIN_MODES, "Domain rules can only be WRITE, READ, WRITEREAD"),
+    "encodingRules": (DOMAIN_MODES, "Encoding rules can only be WRITE, READ, WRITEREAD"),
+}
 
 
 def _invalid(message: str) -> RegistryRefused:
@@ -87,22 +97,32 @@ def _valid_rule(rule, where: str) -> None:
 
 
 def valid_rule_set(value, where: str = "ruleSet") -> dict | None:
-    """The rule set as sent (migrationRules, domainRules, encodingRules: lists of rules
-    with unique names), or None; refused (42201) when those have another shape. Other
-    fields (a newer client's `enableAt`) are kept."""
+    """The rule set as sent (migrationRules, domainRules, encodingRules: lists of rules),
+    or None; refused (42201) when those have another shape. As the reference's
+    RuleSet.validate refuses them (42210): a rule whose mode is not its list's
+    (migration rules UPGRADE, DOWNGRADE or UPDOWN; domain and encoding rules WRITE, READ
+    or WRITEREAD), two rules of one name in the set. Other fields (a newer client's
+    `enableAt`) are kept."""
     if value is None:
         return None
     if not isinstance(value, dict):
         raise _invalid(f"{where} is an object")
+    names = set()
     for kind in RULE_LISTS:
         rules = value.get(kind) or []
         if not isinstance(rules, list):
             raise _invalid(f"{where}.{kind} is a list")
+        modes, words = LIST_MODES[kind]
         for n, rule in enumerate(rules):
             _valid_rule(rule, f"{where}.{kind}[{n}]")
-        names = [r["name"] for r in rules]
-        if len(set(names)) != len(names):
-            raise _invalid(f"{where}.{kind} names a rule twice")
+            if rule["name"] in names:
+                raise RegistryRefused(
+                    f"Found rule with duplicate name '{rule['name'][:100]}'", registry_code=42210
+                )
+            names.add(rule["name"])
+            # a rule without a mode takes its list's first (the reference's clients send one)
+            if rule.get("mode", modes[0]) not in modes:
+                raise RegistryRefused(words, registry_code=42210)
     return value
 
 
@@ -285,7 +305,7 @@ def reserved_breaks(
     kept = reserved_fields(previous.metadata) if previous is not None else set()
     removed = [
         Difference(
-            kind="RESERVED_FIELD_REMOVED",
+            kind=RESERVED_KINDS[0],
             path=f"#/metadata/properties/{RESERVED}",
             message=f"The new schema has reserved field {name} removed from its metadata "
             "which is present in the old schema's metadata.",
@@ -294,7 +314,7 @@ def reserved_breaks(
     ]
     conflicts = [
         Difference(
-            kind="FIELD_CONFLICTS_WITH_RESERVED_FIELD",
+            kind=RESERVED_KINDS[1],
             path=f"#/{name}",
             message=f"The new schema has field that conflicts with the reserved field {name}.",
         )

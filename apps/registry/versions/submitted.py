@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 
 from apps.registry import formats, selectors, subjects
+from apps.registry.versions import contracts
 from apps.registry.models import SchemaVersion, Topic
-from apps.registry.versions.errors import RegistryRefused
+from apps.registry.versions.errors import RegistryRefused, judged_against
 from apps.registry.versions.texts import storable
 
 SCHEMA_TYPES = list(formats.TYPES)
@@ -168,4 +169,42 @@ def compatibility_verdict(parsed, against: list[SchemaVersion], *, mode: str, po
         )
     return formats.check(
         parsed.kind, parsed.checked, [v.schema for v in against], mode=mode, policy=policy
+    )
+
+
+def first_failing(parsed, against: list[SchemaVersion], *, mode: str, policy: str):
+    """(version, differences) of the version the schema fails against that the reference
+    names in its messages: under a transitive level the newest failing of `against`
+    (oldest first), else the latest alone if it fails; None when none fails. Under FULL
+    the differences are the reference's: those forward first, then those backward."""
+    level = mode.removesuffix("_TRANSITIVE")
+    candidates = against if mode.endswith("_TRANSITIVE") else against[-1:]
+    directions = ("FORWARD", "BACKWARD") if level == "FULL" else (level,)
+    for version in reversed(candidates):
+        differences = [
+            d
+            for direction in directions
+            for d in compatibility_verdict(parsed, [version], mode=direction, policy=policy).breaking
+        ]
+        if differences:
+            return version, differences
+    return None
+
+
+def judged_messages(
+    parsed, against, breaking, *, mode: str, level: str, policy: str, validate_fields: bool
+) -> list[str]:
+    """A compatibility test's verbose messages for the differences found (`breaking`:
+    the reserved fields' first, then those from `against`), as the reference words them:
+    those from the version the schema fails against (first_failing), that version and
+    its schema, then the settings judged under; none when nothing breaks."""
+    if not breaking:
+        return []
+    failing = first_failing(parsed, against, mode=mode, policy=policy) if against else None
+    old = None
+    if failing is not None:
+        reserved = [d for d in breaking if d.kind in contracts.RESERVED_KINDS]
+        old, breaking = failing[0], [*reserved, *failing[1]]
+    return [f"{d.kind} at {d.path}: {d.message}" for d in breaking] + judged_against(
+        old.version if old else None, old.text if old else None, level, validate_fields
     )
