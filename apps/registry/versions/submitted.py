@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 from apps.registry import formats, selectors, subjects
-from apps.registry.versions import contracts
 from apps.registry.models import SchemaVersion, Topic
+from apps.registry.versions import contracts
 from apps.registry.versions.errors import RegistryRefused, judged_against
 from apps.registry.versions.texts import storable
 
@@ -181,11 +181,11 @@ def first_failing(parsed, against: list[SchemaVersion], *, mode: str, policy: st
     candidates = against if mode.endswith("_TRANSITIVE") else against[-1:]
     directions = ("FORWARD", "BACKWARD") if level == "FULL" else (level,)
     for version in reversed(candidates):
-        differences = [
-            d
+        verdicts = [
+            compatibility_verdict(parsed, [version], mode=direction, policy=policy)
             for direction in directions
-            for d in compatibility_verdict(parsed, [version], mode=direction, policy=policy).breaking
         ]
+        differences = [d for verdict in verdicts for d in verdict.breaking]
         if differences:
             return version, differences
     return None
