@@ -1527,13 +1527,6 @@ def test_invalid_import_mode(backward):
     assert backward.client.update_global_mode("IMPORT", force=True) == "IMPORT"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "in IMPORT a registration without id of a schema the subject has answers its id; fix in "
-        "apps/registry/versions/register.py (subject_register)"
-    ),
-)
 def test_register_schema_with_no_id_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithNoIdAfterImport: in IMPORT, a schema the
     subject has already is answered without an id."""
@@ -1543,13 +1536,6 @@ def test_register_schema_with_no_id_after_import(backward):
     assert backward.client.register_schema("testSubject", avro(MODE_SCHEMA)) == backward.id(1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "an import over a soft-deleted version of the same number replaces it; fix in "
-        "apps/registry/versions/register.py (version_import)"
-    ),
-)
 def test_register_schema_with_different_id_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithDifferentIdAfterImport."""
     assert backward.client.update_global_mode("READWRITE") == "READWRITE"
@@ -1559,25 +1545,11 @@ def test_register_schema_with_different_id_after_import(backward):
     imported(backward, "testSubject", MODE_SCHEMA, 1, 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "an import of a soft-deleted version's schema, id and number makes it live again; fix in "
-        "apps/registry/versions/register.py (version_import)"
-    ),
-)
 def test_register_schema_with_same_id_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithSameIdAfterImport."""
     imported_twice_over_deleted(backward)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "an import of a soft-deleted version's schema, id and number makes it live again; fix in "
-        "apps/registry/versions/register.py (version_import)"
-    ),
-)
 def test_register_schema_with_same_id_but_with_metadata_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithSameIdButWithMetadataAfterImport."""
     imported_twice_over_deleted(backward, metadata={"properties": {"foo": "bar"}})
