@@ -1750,13 +1750,6 @@ def test_config_metadata(backward):
     assert looked_up(third) == third["version"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a registration without `schema` takes the subject's latest version's schema; fix in "
-        "apps/registry/versions/register.py (subject_register)"
-    ),
-)
 def test_schema_metadata(backward):
     """RestApiCompatibilityTest.testSchemaMetadata: a registration of metadata alone
     takes the schema of the subject's latest version."""
@@ -1764,13 +1757,6 @@ def test_schema_metadata(backward):
     assert registered_alone(backward, {"metadata": metadata})["metadata"] == metadata
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a registration without `schema` takes the subject's latest version's schema; fix in "
-        "apps/registry/versions/register.py (subject_register)"
-    ),
-)
 def test_schema_rule_set(backward):
     """RestApiCompatibilityTest.testSchemaRuleSet: a ruleSet alone likewise."""
     rule = {"name": "foo", "kind": "TRANSFORM", "mode": "UPGRADE", "type": "IGNORE"}

@@ -42,6 +42,7 @@ from apps.registry.versions.errors import NotRegistered, RegistryRefused
 from apps.registry.versions.gate import Registering, Sync, TopicAnswer, sync_topic
 from apps.registry.versions.modes import require_writable
 from apps.registry.versions.submitted import find_registered, parse_submitted, reference_key
+from apps.registry.versions.texts import registry_text
 from apps.tenancy.audit import audit_record
 
 State = SchemaVersion.State
@@ -92,6 +93,10 @@ def subject_register(
             selectors.subject_contract(topic, subject.role),
             selectors.registry_contract(defaults),
         )
+        if _blank(schema):
+            schema_type, schema, references = _latest_schema(
+                topic, subject.role, defaults, (schema_type, schema, references)
+            )
         # a config's `normalize` normalizes every registration, as the reference's does
         parsed, resolved = parse_submitted(
             schema_type,
@@ -132,6 +137,30 @@ def subject_register(
             registering=Registering(subject.name, contract),
         )
         return _registered(answer, subject.name)
+
+
+def _blank(schema) -> bool:
+    return schema is None or (isinstance(schema, str) and not schema.strip())
+
+
+def _latest_schema(topic, role: str, defaults: dict, sent: tuple) -> tuple:
+    """(type, text, references) a registration without a schema registers: its subject's
+    latest live version's, as the reference's registration takes them (to give that
+    schema a new data contract), but in IMPORT mode; else those sent (refused as
+    invalid)."""
+    latest = selectors.published_versions(topic, role).last() if topic is not None else None
+    if latest is None or selectors.registry_mode_of(topic, role, defaults) == "IMPORT":
+        return sent
+    rows = selectors.references_of([latest.pk]).get(latest.pk, [])
+    references = [
+        {
+            "name": row.name,
+            "subject": subjects.subject_of(row.referenced.topic.name, row.referenced.role),
+            "version": row.referenced.version,
+        }
+        for row in rows
+    ]
+    return latest.schema_type, registry_text(latest, rows), references
 
 
 def _alias_subject(alias: str) -> Subject:
