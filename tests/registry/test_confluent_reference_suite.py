@@ -869,14 +869,6 @@ def test_get_schema_registry_server_deployment(registry):
     check(registry.http, "GET", "/v1/metadata/deployment", 200, lambda b: b["attributes"] == [])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a registration's `version` (-1: the latest; the next: a new version of the same "
-        "schema) and `confluent:version` in its metadata pick the version, kept as "
-        "`confluent:version`; fix in apps/registry/versions/register.py (subject_register)"
-    ),
-)
 def test_confluent_version(registry):
     """RestApiTest.testConfluentVersion (its first steps)."""
     text = record(field("f1"))
@@ -1775,13 +1767,6 @@ def registered_alone(registry, contract: dict) -> dict:
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a `version` other than the next is 42201 outside IMPORT; fix in "
-        "apps/registry/versions/register.py (subject_register)"
-    ),
-)
 def test_compare_and_set_version(backward):
     """RestApiCompatibilityTest.testCompareAndSetVersion: a `version` that is not the
     next is 42201; the next one registers."""

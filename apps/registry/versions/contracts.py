@@ -321,3 +321,33 @@ def reserved_breaks(
         for name in sorted(reserved & fields)
     ]
     return removed + conflicts
+
+
+VERSION = "confluent:version"  # the metadata property naming the version it was made as
+
+
+def version_wanted(number) -> int | None:
+    """A registration's `version` outside IMPORT: None (or 0) for none, -1 for the
+    latest, else the number the new version must have; refused (42202) when it is none of
+    those."""
+    if number is None or (type(number) is int and -1 <= number < 2**31):
+        return number
+    raise RegistryRefused(
+        f"The specified version '{str(number)[:50]}' is not a valid version id. Allowed "
+        "values are between [1, 2^31-1] and -1 for the latest",
+        registry_code=42202,
+    )
+
+
+def version_stamped(contract: tuple, wanted: int | None, number: int) -> tuple:
+    """A new version's contract (metadata, ruleSet) as the reference records it: its
+    number as the metadata's `confluent:version` when the registration sent a `version`
+    (-1 or the next one) or the metadata names one already; refused (42201) when the
+    `version` sent is not the next one, as the reference refuses it."""
+    metadata, rule_set = contract
+    if wanted not in (None, 0, -1) and wanted != number:
+        raise _invalid("Version is not one more than previous version")
+    if wanted in (None, 0) and VERSION not in ((metadata or {}).get("properties") or {}):
+        return contract
+    properties = {**((metadata or {}).get("properties") or {}), VERSION: str(number)}
+    return {**(metadata or {}), "properties": properties}, rule_set

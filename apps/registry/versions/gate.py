@@ -330,6 +330,9 @@ class Registering:
 
     subject: str
     contract: contracts.Sent = contracts.Sent()
+    # the `version` sent: None (or 0) none, -1 the latest, else the one the new version
+    # must be (contracts.version_wanted)
+    number: int | None = None
 
 
 def _decide(
@@ -395,9 +398,17 @@ def _decided(
         if not verdict.compatible:
             policy = topic.compatibility_policy
             _refuse(registering, parsed, checked, mode, policy, judged=verdict.breaking)
-    known = _known(topic.name, parsed, published, pending, key, any_version, contract, retyped)
+    wanted = registering.number if registering is not None else None
+    # a `version` to make (compare-and-set) is a new version even of a schema the subject
+    # has; -1 looks at the latest alone, as the reference looks a registration up
+    known = None
+    if wanted in (None, 0, -1):
+        any_live = any_version and wanted != -1
+        known = _known(topic.name, parsed, published, pending, key, any_live, contract, retyped)
     if known is not None:
         return known
+    number = (history[-1].version if history else 0) + 1
+    contract = contracts.version_stamped(contract, wanted, number)
     reserved = _reserved_breaks(topic, parsed, config, contract, published)
     if reserved and registering is not None:
         _refuse(registering, parsed, checked, mode, topic.compatibility_policy, reserved)
@@ -420,7 +431,6 @@ def _decided(
         if refused is not None:
             return refused
         TRANSITIONS.move(pending, State.SUPERSEDED)
-    number = (history[-1].version if history else 0) + 1
     return _submit(
         sync, topic, parsed, role, references, verdict, number, registering, contract, checked
     )

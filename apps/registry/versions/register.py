@@ -134,7 +134,7 @@ def subject_register(
             release=f"schema-registry:{subject.name}:{parsed.fingerprint}",
             defaults=defaults,
             absent=topic is None,
-            registering=Registering(subject.name, contract),
+            registering=Registering(subject.name, contract, contracts.version_wanted(number)),
         )
         return _registered(answer, subject.name)
 

@@ -135,6 +135,13 @@ def find_registered(
     up: the same schema, or the string the registry answers for a version sent back as it
     is (gate._known); with `metadata` or `rule_set`, one with that data contract."""
     versions = selectors.published_versions(topic, role, deleted=deleted)
+    if metadata is None and rule_set is None:
+        # a schema sent without a contract is first the version that has none, as the
+        # reference finds it by its hash, else the latest of that schema
+        bare = versions.filter(metadata__isnull=True, rule_set__isnull=True)
+        found = bare.filter(fingerprint=parsed.fingerprint).last()
+        if found is not None:
+            return found
     if metadata is not None:
         versions = versions.filter(metadata=metadata)
     if rule_set is not None:
