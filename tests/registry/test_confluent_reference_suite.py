@@ -270,14 +270,6 @@ def test_incompatible_schema_lookup_by_subject(registry):
     assert registry.client.test_compatibility("testSubject", avro(schema2), version) is False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the 409's details end with {oldSchemaVersion: N}, {oldSchema: '…'} and {compatibility: "
-        "'…'}; fix in apps/registry/versions/gate.py (pass old_version, old_schema and "
-        "compatibility to Incompatible)"
-    ),
-)
 def test_incompatible_schema_by_subject(registry):
     """RestApiTest.testIncompatibleSchemaBySubject: FORWARD_TRANSITIVE checks every
     version, the latest alone passing."""
@@ -842,14 +834,6 @@ def test_get_schema_registry_server_deployment(registry):
     check(registry.http, "GET", "/v1/metadata/deployment", 200, lambda b: b["attributes"] == [])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a registration's `version` (-1: the latest; the next: a new version of the same "
-        "schema) and `confluent:version` in its metadata pick the version, kept as "
-        "`confluent:version`; fix in apps/registry/versions/register.py (subject_register)"
-    ),
-)
 def test_confluent_version(registry):
     """RestApiTest.testConfluentVersion (its first steps)."""
     text = record(field("f1"))
@@ -1357,19 +1341,10 @@ PROTO_F2_STRING = (
 PROTO_F2_INT = PROTO_F2_STRING.replace("string f2", "int32 f2")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a 409's details, and the verbose check's messages (third to fifth), name the version, "
-        "schema and level judged against (oldSchemaVersion:, oldSchema:, compatibility:); fix "
-        "in apps/registry/versions/gate.py (Incompatible) and apps/registry/confluent/views.py "
-        "(_compatibility)"
-    ),
-)
 def test_protobuf_incompatible_schema(registry):
     """protobuf/RestApiTest.testIncompatibleSchema."""
     registry.level("FULL", "testSubject")
-    first = registry.client.register_schema(
+    registry.client.register_schema(
         "testSubject", Schema(PROTO_F2_STRING, "PROTOBUF"), normalize_schemas=True
     )
     changed = Schema(PROTO_F2_INT, "PROTOBUF")
@@ -1379,10 +1354,11 @@ def test_protobuf_incompatible_schema(registry):
     )
     for part in ("oldSchemaVersion:", "oldSchema:", "compatibility:"):
         assert part in error.error_message
+    # the reference names the version by the first id, 1 in its fresh registry: version 1
     found = check(
         registry.http,
         "POST",
-        f"/compatibility/subjects/testSubject/versions/{first}",
+        "/compatibility/subjects/testSubject/versions/1",
         200,
         json={"schema": PROTO_F2_INT, "schemaType": "PROTOBUF"},
         params={"verbose": "true"},
@@ -1501,13 +1477,6 @@ def test_invalid_import_mode(backward):
     assert backward.client.update_global_mode("IMPORT", force=True) == "IMPORT"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "in IMPORT a registration without id of a schema the subject has answers its id; fix in "
-        "apps/registry/versions/register.py (subject_register)"
-    ),
-)
 def test_register_schema_with_no_id_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithNoIdAfterImport: in IMPORT, a schema the
     subject has already is answered without an id."""
@@ -1517,13 +1486,6 @@ def test_register_schema_with_no_id_after_import(backward):
     assert backward.client.register_schema("testSubject", avro(MODE_SCHEMA)) == backward.id(1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "an import over a soft-deleted version of the same number replaces it; fix in "
-        "apps/registry/versions/register.py (version_import)"
-    ),
-)
 def test_register_schema_with_different_id_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithDifferentIdAfterImport."""
     assert backward.client.update_global_mode("READWRITE") == "READWRITE"
@@ -1533,25 +1495,11 @@ def test_register_schema_with_different_id_after_import(backward):
     imported(backward, "testSubject", MODE_SCHEMA, 1, 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "an import of a soft-deleted version's schema, id and number makes it live again; fix in "
-        "apps/registry/versions/register.py (version_import)"
-    ),
-)
 def test_register_schema_with_same_id_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithSameIdAfterImport."""
     imported_twice_over_deleted(backward)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "an import of a soft-deleted version's schema, id and number makes it live again; fix in "
-        "apps/registry/versions/register.py (version_import)"
-    ),
-)
 def test_register_schema_with_same_id_but_with_metadata_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithSameIdButWithMetadataAfterImport."""
     imported_twice_over_deleted(backward, metadata={"properties": {"foo": "bar"}})
@@ -1752,13 +1700,6 @@ def test_config_metadata(backward):
     assert looked_up(third) == third["version"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a registration without `schema` takes the subject's latest version's schema; fix in "
-        "apps/registry/versions/register.py (subject_register)"
-    ),
-)
 def test_schema_metadata(backward):
     """RestApiCompatibilityTest.testSchemaMetadata: a registration of metadata alone
     takes the schema of the subject's latest version."""
@@ -1766,13 +1707,6 @@ def test_schema_metadata(backward):
     assert registered_alone(backward, {"metadata": metadata})["metadata"] == metadata
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a registration without `schema` takes the subject's latest version's schema; fix in "
-        "apps/registry/versions/register.py (subject_register)"
-    ),
-)
 def test_schema_rule_set(backward):
     """RestApiCompatibilityTest.testSchemaRuleSet: a ruleSet alone likewise."""
     rule = {"name": "foo", "kind": "TRANSFORM", "mode": "UPGRADE", "type": "IGNORE"}
@@ -1791,13 +1725,6 @@ def registered_alone(registry, contract: dict) -> dict:
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a `version` other than the next is 42201 outside IMPORT; fix in "
-        "apps/registry/versions/register.py (subject_register)"
-    ),
-)
 def test_compare_and_set_version(backward):
     """RestApiCompatibilityTest.testCompareAndSetVersion: a `version` that is not the
     next is 42201; the next one registers."""
@@ -1816,13 +1743,6 @@ def test_compare_and_set_version(backward):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a READ rule among migrationRules is 422; fix in apps/registry/versions/contracts.py "
-        "(valid_rule_set)"
-    ),
-)
 def test_config_invalid_rule_set(backward):
     """RestApiCompatibilityTest.testConfigInvalidRuleSet: a READ rule among migration
     rules, or two rules of one name, is 422."""
@@ -1837,13 +1757,6 @@ def test_config_invalid_rule_set(backward):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a READ rule among migrationRules is 422; fix in apps/registry/versions/contracts.py "
-        "(valid_rule_set)"
-    ),
-)
 def test_register_invalid_rule_set(backward):
     """RestApiCompatibilityTest.testRegisterInvalidRuleSet."""
     read = {"name": "foo", "kind": "TRANSFORM", "mode": "READ"}

@@ -464,7 +464,16 @@ def _compatibility(request, checked: _Checked, against: list[SchemaVersion], *, 
         breaking = [*breaking, *verdict.breaking]
     answer = {"is_compatible": not breaking}
     if verbose:
-        answer["messages"] = [f"{d.kind} at {d.path}: {d.message}" for d in breaking]
+        # as the reference's: the version failed and its schema, the level, after them
+        answer["messages"] = submitted.judged_messages(
+            parsed,
+            against,
+            breaking,
+            mode=mode,
+            level=checked.level,
+            policy=checked.policy,
+            validate_fields=bool(checked.config.get("validateFields")),
+        )
     return Response(answer)
 
 

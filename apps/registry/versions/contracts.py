@@ -35,9 +35,19 @@ CONFIG_KEYS = (
 FLAGS = ("normalize", "validateFields")
 NAMES = ("alias", "compatibilityGroup")
 RESERVED = "confluent:reserved"  # the metadata property naming a schema's reserved fields
+# the differences reserved_breaks finds (judged against no version)
+RESERVED_KINDS = ("RESERVED_FIELD_REMOVED", "FIELD_CONFLICTS_WITH_RESERVED_FIELD")
 RULE_LISTS = ("migrationRules", "domainRules", "encodingRules")
 RULE_KINDS = ("TRANSFORM", "CONDITION")
-RULE_MODES = ("UPGRADE", "DOWNGRADE", "UPDOWN", "READ", "WRITE", "WRITEREAD")
+MIGRATION_MODES = ("UPGRADE", "DOWNGRADE", "UPDOWN")
+DOMAIN_MODES = ("WRITE", "READ", "WRITEREAD")
+RULE_MODES = MIGRATION_MODES + DOMAIN_MODES
+# the modes each list takes, and the reference's words when a rule's is another (42210)
+LIST_MODES = {
+    "migrationRules": (MIGRATION_MODES, "Migration rules can only be UPGRADE, DOWNGRADE, UPDOWN"),
+    "domainRules": (DOMAIN_MODES, "Domain rules can only be WRITE, READ, WRITEREAD"),
+    "encodingRules": (DOMAIN_MODES, "Encoding rules can only be WRITE, READ, WRITEREAD"),
+}
 
 
 def _invalid(message: str) -> RegistryRefused:
@@ -87,22 +97,32 @@ def _valid_rule(rule, where: str) -> None:
 
 
 def valid_rule_set(value, where: str = "ruleSet") -> dict | None:
-    """The rule set as sent (migrationRules, domainRules, encodingRules: lists of rules
-    with unique names), or None; refused (42201) when those have another shape. Other
-    fields (a newer client's `enableAt`) are kept."""
+    """The rule set as sent (migrationRules, domainRules, encodingRules: lists of rules),
+    or None; refused (42201) when those have another shape. As the reference's
+    RuleSet.validate refuses them (42210): a rule whose mode is not its list's
+    (migration rules UPGRADE, DOWNGRADE or UPDOWN; domain and encoding rules WRITE, READ
+    or WRITEREAD), two rules of one name in the set. Other fields (a newer client's
+    `enableAt`) are kept."""
     if value is None:
         return None
     if not isinstance(value, dict):
         raise _invalid(f"{where} is an object")
+    names = set()
     for kind in RULE_LISTS:
         rules = value.get(kind) or []
         if not isinstance(rules, list):
             raise _invalid(f"{where}.{kind} is a list")
+        modes, words = LIST_MODES[kind]
         for n, rule in enumerate(rules):
             _valid_rule(rule, f"{where}.{kind}[{n}]")
-        names = [r["name"] for r in rules]
-        if len(set(names)) != len(names):
-            raise _invalid(f"{where}.{kind} names a rule twice")
+            if rule["name"] in names:
+                raise RegistryRefused(
+                    f"Found rule with duplicate name '{rule['name'][:100]}'", registry_code=42210
+                )
+            names.add(rule["name"])
+            # a rule without a mode takes its list's first (the reference's clients send one)
+            if rule.get("mode", modes[0]) not in modes:
+                raise RegistryRefused(words, registry_code=42210)
     return value
 
 
@@ -285,7 +305,7 @@ def reserved_breaks(
     kept = reserved_fields(previous.metadata) if previous is not None else set()
     removed = [
         Difference(
-            kind="RESERVED_FIELD_REMOVED",
+            kind=RESERVED_KINDS[0],
             path=f"#/metadata/properties/{RESERVED}",
             message=f"The new schema has reserved field {name} removed from its metadata "
             "which is present in the old schema's metadata.",
@@ -294,10 +314,40 @@ def reserved_breaks(
     ]
     conflicts = [
         Difference(
-            kind="FIELD_CONFLICTS_WITH_RESERVED_FIELD",
+            kind=RESERVED_KINDS[1],
             path=f"#/{name}",
             message=f"The new schema has field that conflicts with the reserved field {name}.",
         )
         for name in sorted(reserved & fields)
     ]
     return removed + conflicts
+
+
+VERSION = "confluent:version"  # the metadata property naming the version it was made as
+
+
+def version_wanted(number) -> int | None:
+    """A registration's `version` outside IMPORT: None (or 0) for none, -1 for the
+    latest, else the number the new version must have; refused (42202) when it is none of
+    those."""
+    if number is None or (type(number) is int and -1 <= number < 2**31):
+        return number
+    raise RegistryRefused(
+        f"The specified version '{str(number)[:50]}' is not a valid version id. Allowed "
+        "values are between [1, 2^31-1] and -1 for the latest",
+        registry_code=42202,
+    )
+
+
+def version_stamped(contract: tuple, wanted: int | None, number: int) -> tuple:
+    """A new version's contract (metadata, ruleSet) as the reference records it: its
+    number as the metadata's `confluent:version` when the registration sent a `version`
+    (-1 or the next one) or the metadata names one already; refused (42201) when the
+    `version` sent is not the next one, as the reference refuses it."""
+    metadata, rule_set = contract
+    if wanted not in (None, 0, -1) and wanted != number:
+        raise _invalid("Version is not one more than previous version")
+    if wanted in (None, 0) and VERSION not in ((metadata or {}).get("properties") or {}):
+        return contract
+    properties = {**((metadata or {}).get("properties") or {}), VERSION: str(number)}
+    return {**(metadata or {}), "properties": properties}, rule_set

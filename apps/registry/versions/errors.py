@@ -46,7 +46,8 @@ class NotRegistered(Conflict):
 class Incompatible(NotRegistered):
     """A breaking schema the Schema Registry API was asked to register on a subject where
     no consumer must acknowledge it: refused, as the reference registry refuses it, with
-    the differences its level does not allow."""
+    the differences its level does not allow and what they were judged against
+    (judged_against)."""
 
     def __init__(
         self,
@@ -56,22 +57,44 @@ class Incompatible(NotRegistered):
         old_version: int | None = None,
         old_schema: str | None = None,
         compatibility: str | None = None,
+        validate_fields: bool = False,
     ):
         details = [
             f"{{errorType:'{d['kind']}', description:'{d['path']}: {d.get('message', '')}'}}"
             for d in breaking
         ]
-        # what it was judged against, as the reference's message ends (tools read them)
-        if old_version is not None:
-            details.append(f"{{oldSchemaVersion: {old_version}}}")
-        if old_schema is not None:
-            details.append(f"{{oldSchema: '{old_schema}'}}")
-        if compatibility is not None:
-            details.append(f"{{validateFields: 'false', compatibility: '{compatibility}'}}")
+        details += judged_against(old_version, old_schema, compatibility, validate_fields)
         super().__init__(
             "Schema being registered is incompatible with an earlier schema for subject "
             f'"{subject[:300]}", details: [{", ".join(details)}]'
         )
+
+
+# the reference logs at most this much of the old schema in its messages
+OLD_SCHEMA_SHOWN = 10240
+
+
+def judged_against(
+    old_version: int | None,
+    old_schema: str | None,
+    compatibility: str | None,
+    validate_fields: bool = False,
+) -> list[str]:
+    """What an incompatible schema was judged against, as the reference's messages end
+    (a 409's details, the verbose compatibility test's messages; tools read them): the
+    version it fails and that version's schema, then the settings it was judged under."""
+    entries = []
+    if old_version is not None:
+        entries.append(f"{{oldSchemaVersion: {old_version}}}")
+    if old_schema is not None:
+        if len(old_schema) > OLD_SCHEMA_SHOWN:
+            entries.append(f"{{oldSchema: <truncated> '{old_schema[:OLD_SCHEMA_SHOWN]}...'}}")
+        else:
+            entries.append(f"{{oldSchema: '{old_schema}'}}")
+    if compatibility is not None:
+        flag = "true" if validate_fields else "false"
+        entries.append(f"{{validateFields: '{flag}', compatibility: '{compatibility}'}}")
+    return entries
 
 
 class ReferenceRefused(DomainError):

@@ -56,6 +56,7 @@ from apps.registry.versions.modes import mode_implies, policy_implies
 from apps.registry.versions.readers import judge_readers
 from apps.registry.versions.submitted import (
     compatibility_verdict,
+    first_failing,
     parse_referencing,
     reference_key,
 )
@@ -329,6 +330,9 @@ class Registering:
 
     subject: str
     contract: contracts.Sent = contracts.Sent()
+    # the `version` sent: None (or 0) none, -1 the latest, else the one the new version
+    # must be (contracts.version_wanted)
+    number: int | None = None
 
 
 def _decide(
@@ -392,13 +396,24 @@ def _decided(
             parsed, checked, mode=mode, policy=topic.compatibility_policy
         )
         if not verdict.compatible:
-            raise Incompatible(registering.subject, [d.as_dict() for d in verdict.breaking])
-    known = _known(topic.name, parsed, published, pending, key, any_version, contract, retyped)
+            policy = topic.compatibility_policy
+            _refuse(registering, parsed, checked, mode, policy, judged=verdict.breaking)
+    wanted = registering.number if registering is not None else None
+    # a `version` to make (compare-and-set) is a new version even of a schema the subject
+    # has; -1 looks at the latest alone, as the reference looks a registration up
+    known = None
+    if wanted in (None, 0, -1):
+        any_live = any_version and wanted != -1
+        known = _known(topic.name, parsed, published, pending, key, any_live, contract, retyped)
     if known is not None:
         return known
-    reserved = _reserved_breaks(topic, parsed, config, contract, published, registering)
-    if reserved is not None:
-        return reserved
+    number = (history[-1].version if history else 0) + 1
+    contract = contracts.version_stamped(contract, wanted, number)
+    reserved = _reserved_breaks(topic, parsed, config, contract, published)
+    if reserved and registering is not None:
+        _refuse(registering, parsed, checked, mode, topic.compatibility_policy, reserved)
+    if reserved:
+        return TopicAnswer(topic.name, "refused", reason=" ".join(d.message for d in reserved))
     if not (retyped and checked):
         verdict = formats.check(
             parsed.kind,
@@ -416,28 +431,48 @@ def _decided(
         if refused is not None:
             return refused
         TRANSITIONS.move(pending, State.SUPERSEDED)
-    number = (history[-1].version if history else 0) + 1
-    return _submit(sync, topic, parsed, role, references, verdict, number, registering, contract)
+    return _submit(
+        sync, topic, parsed, role, references, verdict, number, registering, contract, checked
+    )
 
 
-def _reserved_breaks(
-    topic: Topic, parsed, config: dict, contract, published, registering
-) -> TopicAnswer | None:
-    """Under the config's `validateFields`, a new version that has a field its metadata
-    reserves, or no longer reserves one the latest version reserved: refused whatever
-    the level (no consumer's acknowledgement makes it right), as the reference refuses
-    it (409, 40901 through the Schema Registry API)."""
-    breaks = contracts.reserved_breaks(
+def _reserved_breaks(topic: Topic, parsed, config: dict, contract, published) -> list:
+    """Under the config's `validateFields`, what a new version breaks that has a field its
+    metadata reserves, or no longer reserves one the latest version reserved: refused
+    whatever the level (no consumer's acknowledgement makes it right), as the reference
+    refuses it (409, 40901 through the Schema Registry API)."""
+    return contracts.reserved_breaks(
         config,
         contracts.top_level_fields(parsed),
         contract[0],
         published[-1] if published else None,
     )
-    if not breaks:
-        return None
-    if registering is not None:
-        raise Incompatible(registering.subject, [d.as_dict() for d in breaks])
-    return TopicAnswer(topic.name, "refused", reason=" ".join(d.message for d in breaks))
+
+
+def _refuse(
+    registering: Registering, parsed, checked, mode: str, policy: str, reserved=(), judged=()
+):
+    """A registration refused as the reference refuses it (Incompatible): the reserved
+    fields it breaks, then the differences from the version it fails against (the newest
+    under a transitive level), that version and its schema, and the level. `judged`: the
+    differences found against all of `checked`, should no one version fail alone."""
+    failing = first_failing(parsed, checked, mode=mode, policy=policy) if checked else None
+    breaking = [d.as_dict() for d in reserved]
+    old_version = old_schema = None
+    if failing is None:
+        breaking += [d if isinstance(d, dict) else d.as_dict() for d in judged]
+    else:
+        old, differences = failing
+        breaking += [d.as_dict() for d in differences]
+        old_version, old_schema = old.version, old.text
+    raise Incompatible(
+        registering.subject,
+        breaking,
+        old_version=old_version,
+        old_schema=old_schema,
+        compatibility=mode,
+        validate_fields=bool((registering.contract.config or {}).get("validateFields")),
+    )
 
 
 def _known(
@@ -551,6 +586,7 @@ def _submit(
     number,
     registering=None,
     contract=None,
+    checked=(),
 ) -> TopicAnswer:
     """The new version, judged by every declared reader of the topic's consumers
     (whatever the level says: the level compares versions, a reader is what a consumer's
@@ -574,7 +610,8 @@ def _submit(
     awaiting = [n for n in topic.consumer_names if held_by(judged, n)]
     if registering is not None and not verdict.compatible and not awaiting:
         # rolls back this subject's savepoint: a waiting version it superseded stays
-        raise Incompatible(registering.subject, judged.get("breaking", []))
+        policy, breaking = topic.compatibility_policy, judged.get("breaking", [])
+        _refuse(registering, parsed, list(checked), verdict.mode, policy, judged=breaking)
     reads_it = [n for n in topic.consumer_names if readers.get(n, {}).get("reads")]
     publish = not awaiting
     metadata, rule_set = contract or (None, None)

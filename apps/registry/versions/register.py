@@ -23,6 +23,7 @@ from apps.core.scope import current_scope, system_scope
 from apps.registry import selectors, subjects
 from apps.registry.models import (
     SchemaIdentity,
+    SchemaReference,
     SchemaVersion,
     Service,
     Topic,
@@ -40,7 +41,8 @@ from apps.registry.versions import contracts
 from apps.registry.versions.errors import NotRegistered, RegistryRefused
 from apps.registry.versions.gate import Registering, Sync, TopicAnswer, sync_topic
 from apps.registry.versions.modes import require_writable
-from apps.registry.versions.submitted import parse_submitted, reference_key
+from apps.registry.versions.submitted import find_registered, parse_submitted, reference_key
+from apps.registry.versions.texts import registry_text
 from apps.tenancy.audit import audit_record
 
 State = SchemaVersion.State
@@ -91,6 +93,10 @@ def subject_register(
             selectors.subject_contract(topic, subject.role),
             selectors.registry_contract(defaults),
         )
+        if _blank(schema):
+            schema_type, schema, references = _latest_schema(
+                topic, subject.role, defaults, (schema_type, schema, references)
+            )
         # a config's `normalize` normalizes every registration, as the reference's does
         parsed, resolved = parse_submitted(
             schema_type,
@@ -117,6 +123,9 @@ def subject_register(
         if mode == "IMPORT" or schema_id is not None:
             previous = selectors.published_versions(topic, subject.role).last() if topic else None
             given["contract"] = contract.effective(previous)
+            found = _imported_already(topic, subject, given, contract, schema_id, number)
+            if found is not None:
+                return Registered(found, subject=subject.name)
             version = _import(given, subject, mode, schema_id, number)
             schema_references_record(version, resolved)
             return Registered(version, subject=subject.name)
@@ -125,9 +134,33 @@ def subject_register(
             release=f"schema-registry:{subject.name}:{parsed.fingerprint}",
             defaults=defaults,
             absent=topic is None,
-            registering=Registering(subject.name, contract),
+            registering=Registering(subject.name, contract, contracts.version_wanted(number)),
         )
         return _registered(answer, subject.name)
+
+
+def _blank(schema) -> bool:
+    return schema is None or (isinstance(schema, str) and not schema.strip())
+
+
+def _latest_schema(topic, role: str, defaults: dict, sent: tuple) -> tuple:
+    """(type, text, references) a registration without a schema registers: its subject's
+    latest live version's, as the reference's registration takes them (to give that
+    schema a new data contract), but in IMPORT mode; else those sent (refused as
+    invalid)."""
+    latest = selectors.published_versions(topic, role).last() if topic is not None else None
+    if latest is None or selectors.registry_mode_of(topic, role, defaults) == "IMPORT":
+        return sent
+    rows = selectors.references_of([latest.pk]).get(latest.pk, [])
+    references = [
+        {
+            "name": row.name,
+            "subject": subjects.subject_of(row.referenced.topic.name, row.referenced.role),
+            "version": row.referenced.version,
+        }
+        for row in rows
+    ]
+    return latest.schema_type, registry_text(latest, rows), references
 
 
 def _alias_subject(alias: str) -> Subject:
@@ -179,6 +212,31 @@ def _held(answer: TopicAnswer, subject: str) -> str:
 
 def _differences(differences: list[dict], separator: str = ", ") -> str:
     return separator.join(f"{d['kind']} at {d['path']}" for d in differences)
+
+
+def _imported_already(
+    topic, subject: Subject, given: dict, contract: contracts.Sent, schema_id, number
+) -> SchemaVersion | None:
+    """The subject's live version of the schema sent (with the data contract sent, if
+    any) when a registration without a version names no id or that version's: answered
+    before IMPORT asks for an id, as the reference looks a registration up first, unless
+    the config has contract defaults or overrides (its look-up is skipped then)."""
+    config = contract.config or {}
+    if topic is None or number not in (None, 0, -1) or any(config.get(k) for k in _LAID):
+        return None
+    found = find_registered(
+        topic,
+        subject.role,
+        given["parsed"],
+        given["references"],
+        metadata=contract.metadata,
+        rule_set=contract.rule_set,
+    )
+    return found if found is not None and schema_id in (None, found.identity_id) else None
+
+
+# the config's settings a registration's contract is laid over or under
+_LAID = ("defaultMetadata", "overrideMetadata", "defaultRuleSet", "overrideRuleSet")
 
 
 def _import(given: dict, subject: Subject, mode: str, schema_id, number) -> SchemaVersion:
@@ -247,16 +305,19 @@ def _system_scope_once():
     return system_scope()
 
 
-def _import_identity(schema_id: int, kind: str, key: str, guid: str) -> None:
+def _import_identity(schema_id: int, parsed, key: str, guid: str) -> None:
     """The imported id, made the schema's: refused (42205, as the reference words it)
     when the id is another schema's. The same schema under a second id is kept, as the
     reference keeps it, without taking over from the id new registrations reuse.
 
-    An id is another schema's while any version has it, soft-deleted ones included (they
-    are still served by id). Once every version that had it is deleted permanently, the
-    reference no longer knows the id (its lookup by id finds no subject-version) and lets
-    an import give it to another schema; so does Steward, and the schema the id named
-    before gets a new id if it is registered again."""
+    An id is another schema's while any version of another schema has it, soft-deleted
+    ones included (they are still served by id); the same schema with other references
+    or another data contract is not another (the reference compares the schema alone).
+    Once every version that had it is deleted permanently, the reference no longer knows
+    the id (its lookup by id finds no subject-version) and lets an import give it to
+    another schema; so does Steward, and the schema the id named before gets a new id if
+    it is registered again."""
+    kind = parsed.kind
     existing = SchemaIdentity.objects.select_for_update().filter(pk=schema_id).first()
     if existing is not None and existing.key == key:
         if existing.guid is None:  # an id from before GUIDs (migration 0024), given again
@@ -264,9 +325,11 @@ def _import_identity(schema_id: int, kind: str, key: str, guid: str) -> None:
             existing.save(update_fields=["guid"])
         return
     if existing is not None and existing.versions.exists():
-        raise RegistryRefused(
-            f"Overwrite new schema with id {schema_id} is not permitted.", registry_code=42205
-        )
+        if existing.versions.exclude(fingerprint=parsed.fingerprint).exists():
+            raise RegistryRefused(
+                f"Overwrite new schema with id {schema_id} is not permitted.", registry_code=42205
+            )
+        return
     taken = SchemaIdentity.objects.filter(key=key, reusable=True).exclude(pk=schema_id).exists()
     if existing is not None:
         existing.key, existing.guid, existing.schema_type = key, guid, kind
@@ -299,16 +362,21 @@ def version_import(
     """A migration's version, registered with the id and version it had in the registry
     it comes from (the subject in IMPORT mode): published as it is, without a check or the
     gate (it is history already in use), audited, not announced. The same import again
-    answers the same version."""
+    answers the same version; one over a soft-deleted version of the same number replaces
+    it (live again, as imported), as the reference's import writes over it."""
     key = schema_identity_key(parsed.kind, parsed.fingerprint, reference_key(references), contract)
     guid = schema_guid(parsed.text, references, contract)
     with system_scope(), transaction.atomic():
         same = SchemaVersion.objects.filter(
-            topic__name=topic_name, role=role, version=number, identity_id=schema_id
+            topic__name=topic_name,
+            role=role,
+            version=number,
+            identity_id=schema_id,
+            deleted_at__isnull=True,
         ).first()
         if same is not None and same.fingerprint == parsed.fingerprint:
             return same
-        _import_identity(schema_id, parsed.kind, key, guid)
+        _import_identity(schema_id, parsed, key, guid)
         topic = Topic.objects.select_for_update().filter(name=topic_name).first()
         if topic is None:
             topic = Topic(name=topic_name)
@@ -316,29 +384,34 @@ def version_import(
             topic.save()
             audit_record(actor=actor, action="topic.create", instance=topic)
             subscribe_steward_consumers_on_commit([topic_name])
-        if topic.schema_versions.filter(role=role, version=number).exists():
+        taken = topic.schema_versions.filter(role=role, version=number).first()
+        if taken is not None and taken.deleted_at is None:
             raise RegistryRefused(
                 f"Version {number} of {topic_name} ({role}) exists already with another id.",
                 registry_code=42207,
             )
-        version = SchemaVersion.objects.create(
-            identity_id=schema_id,
-            topic=topic,
-            role=role,
-            version=number,
-            schema_type=parsed.kind,
-            schema=parsed.document,
-            canonical=parsed.canonical,
-            text=parsed.text,
-            metadata=contract[0],
-            rule_set=contract[1],
-            fingerprint=parsed.fingerprint,
-            state=State.PUBLISHED,
-            published_at=timezone.now(),
-            verdict={"imported": True},
-            submitted_by=service,
-            release="schema-registry:import",
-        )
+        imported = {
+            "identity_id": schema_id,
+            "schema_type": parsed.kind,
+            "schema": parsed.document,
+            "canonical": parsed.canonical,
+            "text": parsed.text,
+            "metadata": contract[0],
+            "rule_set": contract[1],
+            "fingerprint": parsed.fingerprint,
+            "state": State.PUBLISHED,
+            "published_at": timezone.now(),
+            "verdict": {"imported": True},
+            "submitted_by": service,
+            "release": "schema-registry:import",
+        }
+        if taken is None:
+            version = SchemaVersion.objects.create(
+                topic=topic, role=role, version=number, **imported
+            )
+            replaced = None
+        else:
+            version, replaced = _replace_deleted(taken, imported)
         if role == "value" and number > topic.current_schema_version:
             topic.current_schema_version = number
             topic.save(update_fields=["current_schema_version", "updated_at"])
@@ -346,6 +419,19 @@ def version_import(
             actor=actor,
             action="schema_version.import",
             instance=version,
-            changes={"id": [None, schema_id], "version": [None, number]},
+            changes={"id": [replaced, schema_id], "version": [None, number]},
         )
     return version
+
+
+def _replace_deleted(version: SchemaVersion, imported: dict) -> tuple[SchemaVersion, int]:
+    """The soft-deleted version an import of its number writes over: the imported schema,
+    id and contract, live again, with the references it is imported with (recorded
+    after); answered with the id it had."""
+    replaced = version.identity_id
+    for name, value in imported.items():
+        setattr(version, name, value)
+    version.deleted_at = None
+    version.save()
+    SchemaReference.objects.filter(version=version).delete()
+    return version, replaced

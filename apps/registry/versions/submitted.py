@@ -9,7 +9,8 @@ import json
 
 from apps.registry import formats, selectors, subjects
 from apps.registry.models import SchemaVersion, Topic
-from apps.registry.versions.errors import RegistryRefused
+from apps.registry.versions import contracts
+from apps.registry.versions.errors import RegistryRefused, judged_against
 from apps.registry.versions.texts import storable
 
 SCHEMA_TYPES = list(formats.TYPES)
@@ -134,6 +135,13 @@ def find_registered(
     up: the same schema, or the string the registry answers for a version sent back as it
     is (gate._known); with `metadata` or `rule_set`, one with that data contract."""
     versions = selectors.published_versions(topic, role, deleted=deleted)
+    if metadata is None and rule_set is None:
+        # a schema sent without a contract is first the version that has none, as the
+        # reference finds it by its hash, else the latest of that schema
+        bare = versions.filter(metadata__isnull=True, rule_set__isnull=True)
+        found = bare.filter(fingerprint=parsed.fingerprint).last()
+        if found is not None:
+            return found
     if metadata is not None:
         versions = versions.filter(metadata=metadata)
     if rule_set is not None:
@@ -168,4 +176,42 @@ def compatibility_verdict(parsed, against: list[SchemaVersion], *, mode: str, po
         )
     return formats.check(
         parsed.kind, parsed.checked, [v.schema for v in against], mode=mode, policy=policy
+    )
+
+
+def first_failing(parsed, against: list[SchemaVersion], *, mode: str, policy: str):
+    """(version, differences) of the version the schema fails against that the reference
+    names in its messages: under a transitive level the newest failing of `against`
+    (oldest first), else the latest alone if it fails; None when none fails. Under FULL
+    the differences are the reference's: those forward first, then those backward."""
+    level = mode.removesuffix("_TRANSITIVE")
+    candidates = against if mode.endswith("_TRANSITIVE") else against[-1:]
+    directions = ("FORWARD", "BACKWARD") if level == "FULL" else (level,)
+    for version in reversed(candidates):
+        verdicts = [
+            compatibility_verdict(parsed, [version], mode=direction, policy=policy)
+            for direction in directions
+        ]
+        differences = [d for verdict in verdicts for d in verdict.breaking]
+        if differences:
+            return version, differences
+    return None
+
+
+def judged_messages(
+    parsed, against, breaking, *, mode: str, level: str, policy: str, validate_fields: bool
+) -> list[str]:
+    """A compatibility test's verbose messages for the differences found (`breaking`:
+    the reserved fields' first, then those from `against`), as the reference words them:
+    those from the version the schema fails against (first_failing), that version and
+    its schema, then the settings judged under; none when nothing breaks."""
+    if not breaking:
+        return []
+    failing = first_failing(parsed, against, mode=mode, policy=policy) if against else None
+    old = None
+    if failing is not None:
+        reserved = [d for d in breaking if d.kind in contracts.RESERVED_KINDS]
+        old, breaking = failing[0], [*reserved, *failing[1]]
+    return [f"{d.kind} at {d.path}: {d.message}" for d in breaking] + judged_against(
+        old.version if old else None, old.text if old else None, level, validate_fields
     )
