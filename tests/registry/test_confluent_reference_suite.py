@@ -834,31 +834,101 @@ def test_get_schema_registry_server_deployment(registry):
     check(registry.http, "GET", "/v1/metadata/deployment", 200, lambda b: b["attributes"] == [])
 
 
+MY_ENUM_JSON = (
+    '{"id":"urn:jsonschema:com:MySchema","properties":{"myEnum":{"enum":["YES_VALUE",'
+    '"NO_VALUE"],"type":"string"}},"type":"object"}'
+)
+
+
 def test_confluent_version(registry):
-    """RestApiTest.testConfluentVersion (its first steps)."""
-    text = record(field("f1"))
+    """RestApiTest.testConfluentVersion: a registration's `version` and its metadata's
+    `confluent:version`, registered and looked up, before and after deletes."""
+    text = MY_ENUM_JSON
     path = "/subjects/test/versions"
 
-    def registered(expected_id, **sent):
-        answer = check(registry.http, "POST", path, 200, json={"schema": text, **sent})
-        assert answer["id"] == registry.id(expected_id) and answer["version"] is not None
+    def body(version=None, properties=None):
+        """The request: `version` when given, metadata of `properties` when given."""
+        sent = {"schema": text, "schemaType": "JSON"}
+        if version is not None:
+            sent["version"] = version
+        if properties is not None:
+            sent["metadata"] = {"properties": properties}
+        return sent
+
+    def registered(expected_id, version=None, properties=None):
+        answer = check(registry.http, "POST", path, 200, json=body(version, properties))
+        assert answer["id"] == registry.id(expected_id)
         assert registry.client.get_schema(registry.id(expected_id)).schema_str == text
 
-    def latest(version, confluent_version):
+    def confluent_version(found):
+        return ((found.get("metadata") or {}).get("properties") or {}).get("confluent:version")
+
+    def latest(version, expected):
         found = check(registry.http, "GET", "/subjects/test/versions/latest", 200)
         assert (found["schema"], found["version"]) == (text, version)
-        properties = (found.get("metadata") or {}).get("properties", {})
-        assert properties.get("confluent:version") == confluent_version
+        assert confluent_version(found) == expected
+
+    def looked_up(version, expected, properties=None):
+        sent = body(properties=properties)
+        found = check(registry.http, "POST", "/subjects/test", 200, json=sent)
+        assert (found["schema"], found["version"]) == (text, version)
+        assert confluent_version(found) == expected
+        return found
 
     registered(1)
     latest(1, None)
+    assert "metadata" not in check(registry.http, "GET", "/subjects/test/versions/1", 200)
     registered(1, version=-1)
     registered(2, version=2)
     registered(2, version=-1)
     latest(2, "2")
-    looked_up = check(registry.http, "POST", "/subjects/test", 200, json={"schema": text})
-    assert looked_up["version"] == 1 and "metadata" not in looked_up
-    check(registry.http, "POST", path, 422, error=42201, json={"schema": text, "version": 2})
+    assert "metadata" not in looked_up(1, None)
+    assert "metadata" not in looked_up(1, None, properties={"confluent:version": "1"})
+    looked_up(2, "2", properties={"confluent:version": "2"})
+    check(registry.http, "DELETE", "/subjects/test/versions/1", 200, 1)
+    looked_up(2, "2")
+    registered(2)
+    latest(2, "2")
+    registered(3, version=3)
+    registered(3, version=-1)
+    registered(3, version=-1)
+    latest(3, "3")
+    check(registry.http, "POST", path, 422, error=42201, json=body(3))
+    registered(4, version=4)
+    looked_up(4, "4")
+    registered(5, properties={"confluent:version": "-1"})
+    latest(5, "5")
+    registered(2, properties={"confluent:version": "2"})
+    registered(3, properties={"confluent:version": "3"})
+    registered(6, properties={"confluent:version": "0"})
+    latest(6, "6")
+    registered(6, properties={})
+    registered(7, properties={"mykey": "myvalue"})
+    latest(7, None)
+    registered(8, version=-1)
+    latest(8, "8")
+    found = check(registry.http, "GET", "/subjects/test/versions/8", 200)
+    assert found["metadata"]["properties"]["mykey"] == "myvalue"
+    assert looked_up(7, None, properties={"mykey": "myvalue"})["metadata"] == {
+        "properties": {"mykey": "myvalue"}
+    }
+    check(registry.http, "DELETE", "/subjects/test/versions/7", 200, 7)
+    looked_up(8, "8", properties={"mykey": "myvalue"})
+
+
+def test_version_not_next_and_incompatible(backward):
+    """KafkaSchemaRegistry.register judges compatibility before the version number: a
+    `version` that is not the next one, sent with an incompatible schema, is refused as
+    incompatible (409, 40901) and registers nothing."""
+    registry, path = backward, "/subjects/test/versions"
+    first = record(field("f1"))
+    check(registry.http, "POST", path, 200, json={"schema": first})
+    breaking = record(field("f1", "int"))
+    check(registry.http, "POST", path, 409, error=40901, json={"schema": breaking, "version": 5})
+    # compatible, the same number: the version number's refusal
+    compatible = record(field("f1"), field("f2", default="x"))
+    check(registry.http, "POST", path, 422, error=42201, json={"schema": compatible, "version": 5})
+    assert check(registry.http, "GET", "/subjects/test/versions", 200) == [1]
 
 
 def test_compatibility_non_existent_subject(registry):

@@ -342,12 +342,71 @@ def version_wanted(number) -> int | None:
 def version_stamped(contract: tuple, wanted: int | None, number: int) -> tuple:
     """A new version's contract (metadata, ruleSet) as the reference records it: its
     number as the metadata's `confluent:version` when the registration sent a `version`
-    (-1 or the next one) or the metadata names one already; refused (42201) when the
-    `version` sent is not the next one, as the reference refuses it."""
+    (-1 or a number) or the metadata names one already (any value, -1 and 0 too)."""
     metadata, rule_set = contract
-    if wanted not in (None, 0, -1) and wanted != number:
-        raise _invalid("Version is not one more than previous version")
     if wanted in (None, 0) and VERSION not in ((metadata or {}).get("properties") or {}):
         return contract
     properties = {**((metadata or {}).get("properties") or {}), VERSION: str(number)}
     return {**(metadata or {}), "properties": properties}, rule_set
+
+
+def require_next(wanted: int | None, number: int) -> None:
+    """Refused (42201) when the `version` a registration sent is a number but not the
+    next one (`number`), as the reference refuses it once the schema has passed the
+    compatibility check."""
+    if wanted not in (None, 0, -1) and wanted != number:
+        raise _invalid("Version is not one more than previous version")
+
+
+# the config's settings a registration's contract is laid over or under
+LAID = ("defaultMetadata", "overrideMetadata", "defaultRuleSet", "overrideRuleSet")
+
+
+def laid(config: dict) -> bool:
+    """Whether the config has contract defaults or overrides (the reference's
+    hasDefaultsOrOverrides: a registration is not looked up before it is laid)."""
+    return any(config.get(key) for key in LAID)
+
+
+def _version_number(metadata: dict | None) -> int | None:
+    """The metadata's `confluent:version` as a number (None: none, or not a number)."""
+    value = group_value(metadata, VERSION)
+    try:
+        return None if value is None else int(value)
+    except ValueError:
+        return None
+
+
+def _bare(metadata: dict | None, drop_version: bool = False) -> dict:
+    """The metadata's fields that say something (empty ones are none), without
+    `confluent:version` when `drop_version`."""
+    found = dict(metadata or {})
+    if drop_version and isinstance(found.get("properties"), dict):
+        found["properties"] = {k: v for k, v in found["properties"].items() if k != VERSION}
+    return {k: v for k, v in found.items() if v not in (None, {}, [])}
+
+
+def _looks_up(contract: tuple, version: SchemaVersion) -> bool:
+    """Whether a schema sent with `contract` (metadata, ruleSet) is `version`'s (of the
+    same schema), as the reference's canLookup compares them: `confluent:version` on one
+    side only is left out (on the sent side it must name the version's number); on
+    both or neither, the contracts are the same."""
+    metadata, rule_set = contract
+    if rule_set != version.rule_set:
+        return False
+    sent, kept = _version_number(metadata), _version_number(version.metadata)
+    if (sent is None) == (kept is None):
+        if metadata is None or version.metadata is None:
+            return metadata is None and version.metadata is None
+        return _bare(metadata) == _bare(version.metadata)
+    if sent is not None and sent != version.version:
+        return False
+    return _bare(metadata, True) == _bare(version.metadata, True)
+
+
+def looked_up(contract: tuple, versions: list[SchemaVersion]) -> list[SchemaVersion]:
+    """Those of `versions` (of the same schema, oldest first) a schema sent with
+    `contract` is, as the reference finds them: the ones with that very contract (its
+    look-up by hash), else those its canLookup takes (_looks_up)."""
+    exact = [v for v in versions if v.contract == contract]
+    return exact or [v for v in versions if _looks_up(contract, v)]

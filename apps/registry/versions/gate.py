@@ -37,7 +37,6 @@ from apps.registry.selectors import (
     registry_contract,
     registry_defaults,
     subject_contract,
-    versions_answered_as,
 )
 from apps.registry.services import (
     require_may_name_producers,
@@ -59,6 +58,7 @@ from apps.registry.versions.submitted import (
     first_failing,
     parse_referencing,
     reference_key,
+    same_schema,
 )
 from apps.tenancy.audit import audit_record
 
@@ -399,16 +399,21 @@ def _decided(
             policy = topic.compatibility_policy
             _refuse(registering, parsed, checked, mode, policy, judged=verdict.breaking)
     wanted = registering.number if registering is not None else None
-    # a `version` to make (compare-and-set) is a new version even of a schema the subject
-    # has; -1 looks at the latest alone, as the reference looks a registration up
+    number = (history[-1].version if history else 0) + 1
+    # As the reference registers: the schema is looked up first with the contract as
+    # sent (-1: against the latest alone; not when the config lays a contract), then,
+    # without a `version`, with the contract laid and stamped as the new version's. A
+    # `version` (compare-and-set) is otherwise a new version even of a schema it has.
     known = None
-    if wanted in (None, 0, -1):
-        any_live = any_version and wanted != -1
-        known = _known(topic.name, parsed, published, pending, key, any_live, contract, retyped)
+    if wanted in (None, 0, -1) and not contracts.laid(config):
+        among = published[-1:] if wanted == -1 else published
+        as_sent = (sent.metadata, sent.rule_set)
+        known = _known(topic.name, parsed, among, pending, key, any_version, as_sent, retyped)
+    contract = contracts.version_stamped(contract, wanted, number)
+    if known is None and wanted in (None, 0):
+        known = _known(topic.name, parsed, published, pending, key, any_version, contract, retyped)
     if known is not None:
         return known
-    number = (history[-1].version if history else 0) + 1
-    contract = contracts.version_stamped(contract, wanted, number)
     reserved = _reserved_breaks(topic, parsed, config, contract, published)
     if reserved and registering is not None:
         _refuse(registering, parsed, checked, mode, topic.compatibility_policy, reserved)
@@ -482,13 +487,13 @@ def _known(
     pending,
     references,
     any_version,
-    contract=None,
+    contract=(None, None),
     retyped=False,
 ) -> TopicAnswer | None:
     """The answer when the schema is not new to the subject: of another type than its
     schemas (rejected, unless `retyped`: the level let the new type in), a published
-    version (unchanged), or the version waiting. `contract`: (metadata, ruleSet) the
-    version must have too (None: any)."""
+    version (unchanged), or the version waiting. `contract`: (metadata, ruleSet) sent,
+    which finds a version as the reference's look-up finds it (contracts.looked_up)."""
     fingerprint, kind = parsed.fingerprint, parsed.kind
     current = published[-1] if published else None
     if current is not None and current.schema_type != kind and not retyped:
@@ -497,20 +502,13 @@ def _known(
             "rejected",
             reason=f"the subject's schemas are {current.schema_type}, not {kind}",
         )
-    # else the string the registry answers for a version, sent back as it is (what Avro's
-    # parser drops, a primitive's doc say, is gone from it): the same schema, as the
-    # reference registry finds it by that string
-    same = [v for v in published if v.fingerprint == fingerprint] or versions_answered_as(
-        published, parsed.text, kind, references
-    )
-    if contract is not None:
-        same = [v for v in same if v.contract == contract]
+    same = contracts.looked_up(contract, same_schema(published, parsed, references))
     if same and (any_version or same[-1] is current):
         return TopicAnswer(name, "unchanged", same[-1].version, fingerprint, row=same[-1])
     if (
         pending is not None
         and pending.fingerprint == fingerprint
-        and contract in (None, pending.contract)
+        and contracts.looked_up(contract, [pending])
     ):
         return TopicAnswer(
             name,
@@ -612,6 +610,8 @@ def _submit(
         # rolls back this subject's savepoint: a waiting version it superseded stays
         policy, breaking = topic.compatibility_policy, judged.get("breaking", [])
         _refuse(registering, parsed, list(checked), verdict.mode, policy, judged=breaking)
+    if registering is not None:  # compatible first, then the number, as the reference
+        contracts.require_next(registering.number, number)
     reads_it = [n for n in topic.consumer_names if readers.get(n, {}).get("reads")]
     publish = not awaiting
     metadata, rule_set = contract or (None, None)

@@ -222,7 +222,7 @@ def _imported_already(
     before IMPORT asks for an id, as the reference looks a registration up first, unless
     the config has contract defaults or overrides (its look-up is skipped then)."""
     config = contract.config or {}
-    if topic is None or number not in (None, 0, -1) or any(config.get(k) for k in _LAID):
+    if topic is None or number not in (None, 0, -1) or contracts.laid(config):
         return None
     found = find_registered(
         topic,
@@ -231,12 +231,9 @@ def _imported_already(
         given["references"],
         metadata=contract.metadata,
         rule_set=contract.rule_set,
+        laid=False,
     )
     return found if found is not None and schema_id in (None, found.identity_id) else None
-
-
-# the config's settings a registration's contract is laid over or under
-_LAID = ("defaultMetadata", "overrideMetadata", "defaultRuleSet", "overrideRuleSet")
 
 
 def _import(given: dict, subject: Subject, mode: str, schema_id, number) -> SchemaVersion:

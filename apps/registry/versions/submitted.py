@@ -121,6 +121,16 @@ def parse_referencing(kind: str, schema, resolved, *, normalize: bool = False) -
     return storable(formats.parse_with_references(kind, text, resolved, normalize=normalize))
 
 
+def same_schema(versions, parsed, references) -> list[SchemaVersion]:
+    """Those of `versions` (oldest first) that are the schema sent: the same schema, or
+    the string the registry answers for a version sent back as it is (what Avro's parser
+    drops, a primitive's doc say, is gone from it), with the same `references` ((name,
+    referenced version id)), as the reference registry finds a schema by that string."""
+    return [v for v in versions if v.fingerprint == parsed.fingerprint] or (
+        selectors.versions_answered_as(versions, parsed.text, parsed.kind, references)
+    )
+
+
 def find_registered(
     topic: Topic,
     role: str,
@@ -130,29 +140,28 @@ def find_registered(
     deleted: bool = False,
     metadata=None,
     rule_set=None,
+    laid: bool = True,
 ) -> SchemaVersion | None:
     """The subject's live version (`deleted`: or soft-deleted one) of the schema looked
-    up: the same schema, or the string the registry answers for a version sent back as it
-    is (gate._known); with `metadata` or `rule_set`, one with that data contract."""
-    versions = selectors.published_versions(topic, role, deleted=deleted)
-    if metadata is None and rule_set is None:
-        # a schema sent without a contract is first the version that has none, as the
-        # reference finds it by its hash, else the latest of that schema
-        bare = versions.filter(metadata__isnull=True, rule_set__isnull=True)
-        found = bare.filter(fingerprint=parsed.fingerprint).last()
-        if found is not None:
-            return found
-    if metadata is not None:
-        versions = versions.filter(metadata=metadata)
-    if rule_set is not None:
-        versions = versions.filter(rule_set=rule_set)
-    found = versions.filter(fingerprint=parsed.fingerprint).last()
-    if found is not None:
-        return found
-    answered = selectors.versions_answered_as(
-        versions.filter(text=parsed.text), parsed.text, parsed.kind, reference_key(resolved)
+    up with the data contract sent (none: none), as the reference's look-up finds it
+    (contracts.looked_up), the latest of those it finds; else (`laid`), when a contract
+    laid as a registration's is (the latest live version's where none is sent, over the
+    config's defaults and under its overrides) is another, one with that."""
+    versions = list(selectors.published_versions(topic, role, deleted=deleted))
+    same = same_schema(versions, parsed, reference_key(resolved))
+    found = contracts.looked_up((metadata, rule_set), same)
+    latest = (
+        selectors.published_versions(topic, role).last() if laid and same and not found else None
     )
-    return answered[-1] if answered else None
+    if latest is not None:
+        defaults = selectors.registry_defaults()
+        config = contracts.config_in_force(
+            selectors.subject_contract(topic, role), selectors.registry_contract(defaults)
+        )
+        filled = contracts.effective(metadata, rule_set, latest, config)
+        if filled != (metadata, rule_set):
+            found = contracts.looked_up(filled, same)
+    return found[-1] if found else None
 
 
 def compatibility_verdict(parsed, against: list[SchemaVersion], *, mode: str, policy: str):
