@@ -1556,6 +1556,22 @@ def test_register_schema_with_no_id_after_import(backward):
     assert backward.client.register_schema("testSubject", avro(MODE_SCHEMA)) == backward.id(1)
 
 
+def test_a_latest_version_registration_in_import_looks_at_the_latest_alone(backward):
+    """The reference's register with `version: -1` looks the schema up against the
+    subject's latest version alone, in IMPORT mode too: an older version's schema sent
+    so, without an id, is not found, and IMPORT asks for the id (42205); the latest's is."""
+    first, second = avro_strings(2)
+    assert backward.client.update_global_mode("IMPORT") == "IMPORT"
+    imported(backward, "testSubject", first, 1, 1)
+    imported(backward, "testSubject", second, 2, 2)
+    path = "/subjects/testSubject/versions"
+    check(backward.http, "POST", path, 422, json={"schema": first, "version": -1}, error=42205)
+    latest = check(backward.http, "POST", path, 200, json={"schema": second, "version": -1})
+    assert (latest["id"], latest["version"]) == (backward.id(2), 2)
+    # without a version, any version of the schema is found, as the reference's look-up
+    assert backward.client.register_schema("testSubject", avro(first)) == backward.id(1)
+
+
 def test_register_schema_with_different_id_after_import(backward):
     """RestApiModeTest.testRegisterSchemaWithDifferentIdAfterImport."""
     assert backward.client.update_global_mode("READWRITE") == "READWRITE"

@@ -233,6 +233,9 @@ def _imported_already(
         rule_set=contract.rule_set,
         laid=False,
     )
+    if found is not None and number == -1:
+        # `version: -1` looks the schema up against the latest version alone
+        found = found if found == selectors.published_versions(topic, subject.role).last() else None
     return found if found is not None and schema_id in (None, found.identity_id) else None
 
 
